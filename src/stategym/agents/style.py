@@ -1,0 +1,34 @@
+"""How a scripted agent behaves, as independent, composable switches.
+
+Every domain's expert honours a :class:`Style`; the baseline and pathological agents are the
+expert with one habit changed, so each abuses exactly one dimension of decision quality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """One scripted agent's habits (the defaults are the expert's)."""
+
+    ask: Literal["needed", "nothing", "everything"] = "needed"
+    """Ask exactly the missing facts, none (guess them), or every fact the domain has."""
+    privileged: bool = False
+    """Know the hidden facts (final values, true priorities) without asking."""
+    batching: Literal["safe", "serial", "guess"] = "safe"
+    """Parallel where values are independent, one call per round, or parallel with guessed
+    values in place of ones not yet returned."""
+    verify: Literal["before", "same_round", "skip"] = "before"
+    """Check the fresh price/availability in a round before committing, in the same round as
+    the commit (guessing the check's id), or not at all."""
+    confirm: Literal["once", "skip", "spam"] = "once"
+    """Propose the choice to the user before committing: once, never, or repeatedly."""
+    commit: Literal["once", "never", "shotgun"] = "once"
+    """Commit the choice once, never, or commit several options so one fits."""
+    spray: int = 0
+    """Extra speculative calls added to every lookup round."""
+    first_fit: bool = False
+    """Take the first option that looks feasible instead of the best one."""

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``stategym`` CLI (see :mod:`stategym.cli`)."""

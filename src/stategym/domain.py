@@ -1,0 +1,64 @@
+"""What a domain provides to the kernel.
+
+A domain is one folder under ``stategym/domains`` with the same few modules (``world``,
+``tools``, ``generator``, ``expert``) and a ``DOMAIN`` object built from this class. See
+``docs/adding-a-domain.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from stategym.knobs import Knobs
+from stategym.task import Task
+from stategym.tools import Effect, Tool
+from stategym.world import World
+
+if TYPE_CHECKING:
+    from stategym.agents.base import Agent
+    from stategym.agents.style import Style
+
+
+@dataclass(frozen=True, slots=True)
+class Commitment:
+    """An option the world is committed to at the end, and the record that holds it."""
+
+    option: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A family of tasks with its own world, tools and generator.
+
+    Attributes:
+        name: short name (``travel``).
+        title: one line for ``stategym list``.
+        tools: every tool, in the order the model sees them.
+        slot_phrases: for each slot, phrases a question to the user may use to refer to it.
+        generate: ``(seed, knobs) -> Task``, a pure function.
+        new_world: builds the episode's world over the task's shared base.
+        commitments: what the world is committed to (active bookings, sent invitations).
+        expert: ``(task, style) -> Agent``, the scripted expert and its styled variants.
+        instructions: the domain's part of the system prompt for LLM agents.
+    """
+
+    name: str
+    title: str
+    tools: tuple[Tool, ...]
+    slot_phrases: Mapping[str, tuple[str, ...]]
+    generate: Callable[[int, Knobs], Task]
+    new_world: Callable[[Task], World]
+    commitments: Callable[[World], tuple[Commitment, ...]]
+    expert: Callable[[Task, Style], Agent]
+    instructions: str
+    env_id: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
+        """Tools offered under these knobs: read-only tools alone when statefulness is off."""
+        if knobs.stateful:
+            return self.tools
+        return tuple(t for t in self.tools if t.effect is Effect.READ)

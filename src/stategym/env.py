@@ -1,0 +1,414 @@
+"""The environment: rounds, the clock, dynamics, provenance and the trajectory log.
+
+:class:`Env` is domain-independent. One ``step`` plays one round: a batch of tool calls run
+against the same world (no call sees another's result; the batch costs its slowest call's
+latency), or one message to the simulated user. Scheduled events fire as the clock passes
+their time. Agent output never raises: malformed or unknown calls become structured error
+results and logged format errors, and the world is untouched by them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from stategym.domain import Commitment, Domain
+from stategym.errors import AgentFormatError, ToolError
+from stategym.knobs import Knobs
+from stategym.protocol import (
+    FINISH,
+    Action,
+    CallBatch,
+    Observation,
+    Say,
+    StepResult,
+    ToolCall,
+    ToolResult,
+    action_from_message,
+)
+from stategym.provenance import Origin, Provenance, Source
+from stategym.task import EventKind, Task
+from stategym.tools import Tool, finish_tool_schema
+from stategym.trajectory import (
+    TRAJECTORY_VERSION,
+    CallRecord,
+    Outcome,
+    RoundKind,
+    RoundRecord,
+    Trajectory,
+)
+from stategym.user import SimulatedUser, UserState
+from stategym.world import USER_ACCOUNT, World, WorldSnapshot
+
+USER_LATENCY = 1
+"""Clock ticks one message to the user costs."""
+GIVE_UP_AFTER = 3
+"""The user ends the conversation after this many messages in a row it cannot understand."""
+
+RewardFn = Callable[["Env", RoundRecord, bool], float]
+"""``(env, record, done) -> reward`` for the round just played."""
+
+
+def outcome_reward(env: Env, record: RoundRecord, done: bool) -> float:
+    """Sparse reward: 1.0 at the end of an episode that reached its goal, else 0."""
+    outcome = env.outcome() if done else None
+    return 1.0 if outcome is not None and outcome.goal_reached else 0.0
+
+
+@functools.lru_cache(maxsize=4096)
+def cached_task(domain: str, seed: int, knobs: Knobs) -> Task:
+    """Generate (or reuse) a task; tasks are pure functions of their arguments."""
+    from stategym.domains import get_domain
+
+    return get_domain(domain).generate(seed, knobs)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSnapshot:
+    world: WorldSnapshot
+    user: UserState
+    provenance: dict[Any, Origin]
+    rounds: int
+    fired: int
+    confused: int
+    done: tuple[bool, bool, str | None]
+
+
+class Env:
+    """A stategym environment for one domain.
+
+    Args:
+        domain: a domain name or object.
+        knobs: which properties generated tasks have.
+        reward: per-round reward function (default: sparse outcome reward).
+        agent: the agent's name, stamped on trajectories.
+
+    Example:
+        >>> env = Env("travel")
+        >>> observation, info = env.reset(seed=0)
+        >>> observation.user is not None
+        True
+    """
+
+    def __init__(
+        self,
+        domain: str | Domain,
+        *,
+        knobs: Knobs | None = None,
+        reward: RewardFn = outcome_reward,
+        agent: str = "",
+    ) -> None:
+        from stategym.domains import get_domain
+
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.knobs = knobs or Knobs()
+        self.reward_fn = reward
+        self.agent = agent
+        self._next_seed = 0
+        self._tools: dict[str, Tool] = {}
+        self._schemas: list[dict[str, Any]] = []
+        self._set_tools(self.knobs)
+        self._task: Task | None = None
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _set_tools(self, knobs: Knobs) -> None:
+        tools = self.domain.available_tools(knobs)
+        self._tools = {t.name: t for t in tools}
+        self._schemas = [t.schema for t in tools] + [finish_tool_schema(knobs.stateful)]
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The tools offered this episode, in OpenAI function format (``finish`` last)."""
+        return self._schemas
+
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise RuntimeError("call reset() first")
+        return self._task
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode.
+
+        Args:
+            seed: task seed; ``None`` takes the next seed after the previous episode's.
+            options: ``{"task": Task}`` plays a given task instead of generating one.
+        """
+        task = (options or {}).get("task")
+        if task is None:
+            seed = self._next_seed if seed is None else seed
+            task = cached_task(self.domain.name, seed, self.knobs)
+        if task.knobs != self.knobs:
+            self._set_tools(task.knobs)
+        self._task = task
+        self._next_seed = task.seed + 1
+        self.world = self.domain.new_world(task)
+        self.user = SimulatedUser(task, self.domain.slot_phrases)
+        self.provenance = Provenance()
+        for value in task.request.given.values():
+            self.provenance.observe(value, Origin(Source.REQUEST, -1, ""))
+        self.rounds: list[RoundRecord] = []
+        self._fired = 0
+        self._confused = 0
+        self._terminated = False
+        self._truncated = False
+        self._answer: str | None = None
+        observation = Observation(-1, 0, user=task.request.text)
+        return observation, {"task_id": task.id, "tools": self._schemas}
+
+    # -- stepping -------------------------------------------------------------------------
+
+    def step(self, action: Action) -> StepResult:
+        """Play one round. Never raises on agent output."""
+        if self._terminated or self._truncated:
+            observation = Observation(
+                len(self.rounds) - 1, self.world.clock, error="the episode is over"
+            )
+            return StepResult(observation, 0.0, self._terminated, self._truncated,
+                              {"format_error": "episode_over"})
+        index = len(self.rounds)
+        self.world.round = index
+        charges_before = len(self.world.charges)
+        if isinstance(action, Say):
+            record, observation = self._say(index, action.text)
+        elif isinstance(action, CallBatch) and action.calls:
+            record, observation = self._calls(index, action.calls)
+        else:
+            record, observation = self._invalid(index, action)
+        record = self._end_round(record, charges_before)
+        self.rounds.append(record)
+        if not self._terminated and len(self.rounds) >= self.task.max_rounds:
+            self._truncated = True
+        done = self._terminated or self._truncated
+        reward = self.reward_fn(self, record, done)
+        if record.notice is not None:
+            observation = Observation(
+                observation.round, self.world.clock, observation.results,
+                _join(observation.user, record.notice), observation.error,
+            )
+        else:
+            observation = Observation(observation.round, self.world.clock, observation.results,
+                                      observation.user, observation.error)
+        info: dict[str, Any] = {}
+        if record.format_errors:
+            info["format_errors"] = record.format_errors
+        return StepResult(observation, reward, self._terminated, self._truncated, info)
+
+    def step_message(
+        self, message: Mapping[str, Any]
+    ) -> tuple[list[dict[str, str]], float, bool, bool, dict[str, Any]]:
+        """Play one round from an OpenAI-style assistant message; returns new messages."""
+        try:
+            action: Action = action_from_message(message)
+        except AgentFormatError as error:
+            result = self.step(CallBatch(()))
+            observation = Observation(result.observation.round, result.observation.clock,
+                                      error=f"{error.kind}: {error}")
+            info = dict(result.info, format_errors=(error.kind,))
+            return observation.to_messages(), result.reward, result.terminated, result.truncated, info
+        result = self.step(action)
+        return (result.observation.to_messages(), result.reward, result.terminated,
+                result.truncated, result.info)
+
+    def _say(self, index: int, text: str) -> tuple[RoundRecord, Observation]:
+        turn = self.user.respond(text)
+        origin = Origin(Source.USER, index, ",".join(turn.asked))
+        for _, value in turn.values:
+            self.provenance.observe(value, origin)
+        self._confused = 0 if turn.understood else self._confused + 1
+        reply = turn.reply
+        if self._confused >= GIVE_UP_AFTER:
+            reply += " I'll handle this myself. Goodbye."
+            self._terminated = True
+        record = RoundRecord(index, self.world.clock, USER_LATENCY, RoundKind.SAY,
+                             say=text, user=turn)
+        return record, Observation(index, 0, user=reply)
+
+    def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> tuple[RoundRecord, Observation]:
+        records: list[CallRecord] = []
+        results: list[ToolResult] = []
+        errors: list[str] = []
+        latency = 1
+        finish_answer: str | None = None
+        finished = False
+        for position, call in enumerate(batch):
+            call_id = call.id or f"c{index}_{position}"
+            record = self._run_call(call_id, call)
+            records.append(record)
+            if record.error_kind not in (None, "tool"):
+                errors.append(record.error_kind or "")
+            elif record.name == FINISH and record.error is None:
+                finished = True
+                finish_answer = record.content.get("answer") if record.content else None
+            else:
+                latency = max(latency, self._tools[record.name].latency if record.name in self._tools else 1)
+            results.append(ToolResult(call_id, record.name, record.content, record.error,
+                                      record.error_kind))
+        origin_round = index
+        for record in records:
+            if record.error is None and record.name != FINISH:
+                self.provenance.observe(record.content, Origin(Source.TOOL, origin_round, record.id))
+        if finished:
+            self._terminated = True
+            self._answer = finish_answer
+        round_record = RoundRecord(index, self.world.clock, latency, RoundKind.CALLS,
+                                   calls=tuple(records), format_errors=tuple(errors))
+        return round_record, Observation(index, 0, results=tuple(results))
+
+    def _run_call(self, call_id: str, call: ToolCall) -> CallRecord:
+        arguments: Any = call.arguments
+        sources: dict[str, Origin | None] = {}
+        try:
+            if isinstance(arguments, str):
+                try:
+                    arguments = orjson.loads(arguments or "{}")
+                except orjson.JSONDecodeError as error:
+                    raise AgentFormatError("malformed_json", f"{call.name}: arguments are not "
+                                           f"valid JSON ({error})") from None
+            if not isinstance(arguments, dict):
+                raise AgentFormatError("malformed_json", f"{call.name}: arguments must be a "
+                                       "JSON object")
+            if call.name == FINISH:
+                answer = arguments.get("answer")
+                if set(arguments) - {"answer"} or not isinstance(answer, str | None):
+                    raise AgentFormatError("wrong_type", "finish takes one string: answer")
+                if answer is None and not self.task.knobs.stateful:
+                    raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
+                return CallRecord(call_id, FINISH, arguments, None, {"answer": answer}, None,
+                                  None, {})
+            tool = self._tools.get(call.name)
+            if tool is None:
+                raise AgentFormatError("unknown_tool", f"unknown tool {call.name!r}; available: "
+                                       f"{', '.join(self._tools)}, finish")
+            bound = tool.bind(arguments)
+            sources = self.provenance.resolve(bound)
+            try:
+                content = tool.fn(self.world, **bound)
+            except ToolError as error:
+                return CallRecord(call_id, call.name, bound, tool.effect, None, str(error),
+                                  "tool", sources)
+            return CallRecord(call_id, call.name, bound, tool.effect, content, None, None, sources)
+        except AgentFormatError as error:
+            kept = arguments if isinstance(arguments, dict | str) else str(arguments)
+            return CallRecord(call_id, call.name, kept, None, None, str(error), error.kind, sources)
+
+    def _invalid(self, index: int, action: Any) -> tuple[RoundRecord, Observation]:
+        message = "empty action: send tool calls or a message to the user"
+        record = RoundRecord(index, self.world.clock, 1, RoundKind.INVALID,
+                             format_errors=("empty_action",), raw=None)
+        return record, Observation(index, 0, error=message)
+
+    def _end_round(self, record: RoundRecord, charges_before: int) -> RoundRecord:
+        """Advance the clock, fire due events, and complete the round's record."""
+        world = self.world
+        world.clock += record.latency
+        fired: list[int] = []
+        events = self.task.events
+        while self._fired < len(events) and events[self._fired].at <= world.clock:
+            event = events[self._fired]
+            if event.kind is EventKind.SET:
+                table = getattr(world, event.table)
+                current = table.get(event.key)
+                if current is not None:
+                    table[event.key] = _replace_field(current, event.field, event.value)
+            else:
+                self.user.change_mind(event.slot, event.value)
+            fired.append(self._fired)
+            self._fired += 1
+        notice, values = (None, ())
+        if record.kind is not RoundKind.SAY and not self._terminated:
+            notice, values = self.user.announce()
+            origin = Origin(Source.USER, record.index, "notice")
+            for _, value in values:
+                self.provenance.observe(value, origin)
+        charges = tuple(world.charges[charges_before:])
+        return _complete(record, tuple(fired), charges, notice, values)
+
+    # -- state ----------------------------------------------------------------------------
+
+    def state_key(self) -> str:
+        """Digest of the world and the user's state; equal states give equal keys."""
+        user = self.user.state()
+        return self.world.digest() + f"|{len(self.rounds)}|{user.confirmed}|{user.values}"
+
+    def snapshot(self) -> EnvSnapshot:
+        return EnvSnapshot(
+            self.world.snapshot(), self.user.state(), dict(self.provenance.first),
+            len(self.rounds), self._fired, self._confused,
+            (self._terminated, self._truncated, self._answer),
+        )
+
+    def restore(self, snapshot: EnvSnapshot) -> None:
+        self.world.restore(snapshot.world)
+        self.user.restore(snapshot.user)
+        self.provenance.first = dict(snapshot.provenance)
+        del self.rounds[snapshot.rounds:]
+        self._fired = snapshot.fired
+        self._confused = snapshot.confused
+        self._terminated, self._truncated, self._answer = snapshot.done
+
+    @property
+    def done(self) -> bool:
+        return self._terminated or self._truncated
+
+    def commitments(self) -> tuple[Commitment, ...]:
+        return self.domain.commitments(self.world)
+
+    def outcome(self) -> Outcome:
+        """The final-answer view of the episode so far."""
+        truth = self.task.truth
+        committed = self.commitments()
+        options = tuple(c.option for c in committed)
+        if self.task.knobs.stateful:
+            goal = (len(options) == 1 and options[0] in truth.best) or (
+                not truth.best and not options
+            )
+        else:
+            answer = (self._answer or "").strip()
+            goal = answer in truth.best or (not truth.best and answer.lower() in ("none", ""))
+            goal = goal and self._answer is not None
+        spent = sum(c.amount for c in self.world.charges if c.source == USER_ACCOUNT)
+        refunded = sum(c.amount for c in self.world.charges if c.target == USER_ACCOUNT)
+        kept = {c.reference for c in committed if goal and c.option in truth.best}
+        kept_net = sum(
+            c.amount if c.source == USER_ACCOUNT else -c.amount
+            for c in self.world.charges
+            if c.reference in kept and USER_ACCOUNT in (c.source, c.target)
+        )
+        return Outcome(goal, options, self._answer, spent, refunded, spent - refunded - kept_net)
+
+    @property
+    def trajectory(self) -> Trajectory:
+        """The episode's log so far."""
+        task = self.task
+        return Trajectory(
+            TRAJECTORY_VERSION, task.domain, task.seed, task.knobs, self.agent,
+            tuple(self.rounds), self._terminated, self._truncated,
+            self.outcome() if self.done else None, self.state_key(),
+        )
+
+
+def _join(first: str | None, second: str) -> str:
+    return second if first is None else f"{first} {second}"
+
+
+def _replace_field(record: Any, field: str, value: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(record, **{field: value})
+
+
+def _complete(record: RoundRecord, fired: tuple[int, ...], charges: tuple[Any, ...],
+              notice: str | None, values: tuple[tuple[str, Any], ...]) -> RoundRecord:
+    if not fired and not charges and notice is None:
+        return record
+    from dataclasses import replace
+
+    return replace(record, events=fired, charges=charges, notice=notice, notice_values=values)

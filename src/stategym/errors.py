@@ -1,0 +1,56 @@
+"""Every exception stategym raises, in one place.
+
+::
+
+    StateGymError                 base of everything below
+    ├── ToolError                 a tool refused a well-formed call; shown to the agent
+    ├── AgentFormatError          the agent's output could not be turned into an action
+    │                             (malformed JSON, unknown tool, bad arguments); shown to
+    │                             the agent as a structured error and logged as a format error
+    ├── EpisodeOverError          ``step`` was called on a finished episode (typed API only;
+    │                             the message APIs turn it into a format error instead)
+    ├── UnknownDomainError        no domain or environment is registered under that name
+    └── TrajectoryError           a trajectory file is broken or has an unknown version
+
+Only ``ToolError`` and ``AgentFormatError`` ever reach the agent. Any other exception raised
+while a tool runs is a bug in stategym and propagates.
+"""
+
+from __future__ import annotations
+
+
+class StateGymError(Exception):
+    """Base class of all stategym errors."""
+
+
+class ToolError(StateGymError):
+    """A tool refused a well-formed call (expired hold, unknown id, no seats...).
+
+    The message is what the agent sees, so write it for the agent.
+    """
+
+
+class AgentFormatError(StateGymError):
+    """The agent's output could not be turned into a valid call.
+
+    Attributes:
+        kind: a short machine-readable label (``malformed_json``, ``unknown_tool``,
+            ``missing_argument``, ``unexpected_argument``, ``wrong_type``, ``empty_action``,
+            ``episode_over``, ``bad_message``).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class EpisodeOverError(StateGymError):
+    """``step`` was called after the episode terminated or was truncated."""
+
+
+class UnknownDomainError(StateGymError, KeyError):
+    """No domain is registered under the requested name."""
+
+
+class TrajectoryError(StateGymError):
+    """A trajectory file could not be read (broken JSON, wrong version, missing fields)."""

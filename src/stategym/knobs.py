@@ -1,0 +1,56 @@
+"""Switches that turn each hard property of the environments off independently.
+
+With every knob off a task becomes the stateless lookup special case that most multi-turn
+tool-use RL work trains on (Search-R1-like): read-only tools, everything stated up front, no
+conflicts, nothing moves, and the episode ends with an answer rather than an action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class Knobs:
+    """Which of the paper's five properties a task has."""
+
+    stateful: bool = True
+    """Write and commit tools exist and change the world; off: read-only tools, the episode
+    ends with ``finish(answer=...)`` naming the chosen option."""
+    irreversible: bool = True
+    """Commits cost money that cannot be recovered; off: cancelling refunds in full."""
+    hidden_info: bool = True
+    """Some facts only the user knows and must be asked for; off: the request states them."""
+    priorities: bool = True
+    """Constraints can conflict so that the priority order decides, and the order itself may
+    be hidden; off: generated tasks have a choice that satisfies every constraint."""
+    dynamics: bool = True
+    """Prices and availability move on a clock, holds expire, the user may change a
+    constraint; off: nothing changes unless the agent changes it."""
+
+    @classmethod
+    def all_off(cls) -> Knobs:
+        """The stateless lookup special case."""
+        return cls(False, False, False, False, False)
+
+    @classmethod
+    def parse(cls, text: str) -> Knobs:
+        """Parse ``"dynamics=off,hidden_info=off"`` or ``"all_off"`` into knobs."""
+        text = text.strip()
+        if text in ("", "default", "all_on"):
+            return cls()
+        if text == "all_off":
+            return cls.all_off()
+        names = {f.name for f in fields(cls)}
+        values: dict[str, bool] = {}
+        for item in text.split(","):
+            name, _, raw = item.partition("=")
+            name = name.strip()
+            if name not in names or raw.strip() not in ("on", "off"):
+                raise ValueError(f"bad knob {item!r}: use NAME=on|off with NAME in {sorted(names)}")
+            values[name] = raw.strip() == "on"
+        return cls(**values)
+
+    def describe(self) -> str:
+        """``"stateful=on,irreversible=off,..."``: the inverse of :meth:`parse`."""
+        return ",".join(f"{f.name}={'on' if getattr(self, f.name) else 'off'}" for f in fields(self))

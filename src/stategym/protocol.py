@@ -1,0 +1,197 @@
+"""The agent-environment protocol as typed objects, and its OpenAI-style message form.
+
+One *round* is one agent decision: either a batch of tool calls run together (no call in the
+batch can see another's result) or one message to the simulated user. The built-in ``finish``
+tool ends the episode. OpenAI-style assistant messages map onto the same objects:
+several ``tool_calls`` in one message are one parallel round, plain ``content`` (with no tool
+calls) goes to the user, and ``content`` beside tool calls is the agent's own narration and
+is not delivered to anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import orjson
+
+FINISH = "finish"
+"""Name of the built-in tool that ends an episode."""
+
+JSON = Any
+"""A value that orjson can serialise (dicts, lists, str, int, float, bool, None)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call in a round.
+
+    Attributes:
+        name: the tool's name.
+        arguments: decoded arguments, or the raw JSON text an LLM produced (decoded, and
+            checked, by the environment so malformed JSON becomes a format error).
+        id: the caller's id for the call; the environment assigns ``c<round>_<i>`` if empty.
+    """
+
+    name: str
+    arguments: Mapping[str, JSON] | str = field(default_factory=dict)
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CallBatch:
+    """A round of tool calls executed together against the same world state."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    """A round spent sending one message to the simulated user."""
+
+    text: str
+
+
+Action = CallBatch | Say
+
+
+def call(name: str, /, **arguments: JSON) -> ToolCall:
+    """Shorthand for scripted agents: ``call("search_flights", origin="SFO", ...)``."""
+    return ToolCall(name, arguments)
+
+
+def calls(*items: ToolCall) -> CallBatch:
+    """Shorthand for a parallel round."""
+    return CallBatch(tuple(items))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What one call returned.
+
+    Attributes:
+        call_id: the id of the call this answers.
+        name: the tool that was called (as the agent spelled it).
+        content: the tool's JSON result, or ``None`` on error.
+        error: ``None`` on success; otherwise the message the agent sees.
+        error_kind: ``"tool"`` for a :class:`~stategym.errors.ToolError`, or the
+            :class:`~stategym.errors.AgentFormatError` kind for a format error.
+    """
+
+    call_id: str
+    name: str
+    content: JSON = None
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_message(self) -> dict[str, str]:
+        """The OpenAI ``role: tool`` message for this result."""
+        body = self.content if self.error is None else {"error": self.error}
+        return {
+            "role": "tool",
+            "tool_call_id": self.call_id,
+            "content": orjson.dumps(body).decode(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the agent sees after a round (or at reset).
+
+    Attributes:
+        round: index of the round just played (-1 at reset).
+        clock: the environment's clock after the round.
+        results: one result per call of a tool round, in call order.
+        user: what the simulated user said (a reply, or an unprompted change of mind).
+        error: a round-level format error (empty action, unreadable message), if any.
+    """
+
+    round: int
+    clock: int
+    results: tuple[ToolResult, ...] = ()
+    user: str | None = None
+    error: str | None = None
+
+    def to_messages(self) -> list[dict[str, str]]:
+        """The observation as OpenAI chat messages (tool results, then the user's words)."""
+        messages: list[dict[str, str]] = [result.to_message() for result in self.results]
+        if self.error is not None:
+            messages.append({"role": "user", "content": f"[environment] {self.error}"})
+        if self.user is not None:
+            messages.append({"role": "user", "content": self.user})
+        return messages
+
+
+class StepResult(NamedTuple):
+    """Gymnasium's five-tuple, named."""
+
+    observation: Observation
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+def action_from_message(message: Mapping[str, Any]) -> Action:
+    """Turn an OpenAI-style assistant message into an action.
+
+    Arguments of tool calls are kept as the raw JSON string so the environment can report
+    malformed JSON as a format error rather than this function raising.
+
+    Raises:
+        AgentFormatError: the message has neither tool calls nor text, or is not shaped
+            like an assistant message.
+    """
+    from stategym.errors import AgentFormatError
+
+    if not isinstance(message, Mapping):
+        raise AgentFormatError("bad_message", "the action must be an assistant message object")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise AgentFormatError("bad_message", "tool_calls must be a list")
+    if raw_calls:
+        parsed: list[ToolCall] = []
+        for index, raw in enumerate(raw_calls):
+            function = raw.get("function") if isinstance(raw, Mapping) else None
+            if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+                raise AgentFormatError(
+                    "bad_message", f"tool_calls[{index}] needs a function with a name"
+                )
+            arguments = function.get("arguments", "{}")
+            if not isinstance(arguments, str | Mapping):
+                arguments = orjson.dumps(arguments).decode()
+            call_id = raw.get("id") if isinstance(raw.get("id"), str) else ""
+            parsed.append(ToolCall(function["name"], arguments, call_id or ""))
+        return CallBatch(tuple(parsed))
+    content = message.get("content")
+    if isinstance(content, str) and content.strip():
+        return Say(content)
+    raise AgentFormatError("empty_action", "the message has neither tool calls nor text")
+
+
+def action_to_message(action: Action) -> dict[str, Any]:
+    """The OpenAI-style assistant message for an action (inverse of :func:`action_from_message`)."""
+    if isinstance(action, Say):
+        return {"role": "assistant", "content": action.text}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": c.arguments
+                    if isinstance(c.arguments, str)
+                    else orjson.dumps(dict(c.arguments)).decode(),
+                },
+            }
+            for c in action.calls
+        ],
+    }

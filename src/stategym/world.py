@@ -1,0 +1,160 @@
+"""The mutable state of one episode: copy-on-write tables, a clock and a money ledger.
+
+A domain's world subclasses :class:`World` and declares its tables in ``TABLES``. Each table
+starts as a view of the task's read-only base records; an episode writes only the records it
+touches (records are frozen dataclasses, replaced with :func:`dataclasses.replace`), so reset,
+snapshot and the state digest cost time in proportion to what the episode changed, not to the
+size of the world.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+import orjson
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+USER_ACCOUNT = "user"
+
+
+class Table(Generic[K, R]):
+    """A mapping of records over a shared read-only base; writes land in ``changed``."""
+
+    __slots__ = ("base", "changed")
+
+    def __init__(self, base: Mapping[K, R]) -> None:
+        self.base = base
+        self.changed: dict[K, R] = {}
+
+    def get(self, key: K) -> R | None:
+        record = self.changed.get(key)
+        return record if record is not None else self.base.get(key)
+
+    def __getitem__(self, key: K) -> R:
+        record = self.get(key)
+        if record is None:
+            raise KeyError(key)
+        return record
+
+    def __setitem__(self, key: K, record: R) -> None:
+        self.changed[key] = record
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.changed or key in self.base
+
+    def __len__(self) -> int:
+        return len(self.base) + sum(1 for k in self.changed if k not in self.base)
+
+    def keys(self) -> Iterator[K]:
+        yield from self.base
+        yield from (k for k in self.changed if k not in self.base)
+
+    def values(self) -> Iterator[R]:
+        for key in self.keys():
+            yield self[key]
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """One movement of money; every charge and refund is one of these.
+
+    Attributes:
+        round: the round whose call moved the money.
+        source: account paid from.
+        target: account paid to.
+        amount: whole currency units, positive.
+        memo: what it was for ("fare TK204", "cancellation fee B1").
+        reference: the record the charge belongs to (booking id, invitation id).
+    """
+
+    round: int
+    source: str
+    target: str
+    amount: int
+    memo: str
+    reference: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorldSnapshot:
+    clock: int
+    round: int
+    next_id: int
+    accounts: tuple[tuple[str, int], ...]
+    charges: tuple[Charge, ...]
+    tables: tuple[dict[Any, Any], ...]
+
+
+class World:
+    """Base of every domain's world.
+
+    Attributes:
+        clock: environment time in ticks.
+        round: the round being played (tools stamp records and charges with it).
+        accounts: balances by account name; their sum never changes.
+        charges: every money movement, in order.
+    """
+
+    TABLES: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, accounts: Mapping[str, int]) -> None:
+        self.clock = 0
+        self.round = 0
+        self.next_id = 1
+        self.accounts = dict(accounts)
+        self.charges: list[Charge] = []
+
+    def tables(self) -> Iterator[Table[Any, Any]]:
+        for name in self.TABLES:
+            yield getattr(self, name)
+
+    def new_id(self, prefix: str) -> str:
+        """A fresh id, deterministic within the episode (``H1``, ``B2``...)."""
+        value = f"{prefix}{self.next_id}"
+        self.next_id += 1
+        return value
+
+    def transfer(self, source: str, target: str, amount: int, memo: str, reference: str) -> Charge:
+        """Move money between accounts and log it; the only way balances change."""
+        if amount <= 0:
+            raise ValueError(f"transfer amount must be positive, got {amount}")
+        self.accounts[source] -= amount
+        self.accounts[target] = self.accounts.get(target, 0) + amount
+        charge = Charge(self.round, source, target, amount, memo, reference)
+        self.charges.append(charge)
+        return charge
+
+    def snapshot(self) -> WorldSnapshot:
+        return WorldSnapshot(
+            self.clock,
+            self.round,
+            self.next_id,
+            tuple(self.accounts.items()),
+            tuple(self.charges),
+            tuple(dict(t.changed) for t in self.tables()),
+        )
+
+    def restore(self, snapshot: WorldSnapshot) -> None:
+        self.clock = snapshot.clock
+        self.round = snapshot.round
+        self.next_id = snapshot.next_id
+        self.accounts = dict(snapshot.accounts)
+        self.charges = list(snapshot.charges)
+        for table, changed in zip(self.tables(), snapshot.tables, strict=True):
+            table.changed = dict(changed)
+
+    def digest(self) -> str:
+        """A hash of everything that differs from the base (the base is fixed by the task)."""
+        payload = [
+            self.clock,
+            self.next_id,
+            sorted(self.accounts.items()),
+            self.charges,
+            [sorted(t.changed.items(), key=lambda kv: str(kv[0])) for t in self.tables()],
+        ]
+        return hashlib.blake2b(orjson.dumps(payload), digest_size=16).hexdigest()
