@@ -33,4 +33,28 @@ def agent_names() -> list[str]:
 
 AgentResolver = Callable[[Domain, str], AgentFactory]
 
-__all__ = ["STYLES", "Agent", "AgentFactory", "ScriptedAgent", "Style", "agent_names", "scripted"]
+
+def resolve(domain: Domain, spec: str, **options: object) -> AgentFactory:
+    """The factory for an agent spec: a scripted agent's name, or ``KIND:MODEL`` for an LLM
+    agent (``openai:MODEL`` over an OpenAI-compatible endpoint, ``hf:PATH`` for a local
+    Hugging Face model), whose options (``base_url``, sampling...) come as keywords."""
+    kind, sep, target = spec.partition(":")
+    if sep:
+        from stategym.llm import agent_factory  # heavy and optional: imported only here
+
+        return agent_factory(kind, target, domain, **options)
+    if spec not in agent_names():
+        raise KeyError(f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}; "
+                       "LLM agents: openai:MODEL, hf:PATH")
+    return scripted(domain, spec)
+
+__all__ = [
+    "STYLES",
+    "Agent",
+    "AgentFactory",
+    "ScriptedAgent",
+    "Style",
+    "agent_names",
+    "resolve",
+    "scripted",
+]
