@@ -53,4 +53,6 @@ class Knobs:
 
     def describe(self) -> str:
         """``"stateful=on,irreversible=off,..."``: the inverse of :meth:`parse`."""
-        return ",".join(f"{f.name}={'on' if getattr(self, f.name) else 'off'}" for f in fields(self))
+        return ",".join(
+            f"{f.name}={'on' if getattr(self, f.name) else 'off'}" for f in fields(self)
+        )

@@ -1,7 +1,11 @@
 """The agent-environment protocol as typed objects, and its OpenAI-style message form.
 
-One *round* is one agent decision: either a batch of tool calls run together (no call in the
-batch can see another's result) or one message to the simulated user. The built-in ``finish``
+One *round* is one agent decision: either a batch of tool calls run together or one message
+to the simulated user. The agent chooses every call of a batch before it sees any result, so
+no call can use another's returned value; the environment then runs the calls in the order
+given, each on the world the earlier ones left (two payments in one batch both happen, and a
+payment naming a hold id guessed in the same batch can succeed: a guess the metrics count as
+one, lucky or not). The built-in ``finish``
 tool ends the episode. OpenAI-style assistant messages map onto the same objects:
 several ``tool_calls`` in one message are one parallel round, plain ``content`` (with no tool
 calls) goes to the user, and ``content`` beside tool calls is the agent's own narration and
@@ -41,7 +45,7 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class CallBatch:
-    """A round of tool calls executed together against the same world state."""
+    """A round of tool calls chosen together; the environment runs them in order."""
 
     calls: tuple[ToolCall, ...]
 

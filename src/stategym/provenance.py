@@ -56,12 +56,19 @@ class Provenance:
             self.first[value] = origin
 
     def resolve(self, arguments: Mapping[str, Any]) -> dict[str, Origin | None]:
-        """The origin of each argument value (lists resolve to their least grounded item)."""
+        """The origin of each argument value (booleans carry none and are skipped)."""
         resolved: dict[str, Origin | None] = {}
         for name, value in arguments.items():
             if type(value) is list:
                 origins = [self.first.get(v) for v in value]
-                resolved[name] = None if None in origins or not origins else origins[-1]
+                known = [o for o in origins if o is not None]
+                # a list is as grounded as its least grounded item: ungrounded if any item is,
+                # else it dates from its most recently observed item
+                resolved[name] = (
+                    max(known, key=lambda o: o.round)
+                    if known and len(known) == len(origins)
+                    else None
+                )
             elif type(value) is bool:
                 continue
             else:

@@ -19,8 +19,9 @@ def run_episode(env: Env, make_agent: AgentFactory, seed: int) -> Trajectory:
     return env.trajectory
 
 
-def run_episodes(env: Env, make_agent: AgentFactory, seeds: range | list[int],
-                 agent_name: str | None = None) -> Iterator[Trajectory]:
+def run_episodes(
+    env: Env, make_agent: AgentFactory, seeds: range | list[int], agent_name: str | None = None
+) -> Iterator[Trajectory]:
     """Play one episode per seed, in order."""
     for seed in seeds:
         trajectory = run_episode(env, make_agent, seed)

@@ -223,11 +223,15 @@ class Request:
         given: the slot values the text states (so scripted agents need not parse text).
         references: slots the text points to without a value, and where to find them
             (``{"budget": "policy"}`` for "within the company travel policy").
+        implied: further values the text states or implies (every day of "between day 8
+            and day 10"); the environment records them, like ``given``, as known from the
+            request, so an agent using them is not guessing.
     """
 
     text: str
     given: Mapping[str, Value]
     references: Mapping[str, str] = field(default_factory=dict)
+    implied: tuple[Value, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +286,9 @@ class Task:
         return sorted(self.truth.weights, key=lambda c: -self.truth.weights[c])
 
 
-def priority_weights(constraints: tuple[str, ...], priority: tuple[tuple[str, str], ...]) -> dict[str, int]:
+def priority_weights(
+    constraints: tuple[str, ...], priority: tuple[tuple[str, str], ...]
+) -> dict[str, int]:
     """Weights bottom-up over the poset: ``w_i = 1 + sum of w_j over all j below i``.
 
     Each constraint outweighs everything below it combined; a chain gets 1, 2, 4, ...

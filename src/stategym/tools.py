@@ -97,7 +97,8 @@ def _type_name(annotation: Any) -> str:
     if get_origin(annotation) is list:
         (item,) = get_args(annotation)
         return f"a list of {_JSON_TYPES[item]}"
-    return f"a {_JSON_TYPES.get(annotation, str(annotation))}"
+    name = _JSON_TYPES.get(annotation, str(annotation))
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,10 @@ PRIORITY_PHRASES: tuple[str, ...] = (
 
 def normalise(text: str) -> str:
     """Lower-case word tokens joined by single spaces, padded with a space on each side."""
-    words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-             for w in _WORD.findall(text.lower())]
+    words = [
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in _WORD.findall(text.lower())
+    ]
     return " " + " ".join(words) + " "
 
 
@@ -125,9 +127,7 @@ class SimulatedUser:
         proposed = [option for key, option in self._options.items() if key in words]
         priority_asked = any(p in words for p in self._priority)
         asked = tuple(
-            name
-            for name, phrases in self._slot_phrases.items()
-            if any(p in words for p in phrases)
+            name for name, phrases in self._slot_phrases.items() if any(p in words for p in phrases)
         )
         if priority_asked and "priorities" in self.values:
             asked += ("priorities",)
@@ -149,11 +149,13 @@ class SimulatedUser:
         if priority_asked:
             parts.append(self._priorities())
         parts.extend(self.task.slot(n).say(self.values[n]) for n in asked if n != "priorities")
-        understood = bool(parts) and (asked or priority_asked or bool(proposed))
-        if not understood and not parts:
+        understood = bool(asked or priority_asked or proposed)
+        if not understood:
             parts.append("Sorry, I don't understand what you need from me.")
         values = changed_values + tuple((n, self.values[n]) for n in asked)
-        return UserTurn(asked, priority_asked, option, accepted, bool(understood), " ".join(parts), values)
+        return UserTurn(
+            asked, priority_asked, option, accepted, understood, " ".join(parts), values
+        )
 
     def _objection(self, option: str) -> str:
         truth = self.task.truth

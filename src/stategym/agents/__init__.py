@@ -9,14 +9,42 @@ from stategym.agents.base import Agent, AgentFactory, ScriptedAgent
 from stategym.agents.random_agent import random_agent
 from stategym.agents.style import Style
 from stategym.domain import Domain
+from stategym.task import Task
 
 STYLES: dict[str, Style] = {
     "expert": Style(),
     "oracle": Style(privileged=True),
-    "serial": Style(ask="nothing", batching="serial", verify="skip", confirm="skip",
-                    first_fit=True),
+    "serial": Style(
+        ask="nothing", batching="serial", verify="skip", confirm="skip", first_fit=True
+    ),
+    # the pathological agents: the expert with one habit changed, each abusing one dimension
+    "ask-nothing": Style(ask="nothing"),
+    "ask-everything": Style(ask="everything"),
+    "all-serial": Style(batching="serial"),
+    "all-parallel": Style(batching="guess"),
+    "never-commit": Style(commit="never"),
+    # verification before a commit is both re-checking the fresh state and the user's yes
+    "commit-unverified": Style(verify="skip", confirm="skip"),
+    "commit-same-round": Style(verify="same_round"),
+    "spray": Style(spray=4),
+    "shotgun": Style(commit="shotgun"),
+    "confirm-spam": Style(confirm="spam"),
 }
 """Scripted agents that are the domain expert with some habits changed."""
+
+PATHOLOGICAL: tuple[str, ...] = (
+    "ask-nothing",
+    "ask-everything",
+    "all-serial",
+    "all-parallel",
+    "never-commit",
+    "commit-unverified",
+    "commit-same-round",
+    "spray",
+    "shotgun",
+    "confirm-spam",
+)
+"""The agents that game one dimension each; every one must score below the expert."""
 
 
 def scripted(domain: Domain, name: str) -> AgentFactory:
@@ -24,7 +52,13 @@ def scripted(domain: Domain, name: str) -> AgentFactory:
     if name == "random":
         return random_agent
     style = STYLES[name]
-    return lambda task: domain.expert(task, style)
+
+    def make(task: Task) -> Agent:
+        agent = domain.expert(task, style)
+        agent.name = name
+        return agent
+
+    return make
 
 
 def agent_names() -> list[str]:
@@ -44,11 +78,15 @@ def resolve(domain: Domain, spec: str, **options: object) -> AgentFactory:
 
         return agent_factory(kind, target, domain, **options)
     if spec not in agent_names():
-        raise KeyError(f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}; "
-                       "LLM agents: openai:MODEL, hf:PATH")
+        raise KeyError(
+            f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}; "
+            "LLM agents: openai:MODEL, hf:PATH"
+        )
     return scripted(domain, spec)
 
+
 __all__ = [
+    "PATHOLOGICAL",
     "STYLES",
     "Agent",
     "AgentFactory",

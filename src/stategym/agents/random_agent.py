@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from stategym.agents.base import ScriptedAgent, Script
+from stategym.agents.base import Script, ScriptedAgent
 from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall
 from stategym.task import Task
 
@@ -63,8 +63,9 @@ def random_agent(task: Task) -> ScriptedAgent:
         if rng.random() < 0.03:
             return ToolCall("no_such_tool", {})
         chosen = rng.choice(tools)
-        return ToolCall(chosen.name, {p.name: argument(p.annotation, p.choices)
-                                      for p in chosen.params})
+        return ToolCall(
+            chosen.name, {p.name: argument(p.annotation, p.choices) for p in chosen.params}
+        )
 
     def script(observation: Observation) -> Script:
         while True:

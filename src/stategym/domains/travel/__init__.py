@@ -13,24 +13,79 @@ from .tools import TOOLS
 from .world import TravelWorld
 
 SLOT_PHRASES: dict[str, tuple[str, ...]] = {
-    "budget": ("budget", "spend", "afford", "price limit", "maximum price", "max price",
-               "how much", "price cap", "cost limit", "pay at most", "most you can pay",
-               "most you would pay"),
-    "fare_type": ("refundable", "refund", "fare type", "flexible fare", "changeable fare",
-                  "cancellable", "can be cancelled", "kind of fare", "type of ticket"),
-    "departure": ("time of day", "what time", "departure time", "depart", "morning or evening",
-                  "when do you want to leave", "time to leave", "early or late"),
-    "origin": ("fly from", "flying from", "home airport", "departure airport", "origin",
-               "leaving from", "where do you live", "which airport do you", "start from"),
+    "budget": (
+        "budget",
+        "spend",
+        "afford",
+        "price limit",
+        "maximum price",
+        "max price",
+        "how much",
+        "price cap",
+        "cost limit",
+        "pay at most",
+        "most you can pay",
+        "most you would pay",
+    ),
+    "fare_type": (
+        "refundable",
+        "refund",
+        "fare type",
+        "flexible fare",
+        "changeable fare",
+        "cancellable",
+        "can be cancelled",
+        "kind of fare",
+        "type of ticket",
+    ),
+    "departure": (
+        "time of day",
+        "what time",
+        "departure time",
+        "depart",
+        "morning or evening",
+        "when do you want to leave",
+        "time to leave",
+        "early or late",
+    ),
+    "origin": (
+        "fly from",
+        "flying from",
+        "home airport",
+        "departure airport",
+        "origin",
+        "leaving from",
+        "where do you live",
+        "which airport do you",
+        "start from",
+    ),
     "seat": ("seat", "window or aisle", "aisle"),
-    "destination": ("destination", "flying to", "where are you going", "going to", "fly to",
-                    "where to"),
-    "window": ("which day", "what day", "travel date", "date", "when can you travel",
-               "when do you want to travel", "travel window", "when are you leaving"),
-    "policy_cap": ("travel policy", "company policy", "policy allow", "fare cap",
-                   "company allow"),
-    "event_days": ("when is the", "event date", "festival date", "season date",
-                   "how long does the"),
+    "destination": (
+        "destination",
+        "flying to",
+        "where are you going",
+        "going to",
+        "fly to",
+        "where to",
+    ),
+    "window": (
+        "which day",
+        "what day",
+        "travel date",
+        "date",
+        "when can you travel",
+        "when do you want to travel",
+        "travel window",
+        "when are you leaving",
+    ),
+    "policy_cap": ("travel policy", "company policy", "policy allow", "fare cap", "company allow"),
+    "event_days": (
+        "when is the",
+        "event date",
+        "festival date",
+        "season date",
+        "how long does the",
+    ),
 }
 
 
@@ -40,8 +95,9 @@ def _world(task: Task) -> World:
 
 def _commitments(world: World) -> tuple[Commitment, ...]:
     assert isinstance(world, TravelWorld)
-    return tuple(Commitment(b.flight_id, b.id) for b in world.bookings.values()
-                 if b.status == "active")
+    return tuple(
+        Commitment(b.flight_id, b.id) for b in world.bookings.values() if b.status == "active"
+    )
 
 
 DOMAIN = Domain(

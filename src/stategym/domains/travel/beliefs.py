@@ -89,8 +89,8 @@ class Beliefs:
             elif result.name == "search_flights":
                 for row in content:
                     self.flights[row["flight_id"]] = FlightView(
-                        row["flight_id"], row["day"], row["depart"], row["price"],
-                        row["refundable"])
+                        row["flight_id"], row["day"], row["depart"], row["price"], row["refundable"]
+                    )
             elif result.name == "hold_fare":
                 view = self.flights.get(content["option"])
                 if view is not None:

@@ -79,13 +79,19 @@ def _rounds(batch: list[ToolCall], style: Style) -> list[CallBatch]:
 
 def _spray(style: Style, dest: str, days: list[int], origin: str) -> list[ToolCall]:
     extra = [call("list_bookings")]
-    extra += [call("search_flights", origin=origin, destination=dest, day=d)
-              for d in (days[0] - 1, days[-1] + 1, days[-1] + 2)]
+    extra += [
+        call("search_flights", origin=origin, destination=dest, day=d)
+        for d in (days[0] - 1, days[-1] + 1, days[-1] + 2)
+    ]
     return extra[: style.spray]
 
 
 def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int]) -> Script:
-    lookups = [call("get_profile"), call("get_travel_policy"), call("get_city_events", airport=dest)]
+    lookups = [
+        call("get_profile"),
+        call("get_travel_policy"),
+        call("get_city_events", airport=dest),
+    ]
     if style.batching == "guess":
         guess = next(code for code, _, _ in CITIES if code != dest)
         lookups += [call("search_flights", origin=guess, destination=dest, day=d) for d in days]
@@ -93,8 +99,9 @@ def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int]) -> Scri
         beliefs.see((yield action))
     if style.batching == "guess" and beliefs.flights:
         return
-    searches = [call("search_flights", origin=beliefs.origin or "", destination=dest, day=d)
-                for d in days]
+    searches = [
+        call("search_flights", origin=beliefs.origin or "", destination=dest, day=d) for d in days
+    ]
     for action in _rounds(searches, style):
         beliefs.see((yield action))
         if style.first_fit and _pick(beliefs, style) is not None:
@@ -114,15 +121,19 @@ def _pick(beliefs: Beliefs, style: Style) -> FlightView | None:
         return feasible[0]
     order = beliefs.order or beliefs.default_order()
     weights = {p: 2 ** (len(order) - i) for i, p in enumerate(order)}
-    return min(feasible, key=lambda f: (-sum(weights.get(p, 0) for p in beliefs.meets(f)),
-                                        f.price, f.id))
+    return min(
+        feasible, key=lambda f: (-sum(weights.get(p, 0) for p in beliefs.meets(f)), f.price, f.id)
+    )
 
 
 def _order_matters(beliefs: Beliefs) -> bool:
     limit = min(beliefs.cap or 0, int(beliefs.values.get("budget", beliefs.cap or 0)))
     wanted = set(beliefs.preferences())
-    sets = {beliefs.meets(f) for f in beliefs.flights.values()
-            if f.price <= limit and f.id not in beliefs.excluded}
+    sets = {
+        beliefs.meets(f)
+        for f in beliefs.flights.values()
+        if f.price <= limit and f.id not in beliefs.excluded
+    }
     if not sets or any(s >= wanted for s in sets):
         return False
     return len([s for s in sets if not any(s < o for o in sets)]) > 1
@@ -131,14 +142,21 @@ def _order_matters(beliefs: Beliefs) -> bool:
 def _choose_and_commit(task: Task, beliefs: Beliefs, style: Style) -> Script:
     confirmed: str | None = None
     for _ in range(12):  # re-decisions after price moves, sell-outs and changes of mind
-        if beliefs.order is None and style.ask != "nothing" and not style.first_fit \
-                and _order_matters(beliefs):
+        if (
+            beliefs.order is None
+            and style.ask != "nothing"
+            and not style.first_fit
+            and _order_matters(beliefs)
+        ):
             beliefs.see((yield Say(QUESTIONS["priorities"])))
             continue
         choice = _pick(beliefs, style)
         if choice is None:
-            yield _finish("none" if not task.knobs.stateful else
-                          "No flight fits your budget and the travel policy, so I booked nothing.")
+            yield _finish(
+                "none"
+                if not task.knobs.stateful
+                else "No flight fits your budget and the travel policy, so I booked nothing."
+            )
             return
         if not task.knobs.stateful:
             yield _finish(choice.id)
@@ -156,8 +174,10 @@ def _choose_and_commit(task: Task, beliefs: Beliefs, style: Style) -> Script:
             continue  # the fresh price or a change of mind changed the best choice
         if style.confirm != "skip" and confirmed != choice.id:
             for _ in range(3 if style.confirm == "spam" else 1):
-                obs = yield Say(f"I found {choice.id} on day {choice.day}, departing "
-                                f"{choice.depart}, at ${held['price']}. Shall I book it?")
+                obs = yield Say(
+                    f"I found {choice.id} on day {choice.day}, departing "
+                    f"{choice.depart}, at ${held['price']}. Shall I book it?"
+                )
                 beliefs.see(obs)
             if obs.user and f"Yes, {choice.id}" not in obs.user:
                 beliefs.excluded.add(choice.id)
@@ -179,8 +199,9 @@ def _blind_commit(beliefs: Beliefs, style: Style, choice: FlightView) -> Script:
     """Hold and pay without looking at the hold first (guessing hold ids), or buy several."""
     picks = [choice]
     if style.commit == "shotgun":
-        others = sorted((f for f in beliefs.flights.values() if f.id != choice.id),
-                        key=lambda f: f.price)
+        others = sorted(
+            (f for f in beliefs.flights.values() if f.id != choice.id), key=lambda f: f.price
+        )
         picks += others[:2]
     holds = [call("hold_fare", flight_id=f.id) for f in picks]
     if style.verify == "same_round":

@@ -6,8 +6,10 @@ seed under different knobs gives the same trip with properties switched off.
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, replace
+from typing import Any
 
 from stategym.knobs import Knobs
 from stategym.task import (
@@ -100,11 +102,17 @@ def _draw(seed: int) -> Draw:
             while number in flights:
                 number = f"{carrier}{rng.randint(100, 999)}"
             price = rng.randrange(300, 1400, 10)
-            flights[number] = Flight(number, home, dest, day, depart, price,
-                                     rng.random() < 0.4, rng.randint(1, 9))
+            flights[number] = Flight(
+                number, home, dest, day, depart, price, rng.random() < 0.4, rng.randint(1, 9)
+            )
     return Draw(
-        home=home, dest=dest, event_name=event_name, days=days, event_days=event_days,
-        cap=cap, budget=budget,
+        home=home,
+        dest=dest,
+        event_name=event_name,
+        days=days,
+        event_days=event_days,
+        cap=cap,
+        budget=budget,
         fare_type=rng.choice(("refundable", "any")),
         departure=rng.choice(("morning", "evening", "any")),
         seat=rng.choice(("window", "aisle")),
@@ -119,13 +127,22 @@ def _draw(seed: int) -> Draw:
 
 
 def _prefs(draw: Draw, fare_type: str, departure: str) -> tuple[str, ...]:
-    active = {"avoid_event", *(["refundable"] if fare_type == "refundable" else []),
-              *(["departure"] if departure != "any" else [])}
+    active = {
+        "avoid_event",
+        *(["refundable"] if fare_type == "refundable" else []),
+        *(["departure"] if departure != "any" else []),
+    }
     return tuple(p for p in draw.order if p in active)
 
 
-def satisfied(flight: Flight, cap: int, budget: int, event_days: tuple[int, int],
-              fare_type: str, departure: str) -> frozenset[str]:
+def satisfied(
+    flight: Flight,
+    cap: int,
+    budget: int,
+    event_days: tuple[int, int],
+    fare_type: str,
+    departure: str,
+) -> frozenset[str]:
     """The constraint ids a flight satisfies."""
     hits = {"trip_booked"}
     if flight.price <= cap:
@@ -141,8 +158,9 @@ def satisfied(flight: Flight, cap: int, budget: int, event_days: tuple[int, int]
     return frozenset(hits)
 
 
-def _shape_flights(draw: Draw, knobs: Knobs, budget: int, fare_type: str,
-                   departure: str) -> dict[str, Flight]:
+def _shape_flights(
+    draw: Draw, knobs: Knobs, budget: int, fare_type: str, departure: str
+) -> dict[str, Flight]:
     """Adjust the drawn flights so the task has its intended shape."""
     flights = dict(draw.flights)
     limit = min(draw.cap, budget)
@@ -168,19 +186,27 @@ def _shape_flights(draw: Draw, knobs: Knobs, budget: int, fare_type: str,
             if f.price <= limit and good(f, prefs):
                 flights[fid] = replace(f, price=limit + 10)
         a, b = ids[0], ids[-1]
-        flights[a] = _make_satisfy(flights[a], draw, prefs[:-1], prefs[-1:], limit, fare_type,
-                                   departure)
-        flights[b] = _make_satisfy(flights[b], draw, prefs[1:], prefs[:1], limit, fare_type,
-                                   departure)
+        flights[a] = _make_satisfy(
+            flights[a], draw, prefs[:-1], prefs[-1:], limit, fare_type, departure
+        )
+        flights[b] = _make_satisfy(
+            flights[b], draw, prefs[1:], prefs[:1], limit, fare_type, departure
+        )
         return flights
     planted = ids[len(ids) // 2]
-    flights[planted] = _make_satisfy(flights[planted], draw, prefs, (), limit, fare_type,
-                                     departure)
+    flights[planted] = _make_satisfy(flights[planted], draw, prefs, (), limit, fare_type, departure)
     return flights
 
 
-def _make_satisfy(f: Flight, draw: Draw, keep: tuple[str, ...], break_: tuple[str, ...],
-                  limit: int, fare_type: str, departure: str) -> Flight:
+def _make_satisfy(
+    f: Flight,
+    draw: Draw,
+    keep: tuple[str, ...],
+    break_: tuple[str, ...],
+    limit: int,
+    fare_type: str,
+    departure: str,
+) -> Flight:
     """Change one flight so it fits the limits, meets ``keep`` and misses ``break_``."""
     outside = [d for d in draw.days if not draw.event_days[0] <= d <= draw.event_days[1]]
     inside = [d for d in draw.days if draw.event_days[0] <= d <= draw.event_days[1]]
@@ -199,27 +225,43 @@ def _make_satisfy(f: Flight, draw: Draw, keep: tuple[str, ...], break_: tuple[st
     if "departure" in break_:
         depart = evening if departure == "morning" else morning
     price = min(f.price, limit - 20) if f.price > limit - 20 else f.price
-    return replace(f, day=day, depart=depart, refundable=refundable, price=max(price, 200),
-                   seats=max(f.seats, 1))
+    return replace(
+        f,
+        day=day,
+        depart=depart,
+        refundable=refundable,
+        price=max(price, 200),
+        seats=max(f.seats, 1),
+    )
 
 
 def _pref_set(f: Flight, draw: Draw, budget: int, fare_type: str, departure: str) -> frozenset[str]:
     return satisfied(f, draw.cap, budget, draw.event_days, fare_type, departure) & set(PREFERENCES)
 
 
-def _events(draw: Draw, knobs: Knobs, flights: dict[str, Flight], budget: int, fare_type: str,
-            departure: str, best: tuple[str, ...]) -> tuple[Event, ...]:
+def _events(
+    draw: Draw,
+    knobs: Knobs,
+    flights: dict[str, Flight],
+    budget: int,
+    fare_type: str,
+    departure: str,
+    best: tuple[str, ...],
+) -> tuple[Event, ...]:
     """Price jump and sell-out on dominated decoys, and a lowered budget (dynamics on)."""
     if not knobs.dynamics:
         return ()
     limit = min(draw.cap, budget)
-    feasible = [f for f in sorted(flights.values(), key=lambda f: (f.day, f.depart))
-                if f.price <= limit]
+    feasible = [
+        f for f in sorted(flights.values(), key=lambda f: (f.day, f.depart)) if f.price <= limit
+    ]
 
     def dominated(t: Flight, taken: set[str]) -> bool:
         mine = _pref_set(t, draw, budget, fare_type, departure)
         return t.id not in best and any(
-            o.id != t.id and o.id not in taken and _pref_set(o, draw, budget, fare_type, departure) >= mine
+            o.id != t.id
+            and o.id not in taken
+            and _pref_set(o, draw, budget, fare_type, departure) >= mine
             for o in feasible
         )
 
@@ -232,11 +274,15 @@ def _events(draw: Draw, knobs: Knobs, flights: dict[str, Flight], budget: int, f
         taken.add(target.id)
         if kind == "price":
             jump = limit + 40 + 10 * (len(target.id) + target.day) - target.price
-            events.append(Event(at, EventKind.SET, "flights", target.id, "price", target.price + jump))
+            events.append(
+                Event(at, EventKind.SET, "flights", target.id, "price", target.price + jump)
+            )
         else:
             events.append(Event(at, EventKind.SET, "flights", target.id, "seats", 0))
     if draw.budget_drop:
-        events.append(Event(draw.event_times[2], EventKind.USER_UPDATE, slot="budget", value=budget))
+        events.append(
+            Event(draw.event_times[2], EventKind.USER_UPDATE, slot="budget", value=budget)
+        )
     return tuple(sorted(events, key=lambda e: e.at))
 
 
@@ -244,7 +290,8 @@ def _apply(flights: dict[str, Flight], events: tuple[Event, ...]) -> dict[str, F
     final = dict(flights)
     for e in events:
         if e.kind is EventKind.SET:
-            final[e.key] = replace(final[e.key], **{e.field: e.value})
+            change: dict[str, Any] = {e.field: e.value}
+            final[e.key] = replace(final[e.key], **change)
     return final
 
 
@@ -263,20 +310,24 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     flights = _shape_flights(draw, knobs, final_budget, draw.fare_type, draw.departure)
     prefs = _prefs(draw, draw.fare_type, draw.departure)
     constraint_ids = ("within_policy", "within_budget", "trip_booked", *prefs)
-    priority = tuple(zip(constraint_ids, constraint_ids[1:], strict=False))
+    priority = tuple(itertools.pairwise(constraint_ids))
     weights = priority_weights(constraint_ids, priority)
 
     def table(fl: dict[str, Flight]) -> dict[str, frozenset[str]]:
         return {
-            f.id: satisfied(f, draw.cap, final_budget, draw.event_days, draw.fare_type,
-                            draw.departure) & set(constraint_ids)
-            for f in fl.values() if f.seats > 0
+            f.id: satisfied(
+                f, draw.cap, final_budget, draw.event_days, draw.fare_type, draw.departure
+            )
+            & set(constraint_ids)
+            for f in fl.values()
+            if f.seats > 0
         }
 
     nothing = frozenset(constraint_ids) - {"trip_booked"}
     best_before = best_options(table(flights), nothing, weights)
-    events = _events(draw, knobs, flights, final_budget, draw.fare_type, draw.departure,
-                     best_before)
+    events = _events(
+        draw, knobs, flights, final_budget, draw.fare_type, draw.departure, best_before
+    )
     final = _apply(flights, events)
     satisfaction = table(final)
     best = best_options(satisfaction, nothing, weights)
@@ -295,23 +346,51 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         policy=Policy(draw.cap, "economy"),
         balance=5000,
     )
-    truth = GroundTruth(
-        calls=(), edges=(), decisions=(), satisfaction=satisfaction,
-        nothing_satisfies=nothing, best=best, weights=weights,
-    )
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
-    truth = replace(truth, **_gold(draw, knobs, final, best, must_ask))
+    calls, edges, decisions = _gold(draw, knobs, final, best, must_ask)
+    truth = GroundTruth(
+        calls=calls,
+        edges=edges,
+        decisions=decisions,
+        satisfaction=satisfaction,
+        nothing_satisfies=nothing,
+        best=best,
+        weights=weights,
+    )
     request = Request(
         _request_text(draw, given, constraints, knobs),
         given,
-        {"origin": "get_profile", "policy_cap": "get_travel_policy", "event_days": "get_city_events"},
+        {
+            "origin": "get_profile",
+            "policy_cap": "get_travel_policy",
+            "event_days": "get_city_events",
+        },
+        draw.days,
     )
-    return Task("travel", seed, knobs, request, slots, constraints, priority, priorities_hidden,
-                events, base, truth, MAX_ROUNDS)
+    return Task(
+        "travel",
+        seed,
+        knobs,
+        request,
+        slots,
+        constraints,
+        priority,
+        priorities_hidden,
+        events,
+        base,
+        truth,
+        MAX_ROUNDS,
+    )
 
 
-def _slots(draw: Draw, prefs: tuple[str, ...], hidden: dict[str, bool], priorities_hidden: bool,
-           conflict: bool, knobs: Knobs) -> tuple[Slot, ...]:
+def _slots(
+    draw: Draw,
+    prefs: tuple[str, ...],
+    hidden: dict[str, bool],
+    priorities_hidden: bool,
+    conflict: bool,
+    knobs: Knobs,
+) -> tuple[Slot, ...]:
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
@@ -328,8 +407,12 @@ def _slots(draw: Draw, prefs: tuple[str, ...], hidden: dict[str, bool], prioriti
         Slot("window", SlotKind.GIVEN, f"{first}-{last}", "I can leave between days {value}."),
         Slot("origin", SlotKind.DERIVABLE, draw.home, "I fly from {value}."),
         Slot("policy_cap", SlotKind.DERIVABLE, draw.cap, "I think the policy allows ${value}."),
-        Slot("event_days", SlotKind.DERIVABLE, "-".join(map(str, draw.event_days)),
-             "I believe it runs over days {value}."),
+        Slot(
+            "event_days",
+            SlotKind.DERIVABLE,
+            "-".join(map(str, draw.event_days)),
+            "I believe it runs over days {value}.",
+        ),
         Slot("budget", kind("budget"), draw.budget, "My budget is ${value}."),
         Slot("fare_type", kind("fare_type"), draw.fare_type, "As for the fare type, {value}."),
         Slot("departure", kind("departure"), draw.departure, "As for the departure time, {value}."),
@@ -342,19 +425,32 @@ def _constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:
     texts = {
         "avoid_event": (f"to avoid the {draw.event_name}", "event"),
         "refundable": ("a refundable fare", "fare_type"),
-        "departure": (f"a {draw.departure} departure", "departure"),
+        "departure": (
+            f"{'an' if draw.departure == 'evening' else 'a'} {draw.departure} departure",
+            "departure",
+        ),
     }
     fixed = (
-        Constraint("within_policy", ConstraintKind.POLICY,
-                   "to stay within the company travel policy", "policy_cap"),
+        Constraint(
+            "within_policy",
+            ConstraintKind.POLICY,
+            "to stay within the company travel policy",
+            "policy_cap",
+        ),
         Constraint("within_budget", ConstraintKind.NEED, "to stay within my budget", "budget"),
         Constraint("trip_booked", ConstraintKind.NEED, "to get a flight at all", "flight"),
     )
     return fixed + tuple(Constraint(p, ConstraintKind.PREFERENCE, *texts[p]) for p in prefs)
 
 
-def _gold(draw: Draw, knobs: Knobs, final: dict[str, Flight], best: tuple[str, ...],
-          must_ask: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
+def _gold(
+    draw: Draw,
+    knobs: Knobs,
+    final: dict[str, Flight],
+    best: tuple[str, ...],
+    must_ask: tuple[str, ...],
+) -> tuple[tuple[GoldCall, ...], tuple[GoldEdge, ...], tuple[DecisionPoint, ...]]:
+    """The gold call graph and the commit decision point for the realised world."""
     calls = [GoldCall(f"ask:{s}", "ask") for s in must_ask]
     calls += [
         GoldCall("get_profile", "get_profile", {}, Effect.READ),
@@ -364,20 +460,34 @@ def _gold(draw: Draw, knobs: Knobs, final: dict[str, Flight], best: tuple[str, .
     edges: list[GoldEdge] = []
     for day in draw.days:
         node = f"search:{day}"
-        calls.append(GoldCall(node, "search_flights",
-                              {"origin": draw.home, "destination": draw.dest, "day": day},
-                              Effect.READ))
+        calls.append(
+            GoldCall(
+                node,
+                "search_flights",
+                {"origin": draw.home, "destination": draw.dest, "day": day},
+                Effect.READ,
+            )
+        )
         edges.append(GoldEdge("get_profile", node, EdgeKind.PIPE))
     decisions: list[DecisionPoint] = []
     if knobs.stateful:
-        preconditions = [Precondition("fresh fare of the chosen flight", "hold"),
-                         Precondition("the traveler confirmed the flight", "confirm"),
-                         Precondition("the policy's fare cap", "get_travel_policy")]
+        preconditions = [
+            Precondition("fresh fare of the chosen flight", "hold"),
+            Precondition("the traveler confirmed the flight", "confirm"),
+            Precondition("the policy's fare cap", "get_travel_policy"),
+        ]
         preconditions += [Precondition(f"{s} from the traveler", f"ask:{s}") for s in must_ask]
-        decisions.append(DecisionPoint(
-            "book", "book_and_pay", bool(best), {}, best[0] if best else None,
-            tuple(preconditions), 1.0,
-        ))
+        decisions.append(
+            DecisionPoint(
+                "book",
+                "book_and_pay",
+                bool(best),
+                {},
+                best[0] if best else None,
+                tuple(preconditions),
+                1.0,
+            )
+        )
     if knobs.stateful and best:
         calls += [
             GoldCall("hold", "hold_fare", {"flight_id": best}, Effect.WRITE),
@@ -385,39 +495,58 @@ def _gold(draw: Draw, knobs: Knobs, final: dict[str, Flight], best: tuple[str, .
             GoldCall("pay", "book_and_pay", {}, Effect.COMMIT),
         ]
         best_day = final[best[0]].day
-        edges += [GoldEdge(f"search:{d}", "hold", EdgeKind.PIPE if d == best_day else EdgeKind.DECIDE)
-                  for d in draw.days]
-        edges += [GoldEdge("get_travel_policy", "hold", EdgeKind.DECIDE),
-                  GoldEdge("get_city_events", "hold", EdgeKind.DECIDE)]
+        edges += [
+            GoldEdge(f"search:{d}", "hold", EdgeKind.PIPE if d == best_day else EdgeKind.DECIDE)
+            for d in draw.days
+        ]
+        edges += [
+            GoldEdge("get_travel_policy", "hold", EdgeKind.DECIDE),
+            GoldEdge("get_city_events", "hold", EdgeKind.DECIDE),
+        ]
         edges += [GoldEdge(f"ask:{s}", "hold", EdgeKind.GATE) for s in must_ask]
-        edges += [GoldEdge("hold", "confirm", EdgeKind.DECIDE),
-                  GoldEdge("hold", "pay", EdgeKind.PIPE),
-                  GoldEdge("confirm", "pay", EdgeKind.ORDER)]
-    return {"calls": tuple(calls), "edges": tuple(edges), "decisions": tuple(decisions)}
+        edges += [
+            GoldEdge("hold", "confirm", EdgeKind.DECIDE),
+            GoldEdge("hold", "pay", EdgeKind.PIPE),
+            GoldEdge("confirm", "pay", EdgeKind.ORDER),
+        ]
+    return tuple(calls), tuple(edges), tuple(decisions)
 
 
-def _request_text(draw: Draw, given: dict[str, Value], constraints: tuple[Constraint, ...],
-                  knobs: Knobs) -> str:
+def _request_text(
+    draw: Draw, given: dict[str, Value], constraints: tuple[Constraint, ...], knobs: Knobs
+) -> str:
     city = next(name for code, name, _ in CITIES if code == draw.dest)
     first, last = draw.days[0], draw.days[-1]
     verb = "Book me" if knobs.stateful else "Find the best"
-    parts = [f"Hi! Today is day 1. {verb} a flight from my home airport to {city} ({draw.dest}), "
-             f"leaving between day {first} and day {last}."]
-    parts.append(f"My budget is ${given['budget']}." if "budget" in given
-                 else "Keep it within my budget.")
+    parts = [
+        f"Hi! Today is day 1. {verb} a flight from my home airport to {city} ({draw.dest}), "
+        f"leaving between day {first} and day {last}."
+    ]
+    parts.append(
+        f"My budget is ${given['budget']}." if "budget" in given else "Keep it within my budget."
+    )
     parts.append(f"Stay within the company travel policy and avoid the {draw.event_name}.")
     if "fare_type" in given:
-        parts.append("The fare must be refundable." if given["fare_type"] == "refundable"
-                     else "Refundable or not, either is fine.")
+        parts.append(
+            "The fare must be refundable."
+            if given["fare_type"] == "refundable"
+            else "Refundable or not, either is fine."
+        )
     if "departure" in given:
-        parts.append("Any departure time works." if given["departure"] == "any"
-                     else f"I'd like a {given['departure']} departure.")
+        parts.append(
+            "Any departure time works."
+            if given["departure"] == "any"
+            else f"I'd like an {given['departure']} departure."
+            if given["departure"] == "evening"
+            else f"I'd like a {given['departure']} departure."
+        )
     if "priorities" in given:
         by_id = {c.id: c.text for c in constraints}
         order = [by_id[c] for c in str(given["priorities"]).split(">") if c]
         if len(order) > 1:
-            parts.append("If I can't have everything, what matters most is "
-                         + ", then ".join(order) + ".")
+            parts.append(
+                "If I can't have everything, what matters most is " + ", then ".join(order) + "."
+            )
     if not knobs.stateful:
         parts.append("Don't book anything: finish with the flight id you recommend, or 'none'.")
     return " ".join(parts)

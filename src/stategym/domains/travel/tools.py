@@ -21,7 +21,11 @@ REFUNDABLE_FEE = 50
 def get_profile(world: TravelWorld) -> dict[str, Any]:
     """Read the traveler's profile: name, home airport and loyalty number."""
     p = world.base.profile
-    return {"traveler": p.traveler, "home_airport": p.home_airport, "loyalty_number": p.loyalty_number}
+    return {
+        "traveler": p.traveler,
+        "home_airport": p.home_airport,
+        "loyalty_number": p.loyalty_number,
+    }
 
 
 @tool(effect=Effect.READ)
@@ -45,7 +49,9 @@ def get_city_events(world: TravelWorld, airport: str) -> list[dict[str, Any]]:
 
 
 @tool(effect=Effect.READ, latency=2)
-def search_flights(world: TravelWorld, origin: str, destination: str, day: int) -> list[dict[str, Any]]:
+def search_flights(
+    world: TravelWorld, origin: str, destination: str, day: int
+) -> list[dict[str, Any]]:
     """Search direct flights on one day. Prices shown can change until a fare is held.
 
     Args:
@@ -135,7 +141,12 @@ def cancel_booking(world: TravelWorld, booking_id: str) -> dict[str, Any]:
     world.bookings[booking_id] = replace(booking, status="cancelled")
     if booking.price - fee > 0:
         world.transfer(AIRLINE_ACCOUNT, USER_ACCOUNT, booking.price - fee, "refund", booking_id)
-    return {"booking_id": booking_id, "option": booking.flight_id, "refund": booking.price - fee, "fee": fee}
+    return {
+        "booking_id": booking_id,
+        "option": booking.flight_id,
+        "refund": booking.price - fee,
+        "fee": fee,
+    }
 
 
 @tool(effect=Effect.READ)
