@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install stategym with every extra and run the checks CI runs: lint, format, types, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# torch first, pinned: the CPU wheel is on disk, while an unpinned torch pulled in by the
+# hf extra could resolve to a multi-gigabyte CUDA build.
+python -m pip install torch==2.13.0
+python -m pip install -e '.[dev,llm,hf,serve]'
+
+ruff check src tests benchmarks
+ruff format --check src tests benchmarks
+mypy
+
+# pytest exits 5 when it collects no tests; an empty suite must not pass.
+status=0
+python -m pytest "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+    echo "scripts/test.sh: pytest collected no tests" >&2
+    exit 1
+fi
+exit "$status"

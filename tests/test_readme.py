@@ -1,0 +1,53 @@
+"""Every code example in README.md runs, and what the README says about the CLI holds."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from stategym.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+PYTHON = [code for language, code in BLOCK.findall(README) if language == "python"]
+BASH = [code for language, code in BLOCK.findall(README) if language == "bash"]
+
+
+def test_readme_has_examples() -> None:
+    assert len(PYTHON) >= 4
+    assert len(BASH) == 2  # the two set-up commands
+
+
+@pytest.mark.parametrize("code", PYTHON, ids=[f"block{i}" for i in range(len(PYTHON))])
+def test_python_block_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # examples may write files
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+
+
+def test_main_job_command_is_the_run_default() -> None:
+    command = BASH[0].strip()
+    install, _, job = command.partition(" && ")
+    assert install == "pip install -e ."
+    words = shlex.split(job)
+    assert words[:2] == ["stategym", "run"]
+    parser = build_parser()
+    assert vars(parser.parse_args(words[1:])) == vars(parser.parse_args(["run"]))
+    assert BASH[1].strip() == "bash scripts/test.sh"
+    assert (ROOT / "scripts" / "test.sh").exists()
+
+
+def test_commands_named_in_the_readme_exist() -> None:
+    named = set(re.findall(r"`stategym (\w[\w-]*)", README)) - {"COMMAND"}
+    assert named, "the README names no command"
+    assert named <= set(COMMANDS)
+
+
+def test_relative_links_resolve() -> None:
+    links = re.findall(r"\]\(([^)#:]+)\)", README)
+    assert links
+    for link in links:
+        assert (ROOT / link).exists(), link
