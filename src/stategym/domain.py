@@ -43,6 +43,9 @@ class Domain:
         commitments: what the world is committed to (active bookings, sent invitations).
         expert: ``(task, style) -> Agent``, the scripted expert and its styled variants.
         instructions: the domain's part of the system prompt for LLM agents.
+        read_only: the domain is the stateless lookup case whatever the knobs: it has only
+            read tools, every episode ends with ``finish(answer=...)`` and is scored on that
+            answer, and the user asked a question it cannot answer, so it judges no proposals.
     """
 
     name: str
@@ -56,6 +59,7 @@ class Domain:
     instructions: str
     env_id: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    read_only: bool = False
 
     def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
         """Tools offered under these knobs: read-only tools alone when statefulness is off."""

@@ -31,7 +31,7 @@ from stategym.protocol import (
     action_from_message,
 )
 from stategym.provenance import Origin, Provenance, Source
-from stategym.task import EventKind, Task
+from stategym.task import EventKind, Task, Value
 from stategym.tools import Tool, finish_tool_schema
 from stategym.trajectory import (
     TRAJECTORY_VERSION,
@@ -46,11 +46,15 @@ from stategym.world import USER_ACCOUNT, World, WorldSnapshot
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
+EMPTY_ACTION = "empty action: send tool calls or a message to the user"
+RAW_LIMIT = 4096
+"""Characters of an unusable action kept in the log (enough to see what went wrong)."""
 GIVE_UP_AFTER = 3
 """The user ends the conversation after this many messages in a row it cannot understand."""
 
 RewardFn = Callable[["Env", RoundRecord, bool], float]
-"""``(env, record, done) -> reward`` for the round just played."""
+"""``(env, record, done) -> reward`` for the round just played. It may put entries into
+``env.reward_info`` (emptied before each call); the step's ``info`` carries them."""
 
 
 def outcome_reward(env: Env, record: RoundRecord, done: bool) -> float:
@@ -107,6 +111,7 @@ class Env:
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         self.knobs = knobs or Knobs()
         self.reward_fn = reward
+        self.reward_info: dict[str, Any] = {}
         self.agent = agent
         self._next_seed = 0
         self._tools: dict[str, Tool] = {}
@@ -116,10 +121,15 @@ class Env:
 
     # -- set-up ---------------------------------------------------------------------------
 
+    def _commits(self, knobs: Knobs) -> bool:
+        """Episodes are scored on what the world commits to, not on a ``finish`` answer."""
+        return knobs.stateful and not self.domain.read_only
+
     def _set_tools(self, knobs: Knobs) -> None:
         tools = self.domain.available_tools(knobs)
+        self._tool_knobs = knobs
         self._tools = {t.name: t for t in tools}
-        self._schemas = [t.schema for t in tools] + [finish_tool_schema(knobs.stateful)]
+        self._schemas = [t.schema for t in tools] + [finish_tool_schema(self._commits(knobs))]
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -145,15 +155,17 @@ class Env:
         if task is None:
             seed = self._next_seed if seed is None else seed
             task = cached_task(self.domain.name, seed, self.knobs)
-        if task.knobs != self.knobs:
+        if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
         self._next_seed = task.seed + 1
         self.world = self.domain.new_world(task)
-        self.user = SimulatedUser(task, self.domain.slot_phrases)
+        self.user = SimulatedUser(task, self.domain.slot_phrases,
+                                  judges=not self.domain.read_only)
         self.provenance = Provenance()
-        for value in task.request.given.values():
-            self.provenance.observe(value, Origin(Source.REQUEST, -1, ""))
+        request_origin = Origin(Source.REQUEST, -1, "")
+        for value in (*task.request.given.values(), *task.request.implied):
+            self.provenance.observe(value, request_origin)
         self.rounds: list[RoundRecord] = []
         self._fired = 0
         self._confused = 0
@@ -167,55 +179,62 @@ class Env:
 
     def step(self, action: Action) -> StepResult:
         """Play one round. Never raises on agent output."""
+        if isinstance(action, Say):
+            if isinstance(action.text, str):
+                return self._play(self._say, action.text)
+            return self._play(self._invalid, "bad_message", "bad_message: a message to the "
+                              "user must be text", None)
+        if isinstance(action, CallBatch) and action.calls:
+            return self._play(self._calls, action.calls)
+        return self._play(self._invalid, "empty_action", EMPTY_ACTION, None)
+
+    def step_message(
+        self, message: Mapping[str, Any] | str
+    ) -> tuple[list[dict[str, str]], float, bool, bool, dict[str, Any]]:
+        """Play one round from an OpenAI-style assistant message, or its JSON text.
+
+        Returns:
+            The new messages (tool results, then the user's words), the reward,
+            ``terminated``, ``truncated`` and the info dict, as :meth:`step`.
+        """
+        try:
+            action: Action = action_from_message(_decode_message(message))
+        except AgentFormatError as error:
+            result = self._play(self._invalid, error.kind, f"{error.kind}: {error}",
+                                _raw_text(message))
+        else:
+            result = self.step(action)
+        return (result.observation.to_messages(), result.reward, result.terminated,
+                result.truncated, result.info)
+
+    def _play(self, play: Callable[..., tuple[RoundRecord, Observation]], *args: Any) -> StepResult:
+        """Run one round with ``play(index, *args)`` and do the bookkeeping every round shares."""
         if self._terminated or self._truncated:
             observation = Observation(
                 len(self.rounds) - 1, self.world.clock, error="the episode is over"
             )
             return StepResult(observation, 0.0, self._terminated, self._truncated,
-                              {"format_error": "episode_over"})
+                              {"format_errors": ("episode_over",)})
         index = len(self.rounds)
         self.world.round = index
         charges_before = len(self.world.charges)
-        if isinstance(action, Say):
-            record, observation = self._say(index, action.text)
-        elif isinstance(action, CallBatch) and action.calls:
-            record, observation = self._calls(index, action.calls)
-        else:
-            record, observation = self._invalid(index, action)
+        record, observation = play(index, *args)
         record = self._end_round(record, charges_before)
         self.rounds.append(record)
         if not self._terminated and len(self.rounds) >= self.task.max_rounds:
             self._truncated = True
         done = self._terminated or self._truncated
+        self.reward_info = {}
         reward = self.reward_fn(self, record, done)
+        user = observation.user
         if record.notice is not None:
-            observation = Observation(
-                observation.round, self.world.clock, observation.results,
-                _join(observation.user, record.notice), observation.error,
-            )
-        else:
-            observation = Observation(observation.round, self.world.clock, observation.results,
-                                      observation.user, observation.error)
-        info: dict[str, Any] = {}
+            user = _join(user, record.notice)
+        observation = Observation(observation.round, self.world.clock, observation.results,
+                                  user, observation.error)
+        info: dict[str, Any] = dict(self.reward_info)
         if record.format_errors:
             info["format_errors"] = record.format_errors
         return StepResult(observation, reward, self._terminated, self._truncated, info)
-
-    def step_message(
-        self, message: Mapping[str, Any]
-    ) -> tuple[list[dict[str, str]], float, bool, bool, dict[str, Any]]:
-        """Play one round from an OpenAI-style assistant message; returns new messages."""
-        try:
-            action: Action = action_from_message(message)
-        except AgentFormatError as error:
-            result = self.step(CallBatch(()))
-            observation = Observation(result.observation.round, result.observation.clock,
-                                      error=f"{error.kind}: {error}")
-            info = dict(result.info, format_errors=(error.kind,))
-            return observation.to_messages(), result.reward, result.terminated, result.truncated, info
-        result = self.step(action)
-        return (result.observation.to_messages(), result.reward, result.terminated,
-                result.truncated, result.info)
 
     def _say(self, index: int, text: str) -> tuple[RoundRecord, Observation]:
         turn = self.user.respond(text)
@@ -279,7 +298,7 @@ class Env:
                 answer = arguments.get("answer")
                 if set(arguments) - {"answer"} or not isinstance(answer, str | None):
                     raise AgentFormatError("wrong_type", "finish takes one string: answer")
-                if answer is None and not self.task.knobs.stateful:
+                if answer is None and not self._commits(self.task.knobs):
                     raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
                 return CallRecord(call_id, FINISH, arguments, None, {"answer": answer}, None,
                                   None, {})
@@ -299,10 +318,10 @@ class Env:
             kept = arguments if isinstance(arguments, dict | str) else str(arguments)
             return CallRecord(call_id, call.name, kept, None, None, str(error), error.kind, sources)
 
-    def _invalid(self, index: int, action: Any) -> tuple[RoundRecord, Observation]:
-        message = "empty action: send tool calls or a message to the user"
+    def _invalid(self, index: int, kind: str, message: str,
+                 raw: str | None) -> tuple[RoundRecord, Observation]:
         record = RoundRecord(index, self.world.clock, 1, RoundKind.INVALID,
-                             format_errors=("empty_action",), raw=None)
+                             format_errors=(kind,), raw=raw)
         return record, Observation(index, 0, error=message)
 
     def _end_round(self, record: RoundRecord, charges_before: int) -> RoundRecord:
@@ -322,7 +341,8 @@ class Env:
                 self.user.change_mind(event.slot, event.value)
             fired.append(self._fired)
             self._fired += 1
-        notice, values = (None, ())
+        notice: str | None = None
+        values: tuple[tuple[str, Value], ...] = ()
         if record.kind is not RoundKind.SAY and not self._terminated:
             notice, values = self.user.announce()
             origin = Origin(Source.USER, record.index, "notice")
@@ -366,7 +386,7 @@ class Env:
         truth = self.task.truth
         committed = self.commitments()
         options = tuple(c.option for c in committed)
-        if self.task.knobs.stateful:
+        if self._commits(self.task.knobs):
             goal = (len(options) == 1 and options[0] in truth.best) or (
                 not truth.best and not options
             )
@@ -393,6 +413,27 @@ class Env:
             tuple(self.rounds), self._terminated, self._truncated,
             self.outcome() if self.done else None, self.state_key(),
         )
+
+
+def _decode_message(message: Any) -> Any:
+    """The message itself, or the value its JSON text encodes."""
+    if not isinstance(message, str):
+        return message
+    try:
+        return orjson.loads(message)
+    except orjson.JSONDecodeError as error:
+        reason = f"the message is not valid JSON ({error})"
+        raise AgentFormatError("malformed_json", reason) from None
+
+
+def _raw_text(message: Any) -> str:
+    """An unusable message as text for the log, cut to :data:`RAW_LIMIT` characters."""
+    if not isinstance(message, str):
+        try:
+            message = orjson.dumps(message, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:  # integers past 64 bits, cycles: keep the Python form
+            message = repr(message)
+    return message[:RAW_LIMIT]
 
 
 def _join(first: str | None, second: str) -> str:

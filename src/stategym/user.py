@@ -11,6 +11,7 @@ constraints, announces scheduled changes of mind, and says when it does not unde
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ PRIORITY_PHRASES: tuple[str, ...] = (
     "tradeoff",
     "rather have",
     "would you rather",
-    "which come first",
+    "come first",
     "compromise",
 )
 
@@ -45,8 +46,39 @@ def normalise(text: str) -> str:
     return " " + " ".join(words) + " "
 
 
+@functools.lru_cache(maxsize=1024)
 def _compile(phrases: tuple[str, ...]) -> tuple[str, ...]:
+    # Cached: a domain's phrase tables are the same in every episode, and compiling them was
+    # most of the cost of a reset.
     return tuple(normalise(p) for p in phrases)
+
+
+def _mentioned(words: str, phrases: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Slots (in table order) a phrase of which occurs in ``words``, not counting occurrences
+    inside a longer matched phrase: "event date" asks about the event, not about the date."""
+    spans = {
+        name: [(start, start + len(p)) for p in hits for start in _starts(words, p)]
+        for name, slot_phrases in phrases.items()
+        if (hits := [p for p in slot_phrases if p in words])
+    }
+    found = [span for slot_spans in spans.values() for span in slot_spans]
+    return tuple(
+        name
+        for name, slot_spans in spans.items()
+        if any(not _inside(span, found) for span in slot_spans)
+    )
+
+
+def _starts(words: str, phrase: str) -> list[int]:
+    starts, start = [], words.find(phrase)
+    while start != -1:
+        starts.append(start)
+        start = words.find(phrase, start + 1)
+    return starts
+
+
+def _inside(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
+    return any(a <= span[0] and span[1] <= b and b - a > span[1] - span[0] for a, b in others)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +117,20 @@ class SimulatedUser:
     Args:
         task: the task whose slots and truth the user holds.
         slot_phrases: for each slot, the phrases a question may use to refer to it.
+        judges: whether the user judges proposals; a user who asked a question it cannot
+            answer itself (the lookup domain) does not, or it would give the answer away.
     """
 
-    def __init__(self, task: Task, slot_phrases: Mapping[str, tuple[str, ...]]) -> None:
+    def __init__(self, task: Task, slot_phrases: Mapping[str, tuple[str, ...]], *,
+                 judges: bool = True) -> None:
         self.task = task
         self._slot_phrases = {
             slot.name: _compile(slot_phrases.get(slot.name, (slot.name.replace("_", " "),)))
             for slot in task.slots
         }
         self._priority = _compile(PRIORITY_PHRASES)
-        self._options = {normalise(option): option for option in task.truth.satisfaction}
+        self._options = {normalise(option): option for option in task.truth.satisfaction
+                         if judges}
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
@@ -126,9 +162,7 @@ class SimulatedUser:
         words = normalise(text)
         proposed = [option for key, option in self._options.items() if key in words]
         priority_asked = any(p in words for p in self._priority)
-        asked = tuple(
-            name for name, phrases in self._slot_phrases.items() if any(p in words for p in phrases)
-        )
+        asked = _mentioned(words, self._slot_phrases)
         if priority_asked and "priorities" in self.values:
             asked += ("priorities",)
         parts: list[str] = []

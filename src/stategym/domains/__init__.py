@@ -7,9 +7,10 @@ from stategym.errors import UnknownDomainError
 
 
 def _domains() -> dict[str, Domain]:
-    from stategym.domains import travel
+    from stategym.domains import bank, cloud, lookup, meetings, shop, travel
 
-    return {d.name: d for d in (travel.DOMAIN,)}
+    return {d.name: d for d in (travel.DOMAIN, meetings.DOMAIN, cloud.DOMAIN, lookup.DOMAIN,
+                                shop.DOMAIN, bank.DOMAIN)}
 
 
 _REGISTRY: dict[str, Domain] = {}
@@ -23,6 +24,10 @@ def all_domains() -> dict[str, Domain]:
 
 
 def get_domain(name: str) -> Domain:
+    if name.startswith("synth:"):  # composed from motifs on demand, cached by spec
+        from stategym.topology.synthetic import synthetic_domain
+
+        return synthetic_domain(name)
     try:
         return all_domains()[name]
     except KeyError:

@@ -1,0 +1,95 @@
+"""Cloud: free storage by deleting one volume, without touching anything in use, taking the
+snapshot the retention policy requires first; deletion is permanent.
+
+The tool graph: a chain (account -> volumes) into a fan-out (one activity read per volume, one
+description per instance), the user's agreement, a conditional branch of writes (snapshot,
+detach), a dry-run check that only passes once those writes have taken effect, and the delete.
+Deleting a protected volume without a completed snapshot (for instance in the snapshot's own
+round, which aborts it) also commits the world to ``dataloss``, so the goal is missed.
+
+Knobs: ``stateful`` off offers the read tools only and the episode ends with the volume id;
+``irreversible`` off lets ``restore_volume`` bring a deleted volume back and refunds deleted
+snapshots; ``hidden_info`` off states the space needed, the idle threshold and the priorities;
+``priorities`` off plants a volume meeting every preference (unless no volume may go at
+all); ``dynamics`` off schedules no instance start, no new activity and no change of mind (a
+snapshot still completes one tick after it is taken: that is the snapshot's own progress, not
+a scheduled event).
+"""
+
+from __future__ import annotations
+
+from stategym.domain import Commitment, Domain
+from stategym.task import Task
+from stategym.world import World
+
+from .expert import cloud_expert
+from .generator import generate
+from .tools import TOOLS
+from .world import DATA_LOSS, CloudWorld, lost_data
+
+SLOT_PHRASES: dict[str, tuple[str, ...]] = {
+    "need_gb": (
+        "how much storage",
+        "how much space",
+        "free up",
+        "how many gb",
+        "gigabyte",
+        "space do you need",
+        "storage do you need",
+        "need to free",
+        "reclaim",
+    ),
+    "idle_min": (
+        "idle",
+        "unused",
+        "inactive",
+        "without activity",
+        "how long has",
+        "last used",
+        "stale",
+    ),
+    "project_id": ("which project", "what project", "project id", "project name"),
+    "team": ("which team", "what team", "your team", "team are you"),
+    "retention": (
+        "retention",
+        "backup rule",
+        "backup policy",
+        "which tier",
+        "protected tier",
+        "need a snapshot",
+        "require a snapshot",
+    ),
+    "window": ("maintenance window", "when can i", "what time", "downtime window", "when should i"),
+}
+
+
+def _world(task: Task) -> World:
+    return CloudWorld(task.base, task.knobs)
+
+
+def _commitments(world: World) -> tuple[Commitment, ...]:
+    """Deleted volumes, and ``dataloss`` for each one deleted without its required backup."""
+    assert isinstance(world, CloudWorld)
+    deleted = [v for v in world.volumes.values() if v.state == "deleted"]
+    return tuple(Commitment(v.id, v.id) for v in deleted) + tuple(
+        Commitment(DATA_LOSS, v.id) for v in deleted if lost_data(world, v)
+    )
+
+
+DOMAIN = Domain(
+    name="cloud",
+    title="Delete one volume to free storage; snapshot first where policy says, deletes are final",
+    tools=TOOLS,
+    slot_phrases=SLOT_PHRASES,
+    generate=generate,
+    new_world=_world,
+    commitments=_commitments,
+    expert=cloud_expert,
+    instructions=(
+        "You are a cloud operations assistant. Look up what the tools can tell you, ask the "
+        "user only for what only they know, get the user's agreement before changing anything, "
+        "take the snapshot the retention policy requires and detach the volume if needed, "
+        "check that the deletion is safe in a separate step, then delete once."
+    ),
+    env_id="stategym/Cloud-v0",
+)

@@ -1,0 +1,109 @@
+"""Cloud: typed records and the episode world."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from stategym.knobs import Knobs
+from stategym.world import USER_ACCOUNT, Table, World
+
+PROVIDER_ACCOUNT = "provider"
+DATA_LOSS = "dataloss"
+"""Option id of the commitment a deletion makes when it destroys data the retention policy
+required to keep (see :func:`lost_data`): no task lists it, so it always fails the goal."""
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    id: str
+    size_gb: int
+    tier: str
+    team: str
+    attached_to: str | None
+    idle_days: int
+    state: Literal["active", "deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    id: str
+    name: str
+    state: Literal["running", "stopped"]
+    team: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A snapshot completes at ``ready_at``; deleting its volume before then aborts it."""
+
+    id: str
+    volume_id: str
+    cost: int
+    ready_at: int
+    state: Literal["kept", "aborted", "deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    user: str
+    team: str
+    project_id: str
+    project_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    snapshot_tiers: tuple[str, ...]
+    price_per_100gb: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloudBase:
+    """The generated, read-only part of a cloud world."""
+
+    volumes: Mapping[str, Volume]
+    instances: Mapping[str, Instance]
+    account: Account
+    policy: RetentionPolicy
+    balance: int
+
+
+class CloudWorld(World):
+    TABLES = ("volumes", "instances", "snapshots")
+
+    def __init__(self, base: CloudBase, knobs: Knobs) -> None:
+        super().__init__({USER_ACCOUNT: base.balance, PROVIDER_ACCOUNT: 0})
+        self.base = base
+        self.knobs = knobs
+        self.volumes: Table[str, Volume] = Table(base.volumes)
+        self.instances: Table[str, Instance] = Table(base.instances)
+        self.snapshots: Table[str, Snapshot] = Table({})
+
+    def snapshot_status(self, snapshot: Snapshot) -> str:
+        """``pending`` until ``ready_at``, then ``completed``; or ``failed`` / ``deleted``."""
+        if snapshot.state == "aborted":
+            return "failed"
+        if snapshot.state == "deleted":
+            return "deleted"
+        return "completed" if self.clock >= snapshot.ready_at else "pending"
+
+    def backed_up(self, volume_id: str) -> bool:
+        """A completed snapshot of the volume exists."""
+        return any(
+            s.volume_id == volume_id and self.snapshot_status(s) == "completed"
+            for s in self.snapshots.values()
+        )
+
+    def needs_snapshot(self, volume: Volume) -> bool:
+        return volume.tier in self.base.policy.snapshot_tiers
+
+
+def lost_data(world: CloudWorld, volume: Volume) -> bool:
+    """A deleted volume whose tier the retention policy protects has no completed snapshot."""
+    return (
+        volume.state == "deleted"
+        and world.needs_snapshot(volume)
+        and not world.backed_up(volume.id)
+    )

@@ -1,0 +1,258 @@
+"""Meetings: the half-hour grid every time is measured on, and what each constraint means.
+
+Times inside the domain are minutes after midnight; the agent sees ``"HH:MM"`` strings. For
+deciding, a person's day is a pair of bit masks over half-hour cells on the *organiser's*
+clock (bit ``i`` is the half hour starting at ``30 * i`` minutes): the working hours and
+the busy time. A meeting window is the mask of the cells it covers, so "free for this
+meeting" is two ``&`` operations. The generator (to build the ground truth) and the expert's
+beliefs (to decide from what it has observed) both score options with :func:`satisfied`, so
+the rule that defines the user's constraints exists once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+CELL = 30
+"""Minutes in one grid cell; meetings start on the half hour and last whole cells."""
+OPEN = 8 * 60
+"""The building opens at 08:00 (organiser's time): no meeting starts earlier."""
+CLOSE = 18 * 60
+"""The building closes at 18:00: no meeting ends later."""
+NOON = 12 * 60
+"""A meeting starting before noon is a morning meeting."""
+DURATIONS = (30, 60, 90)
+FULL = (1 << (24 * 60 // CELL)) - 1
+"""Every cell of the day (the organiser's own hours are a separate, policy constraint)."""
+
+PREFERENCES = ("optional_attend", "time_of_day", "room_feature")
+"""The soft constraints, whose relative order the user decides."""
+HARD = ("within_hours", "required_attend")
+"""Constraints no preference may be traded against (a meeting breaking one is worse than none)."""
+
+_CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+def clock(minutes: int) -> str:
+    """``570 -> "09:30"``."""
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def minutes(text: str) -> int | None:
+    """``"09:30" -> 570``; ``None`` for anything that is not ``HH:MM``."""
+    match = _CLOCK.match(text)
+    if match is None:
+        return None
+    return int(match.group(1)) * 60 + int(match.group(2))
+
+
+def span(start: int, end: int) -> int:
+    """The mask of the cells from minute ``start`` (inclusive) to ``end`` (exclusive)."""
+    first, last = start // CELL, -(-end // CELL)
+    return ((1 << (last - first)) - 1) << first if last > first else 0
+
+
+def window(start: int, duration: int) -> int:
+    """The mask of a meeting starting at ``start`` lasting ``duration`` minutes."""
+    return span(start, start + duration)
+
+
+def starts(duration: int) -> range:
+    """Every start time (minutes) the building allows for a meeting of ``duration``."""
+    return range(OPEN, CLOSE - duration + 1, CELL)
+
+
+def cells(mask: int) -> Iterator[int]:
+    """The start minute of every cell in ``mask``."""
+    index = 0
+    while mask:
+        if mask & 1:
+            yield index * CELL
+        mask >>= 1
+        index += 1
+
+
+def intervals(mask: int) -> list[tuple[int, int]]:
+    """Maximal runs of cells in ``mask`` as ``(start, end)`` minutes."""
+    runs: list[tuple[int, int]] = []
+    for start in cells(mask):
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], start + CELL)
+        else:
+            runs.append((start, start + CELL))
+    return runs
+
+
+def option_id(day: int, start: int, duration: int, room: str) -> str:
+    """The one-token id of a meeting option: ``D4T1030M60CEDAR``.
+
+    One alphanumeric token, so the simulated user recognises it by token match.
+    """
+    return f"D{day}T{start // 60:02d}{start % 60:02d}M{duration}{room}"
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """One person's day on the organiser's clock.
+
+    Attributes:
+        work: cells inside the person's working hours.
+        busy: cells the person's calendar is busy.
+    """
+
+    work: int
+    busy: int
+
+    def free(self, cells_: int) -> bool:
+        return not (cells_ & ~self.work) and not (cells_ & self.busy)
+
+
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """Everything a choice of meeting depends on, on the organiser's clock.
+
+    Attributes:
+        days: the days the meeting may be on.
+        duration: meeting length in minutes.
+        hours: the organiser's working-hours mask.
+        required: per day, the availability of everyone who must attend (the organiser's
+            own calendar included).
+        optional: per day, the availability of the optional attendees.
+        rooms: rooms that seat everyone, as ``(room id, features)``.
+        room_busy: per ``(room id, day)``, the cells the room is booked.
+        time_of_day: ``morning``, ``afternoon`` or ``any``.
+        room_feature: ``video``, ``whiteboard`` or ``any``.
+    """
+
+    days: tuple[int, ...]
+    duration: int
+    hours: int
+    required: Mapping[int, tuple[Availability, ...]]
+    optional: Mapping[int, tuple[Availability, ...]]
+    rooms: tuple[tuple[str, frozenset[str]], ...]
+    room_busy: Mapping[tuple[str, int], int]
+    time_of_day: str
+    room_feature: str
+
+    def preferences(self) -> tuple[str, ...]:
+        """The preferences that constrain anything (``any`` wishes constrain nothing)."""
+        active = ["optional_attend"] if any(self.optional.get(d) for d in self.days) else []
+        if self.time_of_day != "any":
+            active.append("time_of_day")
+        if self.room_feature != "any":
+            active.append("room_feature")
+        return tuple(p for p in PREFERENCES if p in active)
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One bookable meeting: a free room at a time, and the constraints it meets."""
+
+    day: int
+    start: int
+    duration: int
+    room: str
+    hits: frozenset[str]
+
+    @property
+    def id(self) -> str:
+        return option_id(self.day, self.start, self.duration, self.room)
+
+
+_BITS = {
+    "within_hours": 1,
+    "required_attend": 2,
+    "meeting_held": 4,
+    "optional_attend": 8,
+    "time_of_day": 16,
+    "room_feature": 32,
+}
+# every subset of the constraints, built once: options share these frozensets
+_SETS = tuple(frozenset(n for n, b in _BITS.items() if m & b) for m in range(64))
+
+
+@dataclass(frozen=True, slots=True)
+class DayView:
+    """One day of a scene with everyone's masks merged, so each check is one ``&``."""
+
+    day: int
+    hours: int
+    required_work: int
+    required_busy: int
+    optional_work: int
+    optional_busy: int
+
+
+def day_view(scene: Scene, day: int) -> DayView:
+    def merged(people: tuple[Availability, ...]) -> tuple[int, int]:
+        work, busy = FULL, 0
+        for person in people:
+            work &= person.work
+            busy |= person.busy
+        return work, busy
+
+    required = merged(scene.required.get(day, ()))
+    optional = merged(scene.optional.get(day, ()))
+    return DayView(day, scene.hours, *required, *optional)
+
+
+def _time_bits(scene: Scene, view: DayView, start: int, cells_: int) -> int:
+    """The constraints a meeting meets whatever room it is in, as bits."""
+    bits = _BITS["meeting_held"]
+    if not cells_ & ~view.hours:
+        bits |= _BITS["within_hours"]
+    if not cells_ & ~view.required_work and not cells_ & view.required_busy:
+        bits |= _BITS["required_attend"]
+    if not cells_ & ~view.optional_work and not cells_ & view.optional_busy:
+        bits |= _BITS["optional_attend"]
+    if scene.time_of_day == "any" or (scene.time_of_day == "morning") == (start < NOON):
+        bits |= _BITS["time_of_day"]
+    return bits
+
+
+def _room_bits(scene: Scene, features: frozenset[str]) -> int:
+    if scene.room_feature == "any" or scene.room_feature in features:
+        return _BITS["room_feature"]
+    return 0
+
+
+def satisfied(scene: Scene, view: DayView, start: int, features: frozenset[str]) -> frozenset[str]:
+    """The constraint ids a meeting at ``start`` on ``view.day`` in a room with ``features``
+    meets: the definition of every constraint of the domain."""
+    bits = _time_bits(scene, view, start, window(start, scene.duration))
+    return _SETS[bits | _room_bits(scene, features)]
+
+
+def options(scene: Scene, days: Iterable[int] | None = None) -> Iterator[Option]:
+    """Every meeting whose room is free, in order of day, start time and room."""
+    rooms = [(room, features, _room_bits(scene, features)) for room, features in scene.rooms]
+    for day in scene.days if days is None else days:
+        view = day_view(scene, day)
+        taken = [scene.room_busy.get((room, day), 0) for room, _, _ in rooms]
+        for start in starts(scene.duration):
+            cells_ = window(start, scene.duration)
+            bits = _time_bits(scene, view, start, cells_)
+            for (room, _, room_bits), busy in zip(rooms, taken, strict=True):
+                if not cells_ & busy:
+                    yield Option(day, start, scene.duration, room, _SETS[bits | room_bits])
+
+
+def feasible(option: Option) -> bool:
+    """Meets every hard constraint (the only options worth sending)."""
+    return "within_hours" in option.hits and "required_attend" in option.hits
+
+
+def order_matters(sets: Iterable[frozenset[str]], prefs: tuple[str, ...]) -> bool:
+    """True when no option meets every preference and the best trade-offs differ."""
+    wanted = frozenset(prefs)
+    trimmed = {s & wanted for s in sets}
+    if not trimmed or any(s >= wanted for s in trimmed):
+        return False
+    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
+
+
+def rank(hits: frozenset[str], order: tuple[str, ...]) -> int:
+    """Lexicographic worth of the preferences met, in priority ``order`` (higher is better)."""
+    return sum(1 << (len(order) - i) for i, p in enumerate(order) if p in hits)

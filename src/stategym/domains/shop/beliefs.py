@@ -1,0 +1,180 @@
+"""What a shop agent has learnt so far, and how it reads the user's words and tool results."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from stategym.protocol import Observation
+from stategym.task import Value
+
+from .generator import ANY_BRAND, ANY_DAY, PREFERENCES, active_preferences, satisfied
+
+_ANSWERS: tuple[tuple[str, re.Pattern[str], type], ...] = (
+    ("budget", re.compile(r"budget for the whole order is \$(\d+)"), int),
+    ("deadline", re.compile(r"As for delivery, (by day \d+|any day)"), str),
+    ("brand", re.compile(r"As for the brand, (\w+)\."), str),
+)
+_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
+NO_LIMIT = 10**9
+"""The budget an agent that never asked assumes."""
+
+
+def read_order(text: str) -> tuple[str, ...] | None:
+    """Preference ids in the order the user ranked them, from a priorities sentence."""
+    match = _PRIORITIES.search(text)
+    if match is None:
+        return None
+    order: list[str] = []
+    for phrase in match.group(1).split(", then "):
+        if phrase == "an eco-certified product":
+            order.append("eco")
+        elif phrase.startswith("delivery "):
+            order.append("on_time")
+        elif phrase.startswith("the ") and phrase.endswith(" brand"):
+            order.append("brand")
+    return tuple(order)
+
+
+@dataclass(slots=True)
+class OfferView:
+    id: str
+    product_id: str
+    vendor: str
+    unit_price: int
+    shipping: int
+    stock: int
+    delivery_days: int
+
+
+@dataclass(slots=True)
+class ProductView:
+    id: str
+    name: str
+    brand: str
+    eco: bool
+
+
+@dataclass(slots=True)
+class Beliefs:
+    """The agent's knowledge; ``None`` means not known yet."""
+
+    values: dict[str, Value] = field(default_factory=dict)
+    order: tuple[str, ...] | None = None
+    address_id: str | None = None
+    approved: tuple[str, ...] | None = None
+    approval_over: int | None = None
+    products: dict[str, ProductView] = field(default_factory=dict)
+    offers: dict[str, OfferView] = field(default_factory=dict)
+    fetched: set[str] = field(default_factory=set)
+    excluded: set[str] = field(default_factory=set)
+    changed: bool = False
+
+    def hear(self, text: str | None) -> None:
+        """Take in whatever slot values and priorities a user message states."""
+        if not text:
+            return
+        for name, pattern, kind in _ANSWERS:
+            for match in pattern.finditer(text):
+                value = kind(match.group(1))
+                if name in self.values and self.values[name] != value:
+                    self.changed = True
+                self.values[name] = value
+        order = read_order(text)
+        if order is not None:
+            self.order = order
+
+    def see(self, observation: Observation) -> dict[str, Any]:
+        """Take in tool results and user words; returns successful results by tool name."""
+        self.hear(observation.user)
+        found: dict[str, Any] = {}
+        for result in observation.results:
+            if not result.ok:
+                continue
+            content = result.content
+            found[result.name] = content
+            if result.name == "get_account":
+                self.address_id = content["address_id"]
+            elif result.name == "get_purchasing_policy":
+                self.approved = tuple(content["approved_vendors"])
+                self.approval_over = content["approval_over"]
+            elif result.name == "search_catalog":
+                for row in content:
+                    self.products[row["product_id"]] = ProductView(
+                        row["product_id"], row["name"], row["brand"], row["eco_certified"]
+                    )
+            elif result.name == "get_offers":
+                self._offers(content)
+            elif result.name == "review_cart":
+                self._review(content)
+        return found
+
+    def _offers(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            self.fetched.add(row["product_id"])
+            self.offers[row["offer_id"]] = OfferView(
+                row["offer_id"],
+                row["product_id"],
+                row["vendor"],
+                row["unit_price"],
+                row["shipping"],
+                row["stock"],
+                row["delivery_days"],
+            )
+
+    def _review(self, content: dict[str, Any]) -> None:
+        for row in content["lines"]:
+            view = self.offers.get(row["offer_id"])
+            if view is not None:
+                view.unit_price = row["unit_price"]
+                if not row["in_stock"]:
+                    view.stock = 0
+
+    def quantity(self) -> int:
+        return int(self.values["quantity"])
+
+    def preferences(self) -> tuple[str, ...]:
+        return active_preferences(
+            PREFERENCES,
+            str(self.values.get("deadline", ANY_DAY)),
+            str(self.values.get("brand", ANY_BRAND)),
+        )
+
+    def sat(self, offer: OfferView) -> frozenset[str]:
+        """The constraints an offer satisfies, as far as the agent knows."""
+        product = self.products[offer.product_id]
+        return satisfied(
+            vendor=offer.vendor,
+            total=self.total(offer),
+            eco=product.eco,
+            arrives=1 + offer.delivery_days,
+            brand=product.brand,
+            approved=self.approved or (),
+            budget=int(self.values.get("budget", NO_LIMIT)),
+            deadline=str(self.values.get("deadline", ANY_DAY)),
+            wanted_brand=str(self.values.get("brand", ANY_BRAND)),
+        )
+
+    def total(self, offer: OfferView) -> int:
+        return offer.unit_price * self.quantity() + offer.shipping
+
+    def needs_approval(self, total: int) -> bool:
+        """Whether the policy wants a purchase approval for an order of ``total``."""
+        return self.approval_over is not None and total > self.approval_over
+
+    def feasible(self, offer: OfferView) -> bool:
+        hits = self.sat(offer)
+        return (
+            "within_policy" in hits
+            and "within_budget" in hits
+            and offer.stock >= self.quantity()
+            and offer.id not in self.excluded
+        )
+
+    def meets(self, offer: OfferView) -> frozenset[str]:
+        """The active preferences an offer meets, as far as the agent knows."""
+        return self.sat(offer) & set(self.preferences())
+
+    def default_order(self) -> tuple[str, ...]:
+        return self.preferences()

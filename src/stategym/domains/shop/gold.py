@@ -1,0 +1,132 @@
+"""The shop's gold call graph and its checkout decision point, built for one realised task.
+
+Reads: the policy, the catalog search, and one ``get_offers`` per product (a fan-out fed by
+the search). When an offer should be bought: the cart write, then the cart review (the
+verify-before-commit read) and, only when the total is above the policy's threshold, a
+purchase approval, side by side (a diamond closing at checkout); the buyer's confirmation;
+and checkout, which also joins in the address id from ``get_account``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stategym.knobs import Knobs
+from stategym.task import DecisionPoint, EdgeKind, GoldCall, GoldEdge, Precondition
+from stategym.tools import Effect
+
+
+@dataclass(frozen=True, slots=True)
+class Purchase:
+    """What the gold graph of one task depends on.
+
+    Attributes:
+        category: the catalog query.
+        quantity: units requested.
+        address_id: the delivery address on file.
+        products: every product id the search returns, in order.
+        best: the best offers (empty when nothing should be bought).
+        choice: the best offer the expert buys.
+        choice_product: its product.
+        approval: its total is above the policy's threshold, so checkout needs an approval
+            (the conditional branch).
+        must_ask: the slots only the buyer knows.
+    """
+
+    category: str
+    quantity: int
+    address_id: str
+    products: Sequence[str]
+    best: tuple[str, ...]
+    choice: str | None
+    choice_product: str | None
+    approval: bool
+    must_ask: tuple[str, ...]
+
+
+Graph = tuple[tuple[GoldCall, ...], tuple[GoldEdge, ...], tuple[DecisionPoint, ...]]
+
+
+def gold_graph(purchase: Purchase, knobs: Knobs) -> Graph:
+    """Gold calls, edges and decision points (none when the task is stateless)."""
+    calls = [GoldCall(f"ask:{s}", "ask") for s in purchase.must_ask]
+    calls += [
+        GoldCall("get_purchasing_policy", "get_purchasing_policy", {}, Effect.READ),
+        GoldCall("search", "search_catalog", {"query": purchase.category}, Effect.READ),
+    ]
+    if knobs.stateful:  # the address only matters to checkout
+        calls.append(GoldCall("get_account", "get_account", {}, Effect.READ))
+    edges: list[GoldEdge] = []
+    for pid in purchase.products:
+        calls.append(GoldCall(f"offers:{pid}", "get_offers", {"product_id": pid}, Effect.READ))
+        edges.append(GoldEdge("search", f"offers:{pid}", EdgeKind.PIPE))
+    if not knobs.stateful:
+        return tuple(calls), tuple(edges), ()
+    if purchase.best:
+        more_calls, more_edges = _purchase_graph(purchase)
+        calls += more_calls
+        edges += more_edges
+    return tuple(calls), tuple(edges), (_decision(purchase),)
+
+
+def _decision(purchase: Purchase) -> DecisionPoint:
+    preconditions = [
+        Precondition("current total and stock of the cart", "review"),
+        Precondition("the buyer confirmed the offer", "confirm"),
+        Precondition("the approved vendors", "get_purchasing_policy"),
+    ]
+    if purchase.approval:
+        preconditions.append(Precondition("the purchase approval", "approval"))
+    preconditions += [Precondition(f"{s} from the buyer", f"ask:{s}") for s in purchase.must_ask]
+    best = purchase.best
+    return DecisionPoint(
+        "checkout",
+        "checkout",
+        bool(best),
+        {"address_id": purchase.address_id} if best else {},
+        purchase.choice,
+        tuple(preconditions),
+        1.0,
+    )
+
+
+def _purchase_graph(purchase: Purchase) -> tuple[list[GoldCall], list[GoldEdge]]:
+    """Cart, review, confirmation and checkout, with what feeds each."""
+    calls = [
+        GoldCall(
+            "cart",
+            "add_to_cart",
+            {"offer_id": purchase.best, "quantity": purchase.quantity},
+            Effect.WRITE,
+        ),
+        GoldCall("review", "review_cart", {}, Effect.READ),
+        GoldCall("confirm", "confirm"),
+        GoldCall("checkout", "checkout", {"address_id": purchase.address_id}, Effect.COMMIT),
+    ]
+    edges = [
+        GoldEdge(
+            f"offers:{pid}",
+            "cart",
+            EdgeKind.PIPE if pid == purchase.choice_product else EdgeKind.DECIDE,
+        )
+        for pid in purchase.products
+    ]
+    edges.append(GoldEdge("get_purchasing_policy", "cart", EdgeKind.DECIDE))
+    edges += [GoldEdge(f"ask:{s}", "cart", EdgeKind.GATE) for s in purchase.must_ask]
+    edges += [
+        GoldEdge("cart", "review", EdgeKind.PIPE),
+        GoldEdge("review", "confirm", EdgeKind.DECIDE),
+        GoldEdge("cart", "checkout", EdgeKind.PIPE),
+        GoldEdge("get_account", "checkout", EdgeKind.PIPE),
+        GoldEdge("review", "checkout", EdgeKind.ORDER),
+        GoldEdge("confirm", "checkout", EdgeKind.ORDER),
+    ]
+    if purchase.approval:
+        calls.insert(2, GoldCall("approval", "request_approval", {}, Effect.WRITE))
+        edges += [
+            GoldEdge("cart", "approval", EdgeKind.PIPE),
+            GoldEdge("get_purchasing_policy", "approval", EdgeKind.DECIDE),
+            GoldEdge("approval", "checkout", EdgeKind.PIPE),
+        ]
+    return calls, edges

@@ -1,0 +1,460 @@
+"""The meetings domain: expert, knobs, task features, tool semantics and the user's phrases."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from statistics import mean
+
+import pytest
+
+from stategym import Env, Knobs, call, calls, replay, run_episode
+from stategym.agents import resolve
+from stategym.domains import get_domain
+from stategym.domains.meetings.expert import QUESTIONS, proposal
+from stategym.domains.meetings.timegrid import PREFERENCES, Option
+from stategym.domains.meetings.tools import ROOM_RATE
+from stategym.env import cached_task
+from stategym.metrics.score import score
+from stategym.task import EdgeKind, EventKind, SlotKind, Task
+from stategym.tools import Effect
+from stategym.trajectory import Trajectory, dumps
+from stategym.user import SimulatedUser
+from stategym.world import USER_ACCOUNT
+
+DOMAIN = get_domain("meetings")
+KNOB_VARIANTS = (
+    "all_off",
+    "stateful=off",
+    "irreversible=off",
+    "hidden_info=off",
+    "priorities=off",
+    "dynamics=off",
+)
+
+
+def _trajectories(agent: str, seeds: range, knobs: Knobs | None = None) -> list[Trajectory]:
+    env = Env("meetings", knobs=knobs or Knobs())
+    make = resolve(env.domain, agent)
+    return [run_episode(env, make, s) for s in seeds]
+
+
+def _results(agent: str, seeds: range, knobs: Knobs | None = None) -> list[tuple[bool, float]]:
+    knobs = knobs or Knobs()
+    out = []
+    for trajectory in _trajectories(agent, seeds, knobs):
+        assert trajectory.outcome is not None
+        task = cached_task("meetings", trajectory.seed, knobs)
+        out.append((trajectory.outcome.goal_reached, score(trajectory, task).composite))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _expert_default() -> list[tuple[bool, float]]:
+    return _results("expert", range(1000))
+
+
+def _tasks(count: int, knobs: Knobs | None = None) -> list[Task]:
+    return [cached_task("meetings", s, knobs or Knobs()) for s in range(count)]
+
+
+def test_expert_reaches_the_goal_and_scores_one_on_1000_tasks() -> None:
+    results = _expert_default()
+    assert [s for s, (goal, r) in enumerate(results) if not goal or r != 1.0] == []
+
+
+@pytest.mark.parametrize("knobs", KNOB_VARIANTS)
+def test_expert_reaches_the_goal_under_every_knob(knobs: str) -> None:
+    results = _results("expert", range(1000, 1200), Knobs.parse(knobs))
+    assert [s for s, (goal, r) in enumerate(results) if not goal or r != 1.0] == []
+
+
+@pytest.mark.parametrize(("agent", "most"), [("serial", 0.7), ("random", 0.3)])
+def test_serial_and_random_do_measurably_worse(agent: str, most: float) -> None:
+    expert = _expert_default()[:300]
+    other = _results(agent, range(300))
+    goal, composite = mean(g for g, _ in other), mean(r for _, r in other)
+    print(f"{agent}: goal {goal:.3f} composite {composite:.3f} (expert 1.000 / 1.000)")
+    assert goal < most * mean(g for g, _ in expert)
+    assert composite < mean(r for _, r in expert) - 0.5
+
+
+def test_generation_and_episodes_are_deterministic() -> None:
+    for knobs in (Knobs(), Knobs.all_off()):
+        assert DOMAIN.generate(11, knobs) == DOMAIN.generate(11, knobs)
+    for agent in ("expert", "serial", "random", "shotgun", "all-parallel"):
+        first = [dumps(t) for t in _trajectories(agent, range(30))]
+        assert first == [dumps(t) for t in _trajectories(agent, range(30))]
+
+
+@pytest.mark.parametrize("agent", ["expert", "serial", "random", "commit-same-round", "shotgun"])
+def test_replay_reproduces_the_state(agent: str) -> None:
+    for trajectory in _trajectories(agent, range(60)):
+        assert replay(trajectory).state_key() == trajectory.digest
+
+
+def test_every_task_feature_occurs_at_a_reasonable_rate() -> None:
+    seen: Counter[str] = Counter()
+    tasks = _tasks(1000)
+    for task in tasks:
+        truth = task.truth
+        seen["must_ask"] += bool(task.must_ask)
+        seen["ask_priorities"] += "priorities" in task.must_ask
+        seen["no_send"] += not truth.best and not truth.decisions[0].should_commit
+        every = frozenset(c.id for c in task.constraints)
+        seen["sacrifice"] += bool(truth.best) and truth.satisfaction[truth.best[0]] != every
+        seen["sacrifice_optional"] += bool(truth.best) and (
+            "optional_attend" in every
+            and "optional_attend" not in truth.satisfaction[truth.best[0]]
+        )
+        for event in task.events:
+            seen[f"event_{event.table or event.slot}"] += 1
+        kinds = {s.kind for s in task.slots}
+        seen["derivable_and_irrelevant"] += {SlotKind.DERIVABLE, SlotKind.IRRELEVANT} <= kinds
+    print(dict(seen))
+    rates = {k: v / len(tasks) for k, v in seen.items()}
+    assert 0.5 < rates["must_ask"] < 1.0
+    assert 0.1 < rates["ask_priorities"] < 0.4
+    assert 0.05 < rates["no_send"] < 0.3
+    assert 0.2 < rates["sacrifice"] < 0.6
+    assert rates["sacrifice_optional"] > 0.05
+    for event in ("event_appointments", "event_room_bookings", "event_duration"):
+        assert rates[event] > 0.1, event
+    assert rates["derivable_and_irrelevant"] == 1.0
+
+
+def test_gold_graph_is_well_formed() -> None:
+    for task in _tasks(200):
+        truth = task.truth
+        ids = {c.id for c in truth.calls}
+        assert len(ids) == len(truth.calls)
+        assert all(e.src in ids and e.dst in ids for e in truth.edges)
+        assert all(e.src.startswith("ask:") for e in truth.edges if e.kind is EdgeKind.GATE)
+        assert {f"ask:{s}" for s in task.must_ask} <= ids
+        base = task.base
+        assert len([c for c in truth.calls if c.tool == "get_calendar"]) == (
+            len(base.attendees) + 1
+        ) * len(range(*_window(task)))
+        if truth.best:
+            assert {"hold", "confirm", "send"} <= ids
+            hold = next(c for c in truth.calls if c.id == "hold")
+            for option in truth.best:
+                day, start, room = _parts(option)
+                assert hold.matches(
+                    "hold_room",
+                    {
+                        "room_id": room,
+                        "day": day,
+                        "start": start,
+                        "duration": hold.args["duration"],
+                    },
+                )
+            assert truth.decisions[0].option == truth.best[0]
+        else:
+            assert not ids & {"hold", "confirm", "send"}
+
+
+def _window(task: Task) -> tuple[int, int]:
+    first, last = (int(x) for x in str(task.request.given["window"]).split("-"))
+    return first, last + 1
+
+
+_OPTION = re.compile(r"^D(\d+)T(\d\d)(\d\d)M(\d+)([A-Z]+)$")
+
+
+def _option(option: str) -> Option:
+    """Parse ``D4T1030M60CEDAR`` (hits left empty)."""
+    match = _OPTION.match(option)
+    assert match is not None, option
+    day, hour, minute, duration, room = match.groups()
+    return Option(int(day), int(hour) * 60 + int(minute), int(duration), room, frozenset())
+
+
+def _parts(option: str) -> tuple[int, str, str]:
+    parsed = _option(option)
+    return parsed.day, f"{parsed.start // 60:02d}:{parsed.start % 60:02d}", parsed.room
+
+
+def test_knobs_are_respected() -> None:
+    for seed in range(100):
+        stateless = DOMAIN.generate(seed, Knobs(stateful=False))
+        assert stateless.truth.decisions == ()
+        assert {c.effect for c in stateless.truth.calls if c.effect} == {Effect.READ}
+        assert "finish with the id" in stateless.request.text
+        told = DOMAIN.generate(seed, Knobs(hidden_info=False))
+        assert not [s for s in told.slots if s.kind is SlotKind.MISSING]
+        assert {"optional", "duration", "time_of_day", "room_feature"} <= set(told.request.given)
+        still = DOMAIN.generate(seed, Knobs(dynamics=False))
+        assert still.events == ()
+        flat = DOMAIN.generate(seed, Knobs(priorities=False))
+        assert "priorities" not in flat.must_ask
+        every = frozenset(c.id for c in flat.constraints)
+        assert not flat.truth.best or flat.truth.satisfaction[flat.truth.best[0]] == every
+    env = Env("meetings", knobs=Knobs(stateful=False))
+    env.reset(seed=0)
+    offered = {s["function"]["name"] for s in env.tool_schemas}
+    assert offered == {t.name for t in DOMAIN.tools if t.effect is Effect.READ} | {"finish"}
+
+
+def _first_best(knobs: Knobs) -> tuple[Env, Option]:
+    """An environment reset on the first task with a best option, and that option."""
+    env = Env("meetings", knobs=knobs)
+    for seed in range(50):
+        env.reset(seed=seed)
+        if env.task.truth.best:
+            return env, _option(env.task.truth.best[0])
+    raise AssertionError("no task with a best option in 50 seeds")
+
+
+def _hold(env: Env, option: Option) -> dict[str, object]:
+    start = f"{option.start // 60:02d}:{option.start % 60:02d}"
+    result = env.step(
+        calls(
+            call(
+                "hold_room",
+                room_id=option.room,
+                day=option.day,
+                start=start,
+                duration=option.duration,
+            )
+        )
+    )
+    held = result.observation.results[0]
+    assert held.ok, held.error
+    return held.content
+
+
+def test_sending_twice_is_possible_and_misses_the_goal() -> None:
+    env, option = _first_best(Knobs(dynamics=False))
+    hold = _hold(env, option)
+    assert hold["option"] == option.id
+    first = env.step(calls(call("send_invitation", hold_id=hold["hold_id"]))).observation
+    assert first.results[0].content["option"] == option.id
+    again = env.step(calls(call("send_invitation", hold_id=hold["hold_id"]))).observation
+    assert again.results[0].error_kind == "tool"  # a hold is used once
+    retaken = env.step(
+        calls(
+            call(
+                "hold_room",
+                room_id=option.room,
+                day=option.day,
+                start=_parts(option.id)[1],
+                duration=option.duration,
+            )
+        )
+    )
+    assert retaken.observation.results[0].error_kind == "tool"  # the room is ours now
+    other = next(o for o in env.task.truth.satisfaction if _option(o).room != option.room)
+    second = _hold(env, _option(other))
+    env.step(calls(call("send_invitation", hold_id=second["hold_id"])))
+    assert sorted(c.option for c in env.commitments()) == sorted((option.id, other))
+    env.step(calls(call("finish")))
+    assert not env.outcome().goal_reached
+
+
+@pytest.mark.parametrize(("irreversible", "refund"), [(True, 0), (False, 1)])
+def test_cancelling_notifies_everyone_and_is_free_only_when_reversible(
+    irreversible: bool, refund: int
+) -> None:
+    env, option = _first_best(Knobs(irreversible=irreversible, dynamics=False))
+    total = sum(env.world.accounts.values())
+    hold = _hold(env, option)
+    sent = env.step(calls(call("send_invitation", hold_id=hold["hold_id"]))).observation
+    fee = ROOM_RATE * option.duration // 30
+    assert sent.results[0].content["fee"] == fee
+    invitation = sent.results[0].content["invitation_id"]
+    cancelled = env.step(calls(call("cancel_invitation", invitation_id=invitation)))
+    content = cancelled.observation.results[0].content
+    assert content["refund"] == refund * fee and content["notices"] == len(env.task.base.attendees)
+    assert env.commitments() == ()
+    assert env.world.accounts[USER_ACCOUNT] == env.task.base.balance - fee + refund * fee
+    assert sum(env.world.accounts.values()) == total
+    again = env.step(calls(call("cancel_invitation", invitation_id=invitation)))
+    assert again.observation.results[0].error_kind == "tool"
+
+
+@pytest.mark.parametrize("dynamics", [True, False])
+def test_holds_expire_only_with_dynamics(dynamics: bool) -> None:
+    env, option = _first_best(Knobs(dynamics=dynamics))
+    hold = _hold(env, option)
+    assert (hold["expires_at"] is None) is not dynamics
+    for _ in range(6):
+        env.step(calls(call("list_invitations")))
+    sent = env.step(calls(call("send_invitation", hold_id=hold["hold_id"]))).observation
+    assert sent.results[0].ok is not dynamics
+
+
+def test_a_room_too_small_or_a_bad_time_cannot_be_held() -> None:
+    env = Env("meetings", knobs=Knobs(dynamics=False))
+    env.reset(seed=3)
+    base = env.task.base
+    small = next(r for r in base.rooms.values() if r.capacity < base.headcount)
+    big = next(r for r in base.rooms.values() if r.capacity >= base.headcount)
+    for room, start, duration in (
+        (small.id, "10:00", 60),
+        (big.id, "10:15", 60),
+        (big.id, "17:30", 60),
+        (big.id, "7 pm", 60),
+        ("NOSUCHROOM", "10:00", 60),
+    ):
+        result = env.step(
+            calls(call("hold_room", room_id=room, day=3, start=start, duration=duration))
+        )
+        assert result.observation.results[0].error_kind == "tool", (room, start)
+    assert env.world.holds.changed == {}
+
+
+def test_holds_see_the_same_availability_as_the_ground_truth() -> None:
+    """Time zones, working hours and calendars agree between the tools and the generator."""
+    checked = 0
+    for seed in range(30):
+        env = Env("meetings", knobs=Knobs(dynamics=False))
+        env.reset(seed=seed)
+        task, base = env.task, env.task.base
+        optional = {base.people[p].name for p in base.attendees} & set(
+            str(task.slot("optional").value).replace(" and ", ", ").split(", ")
+        )
+        optional_ids = {p for p in base.attendees if base.people[p].name in optional}
+        for option, hits in list(task.truth.satisfaction.items())[::7]:
+            away = set(_hold(env, _option(option))["unavailable"])
+            assert ("required_attend" in hits) == (not away - optional_ids), option
+            assert ("optional_attend" in hits) == (not away & optional_ids), option
+            checked += 1
+    assert checked > 300
+
+
+def test_write_and_commit_results_name_their_option() -> None:
+    for trajectory in _trajectories("expert", range(100)):
+        for record in trajectory.rounds:
+            for c in record.calls:
+                if c.effect in (Effect.WRITE, Effect.COMMIT) and c.error is None:
+                    assert (
+                        c.content["option"]
+                        in cached_task("meetings", trajectory.seed, Knobs()).truth.satisfaction
+                    )
+
+
+def test_option_ids_are_single_tokens() -> None:
+    for task in _tasks(100):
+        for option in task.truth.satisfaction:
+            assert option.isalnum() and not option.endswith("S")
+
+
+PARAPHRASES: dict[str, tuple[str, ...]] = {
+    "optional": (
+        "Which attendees are optional?",
+        "Who must be there?",
+        "Is anyone mandatory?",
+        "Who can miss it if need be?",
+        "Who is essential?",
+    ),
+    "duration": (
+        "How long should it be?",
+        "What duration do you have in mind?",
+        "How many minutes do you need?",
+        "How much time should I book?",
+    ),
+    "time_of_day": (
+        "Mornings or afternoons?",
+        "What time suits you?",
+        "Any preferred time of day?",
+        "Earlier or later in the day?",
+    ),
+    "room_feature": (
+        "Do you need video?",
+        "Should the room have a whiteboard?",
+        "Any equipment you need?",
+        "What kind of room do you want?",
+    ),
+    "attendees": (
+        "Who should attend?",
+        "Who is invited?",
+        "Can you share the guest list?",
+        "Who are the participants?",
+    ),
+    "window": (
+        "Which days work?",
+        "What date would you like?",
+        "When could we do it?",
+    ),
+    "working_hours": (
+        "What are your working hours?",
+        "When do you work?",
+        "When does your workday start?",
+    ),
+    "timezone": (
+        "Which time zones are people in?",
+        "Where are they based?",
+        "Is everyone on UTC?",
+    ),
+    "agenda": (
+        "What is the agenda?",
+        "What's the topic?",
+        "What is the purpose of the meeting?",
+    ),
+}
+PRIORITY_QUESTIONS = (
+    QUESTIONS["priorities"],
+    "What matters most to you?",
+    "Would you rather have everyone there or your preferred slot?",
+)
+
+
+def _user(seed: int = 0) -> SimulatedUser:
+    return SimulatedUser(DOMAIN.generate(seed, Knobs()), DOMAIN.slot_phrases)
+
+
+@pytest.mark.parametrize(
+    ("slot", "question"), [(s, q) for s, qs in PARAPHRASES.items() for q in qs]
+)
+def test_each_paraphrase_reaches_exactly_its_slot(slot: str, question: str) -> None:
+    user = _user()
+    turn = user.respond(question)
+    assert turn.asked == (slot,) and not turn.priority_asked and turn.proposed is None
+    assert turn.values == ((slot, user.values[slot]),)
+
+
+def test_every_slot_has_paraphrases_and_expert_questions() -> None:
+    names = {s.name for s in DOMAIN.generate(0, Knobs()).slots} - {"priorities"}
+    assert set(PARAPHRASES) == names == set(QUESTIONS) - {"priorities"}
+
+
+@pytest.mark.parametrize("slot", [s for s in QUESTIONS if s != "priorities"])
+def test_the_experts_questions_reach_exactly_their_slot(slot: str) -> None:
+    assert _user().respond(QUESTIONS[slot]).asked == (slot,)
+
+
+@pytest.mark.parametrize("question", PRIORITY_QUESTIONS)
+def test_priority_questions_reveal_the_order(question: str) -> None:
+    turn = _user().respond(question)
+    assert turn.priority_asked and turn.asked == ("priorities",)
+    assert "what matters most is" in turn.reply
+
+
+def test_the_experts_proposals_name_one_option_and_no_slot() -> None:
+    for task in _tasks(100):
+        user = SimulatedUser(task, DOMAIN.slot_phrases)
+        for option in list(task.truth.satisfaction)[:5] + list(task.truth.best[:1]):
+            turn = user.respond(proposal(_option(option)))
+            assert turn.proposed == option and turn.asked == () and not turn.priority_asked
+            assert turn.accepted == (option in task.truth.best)
+
+
+def test_the_user_ranks_every_preference_it_holds() -> None:
+    for task in _tasks(100):
+        order = str(task.slot("priorities").value).split(">")
+        assert set(order) <= set(PREFERENCES)
+        assert order == [c for c in task.priority_order() if c in PREFERENCES]
+
+
+def test_a_change_of_mind_changes_the_best_options() -> None:
+    bites = 0
+    for seed in range(200):
+        task = cached_task("meetings", seed, Knobs())
+        updates = [e for e in task.events if e.kind is EventKind.USER_UPDATE]
+        if updates:
+            assert updates[0].slot == "duration" and updates[0].value != task.slot("duration").value
+            assert all(f"M{updates[0].value}" in o for o in task.truth.satisfaction)
+            bites += 1
+    assert bites > 20
