@@ -1,0 +1,190 @@
+"""How fast trajectories are scored, against the issue's target and tau2-bench's evaluator.
+
+Usage::
+
+    python benchmarks/score_speed.py                   # travel + meetings, ~35 s of CPU
+    python benchmarks/score_speed.py --quick           # smaller pool, for a smoke run
+    python benchmarks/score_speed.py --domains all --json runs/score_speed.json
+
+One process, one core. Time is this process's CPU time by default (``--clock wall`` for wall
+time); each figure is the best of ``--repeat`` passes with the garbage collector paused, so
+other work on a shared machine distorts it less. The pool is realistic: every scripted agent
+(the expert, the oracle, the baselines, the ten pathological agents and the random agent)
+plays the mixed task set (every single-knob-off setting and the stateless case), so the
+scorer sees guesses, spray, duplicates and malformed calls in the proportions those agents
+produce.
+
+Figures:
+
+- ``score (task in memory)``: ``score(trajectory, task)`` with the task at hand, as in an RL
+  loop that generated the task for the rollout; the issue's target is >= 2,000/s.
+- ``score from the log``: parse the JSON line, regenerate the task from (domain, seed, knobs)
+  with the task cache cleared, score: what ``stategym score`` does per trajectory.
+- ``dense reward step``: one environment step with ``reward=dense_reward`` minus the same
+  step with the default outcome reward, i.e. what step-level rewards add to a step.
+
+tau2-bench's evaluator takes about 0.7 s per trajectory (about 1.4 trajectories/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from stategym.agents import agent_names, scripted
+from stategym.domains import all_domains, get_domain
+from stategym.env import Env, cached_task
+from stategym.metrics import dense_reward, score
+from stategym.metrics.taskset import MIXED
+from stategym.protocol import Action
+from stategym.runner import run_episode
+from stategym.task import Task
+from stategym.trajectory import Trajectory, dumps, loads
+
+CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+TARGET = 2000.0
+"""Trajectories scored per second on one core (the issue's target)."""
+TAU2 = 1 / 0.7
+"""tau2-bench's evaluator: about 0.7 s per trajectory."""
+
+
+@dataclass(frozen=True)
+class Played:
+    """One episode of the pool: its trajectory, its task and the actions that made it."""
+
+    trajectory: Trajectory
+    task: Task
+    actions: tuple[Action, ...]
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def pool(domains: list[str], seeds: int) -> list[Played]:
+    """Every scripted agent on ``seeds`` mixed tasks of each domain."""
+    played = []
+    for name in domains:
+        domain = get_domain(name)
+        envs = [Env(domain, knobs=k) for k in MIXED]
+        for agent in agent_names():
+            make = scripted(domain, agent)
+            for seed in range(seeds):
+                env = envs[seed % len(envs)]
+                trajectory = run_episode(env, make, seed)
+                actions = tuple(r.action() for r in trajectory.rounds)
+                played.append(Played(trajectory, env.task, actions))
+    return played
+
+
+def best_rate(work: Callable[[], int], repeat: int, clock: Callable[[], float]) -> float:
+    """Items per second of the best of ``repeat`` runs of ``work`` (which returns a count)."""
+    best = 0.0
+    for _ in range(repeat):
+        with quiet_gc():
+            start = clock()
+            count = work()
+            elapsed = clock() - start
+        best = max(best, count / elapsed)
+    return best
+
+
+def score_in_memory(items: list[Played]) -> int:
+    for item in items:
+        score(item.trajectory, item.task)
+    return len(items)
+
+
+def score_from_log(lines: list[bytes]) -> int:
+    cached_task.cache_clear()
+    for line in lines:
+        score(loads(line))
+    return len(lines)
+
+
+def steps(items: list[Played], reward: Callable[..., float]) -> int:
+    """Replay every episode's actions in an environment with the given reward."""
+    count = 0
+    envs: dict[tuple[str, object], Env] = {}
+    for item in items:
+        key = (item.task.domain, item.task.knobs)
+        env = envs.get(key)
+        if env is None:
+            env = envs[key] = Env(item.task.domain, knobs=item.task.knobs, reward=reward)
+        env.reset(options={"task": item.task})
+        for action in item.actions:
+            env.step(action)
+        count += len(item.actions)
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--domains",
+        default="travel,meetings",
+        help="comma-separated domains, or 'all' (default: travel,meetings)",
+    )
+    parser.add_argument("--seeds", type=int, default=70, help="tasks per domain and agent")
+    parser.add_argument("--repeat", type=int, default=5, help="passes; the best one counts")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
+    parser.add_argument("--quick", action="store_true", help="14 tasks, 2 passes")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    seeds, repeat = (14, 2) if args.quick else (args.seeds, args.repeat)
+    clock = CLOCKS[args.clock]
+    domains = list(all_domains()) if args.domains == "all" else args.domains.split(",")
+    items = pool(domains, seeds)
+    lines = [dumps(item.trajectory) for item in items]
+    from stategym.env import outcome_reward
+
+    figures = {
+        "score (task in memory)": best_rate(lambda: score_in_memory(items), repeat, clock),
+        "score from the log": best_rate(lambda: score_from_log(lines), repeat, clock),
+    }
+    plain = best_rate(lambda: steps(items, outcome_reward), repeat, clock)
+    dense = best_rate(lambda: steps(items, dense_reward), repeat, clock)
+    added_us = (1 / dense - 1 / plain) * 1e6
+    rounds = sum(len(item.actions) for item in items) / len(items)
+    print(
+        f"pool: {len(items)} trajectories ({', '.join(domains)}; {len(agent_names())} agents;"
+        f" mixed knobs; {rounds:.1f} rounds on average); clock: {args.clock}"
+    )
+    print(f"{'figure':28} {'per second':>12} {'x target':>9} {'x tau2':>9}")
+    for name, rate in figures.items():
+        print(f"{name:28} {rate:12,.0f} {rate / TARGET:9.2f} {rate / TAU2:9,.0f}")
+    print(f"{'steps, outcome reward':28} {plain:12,.0f}")
+    print(f"{'steps, dense reward':28} {dense:12,.0f}   (+{added_us:.0f} us per step)")
+    if args.json:
+        body = {
+            "pool": len(items),
+            "domains": domains,
+            "clock": args.clock,
+            "mean_rounds": rounds,
+            "per_second": figures,
+            "target": TARGET,
+            "tau2": TAU2,
+            "steps_per_second": {"outcome": plain, "dense": dense},
+            "dense_us_per_step": added_us,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
+    return 0 if figures["score (task in memory)"] >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""The parts of a task's ground truth every metric reads, derived once per task.
+
+A task's gold call graph is a handful of nodes and edges; turning it into lookup tables
+(predecessors, independent pairs, which nodes a must-ask slot gates, the priority poset's
+transitive order) costs more than scoring a trajectory, so :func:`gold_of` caches the result
+per task object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stategym.task import EdgeKind, GoldCall, SlotKind, Task
+from stategym.tools import Effect
+
+from .events import Dimension
+
+ASK = "ask"
+"""Tool name of a gold must-ask node (its id is ``ask:<slot>``)."""
+CONFIRM = "confirm"
+"""Tool name of the gold node for the user's confirmation of a proposal."""
+USER_NODES = (ASK, CONFIRM)
+VALUE_EDGES = (EdgeKind.PIPE, EdgeKind.DECIDE)
+"""Edges along which a returned value flows into a later decision."""
+PRIORITIES = "priorities"
+"""The slot a question about priorities reaches (see :mod:`stategym.user`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gold:
+    """Lookup tables over one task's ground truth.
+
+    Attributes:
+        nodes: gold nodes by id.
+        by_tool: gold node ids by tool name (user nodes under ``ask`` / ``confirm``).
+        required: ids of the read and write tool nodes: the calls a good trajectory makes.
+        value_preds: for each node, the nodes whose returned values it needs (PIPE, DECIDE).
+        all_preds: for each node, its predecessors over every edge kind.
+        gates: for each must-ask slot, the nodes its answer gates (GATE edges).
+        independent: for each required node, the required nodes with no path to or from it.
+        pairs: number of unordered independent pairs among required nodes.
+        value_edges: number of PIPE and DECIDE edges.
+        must_ask: M*, the slots only the user knows.
+        kinds: slot kinds by name.
+        above: for each constraint, the constraints strictly above it in the priority order.
+        dims: the dimensions the task itself makes applicable (an agent's own actions can
+            add clarification and risk).
+        by_answer: the episode is judged on its ``finish`` answer, not on commitments
+            (statefulness off, or a read-only domain).
+        lookup: for each tool, groups of nodes with single-valued arguments, as
+            ``(argument names, {argument values: node ids})``, so matching a call is a
+            dictionary lookup rather than a scan (a call has many same-tool nodes).
+        scan: for each tool, the nodes with a set of acceptable values somewhere, matched
+            one by one.
+    """
+
+    nodes: Mapping[str, GoldCall]
+    by_tool: Mapping[str, tuple[str, ...]]
+    required: tuple[str, ...]
+    value_preds: Mapping[str, frozenset[str]]
+    all_preds: Mapping[str, frozenset[str]]
+    gates: Mapping[str, frozenset[str]]
+    independent: Mapping[str, frozenset[str]]
+    pairs: int
+    value_edges: int
+    must_ask: tuple[str, ...]
+    kinds: Mapping[str, SlotKind]
+    above: Mapping[str, frozenset[str]]
+    dims: tuple[Dimension, ...]
+    by_answer: bool
+    lookup: Mapping[str, tuple[tuple[tuple[str, ...], dict[tuple[Any, ...], tuple[str, ...]]], ...]]
+    scan: Mapping[str, tuple[str, ...]]
+    _needed: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
+
+    def exact(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        """The nodes a call matches exactly (acceptable arguments), in gold order."""
+        hits: list[str] = []
+        for keys, table in self.lookup.get(name, ()):
+            try:
+                found = table.get(tuple(arguments.get(k, _ABSENT) for k in keys))
+            except TypeError:  # an unhashable argument (a list) matches no scalar
+                continue
+            if found:
+                hits.extend(found)
+        node_map = self.nodes
+        hits.extend(n for n in self.scan.get(name, ()) if node_map[n].matches(name, arguments))
+        if len(hits) > 1:
+            order = self.by_tool[name]
+            hits.sort(key=order.index)
+        return tuple(hits)
+
+    def needed(self, candidates: tuple[str, ...]) -> frozenset[str]:
+        """The values every candidate node needs (the PIPE/DECIDE predecessors they share)."""
+        found = self._needed.get(candidates)
+        if found is None:
+            found = frozenset.intersection(*(self.value_preds[n] for n in candidates))
+            self._needed[candidates] = found
+        return found
+
+
+_ABSENT = object()
+"""Stands for an argument a call did not pass (matches nothing)."""
+
+
+_CACHE: dict[int, tuple[Task, Gold]] = {}
+_CACHE_LIMIT = 4096
+
+
+def gold_of(task: Task) -> Gold:
+    """The lookup tables of ``task`` (cached per task object)."""
+    hit = _CACHE.get(id(task))
+    if hit is not None and hit[0] is task:
+        return hit[1]
+    gold = _build(task)
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()  # tasks are cheap to re-derive; a bounded cache is all that matters
+    _CACHE[id(task)] = (task, gold)
+    return gold
+
+
+def _build(task: Task) -> Gold:
+    truth = task.truth
+    nodes = {c.id: c for c in truth.calls}
+    by_tool: dict[str, list[str]] = {}
+    for node in truth.calls:
+        by_tool.setdefault(node.tool, []).append(node.id)
+    value_preds: dict[str, set[str]] = {n: set() for n in nodes}
+    all_preds: dict[str, set[str]] = {n: set() for n in nodes}
+    children: dict[str, set[str]] = {n: set() for n in nodes}
+    gates: dict[str, set[str]] = {}
+    value_edges = 0
+    for edge in truth.edges:
+        if edge.src not in nodes or edge.dst not in nodes:
+            continue  # an edge to a node the task does not list carries no checkable fact
+        all_preds[edge.dst].add(edge.src)
+        children[edge.src].add(edge.dst)
+        if edge.kind in VALUE_EDGES:
+            value_preds[edge.dst].add(edge.src)
+            value_edges += 1
+        elif edge.kind is EdgeKind.GATE and edge.src.startswith(f"{ASK}:"):
+            gates.setdefault(edge.src.removeprefix(f"{ASK}:"), set()).add(edge.dst)
+    required = tuple(c.id for c in truth.calls if c.effect in (Effect.READ, Effect.WRITE))
+    reach = {n: _descendants(n, children) for n in nodes}
+    independent = {
+        n: frozenset(m for m in required if m != n and m not in reach[n] and n not in reach[m])
+        for n in required
+    }
+    pairs = sum(len(v) for v in independent.values()) // 2
+    must_ask = task.must_ask
+    return Gold(
+        nodes=nodes,
+        by_tool={t: tuple(ids) for t, ids in by_tool.items()},
+        required=required,
+        value_preds={n: frozenset(p) for n, p in value_preds.items()},
+        all_preds={n: frozenset(p) for n, p in all_preds.items()},
+        gates={s: frozenset(d) for s, d in gates.items()},
+        independent=independent,
+        pairs=pairs,
+        value_edges=value_edges,
+        must_ask=must_ask,
+        kinds={s.name: s.kind for s in task.slots},
+        above=_above(task),
+        dims=_task_dims(task, must_ask, required),
+        by_answer=judged_by_answer(task),
+        **_match_tables(truth.calls),
+    )
+
+
+def _match_tables(calls: tuple[GoldCall, ...]) -> dict[str, Any]:
+    lookup: dict[str, dict[tuple[str, ...], dict[tuple[Any, ...], list[str]]]] = {}
+    scan: dict[str, list[str]] = {}
+    for node in calls:
+        if any(type(v) is tuple for v in node.args.values()):
+            scan.setdefault(node.tool, []).append(node.id)
+            continue
+        keys = tuple(sorted(node.args))
+        values = tuple(node.args[k] for k in keys)
+        lookup.setdefault(node.tool, {}).setdefault(keys, {}).setdefault(values, []).append(node.id)
+    return {
+        "lookup": {
+            tool: tuple(
+                (keys, {v: tuple(ids) for v, ids in table.items()})
+                for keys, table in groups.items()
+            )
+            for tool, groups in lookup.items()
+        },
+        "scan": {tool: tuple(ids) for tool, ids in scan.items()},
+    }
+
+
+def judged_by_answer(task: Task) -> bool:
+    """Whether the environment judges ``task`` on the answer (as :meth:`Env.outcome` does)."""
+    if not task.knobs.stateful:
+        return True
+    from stategym.domains import get_domain
+    from stategym.errors import UnknownDomainError
+
+    try:
+        return get_domain(task.domain).read_only
+    except UnknownDomainError:  # a hand-made task of an unregistered domain
+        return False
+
+
+def _descendants(node: str, children: Mapping[str, set[str]]) -> frozenset[str]:
+    seen: set[str] = set()
+    stack = list(children[node])
+    while stack:
+        current = stack.pop()
+        if current not in seen:
+            seen.add(current)
+            stack.extend(children[current])
+    return frozenset(seen)
+
+
+def _above(task: Task) -> dict[str, frozenset[str]]:
+    """Transitive closure of the priority order, read upward."""
+    parents: dict[str, set[str]] = {c.id: set() for c in task.constraints}
+    for high, low in task.priority:
+        parents.setdefault(low, set()).add(high)
+        parents.setdefault(high, set())
+    return {c: _descendants(c, parents) for c in parents}
+
+
+def _task_dims(
+    task: Task, must_ask: tuple[str, ...], required: tuple[str, ...]
+) -> tuple[Dimension, ...]:
+    dims: list[Dimension] = []
+    if must_ask:
+        dims.append(Dimension.CLARIFICATION)
+    if task.constraints:
+        dims.append(Dimension.PRIORITY)
+    if required:
+        dims.append(Dimension.PARALLELISM)
+    if task.truth.decisions:
+        dims.append(Dimension.RISK)
+    return tuple(dims)

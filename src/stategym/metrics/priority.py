@@ -1,0 +1,156 @@
+"""D2 priority: the final choice respects the priority order of the constraints.
+
+Formula (``docs/metrics.md``), with priority weights ``w_i = 1 + sum of w_j below i`` (each
+constraint outweighs everything below it combined) and ``S(x) = sum of w_i over the
+constraints option x satisfies``::
+
+    Q_prio = clip((S(x) - S0) / (S* - S0), 0, 1)      if S* > S0
+    Q_prio = 1 if S(x) >= S* else 0                   if S* = S0 (committing nothing is best)
+
+S* is the best feasible score, S0 the score of committing nothing, and x the choice: the
+option the world ends committed to (the worst of them when there are several; nothing when
+there are none), or the answer of a task judged on its answer (stateless or read-only). An
+avoidable *inversion* is a pair i > j in the priority order with j satisfied and i violated,
+where some option satisfies i and every constraint above i that the choice satisfies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stategym.task import Task
+from stategym.tools import Effect
+from stategym.trajectory import Outcome, Trajectory
+
+from .events import Dimension, Event, Kind
+from .gold import Gold, gold_of
+from .trace import Trace, trace
+
+
+@dataclass(frozen=True, slots=True)
+class Priority:
+    """Priority scores of one trajectory.
+
+    Attributes:
+        quality: Q_prio in [0, 1].
+        choice: the option scored (``None``: nothing).
+        score: S(x).
+        best: S*.
+        nothing: S0.
+        inversions: avoidable inversions of the choice.
+        applicable: the task has constraints.
+    """
+
+    quality: float
+    choice: str | None
+    score: int
+    best: int
+    nothing: int
+    inversions: int
+    applicable: bool
+
+
+def priority_quality(score: int, nothing: int, best: int) -> float:
+    """Normalised weighted satisfaction of a choice.
+
+    Example: a chain of three constraints weighs 4, 2, 1; committing nothing satisfies the
+    bottom one (S0 = 1), the best option the top two (S* = 6), the agent's choice only the
+    top one (S = 4):
+
+    >>> priority_quality(score=4, nothing=1, best=6)
+    0.6
+    >>> priority_quality(score=1, nothing=1, best=1)
+    1.0
+    """
+    if best <= nothing:
+        return 1.0 if score >= best else 0.0
+    return min(1.0, max(0.0, (score - nothing) / (best - nothing)))
+
+
+def priority(trajectory: Trajectory, task: Task) -> float:
+    """Q_prio of a finished trajectory, in [0, 1] (see the module docstring)."""
+    gold = gold_of(task)
+    scored, _ = priority_events(
+        trace(trajectory.rounds, gold, True), task, gold, trajectory.outcome, 1.0
+    )
+    return scored.quality
+
+
+def choice_of(task: Task, outcome: Outcome | None, by_answer: bool) -> str | None:
+    """The option a finished episode chose (``None``: nothing)."""
+    truth = task.truth
+    if outcome is None:
+        return None
+    if by_answer:
+        answer = (outcome.answer or "").strip()
+        return answer if answer in truth.satisfaction else None
+    committed = [o for o in outcome.committed if o in truth.satisfaction]
+    if not committed:
+        # an option outside the table (sold out at the end) still counts as a commitment
+        return outcome.committed[0] if outcome.committed else None
+    return min(committed, key=lambda o: (truth.score(o), o))
+
+
+def inversions(task: Task, gold: Gold, choice: str | None) -> list[tuple[str, str]]:
+    """Avoidable inversions ``(i, j)`` of a choice: i above j, the choice meets j and misses
+    i, and some option meets i and everything above i that the choice meets (so fixing i
+    would not cost anything more important). The best choice never has one."""
+    truth = task.truth
+    met = truth.nothing_satisfies if choice is None else truth.satisfaction.get(choice, frozenset())
+    found = []
+    for low in sorted(met):
+        for high in sorted(gold.above.get(low, ())):
+            if high in met:
+                continue
+            keep = (met & gold.above.get(high, frozenset())) | {high}
+            if any(keep <= other for other in truth.satisfaction.values()):
+                found.append((high, low))
+    return found
+
+
+def priority_events(
+    tr: Trace, task: Task, gold: Gold, outcome: Outcome | None, scale: float
+) -> tuple[Priority, list[Event]]:
+    """Score priority and emit its events (known only once the episode is over)."""
+    truth = task.truth
+    choice = choice_of(task, outcome, gold.by_answer)
+    score = truth.score(choice)
+    nothing, best = truth.score(None), truth.best_score
+    quality = priority_quality(score, nothing, best)
+    pairs = inversions(task, gold, choice)
+    applicable = bool(task.constraints)
+    scored = Priority(quality, choice, score, best, nothing, len(pairs), applicable)
+    if not tr.done or not applicable:
+        return scored, []
+    at = _choice_round(tr, choice)
+    events = [
+        Event(
+            at, Dimension.PRIORITY, Kind.CHOICE, quality, quality * scale, choice or "nothing", True
+        )
+    ]
+    events += [
+        Event(at, Dimension.PRIORITY, Kind.INVERSION, 0.0, 0.0, f"{i}>{j}", True) for i, j in pairs
+    ]
+    return scored, events
+
+
+def _choice_round(tr: Trace, choice: str | None) -> int:
+    """The round that made the choice: its last successful commit, else the final round."""
+    commits = [
+        c.round
+        for c in tr.calls
+        if c.ok and c.effect is Effect.COMMIT and choice is not None and c.option == choice
+    ]
+    end = tr.end if tr.end is not None else 0
+    return commits[-1] if commits else end
+
+
+__all__: Sequence[str] = (
+    "Priority",
+    "choice_of",
+    "inversions",
+    "priority",
+    "priority_events",
+    "priority_quality",
+)

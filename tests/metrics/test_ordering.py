@@ -1,0 +1,111 @@
+"""The orderings the metrics promise, pinned on the mixed task set of every registered domain.
+
+- The expert scores 1.0 on the composite on every task.
+- Every pathological agent scores strictly below the expert, and the dimension it abuses is
+  where it loses most against the expert (a tie is allowed: never committing loses risk and
+  priority on exactly the same tasks, by the same amount).
+- The oracle (privileged, never asks) reaches the goal on every task but loses on
+  clarification wherever a must-ask slot was missing (unless the user volunteered it).
+
+A habit a domain gives no room for (a read-only domain has nothing to commit, so
+never-commit plays exactly like the expert) cannot rank anything there and is skipped for
+that domain; the test checks it really changed nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from conftest import DOMAIN_NAMES
+from stategym.agents import PATHOLOGICAL, scripted
+from stategym.domains import get_domain
+from stategym.env import Env, cached_task
+from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
+from stategym.metrics.taskset import MIXED
+from stategym.runner import run_episode
+from stategym.trajectory import Trajectory
+
+TASKS = 70
+"""Tasks per domain: ten of each mixed knob setting."""
+
+ABUSES: dict[str, Dimension] = {
+    "ask-nothing": Dimension.CLARIFICATION,
+    "ask-everything": Dimension.CLARIFICATION,
+    "confirm-spam": Dimension.CLARIFICATION,
+    "all-serial": Dimension.PARALLELISM,
+    "all-parallel": Dimension.PARALLELISM,
+    "spray": Dimension.PARALLELISM,
+    "never-commit": Dimension.RISK,
+    "commit-unverified": Dimension.RISK,
+    "commit-same-round": Dimension.RISK,
+    "shotgun": Dimension.RISK,
+}
+
+
+def test_every_pathological_agent_has_an_abused_dimension():
+    assert set(ABUSES) == set(PATHOLOGICAL)
+
+
+@functools.cache
+def _played(name: str, agent: str) -> tuple[tuple[Trajectory, Scorecard], ...]:
+    domain = get_domain(name)
+    envs = [Env(domain, knobs=k) for k in MIXED]
+    make = scripted(domain, agent)
+    out = []
+    for seed in range(TASKS):
+        env = envs[seed % len(envs)]
+        trajectory = run_episode(env, make, seed)
+        out.append((trajectory, score(trajectory, env.task)))
+    return tuple(out)
+
+
+def _means(name: str, agent: str) -> dict[Dimension, float]:
+    cards = [card for _, card in _played(name, agent)]
+    return {d: sum(c.quality(d) for c in cards) / len(cards) for d in DIMENSIONS}
+
+
+def _same_actions(name: str, agent: str) -> bool:
+    return all(
+        [r.action() for r in a.rounds] == [r.action() for r in b.rounds]
+        for (a, _), (b, _) in zip(_played(name, "expert"), _played(name, agent), strict=True)
+    )
+
+
+@pytest.mark.parametrize("name", DOMAIN_NAMES)
+def test_the_expert_scores_one_on_every_mixed_task(name):
+    assert [c.composite for _, c in _played(name, "expert")] == [1.0] * TASKS
+
+
+@pytest.mark.parametrize("agent", PATHOLOGICAL)
+@pytest.mark.parametrize("name", DOMAIN_NAMES)
+def test_pathological_agents_lose_most_on_what_they_abuse(name, agent):
+    if _same_actions(name, agent):
+        pytest.skip(f"{name} gives {agent} nothing to do differently from the expert")
+    cards = [card for _, card in _played(name, agent)]
+    composite = sum(c.composite for c in cards) / len(cards)
+    assert composite < 1.0
+    expert, mine = _means(name, "expert"), _means(name, agent)
+    deficit = {d: expert[d] - mine[d] for d in DIMENSIONS}
+    abused = ABUSES[agent]
+    assert deficit[abused] > 0, deficit
+    assert deficit[abused] >= max(deficit.values()) - 1e-12, deficit
+
+
+@pytest.mark.parametrize("name", DOMAIN_NAMES)
+def test_the_oracle_reaches_the_goal_but_loses_on_clarification_where_slots_were_missing(name):
+    missing = 0
+    for trajectory, card in _played(name, "oracle"):
+        must_ask = cached_task(name, card.seed, trajectory.knobs).must_ask
+        assert card.outcome.goal_reached, card.task_id
+        assert card.clarification.tp == 0  # it never asks
+        volunteered = any(r.notice_values for r in trajectory.rounds)
+        if must_ask and not volunteered:
+            missing += 1
+            assert card.clarification.fn == len(must_ask), card.task_id
+            assert card.clarification.quality < 1.0, card.task_id
+        if not must_ask:
+            assert card.clarification.quality == 1.0, card.task_id
+    has_missing = any(cached_task(name, s, MIXED[s % len(MIXED)]).must_ask for s in range(TASKS))
+    assert missing > 0 or not has_missing
