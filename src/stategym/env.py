@@ -160,8 +160,7 @@ class Env:
         self._task = task
         self._next_seed = task.seed + 1
         self.world = self.domain.new_world(task)
-        self.user = SimulatedUser(task, self.domain.slot_phrases,
-                                  judges=not self.domain.read_only)
+        self.user = SimulatedUser(task, self.domain.slot_phrases, judges=not self.domain.read_only)
         self.provenance = Provenance()
         request_origin = Origin(Source.REQUEST, -1, "")
         for value in (*task.request.given.values(), *task.request.implied):
@@ -182,8 +181,12 @@ class Env:
         if isinstance(action, Say):
             if isinstance(action.text, str):
                 return self._play(self._say, action.text)
-            return self._play(self._invalid, "bad_message", "bad_message: a message to the "
-                              "user must be text", None)
+            return self._play(
+                self._invalid,
+                "bad_message",
+                "bad_message: a message to the user must be text",
+                None,
+            )
         if isinstance(action, CallBatch) and action.calls:
             return self._play(self._calls, action.calls)
         return self._play(self._invalid, "empty_action", EMPTY_ACTION, None)
@@ -200,12 +203,18 @@ class Env:
         try:
             action: Action = action_from_message(_decode_message(message))
         except AgentFormatError as error:
-            result = self._play(self._invalid, error.kind, f"{error.kind}: {error}",
-                                _raw_text(message))
+            result = self._play(
+                self._invalid, error.kind, f"{error.kind}: {error}", _raw_text(message)
+            )
         else:
             result = self.step(action)
-        return (result.observation.to_messages(), result.reward, result.terminated,
-                result.truncated, result.info)
+        return (
+            result.observation.to_messages(),
+            result.reward,
+            result.terminated,
+            result.truncated,
+            result.info,
+        )
 
     def _play(self, play: Callable[..., tuple[RoundRecord, Observation]], *args: Any) -> StepResult:
         """Run one round with ``play(index, *args)`` and do the bookkeeping every round shares."""
@@ -213,8 +222,13 @@ class Env:
             observation = Observation(
                 len(self.rounds) - 1, self.world.clock, error="the episode is over"
             )
-            return StepResult(observation, 0.0, self._terminated, self._truncated,
-                              {"format_errors": ("episode_over",)})
+            return StepResult(
+                observation,
+                0.0,
+                self._terminated,
+                self._truncated,
+                {"format_errors": ("episode_over",)},
+            )
         index = len(self.rounds)
         self.world.round = index
         charges_before = len(self.world.charges)
@@ -229,8 +243,9 @@ class Env:
         user = observation.user
         if record.notice is not None:
             user = _join(user, record.notice)
-        observation = Observation(observation.round, self.world.clock, observation.results,
-                                  user, observation.error)
+        observation = Observation(
+            observation.round, self.world.clock, observation.results, user, observation.error
+        )
         info: dict[str, Any] = dict(self.reward_info)
         if record.format_errors:
             info["format_errors"] = record.format_errors
@@ -246,8 +261,9 @@ class Env:
         if self._confused >= GIVE_UP_AFTER:
             reply += " I'll handle this myself. Goodbye."
             self._terminated = True
-        record = RoundRecord(index, self.world.clock, USER_LATENCY, RoundKind.SAY,
-                             say=text, user=turn)
+        record = RoundRecord(
+            index, self.world.clock, USER_LATENCY, RoundKind.SAY, say=text, user=turn
+        )
         return record, Observation(index, 0, user=reply)
 
     def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> tuple[RoundRecord, Observation]:
@@ -267,18 +283,29 @@ class Env:
                 finished = True
                 finish_answer = record.content.get("answer") if record.content else None
             else:
-                latency = max(latency, self._tools[record.name].latency if record.name in self._tools else 1)
-            results.append(ToolResult(call_id, record.name, record.content, record.error,
-                                      record.error_kind))
+                latency = max(
+                    latency, self._tools[record.name].latency if record.name in self._tools else 1
+                )
+            results.append(
+                ToolResult(call_id, record.name, record.content, record.error, record.error_kind)
+            )
         origin_round = index
         for record in records:
             if record.error is None and record.name != FINISH:
-                self.provenance.observe(record.content, Origin(Source.TOOL, origin_round, record.id))
+                self.provenance.observe(
+                    record.content, Origin(Source.TOOL, origin_round, record.id)
+                )
         if finished:
             self._terminated = True
             self._answer = finish_answer
-        round_record = RoundRecord(index, self.world.clock, latency, RoundKind.CALLS,
-                                   calls=tuple(records), format_errors=tuple(errors))
+        round_record = RoundRecord(
+            index,
+            self.world.clock,
+            latency,
+            RoundKind.CALLS,
+            calls=tuple(records),
+            format_errors=tuple(errors),
+        )
         return round_record, Observation(index, 0, results=tuple(results))
 
     def _run_call(self, call_id: str, call: ToolCall) -> CallRecord:
@@ -289,39 +316,47 @@ class Env:
                 try:
                     arguments = orjson.loads(arguments or "{}")
                 except orjson.JSONDecodeError as error:
-                    raise AgentFormatError("malformed_json", f"{call.name}: arguments are not "
-                                           f"valid JSON ({error})") from None
+                    raise AgentFormatError(
+                        "malformed_json", f"{call.name}: arguments are not valid JSON ({error})"
+                    ) from None
             if not isinstance(arguments, dict):
-                raise AgentFormatError("malformed_json", f"{call.name}: arguments must be a "
-                                       "JSON object")
+                raise AgentFormatError(
+                    "malformed_json", f"{call.name}: arguments must be a JSON object"
+                )
             if call.name == FINISH:
                 answer = arguments.get("answer")
                 if set(arguments) - {"answer"} or not isinstance(answer, str | None):
                     raise AgentFormatError("wrong_type", "finish takes one string: answer")
                 if answer is None and not self._commits(self.task.knobs):
                     raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
-                return CallRecord(call_id, FINISH, arguments, None, {"answer": answer}, None,
-                                  None, {})
+                return CallRecord(
+                    call_id, FINISH, arguments, None, {"answer": answer}, None, None, {}
+                )
             tool = self._tools.get(call.name)
             if tool is None:
-                raise AgentFormatError("unknown_tool", f"unknown tool {call.name!r}; available: "
-                                       f"{', '.join(self._tools)}, finish")
+                raise AgentFormatError(
+                    "unknown_tool",
+                    f"unknown tool {call.name!r}; available: {', '.join(self._tools)}, finish",
+                )
             bound = tool.bind(arguments)
             sources = self.provenance.resolve(bound)
             try:
                 content = tool.fn(self.world, **bound)
             except ToolError as error:
-                return CallRecord(call_id, call.name, bound, tool.effect, None, str(error),
-                                  "tool", sources)
+                return CallRecord(
+                    call_id, call.name, bound, tool.effect, None, str(error), "tool", sources
+                )
             return CallRecord(call_id, call.name, bound, tool.effect, content, None, None, sources)
         except AgentFormatError as error:
             kept = arguments if isinstance(arguments, dict | str) else str(arguments)
             return CallRecord(call_id, call.name, kept, None, None, str(error), error.kind, sources)
 
-    def _invalid(self, index: int, kind: str, message: str,
-                 raw: str | None) -> tuple[RoundRecord, Observation]:
-        record = RoundRecord(index, self.world.clock, 1, RoundKind.INVALID,
-                             format_errors=(kind,), raw=raw)
+    def _invalid(
+        self, index: int, kind: str, message: str, raw: str | None
+    ) -> tuple[RoundRecord, Observation]:
+        record = RoundRecord(
+            index, self.world.clock, 1, RoundKind.INVALID, format_errors=(kind,), raw=raw
+        )
         return record, Observation(index, 0, error=message)
 
     def _end_round(self, record: RoundRecord, charges_before: int) -> RoundRecord:
@@ -360,8 +395,12 @@ class Env:
 
     def snapshot(self) -> EnvSnapshot:
         return EnvSnapshot(
-            self.world.snapshot(), self.user.state(), dict(self.provenance.first),
-            len(self.rounds), self._fired, self._confused,
+            self.world.snapshot(),
+            self.user.state(),
+            dict(self.provenance.first),
+            len(self.rounds),
+            self._fired,
+            self._confused,
             (self._terminated, self._truncated, self._answer),
         )
 
@@ -369,7 +408,7 @@ class Env:
         self.world.restore(snapshot.world)
         self.user.restore(snapshot.user)
         self.provenance.first = dict(snapshot.provenance)
-        del self.rounds[snapshot.rounds:]
+        del self.rounds[snapshot.rounds :]
         self._fired = snapshot.fired
         self._confused = snapshot.confused
         self._terminated, self._truncated, self._answer = snapshot.done
@@ -409,9 +448,16 @@ class Env:
         """The episode's log so far."""
         task = self.task
         return Trajectory(
-            TRAJECTORY_VERSION, task.domain, task.seed, task.knobs, self.agent,
-            tuple(self.rounds), self._terminated, self._truncated,
-            self.outcome() if self.done else None, self.state_key(),
+            TRAJECTORY_VERSION,
+            task.domain,
+            task.seed,
+            task.knobs,
+            self.agent,
+            tuple(self.rounds),
+            self._terminated,
+            self._truncated,
+            self.outcome() if self.done else None,
+            self.state_key(),
         )
 
 
@@ -446,8 +492,13 @@ def _replace_field(record: Any, field: str, value: Any) -> Any:
     return replace(record, **{field: value})
 
 
-def _complete(record: RoundRecord, fired: tuple[int, ...], charges: tuple[Any, ...],
-              notice: str | None, values: tuple[tuple[str, Any], ...]) -> RoundRecord:
+def _complete(
+    record: RoundRecord,
+    fired: tuple[int, ...],
+    charges: tuple[Any, ...],
+    notice: str | None,
+    values: tuple[tuple[str, Any], ...],
+) -> RoundRecord:
     if not fired and not charges and notice is None:
         return record
     from dataclasses import replace

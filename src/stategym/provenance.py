@@ -47,13 +47,22 @@ class Provenance:
         """Record every scalar inside ``value`` (dicts, lists) that is not yet known."""
         kind = type(value)
         if kind is dict:
-            for item in value.values():
-                self.observe(item, origin)
+            items = value.values()
         elif kind is list or kind is tuple:
-            for item in value:
+            items = value
+        else:
+            if kind is not bool and value is not None:
+                self.first.setdefault(value, origin)
+            return
+        # Scalars are handled inline, without a call each: tool results are mostly rows of
+        # scalars, and this runs on every result of every round.
+        first = self.first
+        for item in items:
+            kind = type(item)
+            if kind is dict or kind is list or kind is tuple:
                 self.observe(item, origin)
-        elif kind is not bool and value is not None and value not in self.first:
-            self.first[value] = origin
+            elif kind is not bool and item is not None:
+                first.setdefault(item, origin)
 
     def resolve(self, arguments: Mapping[str, Any]) -> dict[str, Origin | None]:
         """The origin of each argument value (booleans carry none and are skipped)."""

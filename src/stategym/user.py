@@ -15,6 +15,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from stategym.task import Task, Value
 
@@ -51,6 +52,13 @@ def _compile(phrases: tuple[str, ...]) -> tuple[str, ...]:
     # Cached: a domain's phrase tables are the same in every episode, and compiling them was
     # most of the cost of a reset.
     return tuple(normalise(p) for p in phrases)
+
+
+@functools.lru_cache(maxsize=4096)
+def _option_keys(options: tuple[str, ...]) -> Mapping[str, str]:
+    """Each option by its normalised id; cached because a task can have hundreds of options
+    and every episode of it needs the same (read-only) table."""
+    return MappingProxyType({normalise(option): option for option in options})
 
 
 def _mentioned(words: str, phrases: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -121,16 +129,16 @@ class SimulatedUser:
             answer itself (the lookup domain) does not, or it would give the answer away.
     """
 
-    def __init__(self, task: Task, slot_phrases: Mapping[str, tuple[str, ...]], *,
-                 judges: bool = True) -> None:
+    def __init__(
+        self, task: Task, slot_phrases: Mapping[str, tuple[str, ...]], *, judges: bool = True
+    ) -> None:
         self.task = task
         self._slot_phrases = {
             slot.name: _compile(slot_phrases.get(slot.name, (slot.name.replace("_", " "),)))
             for slot in task.slots
         }
         self._priority = _compile(PRIORITY_PHRASES)
-        self._options = {normalise(option): option for option in task.truth.satisfaction
-                         if judges}
+        self._options = _option_keys(tuple(task.truth.satisfaction)) if judges else {}
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []

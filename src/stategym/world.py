@@ -36,9 +36,11 @@ class Table(Generic[K, R]):
         return record if record is not None else self.base.get(key)
 
     def __getitem__(self, key: K) -> R:
-        record = self.get(key)
+        record = self.changed.get(key)
         if record is None:
-            raise KeyError(key)
+            record = self.base.get(key)
+            if record is None:
+                raise KeyError(key)
         return record
 
     def __setitem__(self, key: K, record: R) -> None:
@@ -55,8 +57,18 @@ class Table(Generic[K, R]):
         yield from (k for k in self.changed if k not in self.base)
 
     def values(self) -> Iterator[R]:
-        for key in self.keys():
-            yield self[key]
+        # Searches scan whole tables every round: walk the base once, swapping in changed
+        # records, instead of looking every key up twice.
+        changed = self.changed
+        if not changed:
+            yield from self.base.values()
+            return
+        for key, record in self.base.items():
+            mine = changed.get(key)
+            yield record if mine is None else mine
+        for key, record in changed.items():
+            if key not in self.base:
+                yield record
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,14 +18,15 @@ import functools
 
 import pytest
 
-from conftest import DOMAIN_NAMES
 from stategym.agents import PATHOLOGICAL, scripted
-from stategym.domains import get_domain
+from stategym.domains import all_domains, get_domain
 from stategym.env import Env, cached_task
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.metrics.taskset import MIXED
 from stategym.runner import run_episode
 from stategym.trajectory import Trajectory
+
+DOMAIN_NAMES = sorted(all_domains())
 
 TASKS = 70
 """Tasks per domain: ten of each mixed knob setting."""

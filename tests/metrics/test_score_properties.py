@@ -14,9 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import DOMAIN_NAMES
 from stategym.agents import scripted
-from stategym.domains import get_domain
+from stategym.domains import all_domains, get_domain
 from stategym.env import Env
 from stategym.knobs import Knobs
 from stategym.metrics import DIMENSIONS, dense_reward, score
@@ -24,6 +23,8 @@ from stategym.metrics.taskset import MIXED
 from stategym.runner import run_episode
 from stategym.trajectory import dumps, loads
 from strategies import knobs, styles
+
+DOMAIN_NAMES = sorted(all_domains())
 
 SWEEP = 350
 """Seeds per domain in the deterministic sweep (50 per mixed knob setting)."""

@@ -1,0 +1,161 @@
+"""The Gymnasium text interface: every registered domain as a ``gymnasium.Env`` over strings.
+
+The observation is the JSON text of the round's new OpenAI-style messages (tool results, then
+the user's words); the action is the JSON text of an OpenAI-style assistant message with
+``content`` and/or ``tool_calls`` (a dict is accepted too). Text that is not such a message
+becomes a format-error observation, never an exception. At reset the observation is the
+user's request; the tool schemas and the domain's instructions are in ``info``::
+
+    import gymnasium
+    import stategym  # registers stategym/Travel-v0 and every other domain's id
+
+    env = gymnasium.make("stategym/Travel-v0", dynamics=False)
+    observation, info = env.reset(seed=0)
+    observation, reward, terminated, truncated, info = env.step(
+        '{"role": "assistant", "content": "What is your budget?"}'
+    )
+
+Observations are escaped to ASCII so that they always lie in the observation space
+(:data:`CHARSET`, at most :data:`MAX_OBSERVATION` characters). :func:`register_envs`, run by
+``import stategym``, registers every domain's ``env_id`` with a string entry point, so no
+environment is built until ``gymnasium.make`` asks for one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium
+import orjson
+from gymnasium import spaces
+
+from stategym.env import Env
+from stategym.knobs import Knobs
+
+CHARSET = "".join(chr(code) for code in range(32, 128))
+"""Printable ASCII and DEL: JSON text escaped to ASCII never needs any other character."""
+MAX_OBSERVATION = 1 << 20
+"""Characters in one observation; a longer one is replaced by a short error message."""
+MAX_ACTION = 1 << 16
+"""Characters in a text action the action space samples (longer actions are played too)."""
+ENTRY_POINT = "stategym.gym:StateGymEnv"
+
+Message = dict[str, Any]
+
+
+def encode_messages(messages: list[dict[str, str]]) -> str:
+    """Messages as compact JSON text escaped to ASCII.
+
+    orjson is ~10x faster than the standard library but cannot escape to ASCII, so the
+    standard library only handles the (rare) observations that carry non-ASCII text.
+    """
+    text = orjson.dumps(messages).decode()
+    if text.isascii():
+        return text
+    return json.dumps(messages, ensure_ascii=True, separators=(",", ":"))
+
+
+def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | None]) -> Knobs:
+    base = Knobs.parse(knobs) if isinstance(knobs, str) else knobs or Knobs()
+    values = {name: getattr(base, name) for name in switches}
+    values.update({name: bool(value) for name, value in switches.items() if value is not None})
+    return Knobs(**values)
+
+
+class StateGymEnv(gymnasium.Env[str, str | Message]):
+    """One stategym domain behind Gymnasium's ``reset``/``step`` contract, over text.
+
+    Args:
+        domain: the domain's registered name.
+        knobs: knobs as an object or as text (``"dynamics=off,hidden_info=off"``).
+        stateful: override one knob (likewise the four after it); ``None`` keeps ``knobs``.
+        irreversible: see :class:`~stategym.knobs.Knobs`.
+        hidden_info: see :class:`~stategym.knobs.Knobs`.
+        priorities: see :class:`~stategym.knobs.Knobs`.
+        dynamics: see :class:`~stategym.knobs.Knobs`.
+        render_mode: ``None`` or ``"ansi"`` (``render()`` returns the last round as text).
+
+    Attributes:
+        core: the wrapped :class:`stategym.env.Env` (trajectory, outcome, state key).
+    """
+
+    # Gymnasium declares ``metadata`` as a plain class attribute; render_fps is required by its
+    # checker even for text (its own text environments use 4).
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
+
+    def __init__(
+        self,
+        domain: str = "travel",
+        *,
+        knobs: Knobs | str | None = None,
+        stateful: bool | None = None,
+        irreversible: bool | None = None,
+        hidden_info: bool | None = None,
+        priorities: bool | None = None,
+        dynamics: bool | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        switches = {
+            "stateful": stateful,
+            "irreversible": irreversible,
+            "hidden_info": hidden_info,
+            "priorities": priorities,
+            "dynamics": dynamics,
+        }
+        self.core = Env(domain, knobs=_knobs(knobs, switches), agent="gymnasium")
+        self.render_mode = render_mode
+        self.observation_space = spaces.Text(MAX_OBSERVATION, min_length=0, charset=CHARSET)
+        self.action_space = spaces.Text(MAX_ACTION, min_length=0, charset=CHARSET)
+        self._last = ""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode: ``seed`` picks the task (``None``: the task after the last one).
+
+        ``options`` are :meth:`stategym.env.Env.reset`'s (``{"task": Task}`` plays a given task).
+        """
+        super().reset(seed=seed)
+        observation, core_info = self.core.reset(seed=seed, options=options)
+        text = self._observe(observation.to_messages())
+        info = {
+            "task_id": core_info["task_id"],
+            "tools": list(core_info["tools"]),
+            "instructions": self.core.domain.instructions,
+        }
+        return text, info
+
+    def step(self, action: str | Message) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play one round from an assistant message (JSON text or dict); never raises on it."""
+        messages, reward, terminated, truncated, info = self.core.step_message(action)
+        return self._observe(messages), float(reward), terminated, truncated, dict(info)
+
+    def _observe(self, messages: list[dict[str, str]]) -> str:
+        text = encode_messages(messages)
+        if len(text) > MAX_OBSERVATION:
+            note = f"[environment] the observation was {len(text)} characters long and was dropped"
+            text = encode_messages([{"role": "user", "content": note}])
+        self._last = text
+        return text
+
+    def render(self) -> str | None:
+        """The last observation, one message per line (``render_mode="ansi"`` only)."""
+        if self.render_mode != "ansi":
+            return None
+        lines = [f"{m.get('role')}: {m.get('content')}" for m in orjson.loads(self._last)]
+        return "\n".join(lines) + "\n"
+
+
+def register_envs() -> None:
+    """Register every domain's ``env_id`` with Gymnasium (idempotent; nothing is built yet)."""
+    from gymnasium.envs.registration import register, registry
+
+    from stategym.domains import all_domains
+
+    for domain in all_domains().values():
+        if domain.env_id and domain.env_id not in registry:
+            register(id=domain.env_id, entry_point=ENTRY_POINT, kwargs={"domain": domain.name})

@@ -1,0 +1,180 @@
+"""The Gymnasium text interface: registration, ``check_env``, text actions and observations."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import gymnasium
+import orjson
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import given
+from hypothesis import strategies as st
+
+import stategym
+from stategym import Env, Knobs
+from stategym.agents import scripted
+from stategym.domain import Domain
+from stategym.gym import CHARSET, MAX_OBSERVATION, StateGymEnv, encode_messages, register_envs
+from stategym.protocol import Observation, action_to_message
+from stategym.runner import run_episode
+
+
+def _make(domain: Domain, **kwargs: Any) -> Any:
+    assert domain.env_id.startswith("stategym/") and domain.env_id.endswith("-v0")
+    return gymnasium.make(domain.env_id, **kwargs)
+
+
+def _core(env: gymnasium.Env[Any, Any]) -> Env:
+    inner = env.unwrapped
+    assert isinstance(inner, StateGymEnv)
+    return inner.core
+
+
+@pytest.mark.parametrize("knobs", [Knobs(), Knobs.all_off()], ids=lambda k: k.describe())
+def test_check_env_passes(domain: Domain, knobs: Knobs) -> None:
+    env = _make(domain, knobs=knobs)
+    check_env(env.unwrapped)
+    env.close()
+
+
+def test_every_domain_is_registered_on_import(domain: Domain) -> None:
+    spec = gymnasium.spec(domain.env_id)
+    assert spec.entry_point == "stategym.gym:StateGymEnv"
+    assert spec.kwargs == {"domain": domain.name}
+    register_envs()  # registering again is harmless
+    assert gymnasium.spec(domain.env_id) == spec
+
+
+def test_import_registers_without_heavy_imports() -> None:
+    code = (
+        "import sys, gymnasium, stategym; gymnasium.make('stategym/Travel-v0'); "
+        "print(sorted(m for m in ('torch', 'transformers', 'openai', 'httpx', 'fastapi', "
+        "'stategym.llm') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_knobs_are_keyword_arguments() -> None:
+    env = gymnasium.make("stategym/Travel-v0", dynamics=False, hidden_info=False)
+    assert _core(env).knobs == Knobs(dynamics=False, hidden_info=False)
+    env = gymnasium.make("stategym/Travel-v0", knobs="all_off", stateful=True)
+    assert _core(env).knobs == Knobs(
+        stateful=True, irreversible=False, hidden_info=False, priorities=False, dynamics=False
+    )
+    env = gymnasium.make("stategym/Travel-v0", knobs=Knobs.all_off())
+    _, info = env.reset(seed=0)
+    assert info["tools"][-1]["function"]["parameters"]["required"] == ["answer"]
+    with pytest.raises(ValueError, match="bad knob"):
+        gymnasium.make("stategym/Travel-v0", knobs="gravity=off")
+
+
+def test_reset_shows_the_request_and_puts_tools_in_info(domain: Domain) -> None:
+    env = _make(domain)
+    observation, info = env.reset(seed=3)
+    core = _core(env)
+    assert orjson.loads(observation) == [{"role": "user", "content": core.task.request.text}]
+    assert info["tools"] == core.tool_schemas and info["task_id"] == core.task.id
+    assert info["instructions"] == domain.instructions
+
+
+def test_expert_through_text_matches_the_typed_api(domain: Domain) -> None:
+    """The expert's actions as JSON text reach the same end state as through typed actions."""
+    for seed in range(8):
+        typed_env = Env(domain)
+        expert = scripted(domain, "expert")(typed_env.domain.generate(seed, Knobs()))
+        trajectory = run_episode(typed_env, lambda task, agent=expert: agent, seed)
+        env = _make(domain)
+        env.reset(seed=seed)
+        total = 0.0
+        for record in trajectory.rounds:
+            text = orjson.dumps(action_to_message(record.action())).decode()
+            _, reward, terminated, truncated, _ = env.step(text)
+            total += reward
+        assert terminated or truncated
+        assert _core(env).state_key() == trajectory.digest
+        assert total == (1.0 if trajectory.outcome and trajectory.outcome.goal_reached else 0.0)
+
+
+def test_dict_actions_are_accepted() -> None:
+    env = gymnasium.make("stategym/Travel-v0")
+    env.reset(seed=0)
+    observation, *_ = env.step(
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "get_profile", "arguments": "{}"},
+                }
+            ],
+        }
+    )
+    (message,) = orjson.loads(observation)
+    assert message["role"] == "tool" and message["tool_call_id"] == "a"
+    assert "home_airport" in orjson.loads(message["content"])
+
+
+@given(st.text(max_size=300) | st.binary(max_size=50).map(lambda b: b.decode("latin-1")))
+def test_garbage_text_is_a_format_error_observation(text: str) -> None:
+    env = StateGymEnv("travel")
+    env.reset(seed=1)
+    observation, reward, terminated, truncated, info = env.step(text)
+    assert observation in env.observation_space
+    assert not terminated and not truncated and reward == 0.0
+    messages = orjson.loads(observation)
+    if info.get("format_errors"):  # the error first, then any change of mind the user voices
+        assert messages[0]["content"].startswith("[environment] ")
+    else:  # the text happened to be a usable message to the user
+        assert env.core.rounds[-1].kind == "say"
+
+
+def test_non_ascii_is_escaped_and_decodes_back() -> None:
+    messages = [{"role": "user", "content": "Tōkyō 東京 ✈ \u2028 \x7f \x00 \ud7ff"}]
+    text = encode_messages(messages)
+    assert text.isascii() and all(c in CHARSET for c in text)
+    assert orjson.loads(text) == messages
+    env = StateGymEnv("travel", render_mode="ansi")
+    env.reset(seed=0)
+    observation, *_ = env.step('{"role": "assistant", "content": "Bonjour, ça va? 東京"}')
+    assert observation in env.observation_space
+    assert env.render() == "".join(
+        f"{m['role']}: {m['content']}\n" for m in orjson.loads(observation)
+    )
+
+
+def test_oversized_observations_are_replaced_inside_the_space() -> None:
+    env = StateGymEnv("travel")
+    env.reset(seed=0)
+    name = "x" * (MAX_OBSERVATION // 2)
+    observation, _, _, _, info = env.step(
+        action_to_message(
+            stategym.calls(stategym.call(name), stategym.call(name), stategym.call(name))
+        )
+    )
+    assert info["format_errors"] == ("unknown_tool",) * 3
+    assert observation in env.observation_space and "dropped" in observation
+
+
+def test_reset_without_seed_moves_to_the_next_task() -> None:
+    env = StateGymEnv("travel")
+    env.reset(seed=10)
+    _, info = env.reset()
+    assert info["task_id"] == env.core.task.id and env.core.task.seed == 11
+
+
+def test_render_is_none_without_a_render_mode() -> None:
+    env = StateGymEnv("travel")
+    env.reset(seed=0)
+    assert env.render() is None
+    with pytest.raises(ValueError, match="render_mode"):
+        StateGymEnv("travel", render_mode="human")
+
+
+def test_observation_messages_match_the_typed_observation() -> None:
+    observation = Observation(0, 1, user="hi")
+    assert orjson.loads(encode_messages(observation.to_messages())) == observation.to_messages()

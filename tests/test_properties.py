@@ -1,0 +1,198 @@
+"""Invariants of every domain under any agent output (Hypothesis) and under every scripted agent.
+
+* Money is conserved: the sum of all balances never changes, and every balance equals its
+  opening value plus the logged charges into it minus those out of it; every charge is in
+  the trajectory (in the record of the round that moved it).
+* Agent output never raises and never corrupts state: a round without a successful write or
+  commit changes nothing but the clock, the round counter and what scheduled events change;
+  a step after the end changes nothing at all.
+* Whatever happened, the trajectory serialises, parses back to an equal object with the same
+  bytes, and replays to the same state key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stategym.agents import agent_names, scripted
+from stategym.domain import Domain
+from stategym.domains import all_domains
+from stategym.env import Env
+from stategym.protocol import Observation
+from stategym.task import EventKind
+from stategym.tools import Effect
+from stategym.trajectory import RoundKind, RoundRecord, dumps, loads, replay
+from strategies import Pool, agent_steps, knobs, question_phrases, styles
+
+DOMAIN_NAMES = sorted(all_domains())
+"""Not imported from ``conftest``: with several ``conftest.py`` files under ``tests/`` that
+module name is ambiguous."""
+
+
+@dataclass(frozen=True)
+class Capture:
+    """The parts of an environment's state a round may change."""
+
+    done: bool
+    rounds: int
+    key: str
+    clock: int
+    next_id: int
+    accounts: dict[str, int]
+    charges: int
+    tables: dict[str, dict[Any, Any]]
+    user_values: dict[str, Any]
+    confirmed: str | None
+
+
+def capture(env: Env) -> Capture:
+    world = env.world
+    return Capture(
+        env.done,
+        len(env.rounds),
+        env.state_key(),
+        world.clock,
+        world.next_id,
+        dict(world.accounts),
+        len(world.charges),
+        {name: dict(getattr(world, name).changed) for name in world.TABLES},
+        dict(env.user.values),
+        env.user.confirmed,
+    )
+
+
+def check_money(env: Env, opening: dict[str, int]) -> None:
+    world = env.world
+    assert sum(world.accounts.values()) == sum(opening.values())
+    expected = dict(opening)
+    for charge in world.charges:
+        assert type(charge.amount) is int and charge.amount > 0
+        expected[charge.source] = expected.get(charge.source, 0) - charge.amount
+        expected[charge.target] = expected.get(charge.target, 0) + charge.amount
+    balances = {name: value for name, value in world.accounts.items() if value or name in opening}
+    assert balances == {name: value for name, value in expected.items() if value or name in opening}
+    assert [c for record in env.rounds for c in record.charges] == world.charges
+
+
+def check_round(env: Env, before: Capture, info: dict[str, Any]) -> None:
+    """The round just played changed only what it was allowed to change."""
+    if before.done:
+        assert info.get("format_errors") == ("episode_over",)
+        assert env.state_key() == before.key and len(env.rounds) == before.rounds
+        return
+    assert len(env.rounds) == before.rounds + 1
+    record = env.rounds[-1]
+    assert env.world.clock == before.clock + record.latency
+    assert tuple(record.format_errors) == tuple(info.get("format_errors", ()))
+    fired = [env.task.events[i] for i in record.events]
+    assert [i for r in env.rounds for i in r.events] == [
+        i for i, event in enumerate(env.task.events) if event.at <= env.world.clock
+    ]
+    if not _changed_world(record):
+        world = env.world
+        assert world.next_id == before.next_id
+        assert world.accounts == before.accounts and len(world.charges) == before.charges
+        for name, old in before.tables.items():
+            new = getattr(world, name).changed
+            moved = {e.key for e in fired if e.kind is EventKind.SET and e.table == name}
+            assert {k: v for k, v in new.items() if k not in moved} == {
+                k: v for k, v in old.items() if k not in moved
+            }
+    updated = {e.slot for e in fired if e.kind is EventKind.USER_UPDATE}
+    assert {k: v for k, v in env.user.values.items() if k not in updated} == {
+        k: v for k, v in before.user_values.items() if k not in updated
+    }
+    if record.kind is not RoundKind.SAY and not updated:
+        assert env.user.confirmed == before.confirmed
+
+
+def _changed_world(record: RoundRecord) -> bool:
+    return any(c.error is None and c.effect in (Effect.WRITE, Effect.COMMIT) for c in record.calls)
+
+
+def check_log(env: Env) -> None:
+    trajectory = env.trajectory
+    line = dumps(trajectory)
+    parsed = loads(line)
+    assert parsed == trajectory
+    assert dumps(parsed) == line
+    assert replay(parsed).state_key() == env.state_key()
+
+
+def _play(env: Env, channel: str, action: Any, pool: Pool) -> dict[str, Any]:
+    if channel == "typed":
+        result = env.step(action)
+        _remember(result.observation, pool)
+        return result.info
+    messages, _, _, _, info = env.step_message(action)
+    for message in messages:
+        if message["role"] == "tool":
+            pool.see(orjson.loads(message["content"]))
+    return info
+
+
+def _remember(observation: Observation, pool: Pool) -> None:
+    for item in observation.results:
+        pool.see(item.content)
+
+
+def _opening(domain: Domain, env: Env) -> dict[str, int]:
+    return dict(domain.new_world(env.task).accounts)
+
+
+@pytest.mark.parametrize("name", DOMAIN_NAMES)
+@given(data=st.data(), seed=st.integers(0, 2**32), task_knobs=knobs, style=styles)
+def test_any_agent_output_is_safe(
+    name: str, data: st.DataObject, seed: int, task_knobs: Any, style: Any
+) -> None:
+    """Random output interleaved with a styled expert's moves (which reach commits and
+    charges that random calls alone rarely do), then more random output after the end."""
+    domain = all_domains()[name]
+    env = Env(domain, knobs=task_knobs)
+    observation, _ = env.reset(seed=seed)
+    opening = _opening(domain, env)
+    expert = domain.expert(env.task, style)
+    pool = Pool(phrases=question_phrases(dict(domain.slot_phrases)))
+    pool.see(list(env.task.request.given.values()))
+    after_end = 0
+    for _ in range(data.draw(st.integers(1, 24), label="rounds")):
+        after_end += env.done
+        if after_end > 2:
+            break
+        before = capture(env)
+        if not env.done and data.draw(st.booleans(), label="expert's turn"):
+            result = env.step(expert.act(observation))
+            observation = result.observation
+            _remember(observation, pool)
+            info = result.info
+        else:
+            channel, action = data.draw(agent_steps(domain.tools, pool), label="step")
+            info = _play(env, channel, action, pool)
+        check_round(env, before, info)
+        check_money(env, opening)
+    check_log(env)
+
+
+@pytest.mark.parametrize("name", DOMAIN_NAMES)
+@pytest.mark.parametrize("agent", agent_names())
+def test_scripted_agents_conserve_money(name: str, agent: str) -> None:
+    domain = all_domains()[name]
+    factory = scripted(domain, agent)
+    for seed in range(25):
+        env = Env(domain)
+        observation, _ = env.reset(seed=seed)
+        opening = _opening(domain, env)
+        policy = factory(env.task)
+        while not env.done:
+            before = capture(env)
+            result = env.step(policy.act(observation))
+            observation = result.observation
+            check_round(env, before, result.info)
+            check_money(env, opening)
+        check_log(env)
