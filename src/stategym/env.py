@@ -42,7 +42,7 @@ from stategym.trajectory import (
     Trajectory,
 )
 from stategym.user import SimulatedUser, UserState
-from stategym.world import USER_ACCOUNT, World, WorldSnapshot
+from stategym.world import USER_ACCOUNT, WorldSnapshot
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
