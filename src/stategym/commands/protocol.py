@@ -1,0 +1,236 @@
+"""``stategym protocol``: the cross-topology generalisation protocol for one or more agents.
+
+Examples::
+
+    stategym protocol --agent expert,serial --train-on synth:chain2+fanout3+askgate+conflict
+    stategym protocol --agent openai:qwen --base-url http://127.0.0.1:8000/v1 \\
+        --train-on travel --shots 0,1,3,8 --demos target
+    stategym protocol --report runs/protocol        # re-report a saved run from its logs
+
+A run directory holds ``cells.json`` (the configuration, the splits and their distances) and,
+per agent, ``trajectories.jsonl`` (every episode, tagged in ``meta``) and ``report.json``.
+Definitions: ``docs/protocol.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stategym.knobs import Knobs
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+NAME = "protocol"
+HELP = "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
+
+LLM_OPTIONS = ("base_url", "temperature", "max_tokens")
+DEFAULT_TRAIN = "synth:chain2+fanout3+askgate+verifycommit+conflict"
+"""A training topology with every kind of decision: dependent lookups, a parallel fan-out,
+a must-ask fact, a hidden priority order, and a verify-then-commit gate."""
+
+
+def _knobs(text: str) -> Knobs:
+    try:
+        return Knobs.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 0,1,3,8, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError("expected non-negative integers")
+    return values
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent",
+        default="expert,serial",
+        help="comma-separated agent specs (default: expert,serial)",
+    )
+    parser.add_argument(
+        "--train-on",
+        default=DEFAULT_TRAIN,
+        help="comma-separated training domains (registered or synth:<spec>)",
+    )
+    parser.add_argument("--episodes", type=int, default=20, help="seeds per cell (default: 20)")
+    parser.add_argument("--seed", type=int, default=100_000, help="first evaluation seed")
+    parser.add_argument("--knobs", type=_knobs, default=Knobs(), help="knobs (default: all on)")
+    parser.add_argument(
+        "--shots",
+        type=_ints,
+        default=(0,),
+        help="in-context demonstration counts, e.g. 0,1,3,8 (LLM agents)",
+    )
+    parser.add_argument(
+        "--demos",
+        choices=("train", "target"),
+        default="train",
+        help="k-shot demonstrations from the training or the target domain",
+    )
+    parser.add_argument("--probes", type=int, default=10, help="probe pairs per domain")
+    parser.add_argument(
+        "--compositions", type=int, default=4, help="cells in the composition split"
+    )
+    parser.add_argument(
+        "--budget", type=int, default=None, help="edit-distance search budget in expanded states"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/protocol"),
+        help="run directory (default: runs/protocol)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="re-report a saved run directory instead of running",
+    )
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint")
+    parser.add_argument("--temperature", type=float, default=None)
+    parser.add_argument("--max-tokens", type=int, default=None)
+
+
+def _slug(agent: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in agent)
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    console = Console()
+    if args.report is not None:
+        return _rereport(console, args.report)
+    return _run(console, args)
+
+
+def _run(console: Console, args: argparse.Namespace) -> int:
+    import orjson
+
+    from stategym.topology.distance import EXPANSION_BUDGET
+    from stategym.topology.protocol import ProtocolConfig, run_protocol
+    from stategym.topology.split import make_splits
+    from stategym.trajectory import write_jsonl
+
+    agents = [a for a in args.agent.split(",") if a]
+    options = {k: getattr(args, k) for k in LLM_OPTIONS if getattr(args, k) is not None}
+    base = ProtocolConfig(
+        agent=agents[0],
+        train=tuple(n for n in args.train_on.split(",") if n),
+        episodes=args.episodes,
+        seed=args.seed,
+        knobs=args.knobs,
+        shots=args.shots,
+        demos=args.demos,
+        probes=args.probes,
+        compositions=args.compositions,
+        budget=args.budget or EXPANSION_BUDGET,
+        options=options,
+    )
+    with console.status("building splits and measuring distances"):
+        cells = make_splits(base.train, base.knobs, base.compositions, base.budget)
+    args.out.mkdir(parents=True, exist_ok=True)
+    reports: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for agent in agents:
+        config = replace(base, agent=agent)
+        with console.status(f"playing {agent}") as status:
+
+            def progress(step: str, name: str = agent) -> None:
+                status.update(f"{name}: {step}")
+
+            run = run_protocol(config, cells, progress=progress)
+        notes = list(run.notes)
+        folder = args.out / _slug(agent)
+        folder.mkdir(exist_ok=True)
+        write_jsonl(folder / "trajectories.jsonl", run.trajectories)
+        reports[agent] = _report(console, run, folder)
+    (args.out / "cells.json").write_bytes(
+        orjson.dumps(
+            {
+                "config": base.describe(),
+                "agents": agents,
+                "notes": notes,
+                "cells": [c.to_dict() for c in cells],
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
+    _compare(console, reports)
+    console.print(f"wrote {args.out}")
+    return 0
+
+
+def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
+    import orjson
+
+    from stategym.topology.report import build_report, render
+
+    report = build_report(run)
+    (folder / "report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    for renderable in render(report):
+        console.print(renderable)
+    for note in report["notes"]:
+        console.print(f"[dim]note: {note}[/dim]")
+    return report
+
+
+def _rereport(console: Console, folder: Path) -> int:
+    import orjson
+
+    from stategym.topology.protocol import ProtocolConfig, ProtocolRun
+    from stategym.topology.split import Cell
+    from stategym.trajectory import read_jsonl
+
+    saved = orjson.loads((folder / "cells.json").read_bytes())
+    cells = tuple(Cell.from_dict(c) for c in saved["cells"])
+    reports = {}
+    for agent in saved["agents"]:
+        config = replace(ProtocolConfig.from_dict(saved["config"]), agent=agent)
+        trajectories = tuple(read_jsonl(folder / _slug(agent) / "trajectories.jsonl"))
+        run = ProtocolRun(config, cells, trajectories, tuple(saved["notes"]))
+        reports[agent] = _report(console, run, folder / _slug(agent))
+    _compare(console, reports)
+    return 0
+
+
+def _compare(console: Console, reports: dict[str, dict[str, Any]]) -> None:
+    """One table: each agent's success and composite per split and per band (k = 0)."""
+    from rich.table import Table
+
+    if len(reports) < 2:
+        return
+    table = Table(
+        title="Agents side by side (zero-shot): success, composite R, serialisation "
+        "rate, unsafe-parallel rate"
+    )
+    table.add_column("split / band")
+    for agent in reports:
+        table.add_column(agent, justify="right")
+    groups: dict[str, None] = {}
+    for report in reports.values():
+        for key in ("splits", "bands"):
+            for group in report[key].get("0", {}):
+                groups[f"{key[:-1]}:{group}"] = None
+    for group in groups:
+        kind, name = group.split(":", 1)
+        row = []
+        for report in reports.values():
+            means = report[f"{kind}s"].get("0", {}).get(name)
+            row.append(
+                "-"
+                if means is None
+                else f"{means.get('success', 0):.2f} {means.get('composite', 0):+.2f} "
+                f"{means.get('serialisation', 0):.2f} {means.get('unsafe_parallel', 0):.2f}"
+            )
+        table.add_row(group, *row)
+    console.print(table)

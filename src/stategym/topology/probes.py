@@ -1,0 +1,114 @@
+"""Counterfactual probes: the same task with one hidden value flipped.
+
+The flipped value is the user's hidden priority order over their preferences: the world, the
+request and every other fact stay as they were, the order is reversed, and the ground truth
+is recomputed from the task's own satisfaction table. A probe is kept only when the flip
+changes the right choice, so an agent that decides from what it was told (or asked) gets both
+tasks right, and one that plays a memorised order gets at most one of them.
+
+The flip needs the shared conventions of stategym's generators: a ``priorities`` slot whose
+value lists the preference ids joined by ``>``, and those preferences forming a chain at the
+bottom of the priority order (whatever the order above them). Tasks that lack them give no
+probe.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import replace
+
+from stategym.domain import Domain
+from stategym.knobs import Knobs
+from stategym.task import (
+    GroundTruth,
+    SlotKind,
+    Task,
+    Value,
+    best_options,
+    priority_weights,
+)
+
+PRIORITIES = "priorities"
+FLIP = "priorities_reversed"
+"""The probe's name, stamped in the trajectory's ``meta["probe"]``."""
+
+
+def _reversed_priority(
+    priority: tuple[tuple[str, str], ...], prefs: list[str]
+) -> tuple[tuple[str, str], ...] | None:
+    """The priority edges with the chain of preferences at the bottom reversed, or ``None``
+    if the preferences are not such a chain (``p1 > p2 > ... > pk``, nothing below ``pk``,
+    only non-preferences above ``p1``)."""
+    chain = set(itertools.pairwise(prefs))
+    touching = [e for e in priority if e[0] in prefs or e[1] in prefs]
+    inner = [e for e in touching if e[0] in prefs and e[1] in prefs]
+    above = [e for e in touching if e[1] == prefs[0] and e[0] not in prefs]
+    if set(inner) != chain or len(inner) + len(above) != len(touching):
+        return None
+    kept = [e for e in priority if e not in touching]
+    flipped = prefs[::-1]
+    return (*kept, *((high, flipped[0]) for high, _ in above), *itertools.pairwise(flipped))
+
+
+def _swap(
+    value: Value | tuple[Value, ...], old: tuple[str, ...], new: tuple[str, ...]
+) -> Value | tuple[Value, ...]:
+    if value == old:
+        return new
+    if isinstance(value, str) and old and value == old[0] and new:
+        return new[0]
+    return value
+
+
+def flip_priorities(task: Task) -> Task | None:
+    """The task with its hidden preference order reversed, or ``None`` if that is no probe
+    (the order is not hidden, not a chain, or reversing it does not change the best)."""
+    try:
+        slot = task.slot(PRIORITIES)
+    except KeyError:
+        return None
+    prefs = [p for p in str(slot.value).split(">") if p]
+    if slot.kind is not SlotKind.MISSING or len(prefs) < 2:
+        return None
+    priority = _reversed_priority(task.priority, prefs)
+    if priority is None:
+        return None
+    weights = priority_weights(tuple(c.id for c in task.constraints), priority)
+    truth = task.truth
+    best = best_options(truth.satisfaction, truth.nothing_satisfies, weights)
+    if not best or set(best) == set(truth.best):
+        return None
+    calls = tuple(
+        replace(c, args={k: _swap(v, truth.best, best) for k, v in c.args.items()})
+        for c in truth.calls
+    )
+    decisions = tuple(
+        replace(d, option=best[0] if d.option is not None else None) for d in truth.decisions
+    )
+    slots = tuple(
+        replace(s, value=">".join(prefs[::-1])) if s.name == PRIORITIES else s for s in task.slots
+    )
+    new_truth = GroundTruth(
+        calls, truth.edges, decisions, truth.satisfaction, truth.nothing_satisfies, best, weights
+    )
+    return replace(task, slots=slots, priority=priority, truth=new_truth)
+
+
+def probes(
+    domain: Domain, knobs: Knobs, seeds: Iterator[int], count: int, tries: int = 40
+) -> list[tuple[Task, Task]]:
+    """Up to ``count`` (original, flipped) pairs from the seeds, looking at most ``tries``
+    seeds per pair found."""
+    pairs: list[tuple[Task, Task]] = []
+    misses = 0
+    for seed in seeds:
+        if len(pairs) >= count or misses >= tries * (len(pairs) + 1):
+            break
+        task = domain.generate(seed, knobs)
+        flipped = flip_priorities(task)
+        if flipped is None:
+            misses += 1
+            continue
+        pairs.append((task, flipped))
+    return pairs

@@ -1,0 +1,239 @@
+"""The cross-topology generalisation protocol: play an agent on every split, log everything.
+
+:func:`run_protocol` builds the splits (:mod:`stategym.topology.split`), plays the agent on
+each cell's held-out seeds (zero-shot, and k-shot when the agent is an LLM that can take
+demonstrations), plays the expert on the same tasks for reference plans, plays the
+counterfactual probes (:mod:`stategym.topology.probes`), and returns every trajectory, each
+tagged in ``meta`` with what it is for. The report (:mod:`stategym.topology.report`) is
+computed from these trajectories and the cells alone, so a saved run can be re-reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from stategym.agents import resolve
+from stategym.agents.base import AgentFactory
+from stategym.domains import get_domain
+from stategym.env import Env, cached_task
+from stategym.knobs import Knobs
+from stategym.runner import run_episode
+from stategym.task import Task
+from stategym.topology.distance import EXPANSION_BUDGET
+from stategym.topology.probes import FLIP, flip_priorities, probes
+from stategym.topology.split import Cell, Split, make_splits
+from stategym.trajectory import Trajectory
+
+EVAL_SEED = 100_000
+"""First evaluation seed: training and demonstrations use seeds below it."""
+Role = Literal["agent", "reference", "plan", "probe"]
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """What one protocol run does.
+
+    Attributes:
+        agent: agent spec (a scripted agent's name, or ``openai:MODEL`` / ``hf:PATH``).
+        train: the training domains (registered names or ``synth:<spec>``).
+        episodes: seeds per cell.
+        seed: first evaluation seed.
+        knobs: knobs of every evaluation task (probes switch dynamics off).
+        shots: in-context demonstration counts; k > 0 needs an LLM agent.
+        demos: where k-shot demonstrations come from: the training domains or the target.
+        probes: counterfactual probe pairs per domain.
+        compositions: cells in the composition split.
+        plans: expert plans per training domain for template attraction.
+        budget: edit-distance search budget.
+        options: agent options (``base_url``, ``temperature``...), passed to the resolver.
+    """
+
+    agent: str
+    train: tuple[str, ...]
+    episodes: int = 20
+    seed: int = EVAL_SEED
+    knobs: Knobs = field(default_factory=Knobs)
+    shots: tuple[int, ...] = (0,)
+    demos: Literal["train", "target"] = "train"
+    probes: int = 10
+    compositions: int = 4
+    plans: int = 8
+    budget: int = EXPANSION_BUDGET
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def llm(self) -> bool:
+        return ":" in self.agent
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProtocolConfig:
+        """The inverse of :meth:`describe` (agent options are not saved)."""
+        return cls(
+            agent=str(data["agent"]),
+            train=tuple(data["train"]),
+            episodes=int(data["episodes"]),
+            seed=int(data["seed"]),
+            knobs=Knobs.parse(str(data["knobs"])),
+            shots=tuple(int(k) for k in data["shots"]),
+            demos=data["demos"],
+            probes=int(data["probes"]),
+            compositions=int(data["compositions"]),
+            plans=int(data["plans"]),
+            budget=int(data["budget"]),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "train": list(self.train),
+            "episodes": self.episodes,
+            "seed": self.seed,
+            "knobs": self.knobs.describe(),
+            "shots": list(self.shots),
+            "demos": self.demos,
+            "probes": self.probes,
+            "compositions": self.compositions,
+            "plans": self.plans,
+            "budget": self.budget,
+        }
+
+
+def task_of(trajectory: Trajectory) -> Task:
+    """The task a protocol trajectory played (a probe's is the flipped task)."""
+    task = cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
+    if trajectory.meta.get("probe") == FLIP:
+        flipped = flip_priorities(task)
+        assert flipped is not None, "a probe trajectory's task always flips"
+        return flipped
+    return task
+
+
+def _play(
+    domain: str, make: AgentFactory, tasks: Iterable[Task], meta: dict[str, Any]
+) -> list[Trajectory]:
+    out = []
+    env: Env | None = None
+    for task in tasks:
+        if env is None or env.knobs != task.knobs:
+            env = Env(domain, knobs=task.knobs)
+        observation, _ = env.reset(options={"task": task})
+        agent = make(task)
+        env.agent = agent.name
+        while not env.done:
+            observation = env.step(agent.act(observation)).observation
+        out.append(replace(env.trajectory, meta={**meta}))
+    return out
+
+
+def _demonstrations(config: ProtocolConfig, target: str, k: int) -> str:
+    """k expert episodes (training seeds) from the training domains or the target, rendered
+    by the LLM package as chat transcripts."""
+    from stategym.llm.prompt import render_demonstrations
+
+    sources = [target] if config.demos == "target" else list(config.train)
+    trajectories, tasks = [], []
+    for i in range(k):
+        name = sources[i % len(sources)]
+        env = Env(name, knobs=config.knobs)
+        trajectories.append(run_episode(env, resolve(env.domain, "expert"), i // len(sources)))
+        tasks.append(env.task)
+    return render_demonstrations(trajectories, tasks)
+
+
+def _factory(config: ProtocolConfig, domain: str, k: int) -> AgentFactory:
+    options = dict(config.options)
+    if k:
+        options["demonstrations"] = _demonstrations(config, domain, k)
+    return resolve(get_domain(domain), config.agent, **options)
+
+
+@dataclass(frozen=True)
+class ProtocolRun:
+    """Everything a protocol run produced.
+
+    Attributes:
+        config: what was run.
+        cells: the evaluation cells with their placements.
+        trajectories: every episode, ``meta`` saying ``role`` (agent, reference, plan,
+            probe), ``split``, ``shots`` and, for probes, ``probe`` and ``pair``.
+        notes: what was skipped and why.
+    """
+
+    config: ProtocolConfig
+    cells: tuple[Cell, ...]
+    trajectories: tuple[Trajectory, ...]
+    notes: tuple[str, ...] = ()
+
+
+def run_protocol(
+    config: ProtocolConfig,
+    cells: Sequence[Cell] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ProtocolRun:
+    """Play every episode the report needs (building the splits unless ``cells`` are given,
+    so several agents can share one set of splits)."""
+    say = progress or (lambda _: None)
+    notes: list[str] = []
+    if cells is None:
+        say("building splits")
+        cells = make_splits(config.train, config.knobs, config.compositions, config.budget)
+    cells = tuple(cells)
+    seeds = range(config.seed, config.seed + config.episodes)
+    trajectories: list[Trajectory] = []
+    for name in config.train:
+        plan_tasks = [cached_task(name, s, config.knobs) for s in range(config.plans)]
+        trajectories += _play(
+            name, resolve(get_domain(name), "expert"), plan_tasks, {"role": "plan"}
+        )
+    shots = [k for k in config.shots if k == 0 or config.llm]
+    if len(shots) < len(config.shots):
+        notes.append("k-shot demonstrations need an LLM agent; scripted agents ran zero-shot only")
+    for cell in cells:
+        say(f"{cell.split}: {cell.domain}")
+        tasks = [cached_task(cell.domain, s, config.knobs) for s in seeds]
+        meta = {"split": str(cell.split), "cell": cell.domain}
+        trajectories += _play(
+            cell.domain,
+            resolve(get_domain(cell.domain), "expert"),
+            tasks,
+            {**meta, "role": "reference"},
+        )
+        for k in shots:
+            trajectories += _play(
+                cell.domain,
+                _factory(config, cell.domain, k),
+                tasks,
+                {**meta, "role": "agent", "shots": k},
+            )
+    trajectories += _probe_runs(config, cells, notes)
+    return ProtocolRun(config, cells, tuple(trajectories), tuple(notes))
+
+
+def _probe_runs(
+    config: ProtocolConfig, cells: tuple[Cell, ...], notes: list[str]
+) -> list[Trajectory]:
+    out: list[Trajectory] = []
+    missing: list[str] = []
+    # Probes run without dynamics: events are scheduled against the original priority order,
+    # so with them the flipped task would differ in more than the one hidden value.
+    knobs = replace(config.knobs, dynamics=False)
+    for name in dict.fromkeys(c.domain for c in cells):
+        pairs = probes(
+            get_domain(name), knobs, iter(range(config.seed, config.seed + 10**6)), config.probes
+        )
+        if not pairs:
+            missing.append(name)
+            continue
+        make = resolve(get_domain(name), config.agent, **dict(config.options))
+        for index, (original, flipped) in enumerate(pairs):
+            meta = {"role": "probe", "split": str(Split.PROBE), "cell": name, "pair": index}
+            out += _play(name, make, [original], {**meta, "probe": "original"})
+            out += _play(name, make, [flipped], {**meta, "probe": FLIP})
+    if missing:
+        notes.append(
+            "no counterfactual probe (no hidden priority order that changes the best "
+            f"choice) in: {', '.join(missing)}"
+        )
+    return out

@@ -1,0 +1,95 @@
+"""Synthetic domains composed from motifs, reachable as ``synth:<spec>`` (see
+:mod:`stategym.topology.motifs` for the spec language).
+
+Each spec builds a full :class:`~stategym.domain.Domain`: generated typed tools, a task
+generator with ground truth, and a generic non-privileged expert honouring
+:class:`~stategym.agents.style.Style`, so every per-domain check runs on synthetic domains too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from stategym.domain import Commitment, Domain
+from stategym.errors import UnknownDomainError
+from stategym.knobs import Knobs
+from stategym.task import Task
+from stategym.topology.motifs import Spec
+from stategym.world import World
+
+from .expert import synth_expert
+from .generator import generate
+from .surface import Surface, make_surface
+from .tools import lookup_tools, source_tools, state_tools
+from .world import SynthWorld
+
+SLOT_PHRASES: dict[str, tuple[str, ...]] = {
+    "limit": ("budget", "spend", "afford", "price limit", "maximum price", "how much", "price cap"),
+    "category": ("category", "what kind", "which kind"),
+    "level": ("grade", "level", "tier"),
+    "ref": ("reference",),
+    "tail": ("routing code", "routing"),
+    "extra": ("contact", "reach you"),
+}
+
+
+def _commitments(world: World) -> tuple[Commitment, ...]:
+    assert isinstance(world, SynthWorld)
+    return tuple(
+        Commitment(p.option, p.id) for p in world.purchases.values() if p.status == "active"
+    )
+
+
+def _new_world(task: Task) -> World:
+    return SynthWorld(task.base, task.knobs)
+
+
+def build_domain(spec: Spec) -> Domain:
+    """The domain of a spec (a new object each call; :func:`synthetic_domain` caches)."""
+    surface: Surface = make_surface(spec.surface)
+    tools = (
+        *lookup_tools(spec, surface),
+        *source_tools(spec, surface),
+        *state_tools(spec, surface),
+    )
+
+    def task(seed: int, knobs: Knobs) -> Task:
+        return generate(spec, surface, seed, knobs)
+
+    noun = surface.noun
+    return Domain(
+        name=spec.name,
+        title=f"Synthetic topology {spec.key} ({spec.motifs()} motif units)",
+        tools=tools,
+        slot_phrases=SLOT_PHRASES,
+        generate=task,
+        new_world=_new_world,
+        commitments=_commitments,
+        expert=synth_expert(spec, surface),
+        instructions=(
+            f"You are an assistant buying a {noun} for a user. Look up what the tools can "
+            "tell you, in the order their inputs require, ask the user only for what only "
+            f"they know, and buy exactly one {noun} that meets their needs, or none if "
+            "nothing does."
+        ),
+        extra={"spec": spec, "surface": surface},
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def synthetic_domain(name: str) -> Domain:
+    """The synthetic domain for ``synth:<spec>[@surface]``, built once per canonical name.
+
+    Raises:
+        UnknownDomainError: the spec does not parse.
+    """
+    try:
+        spec = Spec.parse(name)
+    except ValueError as error:
+        raise UnknownDomainError(f"bad synthetic domain {name!r}: {error}") from None
+    if spec.name != name:
+        return synthetic_domain(spec.name)
+    return build_domain(spec)
+
+
+__all__ = ["SLOT_PHRASES", "Spec", "build_domain", "synthetic_domain"]
