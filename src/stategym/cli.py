@@ -15,6 +15,12 @@ from collections.abc import Sequence
 COMMANDS = (
     "list",
     "run",
+    "eval",
+    "score",
+    "serve",
+    "model",
+    "topology",
+    "protocol",
 )
 """Modules under :mod:`stategym.commands`, in the order ``--help`` shows them."""
 

@@ -16,7 +16,9 @@ def run_episode(env: Env, make_agent: AgentFactory, seed: int) -> Trajectory:
     env.agent = agent.name
     while not env.done:
         observation = env.step(agent.act(observation)).observation
-    return env.trajectory
+    # LLM agents attach their per-round log (token usage, logprobs) to the trajectory.
+    annotate = getattr(agent, "annotate", None)
+    return annotate(env.trajectory) if annotate is not None else env.trajectory
 
 
 def run_episodes(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from stategym.trajectory import Trajectory
 
 NAME = "eval"
-HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95% intervals."
+HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."
 
 LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
 """Options passed to the agent resolver when given; scripted agents ignore them."""

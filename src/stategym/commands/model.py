@@ -1,0 +1,63 @@
+"""``stategym model``: build the tiny model (``init``) and describe a model folder (``info``)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+NAME = "model"
+HELP = "Build a tiny tool-calling model from scratch on CPU (no download), or describe one."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.llm.tiny import TinyConfig
+
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    init = sub.add_parser(
+        "init",
+        help="tokenizer + small Qwen2/Llama + SFT warm-up on expert episodes",
+        description=TinyConfig.__doc__,
+    )
+    init.add_argument("--out", type=Path, required=True, help="directory to write the model to")
+    defaults = TinyConfig()
+    for field in fields(TinyConfig):
+        default = getattr(defaults, field.name)
+        option = "--" + field.name.replace("_", "-")
+        if field.name == "arch":
+            init.add_argument(
+                option,
+                choices=("qwen2", "llama"),
+                default=default,
+                help="architecture (default: %(default)s)",
+            )
+        else:
+            init.add_argument(
+                option, type=type(default), default=default, help="(default: %(default)s)"
+            )
+    info = sub.add_parser("info", help="print the recipe record of a model folder")
+    info.add_argument("path", type=Path)
+
+
+def main(args: argparse.Namespace) -> int:
+    import json
+
+    from stategym.llm.tiny import RECIPE_FILE, TinyConfig, init_model
+
+    if args.action == "info":
+        record = args.path / RECIPE_FILE
+        if not record.exists():
+            print(f"{args.path} has no {RECIPE_FILE}: not made by `stategym model init`")
+            return 1
+        print(record.read_text(), end="")
+        return 0
+    values: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(TinyConfig)}
+    out = init_model(args.out, TinyConfig(**values))
+    meta = json.loads((out / RECIPE_FILE).read_text())
+    warm = meta["warm_up"]
+    print(
+        f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, "
+        f"loss {warm['first_loss']:.3f} -> {warm['final_loss']:.3f}, {meta['seconds']:.0f} s"
+    )
+    return 0

@@ -1,0 +1,169 @@
+"""LLM agents: OpenAI-compatible endpoints and local Hugging Face models.
+
+Nothing here is imported by ``import stategym``: the environment never pays for LLM client
+libraries. :func:`agent_factory` is what :func:`stategym.agents.resolve` calls for
+``openai:MODEL`` and ``hf:PATH`` specs; :func:`stategym.llm.runner.run_many` plays many such
+episodes concurrently. See ``docs/llm.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stategym.domain import Domain
+from stategym.knobs import Knobs
+from stategym.llm.agent import Backend, ChatAgent
+from stategym.llm.prompt import PROMPT_VERSION, render_demonstrations
+from stategym.task import Task
+
+RUNNER_OPTIONS = frozenset({"concurrency", "samples"})
+"""Options that configure the runner, not the agent; accepted here and ignored."""
+DEMONSTRATION_SEED = 2_000_000
+"""First seed of the expert episodes ``demonstrations=k`` renders (far from evaluation seeds)."""
+
+
+class LLMAgentFactory:
+    """Builds one :class:`ChatAgent` per episode, all sharing one backend.
+
+    Calling it with a task (and ``sample=i`` for the i-th sample of that task) gives the
+    episode's agent; it is an :data:`~stategym.agents.base.AgentFactory`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        backend: Backend,
+        domain: Domain,
+        *,
+        demonstrations: str | int = "",
+        seed: int = 0,
+    ) -> None:
+        self.name = name
+        self.backend = backend
+        self.domain = domain
+        self.seed = seed
+        self._demonstrations = demonstrations
+        self._rendered: dict[Knobs, str] = {}
+
+    def __call__(self, task: Task, sample: int = 0) -> ChatAgent:
+        return ChatAgent(
+            self.name,
+            self.backend,
+            self.domain,
+            task,
+            demonstrations=self.demonstrations(task.knobs),
+            sample=sample,
+            seed=self.seed,
+        )
+
+    async def aclose(self) -> None:
+        """Release the backend's connections for the running event loop."""
+        close = getattr(self.backend, "aclose", None)
+        if close is not None:
+            await close()
+
+    def demonstrations(self, knobs: Knobs) -> str:
+        """The demonstration block for tasks with these knobs."""
+        if isinstance(self._demonstrations, str):
+            return self._demonstrations
+        if knobs not in self._rendered:
+            self._rendered[knobs] = expert_demonstrations(self.domain, self._demonstrations, knobs)
+        return self._rendered[knobs]
+
+
+def expert_demonstrations(
+    domain: Domain, k: int, knobs: Knobs, first_seed: int = DEMONSTRATION_SEED
+) -> str:
+    """``k`` expert episodes on seeds from ``first_seed``, rendered for the system prompt."""
+    from stategym.agents import scripted
+    from stategym.env import Env
+    from stategym.runner import run_episode
+
+    env = Env(domain, knobs=knobs)
+    expert = scripted(domain, "expert")
+    trajectories, tasks = [], []
+    for seed in range(first_seed, first_seed + k):
+        trajectories.append(run_episode(env, expert, seed))
+        tasks.append(env.task)
+    return render_demonstrations(trajectories, tasks)
+
+
+def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLMAgentFactory:
+    """The factory for an LLM agent spec ``KIND:TARGET``.
+
+    Args:
+        kind: ``openai`` (any OpenAI-compatible endpoint; ``target`` is the model name) or
+            ``hf`` (a local Hugging Face model; ``target`` is its directory).
+        target: model name or path.
+        domain: the domain the agent plays.
+        **options: ``openai``: ``base_url``, ``api_key``, ``temperature``, ``top_p``,
+            ``max_tokens``, ``seed``, ``logprobs``, ``token_ids``, ``timeout``, ``retries``,
+            ``backoff``, ``extra_body``, ``client`` (a ready ``AsyncOpenAI``). ``hf``:
+            ``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``device``, ``threads``,
+            ``prompt_ids``. Both: ``demonstrations`` (a rendered block, or a number k of
+            expert episodes). ``None`` values mean "default"; ``concurrency`` and
+            ``samples`` belong to the runner and are ignored.
+
+    Raises:
+        KeyError: unknown kind.
+        TypeError: an option this kind does not take.
+    """
+    given = {k: v for k, v in options.items() if v is not None and k not in RUNNER_OPTIONS}
+    demonstrations = given.pop("demonstrations", "")
+    seed = int(given.get("seed") or 0)
+    if kind == "openai":
+        backend: Backend = _openai_backend(target, given)
+        name = f"openai:{target}"
+    elif kind == "hf":
+        backend = _hf_backend(target, given)
+        name = f"hf:{Path(target).name}"
+    else:
+        raise KeyError(f"unknown LLM agent kind {kind!r}; use openai:MODEL or hf:PATH")
+    return LLMAgentFactory(name, backend, domain, demonstrations=demonstrations, seed=seed)
+
+
+def _openai_backend(model: str, options: dict[str, Any]) -> Backend:
+    from dataclasses import fields
+
+    from stategym.llm.openai_agent import OpenAIBackend, Settings
+
+    client = options.pop("client", None)
+    api_key = options.pop("api_key", None)
+    _check(options, {f.name for f in fields(Settings)} - {"model"}, "openai")
+    return OpenAIBackend(Settings(model=model, **options), client=client, api_key=api_key)
+
+
+def _hf_backend(path: str, options: dict[str, Any]) -> Backend:
+    from stategym.llm.hf_agent import HFBackend
+    from stategym.llm.local import LocalModel, Sampling
+
+    _check(
+        options,
+        {"temperature", "top_p", "max_tokens", "seed", "device", "threads", "prompt_ids"},
+        "hf",
+    )
+    model = LocalModel(path, device=options.get("device", "cpu"), threads=options.get("threads"))
+    sampling = Sampling(
+        **{k: options[k] for k in ("temperature", "top_p", "max_tokens") if k in options}
+    )
+    return HFBackend(model, sampling, prompt_ids=bool(options.get("prompt_ids", False)))
+
+
+def _check(options: dict[str, Any], allowed: set[str], kind: str) -> None:
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(
+            f"{kind} agents take no option {', '.join(unknown)}; "
+            f"options: {', '.join(sorted(allowed))}"
+        )
+
+
+__all__ = [
+    "PROMPT_VERSION",
+    "ChatAgent",
+    "LLMAgentFactory",
+    "agent_factory",
+    "expert_demonstrations",
+    "render_demonstrations",
+]

@@ -1,0 +1,223 @@
+"""A local Hugging Face causal LM behind one call: chat messages and tools in, text out.
+
+Shared by the local agent (``hf:PATH``) and ``stategym serve``. The model's own chat template
+renders the conversation and the tools, so any chat model whose template takes ``tools``
+works. Decoding is a plain loop over the key/value cache with a private random generator:
+the same seed gives the same tokens, and the log-probability of every sampled token comes
+out as a by-product (what RL trainers need), with no global random state touched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+
+if TYPE_CHECKING:
+    import torch
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How to pick tokens.
+
+    Attributes:
+        temperature: 0 picks the most likely token (greedy); above 0 samples.
+        top_p: nucleus sampling mass (1: the whole distribution).
+        max_tokens: most new tokens per reply.
+        seed: seed of this reply's random generator (``None``: 0).
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One reply of the model.
+
+    Attributes:
+        text: the decoded reply, without the end-of-turn token.
+        prompt_ids: the rendered prompt's token ids.
+        completion_ids: the generated token ids (the end-of-turn token included, if reached).
+        logprobs: log-probability of each generated token under the sampling distribution's
+            source (the model's softmax at temperature 1, as trainers expect).
+        finish_reason: ``stop`` (end of turn) or ``length`` (``max_tokens`` reached).
+        seconds: wall time of rendering and decoding.
+    """
+
+    text: str
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    finish_reason: Literal["stop", "length"]
+    seconds: float
+
+
+class LocalModel:
+    """A causal LM and its tokenizer loaded from a local directory (never from a hub).
+
+    Args:
+        path: a directory written by ``save_pretrained`` (``stategym model init`` makes one).
+        device: torch device.
+        threads: torch intra-op threads (``None``: torch's default).
+    """
+
+    def __init__(
+        self, path: str | Path, *, device: str = "cpu", threads: int | None = None
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise FileNotFoundError(f"no model directory at {self.path}")
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+        model: Any = AutoModelForCausalLM.from_pretrained(self.path, local_files_only=True)
+        self.model = model.to(device).eval()  # Any: transformers types ``to`` too narrowly
+        self.device = device
+        self.name = self.path.name
+        self._stops = _stop_ids(self.tokenizer, self.model)
+        template = str(self.tokenizer.chat_template or "")
+        # Templates written for HF tool use expect arguments as objects; ours (and Qwen's)
+        # print strings verbatim, which keeps the exact text the model was trained on.
+        self._arguments_as_text = "is string" in template
+        self._lock = threading.Lock()  # one decode at a time: the model is not re-entrant
+        # transformers renamed ``past_key_values`` to ``cache`` (5.x); take either.
+        forward = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+
+    @property
+    def context(self) -> int:
+        """The most tokens (prompt and reply) the model accepts."""
+        return int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
+        """The prompt's token ids, with the template's generation prompt appended."""
+        encoded: Any = self.tokenizer.apply_chat_template(
+            [self._prepare(m) for m in messages],
+            tools=list(tools) or None,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )
+        return list(encoded["input_ids"])
+
+    def _prepare(self, message: Message) -> Message:
+        """Template-friendly copy: text content, arguments as the template expects them."""
+        prepared = dict(message)
+        content = prepared.get("content")
+        if isinstance(content, list):  # OpenAI content parts: keep the text parts
+            prepared["content"] = "".join(
+                str(p.get("text", "")) for p in content if isinstance(p, dict)
+            )
+        elif content is None:
+            prepared["content"] = ""
+        if prepared.get("tool_calls") and not self._arguments_as_text:
+            prepared["tool_calls"] = [_arguments_object(call) for call in prepared["tool_calls"]]
+        return prepared
+
+    def generate(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        """Reply to a conversation.
+
+        Raises:
+            ContextLengthError: the prompt leaves no room for a reply in the model's context.
+        """
+        started = time.perf_counter()
+        prompt = self.render(messages, tools)
+        budget = min(sampling.max_tokens, self.context - len(prompt))
+        if budget <= 0:
+            raise ContextLengthError(
+                f"the prompt has {len(prompt)} tokens; the model takes {self.context}"
+            )
+        with self._lock:
+            ids, logprobs, stopped = self._decode(prompt, budget, sampling)
+        text_ids = ids[:-1] if stopped else ids
+        text = str(self.tokenizer.decode(text_ids, skip_special_tokens=False))
+        return Generation(
+            text,
+            tuple(prompt),
+            tuple(ids),
+            tuple(logprobs),
+            "stop" if stopped else "length",
+            time.perf_counter() - started,
+        )
+
+    def _decode(
+        self, prompt: list[int], budget: int, sampling: Sampling
+    ) -> tuple[list[int], list[float], bool]:
+        import torch
+
+        generator = torch.Generator(device=self.device).manual_seed(sampling.seed or 0)
+        ids: list[int] = []
+        logprobs: list[float] = []
+        with torch.inference_mode():
+            inputs = torch.tensor([prompt], device=self.device)
+            cache = None
+            for _ in range(budget):
+                out = self.model(input_ids=inputs, use_cache=True, **{self._cache_arg: cache})
+                cache = out[self._cache_arg]
+                logits = out.logits[0, -1].float()
+                token = _pick(logits, sampling, generator)
+                ids.append(token)
+                logprobs.append(float(torch.log_softmax(logits, -1)[token]))
+                if token in self._stops:
+                    return ids, logprobs, True
+                inputs = torch.tensor([[token]], device=self.device)
+        return ids, logprobs, False
+
+
+class ContextLengthError(ValueError):
+    """The conversation no longer fits in the model's context."""
+
+
+def _pick(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> int:
+    import torch
+
+    if sampling.temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits / sampling.temperature, -1)
+    if sampling.top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(sorted_probs, -1) - sorted_probs < sampling.top_p
+        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def _stop_ids(tokenizer: Any, model: Any) -> frozenset[int]:
+    """End-of-turn tokens: the tokenizer's eos and the generation config's."""
+    stops: set[int] = set()
+    for source in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+        if isinstance(source, int):
+            stops.add(source)
+        elif isinstance(source, list):
+            stops.update(int(s) for s in source)
+    return frozenset(stops)
+
+
+def _arguments_object(call: Any) -> Any:
+    """A tool call whose JSON-text arguments are decoded (left as text if not JSON)."""
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return call
+    arguments = call["function"].get("arguments")
+    if isinstance(arguments, str):
+        try:
+            decoded = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return call
+        return {**call, "function": {**call["function"], "arguments": decoded}}
+    return call

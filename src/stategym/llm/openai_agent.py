@@ -1,0 +1,236 @@
+"""The OpenAI-compatible agent (``openai:MODEL``): any chat-completions endpoint.
+
+vLLM, SGLang, Ollama, ``stategym serve`` and hosted APIs all speak this protocol. Tools go as
+function schemas, the reply's ``tool_calls`` are one parallel round and plain ``content``
+goes to the simulated user. Transient failures (timeouts, connection errors, 408/409/429 and
+5xx answers) are retried with exponential backoff; a request rejected because the
+conversation outgrew the model's context ends the episode (:class:`AgentStopped`); any other
+error stops the run, since it would fail every episode the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from stategym.llm.agent import AgentStopped, Reply, Turn
+from stategym.llm.prompt import Message
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How to reach the endpoint and sample from it (``None``: the server's default)."""
+
+    model: str
+    """Model name the server knows."""
+    base_url: str | None = None
+    """Endpoint, e.g. ``http://127.0.0.1:8000/v1``; ``None``: ``OPENAI_BASE_URL`` or OpenAI."""
+    temperature: float | None = None
+    """Sampling temperature."""
+    top_p: float | None = None
+    """Nucleus sampling mass."""
+    max_tokens: int | None = None
+    """Most tokens per reply."""
+    seed: int | None = None
+    """Base sampling seed; each request gets one derived from (seed, task, sample, round)."""
+    logprobs: bool = False
+    """Ask for the log-probability of every generated token."""
+    token_ids: bool = False
+    """Ask for token ids (vLLM's and ``stategym serve``'s ``return_token_ids``)."""
+    timeout: float = 120.0
+    """Seconds before one request times out (and is retried)."""
+    retries: int = 4
+    """Retries of a request after a transient failure."""
+    backoff: float = 1.0
+    """First retry delay in seconds; doubles on each retry, capped at 30 s."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    """Server-specific request fields (e.g. vLLM's ``top_k``)."""
+
+
+class OpenAIBackend:
+    """Replies from a chat-completions endpoint through the official ``openai`` client.
+
+    Args:
+        settings: endpoint and sampling.
+        client: a ready ``AsyncOpenAI`` client (the test seam: give it a mock transport);
+            by default one is made per event loop, with the client's own retries off.
+        api_key: key for the endpoint; default ``OPENAI_API_KEY``, else ``"EMPTY"`` (what
+            local servers accept).
+    """
+
+    def __init__(
+        self, settings: Settings, *, client: AsyncOpenAI | None = None, api_key: str | None = None
+    ) -> None:
+        self.settings = settings
+        self._client = client
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def describe(self) -> dict[str, Any]:
+        sampling = {
+            k: v
+            for k, v in asdict(self.settings).items()
+            if k in ("temperature", "top_p", "max_tokens") and v is not None
+        }
+        return {
+            "backend": "openai",
+            "model": self.settings.model,
+            "base_url": self.settings.base_url,
+            "sampling": sampling,
+        }
+
+    def _new_client(self) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(
+            base_url=self.settings.base_url,
+            api_key=self._api_key,
+            timeout=self.settings.timeout,
+            max_retries=0,
+        )
+
+    def _client_here(self) -> AsyncOpenAI:
+        """The client for the running event loop (connections belong to one loop)."""
+        if self._client is not None:
+            return self._client
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._new_client()
+        return client
+
+    async def aclose(self) -> None:
+        """Close the client this backend made for the running loop (if any)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    def complete_sync(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
+    ) -> Reply:
+        async def once() -> Reply:
+            if self._client is not None:
+                return await self._complete(self._client, messages, tools, turn)
+            async with self._new_client() as client:
+                return await self._complete(client, messages, tools, turn)
+
+        return asyncio.run(once())
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
+    ) -> Reply:
+        return await self._complete(self._client_here(), messages, tools, turn)
+
+    async def _complete(
+        self,
+        client: AsyncOpenAI,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        turn: Turn,
+    ) -> Reply:
+        import openai
+
+        request = self._request(messages, tools, turn)
+        for attempt in range(self.settings.retries + 1):
+            try:
+                response = await client.chat.completions.create(**request)
+                return _reply(response.model_dump(exclude_unset=True))
+            except openai.BadRequestError as error:
+                if any(word in str(error).lower() for word in _CONTEXT_WORDS):
+                    raise AgentStopped(f"context_length: {error}") from None
+                raise
+            except openai.APIError as error:
+                if not _transient(error) or attempt == self.settings.retries:
+                    raise
+            await asyncio.sleep(min(30.0, self.settings.backoff * 2**attempt))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
+    ) -> dict[str, Any]:
+        s = self.settings
+        request: dict[str, Any] = {
+            "model": s.model,
+            "messages": list(messages),
+            "tools": list(tools),
+            "timeout": s.timeout,
+        }
+        for name in ("temperature", "top_p", "max_tokens"):
+            if getattr(s, name) is not None:
+                request[name] = getattr(s, name)
+        if s.seed is not None:
+            request["seed"] = turn.seed  # derived from (s.seed, task, sample, round)
+        if s.logprobs:
+            request["logprobs"] = True
+        extra = dict(s.extra_body)
+        if s.token_ids:
+            extra["return_token_ids"] = True
+        if extra:
+            request["extra_body"] = extra
+        return request
+
+
+def _transient(error: Exception) -> bool:
+    import openai
+
+    if isinstance(error, openai.APIConnectionError):  # includes timeouts
+        return True
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code in _TRANSIENT_STATUS or error.status_code >= 500
+    return False
+
+
+def _reply(response: dict[str, Any]) -> Reply:
+    """The assistant message and the round's log from a chat-completion response."""
+    choice = (response.get("choices") or [{}])[0]
+    raw = choice.get("message") or {}
+    message: Message = {"role": "assistant", "content": raw.get("content")}
+    calls = [
+        {
+            "id": c.get("id") or "",
+            "type": "function",
+            "function": {
+                "name": (c.get("function") or {}).get("name", ""),
+                "arguments": (c.get("function") or {}).get("arguments", ""),
+            },
+        }
+        for c in raw.get("tool_calls") or []
+    ]
+    if calls:
+        message["tool_calls"] = calls
+    meta: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
+    usage = response.get("usage") or {}
+    meta["usage"] = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
+    if raw.get("refusal"):
+        meta["refusal"] = raw["refusal"]
+    logprobs = (choice.get("logprobs") or {}).get("content")
+    if logprobs:
+        meta["logprobs"] = [item.get("logprob") for item in logprobs]
+        meta["tokens"] = [item.get("token") for item in logprobs]
+    if choice.get("token_ids") is not None:
+        meta["completion_token_ids"] = list(choice["token_ids"])
+    if response.get("prompt_token_ids") is not None:
+        meta["prompt_token_ids"] = list(response["prompt_token_ids"])
+    extension = choice.get("stategym") or {}
+    errors = tuple(str(e) for e in extension.get("format_errors") or ())
+    if errors:
+        meta["format_errors"] = list(errors)
+    return Reply(message, meta, errors)

@@ -1,0 +1,173 @@
+"""Tool calls from generated text: the Hermes/Qwen ``<tool_call>{json}</tool_call>`` form and
+plain JSON.
+
+Parsing never raises. What can be read is turned into calls; what cannot is passed through as
+the raw argument text (or an empty tool name) so the *environment* reports it as a format
+error (``malformed_json``, ``unknown_tool``) in the round where it happened. Malformations that
+are tolerated, because the intent is unambiguous (a missing closing tag, Python-style literals
+or a trailing comma in the JSON), still count: they are listed in :attr:`Parsed.errors`, and
+the runner adds them to the round's ``format_errors``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json|tool_call)?\s*(.*?)\s*```$", re.DOTALL)
+_NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']*)["']""")
+_ARGUMENTS = re.compile(r"""["'](?:arguments|parameters)["']\s*:\s*(.*?)\s*\}?\s*$""", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_LITERALS = {"true": "True", "false": "False", "null": "None"}
+_BARE_LITERAL = re.compile(r"\b(true|false|null)\b")
+
+UNCLOSED = "unclosed_tool_call"
+"""Format-error kind: a ``<tool_call>`` without its ``</tool_call>``."""
+REPAIRED = "repaired_json"
+"""Format-error kind: JSON that needed repair (Python literals, quotes, trailing commas)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """One call read from text.
+
+    Attributes:
+        name: the tool name, or ``""`` when none could be read.
+        arguments: JSON text of the arguments; left raw (invalid) when it could not be read.
+    """
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """An assistant message read from generated text.
+
+    Attributes:
+        content: text outside tool calls (narration, or the message to the user).
+        calls: the tool calls, in order.
+        errors: tolerated malformations, as format-error kinds.
+    """
+
+    content: str | None
+    calls: tuple[ParsedCall, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def to_message(self, id_prefix: str = "call") -> dict[str, Any]:
+        """The OpenAI assistant message; call ids are ``<id_prefix>_<index>``."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"{id_prefix}_{index}",
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for index, c in enumerate(self.calls)
+            ]
+        return message
+
+
+def parse(text: str) -> Parsed:
+    """Read an assistant message from generated text.
+
+    Examples:
+        >>> parse('<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>').calls
+        (ParsedCall(name='get_profile', arguments='{}'),)
+        >>> parse("What is your budget?").content
+        'What is your budget?'
+    """
+    text = _THINK.sub("", text)
+    if OPEN in text:
+        return _tagged(text)
+    stripped = _unfence(text.strip())
+    if stripped[:1] in ("{", "["):
+        calls, errors = _plain_json(stripped)
+        if calls:
+            return Parsed(None, calls, errors)
+    content = text.strip()
+    return Parsed(content or None)
+
+
+def _tagged(text: str) -> Parsed:
+    head = text[: text.index(OPEN)].strip()
+    calls: list[ParsedCall] = []
+    errors: list[str] = []
+    for match in _CALL.finditer(text):
+        if not text.startswith(CLOSE, match.end(1)):
+            errors.append(UNCLOSED)
+        call, repaired = _call(_unfence(match.group(1).strip()))
+        calls.append(call)
+        if repaired:
+            errors.append(REPAIRED)
+    return Parsed(head or None, tuple(calls), tuple(errors))
+
+
+def _plain_json(text: str) -> tuple[tuple[ParsedCall, ...], tuple[str, ...]]:
+    """Calls from a bare JSON object or list of objects; none if it does not look like calls."""
+    value, repaired = _decode(text)
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(i, dict) and _name_of(i) is not None for i in items):
+        return (), ()
+    calls = tuple(_from_object(item) for item in items)
+    return calls, (REPAIRED,) if repaired else ()
+
+
+def _call(body: str) -> tuple[ParsedCall, bool]:
+    value, repaired = _decode(body)
+    if isinstance(value, dict):
+        return _from_object(value), repaired
+    name = _NAME.search(body)
+    arguments = _ARGUMENTS.search(body)
+    raw = arguments.group(1).strip() if arguments else body
+    return ParsedCall(name.group(1) if name else "", raw), False
+
+
+def _from_object(item: dict[str, Any]) -> ParsedCall:
+    name = _name_of(item)
+    function = item.get("function")
+    source = function if isinstance(function, dict) else item
+    arguments = source.get("arguments", source.get("parameters", {}))
+    if not isinstance(arguments, str):
+        arguments = orjson.dumps(arguments).decode()
+    return ParsedCall(name if isinstance(name, str) else "", arguments)
+
+
+def _name_of(item: dict[str, Any]) -> str | None:
+    function = item.get("function")
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
+        return str(function["name"])
+    name = item.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _decode(text: str) -> tuple[Any, bool]:
+    """Decode JSON; else a repaired reading (Python literals, trailing commas), flagged."""
+    try:
+        return orjson.loads(text), False
+    except orjson.JSONDecodeError:
+        pass
+    candidate = _TRAILING_COMMA.sub(r"\1", text)
+    candidate = _BARE_LITERAL.sub(lambda m: _LITERALS[m.group(1)], candidate)
+    try:
+        value = ast.literal_eval(candidate)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None, False
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return None, False
+    return value, True
+
+
+def _unfence(text: str) -> str:
+    match = _FENCE.match(text)
+    return match.group(1) if match else text

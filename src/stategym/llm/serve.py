@@ -1,0 +1,222 @@
+"""``stategym serve``: an OpenAI-compatible chat-completions server over a local model.
+
+``POST /v1/chat/completions`` takes ``messages``, ``tools`` and the usual sampling fields and
+answers with ``tool_calls`` parsed from the model's text, so any OpenAI-compatible harness
+(and :mod:`stategym.llm.openai_agent`) can evaluate a model trained here. Like vLLM it returns
+``prompt_token_ids`` and each choice's ``token_ids`` when the request sets
+``return_token_ids``, and per-token ``logprobs`` when asked. Each choice also carries
+``stategym.format_errors``: malformations the parser tolerated. Streaming is not supported.
+Binds to 127.0.0.1 unless told otherwise; there is no authentication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+from stategym.llm.local import ContextLengthError, LocalModel, Sampling
+from stategym.llm.parse import parse
+
+if TYPE_CHECKING:
+    import uvicorn
+    from fastapi import FastAPI
+
+DEFAULT_MAX_TOKENS = 256
+
+
+class ChatRequest(pydantic.BaseModel):
+    """The fields of a chat-completions request this server reads (others are ignored)."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    model: str = ""
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    temperature: float = pydantic.Field(1.0, ge=0.0, le=2.0)
+    top_p: float = pydantic.Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int | None = pydantic.Field(None, ge=1)
+    max_completion_tokens: int | None = pydantic.Field(None, ge=1)
+    n: int = pydantic.Field(1, ge=1, le=16)
+    seed: int | None = None
+    logprobs: bool = False
+    stream: bool = False
+    return_token_ids: bool = False
+
+
+def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
+    """The FastAPI application serving ``model`` under ``name`` (default: its folder name)."""
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    served = name or model.name
+    counter = itertools.count()
+    app = FastAPI(title="stategym serve")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        return _error(400, f"invalid request: {error.errors()}", "invalid_request_error")
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{"id": served, "object": "model", "created": 0, "owned_by": "stategym"}],
+        }
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat(body: ChatRequest) -> dict[str, Any] | JSONResponse:
+        if body.stream:
+            return _error(400, "streaming is not supported", "invalid_request_error")
+        number = next(counter)
+        try:
+            return await asyncio.to_thread(_complete, model, body, served, number)
+        except ContextLengthError as error:
+            return _error(
+                400,
+                f"This model's maximum context length is {model.context} tokens: {error}",
+                "invalid_request_error",
+                "context_length_exceeded",
+            )
+
+    return app
+
+
+def _complete(model: LocalModel, body: ChatRequest, served: str, number: int) -> dict[str, Any]:
+    """One chat completion (``n`` choices) as the OpenAI response object."""
+    base = Sampling(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_tokens=body.max_completion_tokens or body.max_tokens or DEFAULT_MAX_TOKENS,
+    )
+    seed = body.seed if body.seed is not None else number
+    assistants = sum(1 for m in body.messages if m.get("role") == "assistant")
+    choices = []
+    prompt_ids: tuple[int, ...] = ()
+    completion_tokens = 0
+    for index in range(body.n):
+        generation = model.generate(
+            body.messages, body.tools or [], replace(base, seed=seed + index)
+        )
+        prompt_ids = generation.prompt_ids
+        completion_tokens += len(generation.completion_ids)
+        parsed = parse(generation.text)
+        message = parsed.to_message(f"call_{assistants}")
+        finish: str = generation.finish_reason
+        if finish == "stop" and parsed.calls:
+            finish = "tool_calls"
+        choice: dict[str, Any] = {
+            "index": index,
+            "message": message,
+            "finish_reason": finish,
+            "logprobs": None,
+            "stategym": {"format_errors": list(parsed.errors)},
+        }
+        if body.logprobs:
+            choice["logprobs"] = {
+                "content": [
+                    {
+                        "token": model.tokenizer.convert_ids_to_tokens(token),
+                        "logprob": logprob,
+                        "bytes": None,
+                        "top_logprobs": [],
+                    }
+                    for token, logprob in zip(
+                        generation.completion_ids, generation.logprobs, strict=True
+                    )
+                ]
+            }
+        if body.return_token_ids:
+            choice["token_ids"] = list(generation.completion_ids)
+        choices.append(choice)
+    response: dict[str, Any] = {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": served,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(prompt_ids) + completion_tokens,
+        },
+    }
+    if body.return_token_ids:
+        response["prompt_token_ids"] = list(prompt_ids)
+    return response
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> Any:
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": None, "code": code}},
+        status_code=status,
+    )
+
+
+class BackgroundServer:
+    """``stategym serve`` in a thread of this process (tests, notebooks, benchmarks).
+
+    Example:
+        >>> with BackgroundServer(LocalModel("models/tiny")) as server:  # doctest: +SKIP
+        ...     print(server.base_url)
+        http://127.0.0.1:53124/v1
+    """
+
+    def __init__(
+        self, model: LocalModel, *, host: str = "127.0.0.1", port: int = 0, name: str | None = None
+    ) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(
+            create_app(model, name=name), host=host, port=port, log_level="warning", lifespan="off"
+        )
+        self._server: uvicorn.Server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="stategym-serve", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.servers[0].sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self, timeout: float = 30.0) -> BackgroundServer:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_server(
+    model: LocalModel, *, host: str = "127.0.0.1", port: int = 8000, name: str | None = None
+) -> None:
+    """Serve in the foreground until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(model, name=name), host=host, port=port, log_level="info")
+
+
+__all__ = ["BackgroundServer", "ChatRequest", "create_app", "run_server"]

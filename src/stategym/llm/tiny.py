@@ -1,0 +1,333 @@
+"""The tiny model recipe: a small causal LM that really emits tool calls, built with no download.
+
+``stategym model init --out models/tiny`` runs :func:`init_model`:
+
+1. play the domain's expert on training seeds (far from the seeds anyone evaluates on) and
+   rebuild each episode as a chat (:func:`stategym.llm.prompt.transcript`);
+2. train a byte-level BPE tokenizer on that text with ``tokenizers`` and give it a ChatML
+   chat template that takes ``tools`` and writes calls as ``<tool_call>{json}</tool_call>``;
+3. build a Qwen2 or Llama model from a small config with ``transformers`` (random weights);
+4. warm it up with supervised learning on the expert chats (loss on assistant turns only).
+
+From scratch and in a few CPU minutes such a model learns the protocol (when to ask, which
+tools to call together, the call syntax), not the content (copying flight ids, comparing
+prices): it is a test fixture and a starting point, not a good agent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from stategym.knobs import Knobs
+from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+RECIPE_FILE = "stategym_model.json"
+"""Written next to the weights: the recipe config, prompt version and training record."""
+
+SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+CALL_TAGS = ("<tool_call>", "</tool_call>")
+
+CHAT_TEMPLATE = """\
+{%- macro tool_lines() -%}
+# Tools
+{% for tool in tools %}{{ tool.function.name }}(
+{{- tool.function.parameters.properties | join(', ') }})
+{% endfor %}
+{%- endmacro -%}
+{%- if tools and (messages | length == 0 or messages[0].role != 'system') -%}
+{{ '<|im_start|>system\\n' + tool_lines() + '<|im_end|>\\n' }}
+{%- endif -%}
+{%- for message in messages -%}
+{%- if message.role == 'system' -%}
+{{ '<|im_start|>system\\n' + message.content + '\\n' }}
+{%- if tools %}{{ tool_lines() }}{% endif %}
+{{- '<|im_end|>\\n' }}
+{%- elif message.role == 'assistant' -%}
+{{ '<|im_start|>assistant\\n' }}
+{%- generation -%}
+{%- if message.content %}{{ message.content }}{% endif -%}
+{%- for call in message.tool_calls or [] -%}
+{{ '<tool_call>{"name": "' + call.function.name + '", "arguments": ' }}
+{%- if call.function.arguments is string %}{{ call.function.arguments }}
+{%- else %}{{ call.function.arguments | tojson }}{% endif %}
+{{- '}</tool_call>' }}
+{%- endfor -%}
+{{ '<|im_end|>' }}
+{%- endgeneration -%}
+{{ '\\n' }}
+{%- else -%}
+{{ '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif -%}
+"""
+"""ChatML with tools listed by signature (names and argument names: the long schemas would
+cost the tiny model most of its context) and Hermes-style calls."""
+
+
+@dataclass(frozen=True, slots=True)
+class TinyConfig:
+    """The recipe's settings (the defaults build in about a minute on two cores)."""
+
+    arch: Literal["qwen2", "llama"] = "qwen2"
+    """Model architecture."""
+    domain: str = "travel"
+    """Domain whose expert episodes the tokenizer and the warm-up use."""
+    episodes: int = 400
+    """Expert episodes to learn from."""
+    first_seed: int = 1_000_000
+    """First training seed; evaluation conventionally uses seeds from 0, far below this."""
+    knobs: str = "default"
+    """Knobs of the training tasks (``Knobs.parse`` syntax)."""
+    vocab_size: int = 1024
+    """Tokenizer vocabulary, special tokens included."""
+    hidden_size: int = 128
+    """Width of the model."""
+    layers: int = 2
+    """Transformer blocks."""
+    heads: int = 4
+    """Attention heads."""
+    kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = 384
+    """Width of each MLP."""
+    max_positions: int = 8192
+    """Context the model accepts (rotary positions; training sees at most ``max_length``)."""
+    max_length: int = 1536
+    """Training sequences are cut to this many tokens."""
+    steps: int = 240
+    """Optimiser steps of the warm-up."""
+    batch_size: int = 8
+    """Sequences per step."""
+    lr: float = 3e-3
+    """Peak learning rate (linear warm-up for 10% of steps, then cosine decay)."""
+    seed: int = 0
+    """Seed of weight initialisation and batch order."""
+    threads: int = 1
+    """Torch CPU threads while training (0: torch's default). The matrices are too small to
+    split well: on a shared 2-core machine one thread trains faster than two."""
+
+
+def expert_chats(config: TinyConfig) -> list[tuple[list[Message], list[dict[str, Any]]]]:
+    """The expert's episodes on the training seeds, as (messages, tools) chats."""
+    from stategym.agents import scripted
+    from stategym.env import Env
+    from stategym.runner import run_episode
+
+    env = Env(config.domain, knobs=Knobs.parse(config.knobs))
+    expert = scripted(env.domain, "expert")
+    chats = []
+    for seed in range(config.first_seed, config.first_seed + config.episodes):
+        trajectory = run_episode(env, expert, seed)
+        task = env.task
+        messages = first_messages(env.domain, task)[:1] + transcript(trajectory, task)
+        chats.append((messages, list(env.tool_schemas)))
+    return chats
+
+
+def train_tokenizer(
+    chats: Sequence[tuple[list[Message], list[dict[str, Any]]]], vocab_size: int
+) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained on the chats, with the chat template attached."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(CALL_TAGS),
+        special_tokens=list(SPECIAL),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_texts(chats), trainer=trainer)
+    bpe.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in CALL_TAGS])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+        model_max_length=1_000_000,
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def _texts(chats: Sequence[tuple[list[Message], list[dict[str, Any]]]]) -> list[str]:
+    """Every string the template will show: contents, tool names, calls as written."""
+    texts: list[str] = []
+    for messages, tools in chats:
+        texts.extend(str(t["function"]["name"]) for t in tools)
+        for message in messages:
+            if message.get("content"):
+                texts.append(str(message["content"]))
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                texts.append(
+                    f'{CALL_TAGS[0]}{{"name": "{function["name"]}", "arguments": '
+                    f"{function['arguments']}}}{CALL_TAGS[1]}"
+                )
+    return texts
+
+
+def build_model(config: TinyConfig, tokenizer: PreTrainedTokenizerFast) -> PreTrainedModel:
+    """A randomly initialised causal LM of the configured architecture."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    common: dict[str, Any] = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.layers,
+        num_attention_heads=config.heads,
+        num_key_value_heads=config.kv_heads,
+        max_position_embeddings=config.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    model_config = Qwen2Config(**common) if config.arch == "qwen2" else LlamaConfig(**common)
+    torch.manual_seed(config.seed)
+    return AutoModelForCausalLM.from_config(model_config)
+
+
+def encode(
+    tokenizer: PreTrainedTokenizerFast,
+    chats: Sequence[tuple[list[Message], list[dict[str, Any]]]],
+    max_length: int,
+) -> list[tuple[list[int], list[int]]]:
+    """Token ids and labels per chat; labels are -100 outside assistant turns."""
+    examples = []
+    for messages, tools in chats:
+        encoded: Any = tokenizer.apply_chat_template(
+            messages,
+            tools=list[Any](tools),
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+        )
+        ids = list(encoded["input_ids"])[:max_length]
+        mask = list(encoded["assistant_masks"])[:max_length]
+        labels = [token if keep else -100 for token, keep in zip(ids, mask, strict=True)]
+        examples.append((ids, labels))
+    return examples
+
+
+@dataclass(frozen=True, slots=True)
+class WarmUp:
+    """What the supervised warm-up did."""
+
+    steps: int
+    first_loss: float
+    final_loss: float
+    seconds: float
+    tokens: int
+
+
+def warm_up(
+    model: PreTrainedModel,
+    examples: Sequence[tuple[list[int], list[int]]],
+    config: TinyConfig,
+    pad_id: int,
+) -> WarmUp:
+    """Supervised learning on assistant tokens: AdamW, warm-up then cosine decay."""
+    import torch
+
+    generator = torch.Generator().manual_seed(config.seed)
+    optimiser = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=0.01, betas=(0.9, 0.95)
+    )
+    warm = max(1, config.steps // 10)
+    model.train()
+    losses: list[float] = []
+    tokens = 0
+    started = time.perf_counter()
+    for step in range(config.steps):
+        scale = (
+            (step + 1) / warm
+            if step < warm
+            else 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, config.steps - warm)))
+        )
+        for group in optimiser.param_groups:
+            group["lr"] = config.lr * scale
+        picks = torch.randint(len(examples), (config.batch_size,), generator=generator)
+        ids, mask, labels = _batch([examples[i] for i in picks.tolist()], pad_id)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        losses.append(loss.detach().item())
+        tokens += int(ids.numel())
+    model.eval()
+    tail = losses[-10:] or [math.nan]
+    return WarmUp(
+        config.steps,
+        losses[0] if losses else math.nan,
+        sum(tail) / len(tail),
+        time.perf_counter() - started,
+        tokens,
+    )
+
+
+def _batch(
+    examples: Sequence[tuple[list[int], list[int]]], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ids, attention mask and labels (-100 on padding: never learned)."""
+    import torch
+
+    width = max(len(ids) for ids, _ in examples)
+    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    labels = torch.full((len(examples), width), -100, dtype=torch.long)
+    for row, (tokens, targets) in enumerate(examples):
+        ids[row, : len(tokens)] = torch.tensor(tokens)
+        mask[row, : len(tokens)] = 1
+        labels[row, : len(targets)] = torch.tensor(targets)
+    return ids, mask, labels
+
+
+def init_model(out: Path, config: TinyConfig | None = None) -> Path:
+    """Run the whole recipe and save the model, tokenizer and recipe record in ``out``."""
+    import torch
+
+    config = config or TinyConfig()
+    started = time.perf_counter()
+    chats = expert_chats(config)
+    tokenizer = train_tokenizer(chats, config.vocab_size)
+    examples = encode(tokenizer, chats, config.max_length)
+    model = build_model(config, tokenizer)
+    threads = torch.get_num_threads()
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    try:
+        record = warm_up(model, examples, config, tokenizer.pad_token_id)
+    finally:
+        torch.set_num_threads(threads)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    meta = {
+        "recipe": asdict(config),
+        "prompt_version": PROMPT_VERSION,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "warm_up": asdict(record),
+        "seconds": time.perf_counter() - started,
+        "torch": torch.__version__,
+    }
+    (out / RECIPE_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    return out

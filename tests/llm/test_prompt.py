@@ -1,0 +1,84 @@
+"""The versioned prompt, tool rendering, transcripts and demonstrations."""
+
+from __future__ import annotations
+
+import pytest
+
+from stategym.agents import scripted
+from stategym.domains import all_domains, get_domain
+from stategym.env import Env
+from stategym.knobs import Knobs
+from stategym.llm import agent_factory, expert_demonstrations
+from stategym.llm.prompt import (
+    PROMPT_VERSION,
+    first_messages,
+    render_demonstrations,
+    render_tools,
+    system_prompt,
+    transcript,
+)
+from stategym.protocol import action_to_message
+from stategym.trajectory import Trajectory
+
+TRAVEL = get_domain("travel")
+
+
+def test_version_and_knob_dependent_wording() -> None:
+    assert isinstance(PROMPT_VERSION, int) and PROMPT_VERSION >= 1
+    stateful = system_prompt(TRAVEL, Knobs())
+    stateless = system_prompt(TRAVEL, Knobs.all_off())
+    assert stateful.startswith(TRAVEL.instructions)
+    assert "commit once" in stateful and "finish(answer=" in stateless
+    assert "parallel" in stateful
+
+
+def test_tools_render_one_line_each() -> None:
+    env = Env("travel")
+    text = render_tools(env.tool_schemas)
+    assert len(text.splitlines()) == len(env.tool_schemas)
+    assert "search_flights(origin: string, destination: string, day: integer)" in text
+    assert "finish(answer: string?)" in text
+
+
+@pytest.mark.parametrize("name", sorted(all_domains()))
+def test_transcript_is_the_conversation_the_agent_had(name: str) -> None:
+    """Rebuilt from the log alone, it equals the messages exchanged live."""
+    env = Env(name)
+    for seed in range(6):
+        observation, _ = env.reset(seed=seed)
+        agent = scripted(env.domain, "expert")(env.task)
+        live = [{"role": "user", "content": env.task.request.text}]
+        while not env.done:
+            action = agent.act(observation)
+            observation = env.step(action).observation
+            message = action_to_message(action)
+            for position, call in enumerate(message.get("tool_calls") or []):
+                call["id"] = call["id"] or f"c{len(env.rounds) - 1}_{position}"
+            live.append(message)
+            live.extend(observation.to_messages())
+        assert transcript(env.trajectory, env.task) == live
+
+
+def test_demonstrations_render_expert_episodes() -> None:
+    block = expert_demonstrations(TRAVEL, 2, Knobs())
+    assert block.count("### Example ") == 2
+    assert "<tool_call>" in block and "ASSISTANT:" in block and "TOOL:" in block
+    with pytest.raises(ValueError):
+        render_demonstrations([_episode(0)], [])
+    assert render_demonstrations([], []) == ""
+
+
+def test_demonstrations_reach_the_system_prompt() -> None:
+    make = agent_factory("openai", "m", TRAVEL, demonstrations=1)
+    env = Env("travel")
+    env.reset(seed=5)
+    agent = make(env.task)
+    system = agent.messages[0]["content"]
+    assert "### Example 1" in system and system.startswith(TRAVEL.instructions)
+    assert agent.messages == first_messages(TRAVEL, env.task, make.demonstrations(env.task.knobs))
+
+
+def _episode(seed: int) -> Trajectory:
+    from stategym.runner import run_episode
+
+    return run_episode(Env("travel"), scripted(TRAVEL, "expert"), seed)

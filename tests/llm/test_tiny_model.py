@@ -1,0 +1,171 @@
+"""The tiny model end to end: the recipe, the local agent, ``stategym serve`` over loopback
+through the ``openai`` client, and scoring by the same metrics as scripted agents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("openai")
+
+from stategym.domains import get_domain
+from stategym.llm import agent_factory
+from stategym.llm.calls import call_stats
+from stategym.llm.local import LocalModel, Sampling
+from stategym.llm.prompt import first_messages
+from stategym.llm.runner import run_many
+from stategym.llm.serve import BackgroundServer
+from stategym.llm.tiny import RECIPE_FILE
+from stategym.trajectory import Trajectory, replay
+
+TRAVEL = get_domain("travel")
+HELD_OUT = [0, 1]
+"""Evaluation seeds; the recipe trains on seeds from 1,000,000."""
+REPLY_TOKENS = 64
+"""Reply budget of the free-running episodes (bounded, so the tests stay fast)."""
+PROBE_TOKENS = 192
+"""Enough for the expert's longest round (five searches), so no call is cut short."""
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model: Path) -> LocalModel:
+    return LocalModel(tiny_model, threads=1)  # tiny matrices: one thread decodes fastest
+
+
+@pytest.fixture(scope="module")
+def local_episodes(tiny_model: Path) -> list[Trajectory]:
+    make = agent_factory("hf", str(tiny_model), TRAVEL, max_tokens=REPLY_TOKENS, threads=1)
+    return asyncio.run(run_many("travel", make, HELD_OUT, concurrency=2))
+
+
+def test_the_recipe_records_what_it_did(tiny_model: Path) -> None:
+    record = json.loads((tiny_model / RECIPE_FILE).read_text())
+    warm = record["warm_up"]
+    assert warm["final_loss"] < warm["first_loss"] / 4  # it learned something
+    assert record["parameters"] > 100_000 and record["recipe"]["first_seed"] >= 1_000_000
+    assert (tiny_model / "tokenizer.json").exists() and (tiny_model / "config.json").exists()
+
+
+def test_the_model_emits_tool_calls_on_held_out_tasks(model: LocalModel) -> None:
+    """Teacher-forced probe on held-out seeds (numbers are printed for the report)."""
+    from stategym.llm.probe import probe
+
+    result = probe(model, "travel", range(3), max_tokens=PROBE_TOKENS)
+    print(f"\nprobe on held-out seeds 0-2: {result}, parsed share {result.parsed_share:.2f}")
+    assert result.turns >= 12 and result.calls > 0
+    assert result.same_kind / result.turns >= 0.7  # asks when the expert asks, calls when it calls
+    assert result.parsed_share >= 0.5  # most calls it writes are well-formed
+
+
+def test_an_untrained_model_does_not(tiny_model: Path, tmp_path: Path) -> None:
+    """The control for the test above: same architecture and tokenizer, random weights."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(tiny_model)
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(tmp_path)
+    from stategym.env import Env
+
+    env = Env("travel")
+    env.reset(seed=0)
+    reply = LocalModel(tmp_path, threads=1).generate(
+        first_messages(TRAVEL, env.task), env.tool_schemas, Sampling(max_tokens=REPLY_TOKENS)
+    )
+    assert "<tool_call>" not in reply.text
+
+
+def test_local_episodes_log_tokens_and_replay(local_episodes: list[Trajectory]) -> None:
+    stats = call_stats(local_episodes)
+    print(
+        f"\nfree-running episodes on seeds {HELD_OUT}: {stats}, parsed share "
+        f"{stats.parsed_share:.2f}, accepted share {stats.accepted_share:.2f}"
+    )
+    assert stats.calls > 0 and stats.parsed > 0
+    for trajectory in local_episodes:
+        assert trajectory.agent == "hf:model" and trajectory.meta["backend"] == "hf"
+        for record in trajectory.rounds:
+            meta = record.meta
+            assert len(meta["logprobs"]) == len(meta["completion_token_ids"])
+            assert meta["usage"]["completion_tokens"] == len(meta["completion_token_ids"])
+            assert all(lp <= 0 for lp in meta["logprobs"])
+        assert replay(trajectory).state_key() == trajectory.digest
+
+
+def test_local_decoding_is_deterministic(
+    tiny_model: Path, local_episodes: list[Trajectory]
+) -> None:
+    make = agent_factory("hf", str(tiny_model), TRAVEL, max_tokens=REPLY_TOKENS, threads=1)
+    (again,) = asyncio.run(run_many("travel", make, HELD_OUT[:1]))
+    assert _without_timing(again) == _without_timing(local_episodes[0])
+
+
+def test_serve_over_loopback_matches_the_local_agent(
+    model: LocalModel, local_episodes: list[Trajectory]
+) -> None:
+    """A real HTTP round trip through the openai client gives the same episodes."""
+    with BackgroundServer(model) as server:
+        assert server.base_url.startswith("http://127.0.0.1:")
+        make = agent_factory(
+            "openai",
+            "model",
+            TRAVEL,
+            base_url=server.base_url,
+            temperature=0.0,
+            max_tokens=REPLY_TOKENS,
+            token_ids=True,
+            logprobs=True,
+        )
+        served = asyncio.run(run_many("travel", make, HELD_OUT, concurrency=2))
+    for remote, local in zip(served, local_episodes, strict=True):
+        assert remote.agent == "openai:model"
+        assert [r.action() for r in remote.rounds] == [r.action() for r in local.rounds]
+        assert remote.digest == local.digest
+        for there, here in zip(remote.rounds, local.rounds, strict=True):
+            assert there.meta["completion_token_ids"] == here.meta["completion_token_ids"]
+            assert there.meta["usage"] == here.meta["usage"]
+            assert there.meta["logprobs"] == pytest.approx(here.meta["logprobs"], abs=1e-4)
+
+
+def test_served_trajectories_score_like_scripted_ones(local_episodes: list[Trajectory]) -> None:
+    metrics = pytest.importorskip("stategym.metrics")
+    from stategym.agents import scripted
+    from stategym.env import Env
+    from stategym.runner import run_episode
+
+    env = Env("travel")
+    expert = run_episode(env, scripted(TRAVEL, "expert"), HELD_OUT[0])
+    for trajectory in [*local_episodes, expert]:
+        card = metrics.score(trajectory)
+        assert -1.0 <= card.composite <= 1.0
+    assert metrics.score(expert).composite >= max(
+        metrics.score(t).composite for t in local_episodes
+    )
+
+
+def _without_timing(trajectory: Trajectory) -> Any:
+    from dataclasses import replace
+
+    return replace(trajectory, meta={k: v for k, v in trajectory.meta.items() if k != "timing"})
+
+
+def test_sampling_is_seeded(model: LocalModel) -> None:
+    from stategym.env import Env
+
+    env = Env("travel")
+    env.reset(seed=3)
+    messages = first_messages(TRAVEL, env.task)
+
+    def sample(seed: int) -> tuple[int, ...]:
+        sampling = Sampling(temperature=1.5, top_p=0.95, max_tokens=24, seed=seed)
+        return model.generate(messages, env.tool_schemas, sampling).completion_ids
+
+    assert sample(7) == sample(7)
+    assert len({sample(seed) for seed in range(4)}) > 1
