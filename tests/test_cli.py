@@ -12,7 +12,7 @@ import pytest
 import stategym.agents
 import stategym.runner
 from stategym import __version__, store
-from stategym.cli import main
+from stategym.cli import COMMANDS, main
 from stategym.knobs import Knobs
 from stategym.rundir import RunDir
 from stategym.summary import summarise
@@ -174,3 +174,13 @@ def test_run_directory_rescores_from_trajectories_alone() -> None:
     assert summarise(trajectories).to_json() == summary()["aggregates"]
     for trajectory in trajectories:
         assert replay(trajectory).state_key() == trajectory.digest
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_every_help_text_renders(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse formats help strings with %-interpolation: a stray "%" crashes --help.
+    argv = ["--help"] if command is None else [command, "--help"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    assert "usage: stategym" in capsys.readouterr().out
