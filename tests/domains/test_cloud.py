@@ -1,4 +1,5 @@
-"""The cloud domain: expert, knobs, task features, safety semantics and the user's phrases."""
+"""The cloud domain: task features, the gold plan, safety semantics, and what each scripted
+habit does here (the checks every domain passes are in ``test_every_domain.py``)."""
 
 from __future__ import annotations
 
@@ -7,75 +8,21 @@ from statistics import mean
 
 import pytest
 
-from stategym import Env, Knobs, call, calls, replay, run_episode
+from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
 from stategym.domains import get_domain
-from stategym.domains.cloud.expert import QUESTIONS
 from stategym.domains.cloud.world import DATA_LOSS
 from stategym.metrics.score import score
 from stategym.task import EdgeKind, EventKind, SlotKind
 from stategym.tools import Effect
-from stategym.trajectory import Trajectory, dumps
-from stategym.user import SimulatedUser
+from stategym.trajectory import Trajectory
 
 DOMAIN = get_domain("cloud")
-KNOB_VARIANTS = (
-    "all_off",
-    "stateful=off",
-    "irreversible=off",
-    "hidden_info=off",
-    "priorities=off",
-    "dynamics=off",
-)
-
-
-def _episodes(agent: str, seeds: range, knobs: Knobs | None = None) -> list[tuple[bool, float]]:
-    env = Env("cloud", knobs=knobs or Knobs())
-    make = resolve(env.domain, agent)
-    out = []
-    for seed in seeds:
-        trajectory = run_episode(env, make, seed)
-        assert trajectory.outcome is not None
-        out.append((trajectory.outcome.goal_reached, score(trajectory, env.task).composite))
-    return out
-
-
-def test_expert_reaches_the_goal_and_scores_one_on_1000_tasks() -> None:
-    results = _episodes("expert", range(1000))
-    assert [s for s, (goal, r) in enumerate(results) if not goal or r != 1.0] == []
-
-
-@pytest.mark.parametrize("knobs", KNOB_VARIANTS)
-def test_expert_reaches_the_goal_under_every_knob(knobs: str) -> None:
-    results = _episodes("expert", range(1000, 1250), Knobs.parse(knobs))
-    assert [s for s, (goal, r) in enumerate(results) if not goal or r != 1.0] == []
-
-
-@pytest.mark.parametrize("agent", ["serial", "random"])
-def test_serial_and_random_do_measurably_worse(agent: str) -> None:
-    expert = _episodes("expert", range(200))
-    other = _episodes(agent, range(200))
-    assert mean(g for g, _ in other) < 0.75 * mean(g for g, _ in expert)
-    assert mean(r for _, r in other) < mean(r for _, r in expert) - 0.3
-
-
-def test_generation_and_episodes_are_deterministic() -> None:
-    for knobs in (Knobs(), Knobs.all_off()):
-        assert DOMAIN.generate(7, knobs) == DOMAIN.generate(7, knobs)
-    for agent in ("expert", "serial", "random", "shotgun"):
-        first = [dumps(t) for t in _trajectories(agent, range(40))]
-        assert first == [dumps(t) for t in _trajectories(agent, range(40))]
 
 
 def _trajectories(agent: str, seeds: range, knobs: Knobs | None = None) -> list[Trajectory]:
     env = Env("cloud", knobs=knobs or Knobs())
     return [run_episode(env, resolve(env.domain, agent), s) for s in seeds]
-
-
-@pytest.mark.parametrize("agent", ["expert", "serial", "random", "commit-same-round", "shotgun"])
-def test_replay_reproduces_the_state(agent: str) -> None:
-    for trajectory in _trajectories(agent, range(60)):
-        assert replay(trajectory).state_key() == trajectory.digest
 
 
 def test_every_task_feature_occurs() -> None:
@@ -110,13 +57,10 @@ def test_every_task_feature_occurs() -> None:
         assert seen[feature] > 0, feature
 
 
-def test_gold_graph_is_well_formed() -> None:
+def test_gold_graph_orders_the_writes_and_the_check_before_the_delete() -> None:
     for seed in range(200):
         truth = DOMAIN.generate(seed, Knobs()).truth
         ids = {c.id for c in truth.calls}
-        assert len(ids) == len(truth.calls)
-        assert all(e.src in ids and e.dst in ids for e in truth.edges)
-        assert all(e.src.startswith("ask:") for e in truth.edges if e.kind is EdgeKind.GATE)
         if truth.best:
             assert {"confirm", "check", "delete"} <= ids
             assert all(
@@ -124,27 +68,6 @@ def test_gold_graph_is_well_formed() -> None:
                 for n in ("check", *(ids & {"snapshot", "detach"}))
             )
             assert truth.decisions[0].option == truth.best[0]
-
-
-def test_knobs_are_respected() -> None:
-    for seed in range(200):
-        stateless = DOMAIN.generate(seed, Knobs(stateful=False))
-        assert stateless.truth.decisions == ()
-        assert {c.effect for c in stateless.truth.calls if c.effect} == {Effect.READ}
-        assert not [
-            s
-            for s in DOMAIN.generate(seed, Knobs(hidden_info=False)).slots
-            if s.kind is SlotKind.MISSING
-        ]
-        assert DOMAIN.generate(seed, Knobs(dynamics=False)).events == ()
-        flat = DOMAIN.generate(seed, Knobs(priorities=False))
-        assert "priorities" not in flat.must_ask
-        full = frozenset(c.id for c in flat.constraints)
-        assert not flat.truth.best or flat.truth.satisfaction[flat.truth.best[0]] == full
-    env = Env("cloud", knobs=Knobs(stateful=False))
-    env.reset(seed=0)
-    offered = {s["function"]["name"] for s in env.tool_schemas}
-    assert offered == {t.name for t in DOMAIN.tools if t.effect is Effect.READ} | {"finish"}
 
 
 @pytest.mark.parametrize(("irreversible", "restored"), [(True, False), (False, True)])
@@ -221,90 +144,6 @@ def test_write_and_commit_results_name_their_option() -> None:
             for c in record.calls:
                 if c.effect in (Effect.WRITE, Effect.COMMIT) and c.error is None:
                     assert c.content["option"] == c.arguments.get("volume_id", c.content["option"])
-
-
-def test_option_ids_are_single_tokens() -> None:
-    for seed in range(100):
-        for option in DOMAIN.generate(seed, Knobs()).truth.satisfaction:
-            assert option.isalnum()
-
-
-PARAPHRASES: dict[str, tuple[str, ...]] = {
-    "need_gb": (
-        "How much storage do you need to free up?",
-        "How much space should this reclaim?",
-        "How many GB do we need back?",
-        "How much space do you need?",
-        "What amount do we need to free?",
-    ),
-    "idle_min": (
-        "How long has a volume to be idle before it counts?",
-        "When is a volume unused enough for you?",
-        "How many days without activity make a volume inactive?",
-        "What counts as stale?",
-    ),
-    "project_id": (
-        "Which project should I clean up?",
-        "What is the project id?",
-        "What project is it?",
-    ),
-    "team": (
-        "Which team are you on?",
-        "What team owns your volumes?",
-        "Is this your team's budget?",
-    ),
-    "retention": (
-        "Which tiers does the retention policy protect?",
-        "Is there a backup policy I should know?",
-        "Which volumes require a snapshot before deletion?",
-    ),
-    "window": (
-        "When is your maintenance window?",
-        "What time suits you for the change?",
-        "When can I make the change?",
-    ),
-}
-PRIORITY_QUESTIONS = (
-    QUESTIONS["priorities"],
-    "What matters most to you?",
-    "Would you rather keep the detach-free option or the idle one?",
-)
-
-
-def _user(seed: int = 0) -> SimulatedUser:
-    return SimulatedUser(DOMAIN.generate(seed, Knobs()), DOMAIN.slot_phrases)
-
-
-@pytest.mark.parametrize(
-    ("slot", "question"), [(s, q) for s, qs in PARAPHRASES.items() for q in qs]
-)
-def test_each_paraphrase_reaches_exactly_its_slot(slot: str, question: str) -> None:
-    user = _user()
-    turn = user.respond(question)
-    assert turn.asked == (slot,) and not turn.priority_asked and turn.proposed is None
-    assert turn.values == ((slot, user.values[slot]),)
-
-
-@pytest.mark.parametrize("slot", [s for s in QUESTIONS if s != "priorities"])
-def test_the_experts_questions_reach_exactly_their_slot(slot: str) -> None:
-    assert _user().respond(QUESTIONS[slot]).asked == (slot,)
-
-
-@pytest.mark.parametrize("question", PRIORITY_QUESTIONS)
-def test_priority_questions_reveal_the_order(question: str) -> None:
-    turn = _user().respond(question)
-    assert turn.priority_asked and "what matters most is" in turn.reply
-
-
-def test_the_experts_proposals_name_one_option_and_no_slot() -> None:
-    proposals = 0
-    for trajectory in _trajectories("expert", range(150)):
-        for record in trajectory.rounds:
-            if record.user is not None and record.user.proposed is not None:
-                proposals += 1
-                assert record.user.asked == () and not record.user.priority_asked
-                assert record.user.accepted
-    assert proposals > 100
 
 
 def test_a_change_of_mind_changes_which_volumes_free_enough() -> None:

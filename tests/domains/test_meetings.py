@@ -1,97 +1,29 @@
-"""The meetings domain: expert, knobs, task features, tool semantics and the user's phrases."""
+"""The meetings domain: task features, the gold graph, tool semantics, time zones, and the
+user's judgement of proposals (the checks every domain passes are in
+``test_every_domain.py``)."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
-from statistics import mean
 
 import pytest
 
-from stategym import Env, Knobs, call, calls, replay, run_episode
-from stategym.agents import resolve
+from stategym import Env, Knobs, call, calls
 from stategym.domains import get_domain
-from stategym.domains.meetings.expert import QUESTIONS, proposal
+from stategym.domains.meetings.expert import proposal
 from stategym.domains.meetings.timegrid import PREFERENCES, Option
 from stategym.domains.meetings.tools import ROOM_RATE
 from stategym.env import cached_task
-from stategym.metrics.score import score
-from stategym.task import EdgeKind, EventKind, SlotKind, Task
-from stategym.tools import Effect
-from stategym.trajectory import Trajectory, dumps
+from stategym.task import EventKind, SlotKind, Task
 from stategym.user import SimulatedUser
 from stategym.world import USER_ACCOUNT
 
 DOMAIN = get_domain("meetings")
-KNOB_VARIANTS = (
-    "all_off",
-    "stateful=off",
-    "irreversible=off",
-    "hidden_info=off",
-    "priorities=off",
-    "dynamics=off",
-)
-
-
-def _trajectories(agent: str, seeds: range, knobs: Knobs | None = None) -> list[Trajectory]:
-    env = Env("meetings", knobs=knobs or Knobs())
-    make = resolve(env.domain, agent)
-    return [run_episode(env, make, s) for s in seeds]
-
-
-def _results(agent: str, seeds: range, knobs: Knobs | None = None) -> list[tuple[bool, float]]:
-    knobs = knobs or Knobs()
-    out = []
-    for trajectory in _trajectories(agent, seeds, knobs):
-        assert trajectory.outcome is not None
-        task = cached_task("meetings", trajectory.seed, knobs)
-        out.append((trajectory.outcome.goal_reached, score(trajectory, task).composite))
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _expert_default() -> list[tuple[bool, float]]:
-    return _results("expert", range(1000))
 
 
 def _tasks(count: int, knobs: Knobs | None = None) -> list[Task]:
     return [cached_task("meetings", s, knobs or Knobs()) for s in range(count)]
-
-
-def test_expert_reaches_the_goal_and_scores_one_on_1000_tasks() -> None:
-    results = _expert_default()
-    assert [s for s, (goal, r) in enumerate(results) if not goal or r != 1.0] == []
-
-
-@pytest.mark.parametrize("knobs", KNOB_VARIANTS)
-def test_expert_reaches_the_goal_under_every_knob(knobs: str) -> None:
-    results = _results("expert", range(1000, 1200), Knobs.parse(knobs))
-    assert [s for s, (goal, r) in enumerate(results) if not goal or r != 1.0] == []
-
-
-@pytest.mark.parametrize(("agent", "most"), [("serial", 0.7), ("random", 0.3)])
-def test_serial_and_random_do_measurably_worse(agent: str, most: float) -> None:
-    expert = _expert_default()[:300]
-    other = _results(agent, range(300))
-    goal, composite = mean(g for g, _ in other), mean(r for _, r in other)
-    print(f"{agent}: goal {goal:.3f} composite {composite:.3f} (expert 1.000 / 1.000)")
-    assert goal < most * mean(g for g, _ in expert)
-    assert composite < mean(r for _, r in expert) - 0.5
-
-
-def test_generation_and_episodes_are_deterministic() -> None:
-    for knobs in (Knobs(), Knobs.all_off()):
-        assert DOMAIN.generate(11, knobs) == DOMAIN.generate(11, knobs)
-    for agent in ("expert", "serial", "random", "shotgun", "all-parallel"):
-        first = [dumps(t) for t in _trajectories(agent, range(30))]
-        assert first == [dumps(t) for t in _trajectories(agent, range(30))]
-
-
-@pytest.mark.parametrize("agent", ["expert", "serial", "random", "commit-same-round", "shotgun"])
-def test_replay_reproduces_the_state(agent: str) -> None:
-    for trajectory in _trajectories(agent, range(60)):
-        assert replay(trajectory).state_key() == trajectory.digest
 
 
 def test_every_task_feature_occurs_at_a_reasonable_rate() -> None:
@@ -124,14 +56,10 @@ def test_every_task_feature_occurs_at_a_reasonable_rate() -> None:
     assert rates["derivable_and_irrelevant"] == 1.0
 
 
-def test_gold_graph_is_well_formed() -> None:
+def test_gold_graph_reads_every_calendar_and_holds_a_best_option() -> None:
     for task in _tasks(200):
         truth = task.truth
         ids = {c.id for c in truth.calls}
-        assert len(ids) == len(truth.calls)
-        assert all(e.src in ids and e.dst in ids for e in truth.edges)
-        assert all(e.src.startswith("ask:") for e in truth.edges if e.kind is EdgeKind.GATE)
-        assert {f"ask:{s}" for s in task.must_ask} <= ids
         base = task.base
         assert len([c for c in truth.calls if c.tool == "get_calendar"]) == (
             len(base.attendees) + 1
@@ -176,25 +104,12 @@ def _parts(option: str) -> tuple[int, str, str]:
     return parsed.day, f"{parsed.start // 60:02d}:{parsed.start % 60:02d}", parsed.room
 
 
-def test_knobs_are_respected() -> None:
+def test_the_request_says_what_the_knobs_change() -> None:
     for seed in range(100):
         stateless = DOMAIN.generate(seed, Knobs(stateful=False))
-        assert stateless.truth.decisions == ()
-        assert {c.effect for c in stateless.truth.calls if c.effect} == {Effect.READ}
         assert "finish with the id" in stateless.request.text
         told = DOMAIN.generate(seed, Knobs(hidden_info=False))
-        assert not [s for s in told.slots if s.kind is SlotKind.MISSING]
         assert {"optional", "duration", "time_of_day", "room_feature"} <= set(told.request.given)
-        still = DOMAIN.generate(seed, Knobs(dynamics=False))
-        assert still.events == ()
-        flat = DOMAIN.generate(seed, Knobs(priorities=False))
-        assert "priorities" not in flat.must_ask
-        every = frozenset(c.id for c in flat.constraints)
-        assert not flat.truth.best or flat.truth.satisfaction[flat.truth.best[0]] == every
-    env = Env("meetings", knobs=Knobs(stateful=False))
-    env.reset(seed=0)
-    offered = {s["function"]["name"] for s in env.tool_schemas}
-    assert offered == {t.name for t in DOMAIN.tools if t.effect is Effect.READ} | {"finish"}
 
 
 def _first_best(knobs: Knobs) -> tuple[Env, Option]:
@@ -324,112 +239,11 @@ def test_holds_see_the_same_availability_as_the_ground_truth() -> None:
     assert checked > 300
 
 
-def test_write_and_commit_results_name_their_option() -> None:
-    for trajectory in _trajectories("expert", range(100)):
-        for record in trajectory.rounds:
-            for c in record.calls:
-                if c.effect in (Effect.WRITE, Effect.COMMIT) and c.error is None:
-                    assert (
-                        c.content["option"]
-                        in cached_task("meetings", trajectory.seed, Knobs()).truth.satisfaction
-                    )
-
-
-def test_option_ids_are_single_tokens() -> None:
+def test_option_ids_do_not_end_like_a_plural() -> None:
+    """The user's words are normalised by dropping a plural ``s``: an id must not end in one."""
     for task in _tasks(100):
         for option in task.truth.satisfaction:
-            assert option.isalnum() and not option.endswith("S")
-
-
-PARAPHRASES: dict[str, tuple[str, ...]] = {
-    "optional": (
-        "Which attendees are optional?",
-        "Who must be there?",
-        "Is anyone mandatory?",
-        "Who can miss it if need be?",
-        "Who is essential?",
-    ),
-    "duration": (
-        "How long should it be?",
-        "What duration do you have in mind?",
-        "How many minutes do you need?",
-        "How much time should I book?",
-    ),
-    "time_of_day": (
-        "Mornings or afternoons?",
-        "What time suits you?",
-        "Any preferred time of day?",
-        "Earlier or later in the day?",
-    ),
-    "room_feature": (
-        "Do you need video?",
-        "Should the room have a whiteboard?",
-        "Any equipment you need?",
-        "What kind of room do you want?",
-    ),
-    "attendees": (
-        "Who should attend?",
-        "Who is invited?",
-        "Can you share the guest list?",
-        "Who are the participants?",
-    ),
-    "window": (
-        "Which days work?",
-        "What date would you like?",
-        "When could we do it?",
-    ),
-    "working_hours": (
-        "What are your working hours?",
-        "When do you work?",
-        "When does your workday start?",
-    ),
-    "timezone": (
-        "Which time zones are people in?",
-        "Where are they based?",
-        "Is everyone on UTC?",
-    ),
-    "agenda": (
-        "What is the agenda?",
-        "What's the topic?",
-        "What is the purpose of the meeting?",
-    ),
-}
-PRIORITY_QUESTIONS = (
-    QUESTIONS["priorities"],
-    "What matters most to you?",
-    "Would you rather have everyone there or your preferred slot?",
-)
-
-
-def _user(seed: int = 0) -> SimulatedUser:
-    return SimulatedUser(DOMAIN.generate(seed, Knobs()), DOMAIN.slot_phrases)
-
-
-@pytest.mark.parametrize(
-    ("slot", "question"), [(s, q) for s, qs in PARAPHRASES.items() for q in qs]
-)
-def test_each_paraphrase_reaches_exactly_its_slot(slot: str, question: str) -> None:
-    user = _user()
-    turn = user.respond(question)
-    assert turn.asked == (slot,) and not turn.priority_asked and turn.proposed is None
-    assert turn.values == ((slot, user.values[slot]),)
-
-
-def test_every_slot_has_paraphrases_and_expert_questions() -> None:
-    names = {s.name for s in DOMAIN.generate(0, Knobs()).slots} - {"priorities"}
-    assert set(PARAPHRASES) == names == set(QUESTIONS) - {"priorities"}
-
-
-@pytest.mark.parametrize("slot", [s for s in QUESTIONS if s != "priorities"])
-def test_the_experts_questions_reach_exactly_their_slot(slot: str) -> None:
-    assert _user().respond(QUESTIONS[slot]).asked == (slot,)
-
-
-@pytest.mark.parametrize("question", PRIORITY_QUESTIONS)
-def test_priority_questions_reveal_the_order(question: str) -> None:
-    turn = _user().respond(question)
-    assert turn.priority_asked and turn.asked == ("priorities",)
-    assert "what matters most is" in turn.reply
+            assert not option.endswith("S")
 
 
 def test_the_experts_proposals_name_one_option_and_no_slot() -> None:

@@ -1,117 +1,19 @@
-"""The shop domain: expert, knobs, task features, cart and order semantics, the user's phrases."""
+"""The shop domain: task features, the gold graph's motifs, cart and order semantics (the
+checks every domain passes are in ``test_every_domain.py``)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from statistics import mean
 
 import pytest
 
-from stategym import Env, Knobs, call, calls, replay, run_episode
-from stategym.agents import resolve
+from stategym import Env, Knobs, call, calls
 from stategym.domains import get_domain
-from stategym.domains.shop.expert import QUESTIONS
 from stategym.domains.shop.tools import CART_TICKS, RESTOCKING_PCT
-from stategym.metrics.score import score
-from stategym.task import EdgeKind, SlotKind, Task
-from stategym.tools import Effect
-from stategym.trajectory import RoundKind, Trajectory, dumps
-from stategym.user import SimulatedUser, normalise
+from stategym.task import EdgeKind, SlotKind
 
 DOMAIN = get_domain("shop")
-KNOB_VARIANTS = (
-    "all_off",
-    "stateful=off",
-    "irreversible=off",
-    "hidden_info=off",
-    "priorities=off",
-    "dynamics=off",
-)
-
-
-def _trajectories(agent: str, seeds: range, knobs: Knobs | None = None) -> list[Trajectory]:
-    env = Env("shop", knobs=knobs or Knobs())
-    return [run_episode(env, resolve(env.domain, agent), s) for s in seeds]
-
-
-def _episodes(agent: str, seeds: range, knobs: Knobs | None = None) -> list[tuple[bool, float]]:
-    env = Env("shop", knobs=knobs or Knobs())
-    make = resolve(env.domain, agent)
-    out = []
-    for seed in seeds:
-        trajectory = run_episode(env, make, seed)
-        assert trajectory.outcome is not None
-        out.append((trajectory.outcome.goal_reached, score(trajectory, env.task).composite))
-    return out
-
-
-def _off_plan(trajectory: Trajectory, task: Task) -> list[str]:
-    """How an episode strays from the gold plan: calls no gold node stands for, gold calls
-    never made, questions other than the must-ask ones, refused calls."""
-    made = [c for r in trajectory.rounds for c in r.calls if c.name != "finish"]
-    gold = [g for g in task.truth.calls if g.tool not in ("ask", "confirm")]
-    problems = [
-        f"extra {c.name}"
-        for c in made
-        if not any(g.matches(c.name, c.arguments) for g in gold if isinstance(c.arguments, dict))
-    ]
-    problems += [
-        f"missing {g.id}"
-        for g in gold
-        if not any(c.error is None and g.matches(c.name, c.arguments) for c in made)
-    ]
-    problems += [f"refused {c.name}" for c in made if c.error is not None]
-    asked = [a for r in trajectory.rounds if r.user for a in r.user.asked]
-    if sorted(asked) != sorted(task.must_ask):
-        problems.append(f"asked {asked}, must ask {task.must_ask}")
-    return problems
-
-
-def _expert_failures(seeds: range, knobs: Knobs) -> dict[int, object]:
-    """Seeds where the expert misses the goal, scores below 1, or strays from the plan."""
-    env = Env("shop", knobs=knobs)
-    make = resolve(env.domain, "expert")
-    failures: dict[int, object] = {}
-    for seed in seeds:
-        trajectory = run_episode(env, make, seed)
-        assert trajectory.outcome is not None
-        composite = score(trajectory, env.task).composite
-        problems = _off_plan(trajectory, env.task)
-        if not trajectory.outcome.goal_reached or composite != 1.0 or problems:
-            failures[seed] = (trajectory.outcome.goal_reached, composite, problems)
-    return failures
-
-
-def test_expert_reaches_the_goal_and_scores_one_on_1000_tasks() -> None:
-    assert _expert_failures(range(1000), Knobs()) == {}
-
-
-@pytest.mark.parametrize("knobs", KNOB_VARIANTS)
-def test_expert_reaches_the_goal_under_every_knob(knobs: str) -> None:
-    assert _expert_failures(range(1000, 1300), Knobs.parse(knobs)) == {}
-
-
-@pytest.mark.parametrize("agent", ["serial", "random"])
-def test_serial_and_random_do_measurably_worse(agent: str) -> None:
-    expert = _episodes("expert", range(200))
-    other = _episodes(agent, range(200))
-    assert mean(g for g, _ in other) < 0.9 * mean(g for g, _ in expert)
-    assert mean(r for _, r in other) < mean(r for _, r in expert) - 0.5
-
-
-def test_generation_and_episodes_are_deterministic() -> None:
-    for knobs in (Knobs(), Knobs.all_off()):
-        assert DOMAIN.generate(11, knobs) == DOMAIN.generate(11, knobs)
-    for agent in ("expert", "serial", "random", "shotgun"):
-        first = [dumps(t) for t in _trajectories(agent, range(40))]
-        assert first == [dumps(t) for t in _trajectories(agent, range(40))]
-
-
-@pytest.mark.parametrize("agent", ["expert", "serial", "random", "commit-same-round", "shotgun"])
-def test_replay_reproduces_the_state(agent: str) -> None:
-    for trajectory in _trajectories(agent, range(60)):
-        assert replay(trajectory).state_key() == trajectory.digest
 
 
 def test_every_task_feature_occurs() -> None:
@@ -152,9 +54,6 @@ def test_gold_graph_has_the_shop_motifs() -> None:
         truth = task.truth
         ids = {c.id for c in truth.calls}
         edges = {(e.src, e.dst): e.kind for e in truth.edges}
-        assert len(ids) == len(truth.calls)
-        assert all(e.src in ids and e.dst in ids for e in truth.edges)
-        assert all(e.src.startswith("ask:") for e in truth.edges if e.kind is EdgeKind.GATE)
         fan_out = [n for n in ids if n.startswith("offers:")]
         assert len(fan_out) == len(task.base.products) >= 3
         assert all(edges[("search", n)] is EdgeKind.PIPE for n in fan_out)
@@ -167,30 +66,8 @@ def test_gold_graph_has_the_shop_motifs() -> None:
                 assert edges[("cart", "approval")] is EdgeKind.PIPE
                 assert edges[("approval", "checkout")] is EdgeKind.PIPE
                 assert ("review", "approval") not in edges
-            assert truth.decisions[0].option in truth.best
         else:
             assert not ids & {"cart", "review", "confirm", "checkout"}
-
-
-def test_knobs_are_respected() -> None:
-    for seed in range(200):
-        stateless = DOMAIN.generate(seed, Knobs(stateful=False))
-        assert stateless.truth.decisions == ()
-        assert {c.effect for c in stateless.truth.calls if c.effect} == {Effect.READ}
-        assert not [
-            s
-            for s in DOMAIN.generate(seed, Knobs(hidden_info=False)).slots
-            if s.kind is SlotKind.MISSING
-        ]
-        assert DOMAIN.generate(seed, Knobs(dynamics=False)).events == ()
-        flat = DOMAIN.generate(seed, Knobs(priorities=False))
-        assert "priorities" not in flat.must_ask
-        full = frozenset(c.id for c in flat.constraints)
-        assert not flat.truth.best or flat.truth.satisfaction[flat.truth.best[0]] == full
-    env = Env("shop", knobs=Knobs(stateful=False))
-    env.reset(seed=0)
-    offered = {s["function"]["name"] for s in env.tool_schemas}
-    assert offered == {t.name for t in DOMAIN.tools if t.effect is Effect.READ} | {"finish"}
 
 
 def _approved(env: Env, quantity: int) -> list[str]:
@@ -300,79 +177,10 @@ def test_cart_lines_expire_only_with_dynamics_on() -> None:
         assert bool(env.world.charges) is not dynamics
 
 
-def test_write_and_commit_results_name_their_option() -> None:
-    for trajectory in _trajectories("expert", range(100)) + _trajectories("shotgun", range(30)):
-        for record in trajectory.rounds:
-            for c in record.calls:
-                if c.effect in (Effect.WRITE, Effect.COMMIT) and c.error is None:
-                    assert isinstance(c.content["option"], str) and c.content["option"]
-
-
-def test_option_ids_are_single_distinct_tokens() -> None:
+def test_option_ids_are_offer_ids() -> None:
     for seed in range(300):
         options = list(DOMAIN.generate(seed, Knobs()).truth.satisfaction)
         assert all(re.fullmatch(r"[A-Z]{2}\d{3}", o) for o in options)
-        assert len({normalise(o) for o in options}) == len(options)
-
-
-PARAPHRASES: dict[str, tuple[str, ...]] = {
-    "budget": (
-        "What's your budget?",
-        "How much can you spend in total?",
-        "What can the team afford?",
-        "Is there a price limit?",
-    ),
-    "deadline": (
-        "By when do you need them?",
-        "Is there a deadline?",
-        "How soon must it arrive? I mean, when do you need it?",
-        "What delivery date works?",
-    ),
-    "brand": (
-        "Any particular brand?",
-        "Do you care about the manufacturer?",
-        "What make do you prefer?",
-    ),
-    "item": ("What product should I look for?", "Which item is it?"),
-    "quantity": ("How many do you need?", "What quantity?"),
-    "address": (
-        "What's the shipping address?",
-        "Where should I send it to?",
-        "What address do we deliver to?",
-    ),
-    "vendors": (
-        "Which vendors are approved?",
-        "Any supplier I must use?",
-        "Which shops are we allowed to buy from?",
-    ),
-    "color": ("Which colour?", "Any color preference?"),
-}
-
-
-def test_the_user_routes_paraphrases_and_the_experts_questions_to_one_slot() -> None:
-    task = DOMAIN.generate(0, Knobs())
-    user = SimulatedUser(task, DOMAIN.slot_phrases)
-    for slot, texts in PARAPHRASES.items():
-        for text in texts:
-            assert user.respond(text).asked == (slot,), text
-    for slot, question in QUESTIONS.items():
-        turn = user.respond(question)
-        if slot == "priorities":
-            assert turn.priority_asked and turn.asked in ((), ("priorities",))
-        else:
-            assert turn.asked == (slot,) and not turn.priority_asked, question
-
-
-def test_proposals_name_one_option_and_reach_no_slot() -> None:
-    proposals = 0
-    for trajectory in _trajectories("expert", range(300)) + _trajectories(
-        "ask-nothing", range(100)
-    ):
-        for record in trajectory.rounds:
-            if record.kind is RoundKind.SAY and record.user and record.user.proposed:
-                proposals += 1
-                assert record.user.asked == () and not record.user.priority_asked
-    assert proposals > 200
 
 
 def test_a_refused_tool_call_changes_nothing() -> None:

@@ -9,8 +9,17 @@ from stategym.errors import UnknownDomainError
 def _domains() -> dict[str, Domain]:
     from stategym.domains import bank, cloud, lookup, meetings, shop, travel
 
-    return {d.name: d for d in (travel.DOMAIN, meetings.DOMAIN, cloud.DOMAIN, lookup.DOMAIN,
-                                shop.DOMAIN, bank.DOMAIN)}
+    return {
+        d.name: d
+        for d in (
+            travel.DOMAIN,
+            meetings.DOMAIN,
+            cloud.DOMAIN,
+            lookup.DOMAIN,
+            shop.DOMAIN,
+            bank.DOMAIN,
+        )
+    }
 
 
 _REGISTRY: dict[str, Domain] = {}

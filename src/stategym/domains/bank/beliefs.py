@@ -6,36 +6,31 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.agents.hearing import Answers, hear
 from stategym.protocol import Observation
 from stategym.task import Value
 
 from .rules import FINE, PREFERENCES, USE, Terms, active_preferences, route_satisfies
 from .world import Account, FxRate, Invoice, RailTerms, route_cost, route_id
 
-_ANSWERS: tuple[tuple[str, re.Pattern[str], type], ...] = (
+_ANSWERS: Answers = (
     ("fee_cap", re.compile(r"at most (\d+) in fees"), int),
     ("savings", re.compile(r"savings account, (keep it|use it if needed)\."), str),
     ("conversion", re.compile(r"currency conversion, (avoid it|fine)\."), str),
 )
-_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
 NO_LIMIT = 10**9
 """The fee cap an agent that never asked assumes."""
 
 
-def read_order(text: str) -> tuple[str, ...] | None:
-    """Preference ids in the order the user ranked them, from a priorities sentence."""
-    match = _PRIORITIES.search(text)
-    if match is None:
-        return None
-    order: list[str] = []
-    for phrase in match.group(1).split(", then "):
-        if phrase.startswith("the payment arriving by day"):
-            order.append("on_time")
-        elif phrase == "leaving my savings untouched":
-            order.append("keep_savings")
-        elif phrase == "avoiding currency conversion":
-            order.append("no_conversion")
-    return tuple(order)
+def _preference(phrase: str) -> str | None:
+    """The preference a phrase of the user's ranking speaks of."""
+    if phrase.startswith("the payment arriving by day"):
+        return "on_time"
+    if phrase == "leaving my savings untouched":
+        return "keep_savings"
+    if phrase == "avoiding currency conversion":
+        return "no_conversion"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,24 +58,13 @@ class Beliefs:
     verified: bool | None = None
     excluded: set[str] = field(default_factory=set)
     changed: bool = False
-
-    def hear(self, text: str | None) -> None:
-        """Take in whatever slot values and priorities a user message states."""
-        if not text:
-            return
-        for name, pattern, kind in _ANSWERS:
-            for match in pattern.finditer(text):
-                value = kind(match.group(1))
-                if name in self.values and self.values[name] != value:
-                    self.changed = True
-                self.values[name] = value
-        order = read_order(text)
-        if order is not None:
-            self.order = order
+    locks: int = 0
+    """Rates locked in rounds of their own so far; a same-round agent guesses the quote id
+    of its next lock from it (``Q<locks + 1>``)."""
 
     def see(self, observation: Observation) -> dict[str, Any]:
         """Take in tool results and user words; returns successful results by tool name."""
-        self.hear(observation.user)
+        hear(self, observation.user, _ANSWERS, _preference)
         found: dict[str, Any] = {}
         for result in observation.results:
             if result.ok:

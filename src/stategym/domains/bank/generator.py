@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
+from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
 from stategym.knobs import Knobs
 from stategym.task import (
     Constraint,
@@ -41,7 +42,6 @@ from .rules import (
     Terms,
     active_preferences,
     canonical_route,
-    order_matters,
 )
 from .shaping import CURRENCIES, Setup, shape_setup
 from .world import (
@@ -245,14 +245,8 @@ def _decoys(
 
 
 def _apply(setup: Setup, events: tuple[Event, ...]) -> Setup:
-    final = Setup(dict(setup.accounts), dict(setup.rails), dict(setup.rates))
-    for e in events:
-        change: dict[str, Any] = {e.field: e.value}
-        if e.kind is EventKind.SET and e.table == "rates":
-            final.rates[e.key] = replace(final.rates[e.key], **change)
-        elif e.kind is EventKind.SET:
-            final.accounts[e.key] = replace(final.accounts[e.key], **change)
-    return final
+    accounts = apply_sets("user_accounts", setup.accounts, events)
+    return Setup(accounts, dict(setup.rails), apply_sets("rates", setup.rates, events))
 
 
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
@@ -334,12 +328,6 @@ def _slots(
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
-    if not knobs.priorities:
-        priorities_kind = SlotKind.IRRELEVANT
-    elif not priorities_hidden:
-        priorities_kind = SlotKind.GIVEN
-    else:
-        priorities_kind = SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
     invoice = draw.invoice
     return (
         Slot("invoice", SlotKind.GIVEN, invoice.id, "It's invoice {value}."),
@@ -356,7 +344,12 @@ def _slots(
             "As for currency conversion, {value}.",
         ),
         Slot("category", SlotKind.IRRELEVANT, draw.category, "File it under {value}."),
-        Slot("priorities", priorities_kind, ">".join(prefs), "{value}"),
+        Slot(
+            "priorities",
+            priorities_kind(knobs, priorities_hidden, conflict),
+            ">".join(prefs),
+            "{value}",
+        ),
     )
 
 
@@ -432,13 +425,7 @@ def _request_text(
             if given["conversion"] == AVOID
             else "Converting currency is fine."
         )
-    if "priorities" in given:
-        by_id = {c.id: c.text for c in constraints}
-        order = [by_id[c] for c in str(given["priorities"]).split(">") if c]
-        if len(order) > 1:
-            parts.append(
-                "If I can't have everything, what matters most is " + ", then ".join(order) + "."
-            )
+    parts += priorities_sentences(given, constraints)
     if not knobs.stateful:
         parts.append(
             "Don't send anything: finish with the route you recommend (the account "

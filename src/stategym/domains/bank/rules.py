@@ -59,15 +59,6 @@ def route_satisfies(
     return frozenset(hits)
 
 
-def order_matters(sets: list[frozenset[str]], prefs: tuple[str, ...]) -> bool:
-    """True when no feasible route meets every preference and the maximal trade-offs differ."""
-    wanted = set(prefs)
-    trimmed = {s & wanted for s in sets}
-    if not trimmed or any(s >= wanted for s in trimmed):
-        return False
-    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
-
-
 def canonical_route(best: tuple[str, ...], fees: dict[str, int]) -> str:
     """The best route the expert picks: fewest fees, then the smallest id."""
     return min(best, key=lambda r: (fees[r], r))

@@ -6,25 +6,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.agents.hearing import Answers, hear
 from stategym.protocol import Observation
 from stategym.task import Value
 
 from .generator import PREFERENCE_TEXTS, PREFERENCES
 
-_ANSWERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("need_gb", re.compile(r"free at least (\d+) GB")),
-    ("idle_min", re.compile(r"idle after (\d+) days")),
+_ANSWERS: Answers = (
+    ("need_gb", re.compile(r"free at least (\d+) GB"), int),
+    ("idle_min", re.compile(r"idle after (\d+) days"), int),
 )
-_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
 _BY_TEXT = {text: pref for pref, (text, _) in PREFERENCE_TEXTS.items()}
-
-
-def read_order(text: str) -> tuple[str, ...] | None:
-    """Preference ids in the order the user ranked them, from a priorities sentence."""
-    match = _PRIORITIES.search(text)
-    if match is None:
-        return None
-    return tuple(_BY_TEXT[p] for p in match.group(1).split(", then ") if p in _BY_TEXT)
+"""The preference each of the user's phrases for one speaks of."""
 
 
 @dataclass(slots=True)
@@ -52,23 +45,9 @@ class Beliefs:
     excluded: set[str] = field(default_factory=set)
     changed: bool = False
 
-    def hear(self, text: str | None) -> None:
-        """Take in whatever slot values and priorities a user message states."""
-        if not text:
-            return
-        for name, pattern in _ANSWERS:
-            for match in pattern.finditer(text):
-                value = int(match.group(1))
-                if name in self.values and self.values[name] != value:
-                    self.changed = True
-                self.values[name] = value
-        order = read_order(text)
-        if order is not None:
-            self.order = order
-
     def see(self, observation: Observation) -> dict[str, Any]:
         """Take in tool results and user words; returns successful results by tool name."""
-        self.hear(observation.user)
+        hear(self, observation.user, _ANSWERS, _BY_TEXT.get)
         found: dict[str, Any] = {}
         for result in observation.results:
             if result.ok:

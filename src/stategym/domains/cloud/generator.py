@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
 from stategym.knobs import Knobs
 from stategym.task import (
     Constraint,
@@ -254,19 +255,6 @@ def _events(
     return tuple(sorted(events, key=lambda e: e.at))
 
 
-def _apply(
-    draw: Draw, volumes: dict[str, Volume], events: tuple[Event, ...]
-) -> tuple[dict[str, Volume], dict[str, Instance]]:
-    """The volumes and instances once every scheduled change has happened."""
-    final_volumes, final_instances = dict(volumes), dict(draw.instances)
-    for e in events:
-        if e.kind is EventKind.SET and e.table == "volumes":
-            final_volumes[e.key] = replace(final_volumes[e.key], idle_days=int(e.value))
-        elif e.kind is EventKind.SET:
-            final_instances[e.key] = replace(final_instances[e.key], state="running")
-    return final_volumes, final_instances
-
-
 def _one_plan(
     volumes: dict[str, Volume], best: tuple[str, ...], protected: tuple[str, ...]
 ) -> dict[str, Volume]:
@@ -280,15 +268,6 @@ def _one_plan(
         if (unified[b].tier in protected) != (tier in protected):
             unified[b] = replace(unified[b], tier=tier)
     return unified
-
-
-def order_matters(sets: list[frozenset[str]], prefs: tuple[str, ...]) -> bool:
-    """True when no option meets every preference and the maximal trade-offs differ."""
-    wanted = set(prefs)
-    trimmed = {s & wanted for s in sets}
-    if not trimmed or any(s >= wanted for s in trimmed):
-        return False
-    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
 
 
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
@@ -306,7 +285,8 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     nothing = frozenset(constraint_ids) - {"volume_deleted"}
     best_before = best_options(table(volumes, draw.instances), nothing, weights)
     events = _events(draw, knobs, volumes, needs, best_before)
-    final_volumes, final_instances = _apply(draw, volumes, events)
+    final_volumes = apply_sets("volumes", volumes, events)
+    final_instances = apply_sets("instances", draw.instances, events)
     satisfaction = table(final_volumes, final_instances)
     best = best_options(satisfaction, nothing, weights)
     feasible_sets = [
@@ -347,12 +327,6 @@ def _slots(draw: Draw, knobs: Knobs, conflict: bool) -> tuple[Slot, ...]:
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if draw.hidden[name] and knobs.hidden_info else SlotKind.GIVEN
 
-    if not knobs.priorities:
-        priorities_kind = SlotKind.IRRELEVANT
-    elif not (draw.priorities_hidden and knobs.hidden_info):
-        priorities_kind = SlotKind.GIVEN
-    else:
-        priorities_kind = SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
     return (
         Slot(
             "project_id",
@@ -375,7 +349,12 @@ def _slots(draw: Draw, knobs: Knobs, conflict: bool) -> tuple[Slot, ...]:
             "Only count a volume as idle after {value} days without activity.",
         ),
         Slot("window", SlotKind.IRRELEVANT, draw.window, "Our maintenance window is {value}."),
-        Slot("priorities", priorities_kind, ">".join(draw.order), "{value}"),
+        Slot(
+            "priorities",
+            priorities_kind(knobs, draw.priorities_hidden, conflict),
+            ">".join(draw.order),
+            "{value}",
+        ),
     )
 
 
@@ -428,12 +407,7 @@ def _request_text(
         "I'd rather not detach a volume from an instance, and I'd prefer one of my own "
         "team's volumes."
     )
-    if "priorities" in given:
-        by_id = {c.id: c.text for c in constraints}
-        order = [by_id[c] for c in str(given["priorities"]).split(">")]
-        parts.append(
-            "If I can't have everything, what matters most is " + ", then ".join(order) + "."
-        )
+    parts += priorities_sentences(given, constraints)
     if not knobs.stateful:
         parts.append(
             "Don't change anything: finish with the id of the volume you recommend "

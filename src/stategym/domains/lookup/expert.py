@@ -15,8 +15,9 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from stategym.agents.base import Script, ScriptedAgent
+from stategym.agents.playbook import finish, rounds
 from stategym.agents.style import Style
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, call
+from stategym.protocol import Action, Observation, Say, ToolCall, call
 from stategym.task import Task
 
 from .beliefs import SUBJECT_TYPES, Beliefs
@@ -60,7 +61,7 @@ def _script(task: Task, style: Style) -> Script:
             answer = yield from _compare(
                 beliefs, style, subjects, answer, str(given["measure"]), str(given["pick"])
             )
-    yield CallBatch((call("finish", answer=str(answer) if answer is not None else "none"),))
+    yield finish(str(answer) if answer is not None else "none")
 
 
 def _round(
@@ -68,11 +69,7 @@ def _round(
 ) -> Steps:
     """Play ``batch`` in one round, or one call per round for a serial agent; a first-fit
     agent stops as soon as it has ``enough``."""
-    rounds = [[c] for c in batch] if style.batching == "serial" else [batch]
-    for calls in rounds:
-        if not calls:
-            continue
-        sent = CallBatch(tuple(calls))
+    for sent in rounds(batch, style):
         beliefs.see(sent, (yield sent))
         if style.first_fit and enough is not None and enough():
             return

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.agents.hearing import Answers, hear
 from stategym.protocol import Observation
 from stategym.task import Value
 
@@ -28,29 +29,23 @@ from .timegrid import (
     window,
 )
 
-_ANSWERS: tuple[tuple[str, re.Pattern[str], type], ...] = (
+_ANSWERS: Answers = (
     ("optional", re.compile(r"Optional attendees: ([^.]+)\."), str),
     ("duration", re.compile(r"should last (\d+) minutes"), int),
     ("time_of_day", re.compile(r"time of day, (morning|afternoon|any)\b"), str),
     ("room_feature", re.compile(r"room equipment, (video|whiteboard|any)\b"), str),
 )
-_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
 
 
-def read_order(text: str) -> tuple[str, ...] | None:
-    """Preference ids in the order the user ranked them, from a priorities sentence."""
-    match = _PRIORITIES.search(text)
-    if match is None:
-        return None
-    order: list[str] = []
-    for phrase in match.group(1).split(", then "):
-        if phrase.startswith("the optional attendees"):
-            order.append("optional_attend")
-        elif phrase.endswith(" slot"):
-            order.append("time_of_day")
-        elif phrase.startswith("a room with"):
-            order.append("room_feature")
-    return tuple(order)
+def _preference(phrase: str) -> str | None:
+    """The preference a phrase of the user's ranking speaks of."""
+    if phrase.startswith("the optional attendees"):
+        return "optional_attend"
+    if phrase.endswith(" slot"):
+        return "time_of_day"
+    if phrase.startswith("a room with"):
+        return "room_feature"
+    return None
 
 
 def _clock_span(start: str, end: str, shift: int) -> int:
@@ -88,24 +83,11 @@ class Beliefs:
     version: int = 0
     """Bumped whenever anything is learnt, so derived views can be cached."""
 
-    def hear(self, text: str | None) -> None:
-        """Take in whatever slot values and priorities a user message states."""
-        if not text:
-            return
-        self.version += 1
-        for name, pattern, kind in _ANSWERS:
-            for match in pattern.finditer(text):
-                value = kind(match.group(1))
-                if name in self.values and self.values[name] != value:
-                    self.changed = True
-                self.values[name] = value
-        order = read_order(text)
-        if order is not None:
-            self.order = order
-
     def see(self, observation: Observation) -> dict[str, Any]:
         """Take in tool results and user words; returns successful results by tool name."""
-        self.hear(observation.user)
+        if observation.user:
+            self.version += 1
+        hear(self, observation.user, _ANSWERS, _preference)
         found: dict[str, Any] = {}
         for result in observation.results:
             if result.ok and result.name != "finish":

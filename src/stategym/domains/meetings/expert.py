@@ -10,14 +10,29 @@ invitation once the organiser agrees.
 from __future__ import annotations
 
 from stategym.agents.base import Script, ScriptedAgent
+from stategym.agents.playbook import (
+    Agreement,
+    Decision,
+    Steps,
+    agreed,
+    assume,
+    blind_commit,
+    choose,
+    decide_and_commit,
+    known_at_start,
+    propose,
+    questions,
+    rounds,
+)
 from stategym.agents.style import Style
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, call
-from stategym.task import Task, final_values
+from stategym.generation import order_matters
+from stategym.protocol import CallBatch, Observation, ToolCall, call
+from stategym.task import Task, Value
 
 from .beliefs import Beliefs
 from .generator import ROOM_NAMES
 from .spec import split_names
-from .timegrid import Option, Scene, clock, feasible, options, order_matters, rank
+from .timegrid import Option, Scene, clock, feasible, options, rank
 
 QUESTIONS = {
     "optional": "Which attendees are optional?",
@@ -32,7 +47,7 @@ QUESTIONS = {
     "priorities": "If I can't satisfy every wish, which should I prioritize?",
 }
 USER_FACTS = ("optional", "duration", "time_of_day", "room_feature")
-GUESSES: dict[str, str | int] = {
+GUESSES: dict[str, Value] = {
     "optional": "",
     "duration": 60,
     "time_of_day": "any",
@@ -56,13 +71,8 @@ class _Plan:
         self.names = split_names(str(given["attendees"]))
         first, last = (int(x) for x in str(given["window"]).split("-"))
         self.days = tuple(range(first, last + 1))
-        self.beliefs = Beliefs(values=dict(given))
-        if "priorities" in given:
-            self.beliefs.order = tuple(str(given["priorities"]).split(">"))
-        if style.privileged:
-            self.beliefs.values.update(final_values(task))
-            prefs = {c.id for c in task.constraints if c.kind == "preference"}
-            self.beliefs.order = tuple(c for c in task.priority_order() if c in prefs)
+        values, order = known_at_start(task, style)
+        self.beliefs = Beliefs(values=values, order=order)
         self._views: dict[tuple[int, tuple[int, ...]], tuple[Scene, list[Option]]] = {}
 
     def _view(self, days: tuple[int, ...] | None) -> tuple[Scene, list[Option]]:
@@ -82,13 +92,8 @@ class _Plan:
 
     def pick(self, days: tuple[int, ...] | None = None) -> Option | None:
         """The best option the agent knows of (the first one for a first-fit agent)."""
-        found = self.options(days)
-        if not found:
-            return None
-        if self.style.first_fit:
-            return found[0]
         order = self.beliefs.order or self.beliefs.default_order(self.scene())
-        return max(found, key=lambda o: rank(o.hits, order))  # max keeps the earliest of ties
+        return choose(self.options(days), self.style, lambda o: -rank(o.hits, order))
 
     def order_matters(self) -> bool:
         return order_matters((o.hits for o in self.options()), self.scene().preferences())
@@ -96,29 +101,20 @@ class _Plan:
 
 def _script(task: Task, style: Style, first: Observation) -> Script:
     plan = _Plan(task, style)
-    asks = _questions(plan.beliefs, style)
-    if asks:
-        plan.beliefs.see((yield Say(" ".join(QUESTIONS[a] for a in asks))))
-    if style.ask == "nothing":
-        for name, guess in GUESSES.items():
-            plan.beliefs.values.setdefault(name, guess)
+    opening = questions(style, plan.beliefs.values, QUESTIONS, USER_FACTS)
+    if opening is not None:
+        plan.beliefs.see((yield opening))
+    assume(style, plan.beliefs.values, GUESSES)
     yield from _look_up(plan)
-    yield from _choose_and_commit(plan)
-
-
-def _questions(beliefs: Beliefs, style: Style) -> list[str]:
-    if style.privileged or style.ask == "nothing":
-        return []
-    if style.ask == "everything":
-        return list(QUESTIONS)
-    return [name for name in USER_FACTS if name not in beliefs.values]
-
-
-def _rounds(batch: list[ToolCall], style: Style) -> list[CallBatch]:
-    """One parallel round, or one round per call for a serial agent."""
-    if style.batching == "serial":
-        return [CallBatch((c,)) for c in batch]
-    return [CallBatch(tuple(batch))]
+    decision = Decision(
+        question=QUESTIONS["priorities"],
+        order_matters=plan.order_matters,
+        pick=plan.pick,
+        attempt=lambda choice, agreement: _attempt(plan, choice, agreement),
+        nothing="No time suits everyone who must attend, so I sent nothing.",
+        give_up="I could not send the invitation.",
+    )
+    yield from decide_and_commit(plan.beliefs, style, task.knobs.stateful, decision)
 
 
 def _spray(plan: _Plan, count: int) -> list[ToolCall]:
@@ -148,7 +144,7 @@ def _look_up(plan: _Plan) -> Script:
     roots = [call("get_my_profile"), call("list_rooms", min_capacity=len(plan.names) + 1)]
     if style.batching == "guess":
         roots += _guesses(plan)
-    for action in _rounds(roots, style):
+    for action in rounds(roots, style):
         beliefs.see((yield action))
     ids = beliefs.ids(plan.names)
     lookups = [call("lookup_person", person_id=p) for p in ids]
@@ -166,64 +162,35 @@ def _look_up(plan: _Plan) -> Script:
         ]
         if index == 0:
             batch += _spray(plan, style.spray)
-        for action in _rounds(batch, style):
+        for action in rounds(batch, style):
             beliefs.see((yield action))
         if style.first_fit and plan.pick(plan.days[: index + 1]) is not None:
             return
 
 
-def _choose_and_commit(plan: _Plan) -> Script:
-    task, style, beliefs = plan.task, plan.style, plan.beliefs
-    confirmed: str | None = None
-    for _ in range(12):  # re-decisions after taken slots, expired holds and changes of mind
-        if (
-            beliefs.order is None
-            and style.ask != "nothing"
-            and not style.first_fit
-            and plan.order_matters()
-        ):
-            beliefs.see((yield Say(QUESTIONS["priorities"])))
-            continue
-        choice = plan.pick()
-        if choice is None:
-            yield _finish(
-                "none"
-                if not task.knobs.stateful
-                else "No time suits everyone who must attend, so I sent nothing."
-            )
-            return
-        if not task.knobs.stateful:
-            yield _finish(choice.id)
-            return
-        beliefs.changed = False
-        if style.verify == "same_round" or style.commit == "shotgun":
-            yield from _blind_commit(plan, choice)
-            return
-        held = beliefs.see((yield CallBatch((_hold(choice),)))).get("hold_room")
-        if held is None:
+def _attempt(plan: _Plan, choice: Option, agreement: Agreement) -> Steps[str | None]:
+    """Hold the room (which shows who is unavailable now), propose it, and send."""
+    style, beliefs = plan.style, plan.beliefs
+    if style.verify == "same_round" or style.commit == "shotgun":
+        return (yield from _blind_commit(plan, choice))
+    held = beliefs.see((yield CallBatch((_hold(choice),)))).get("hold_room")
+    if held is None:
+        beliefs.excluded.add(choice.id)
+        return None
+    if style.verify == "before" and (beliefs.changed or _moved(plan, choice)):
+        return None  # someone became unavailable or the organiser changed their mind
+    if agreement.pending(style, choice.id):
+        reply = (yield from propose(proposal(choice), style, beliefs.see))[-1]
+        if not agreed(reply, choice.id):
             beliefs.excluded.add(choice.id)
-            continue
-        if style.verify == "before" and (beliefs.changed or _moved(plan, choice)):
-            continue  # someone became unavailable or the organiser changed their mind
-        if style.confirm != "skip" and confirmed != choice.id:
-            obs: Observation | None = None
-            for _ in range(3 if style.confirm == "spam" else 1):
-                obs = yield Say(proposal(choice))
-                beliefs.see(obs)
-            if obs is None or not obs.user or f"Yes, {choice.id}" not in obs.user:
-                beliefs.excluded.add(choice.id)
-                continue
-            if beliefs.changed:
-                continue
-            confirmed = choice.id
-        if style.commit == "never":
-            yield _finish(f"{choice.id} is the best option; I did not send the invitation.")
-            return
-        sent = beliefs.see((yield CallBatch((call("send_invitation", hold_id=held["hold_id"]),))))
-        if "send_invitation" in sent:
-            yield _finish(f"Sent the invitation for {choice.id}.")
-            return
-    yield _finish("I could not send the invitation.")
+            return None
+        if beliefs.changed:
+            return None
+        agreement.option = choice.id
+    if style.commit == "never":
+        return f"{choice.id} is the best option; I did not send the invitation."
+    sent = beliefs.see((yield CallBatch((call("send_invitation", hold_id=held["hold_id"]),))))
+    return f"Sent the invitation for {choice.id}." if "send_invitation" in sent else None
 
 
 def _moved(plan: _Plan, choice: Option) -> bool:
@@ -251,21 +218,13 @@ def proposal(option: Option) -> str:
     )
 
 
-def _blind_commit(plan: _Plan, choice: Option) -> Script:
+def _blind_commit(plan: _Plan, choice: Option) -> Steps[str]:
     """Hold and send without looking at the hold first (guessing hold ids), or send several."""
     picks = [choice]
     if plan.style.commit == "shotgun":
         picks += [o for o in plan.options() if o.id != choice.id][:2]
     holds = [_hold(o) for o in picks]
-    if plan.style.verify == "same_round":
-        sends = [call("send_invitation", hold_id=f"H{i + 1}") for i in range(len(picks))]
-        plan.beliefs.see((yield CallBatch(tuple(holds + sends))))
-    else:
-        obs = yield CallBatch(tuple(holds))
-        ids = [r.content["hold_id"] for r in obs.results if r.ok]
-        plan.beliefs.see((yield CallBatch(tuple(call("send_invitation", hold_id=h) for h in ids))))
-    yield _finish(f"Sent invitations for {', '.join(o.id for o in picks)}.")
-
-
-def _finish(answer: str) -> Action:
-    return CallBatch((call("finish", answer=answer),))
+    yield from blind_commit(
+        holds, lambda h: call("send_invitation", hold_id=h), plan.style, plan.beliefs.see
+    )
+    return f"Sent invitations for {', '.join(o.id for o in picks)}."

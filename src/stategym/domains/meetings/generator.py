@@ -15,6 +15,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from stategym.generation import order_matters
 from stategym.knobs import Knobs
 from stategym.task import (
     EventKind,
@@ -39,7 +40,6 @@ from .timegrid import (
     Option,
     feasible,
     options,
-    order_matters,
     span,
 )
 from .world import Person, Room

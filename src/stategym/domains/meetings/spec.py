@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from stategym.generation import priorities_kind, priorities_sentences
 from stategym.knobs import Knobs
 from stategym.task import (
     Constraint,
@@ -53,12 +54,6 @@ def slots(
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if draw.hidden[name] and knobs.hidden_info else SlotKind.GIVEN
 
-    if not knobs.priorities:
-        priorities_kind = SlotKind.IRRELEVANT
-    elif not priorities_hidden:
-        priorities_kind = SlotKind.GIVEN
-    else:
-        priorities_kind = SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
     names = {p.id: p.name for p in draw.people}
     me = draw.organiser
     zones = "; ".join(f"{p.name} is on UTC{p.utc_offset:+d}" for p in draw.attendees)
@@ -101,7 +96,12 @@ def slots(
             "As for room equipment, {value}.",
         ),
         Slot("agenda", SlotKind.IRRELEVANT, draw.agenda, "The agenda is {value}."),
-        Slot("priorities", priorities_kind, ">".join(prefs), "{value}"),
+        Slot(
+            "priorities",
+            priorities_kind(knobs, priorities_hidden, conflict),
+            ">".join(prefs),
+            "{value}",
+        ),
     )
 
 
@@ -159,12 +159,7 @@ def request_text(
             else f"The room needs {FEATURE_WORDS[str(given['room_feature'])]}."
         )
     parts.append("Keep it within my working hours.")
-    if "priorities" in given:
-        order = [rules_text(rules, c) for c in str(given["priorities"]).split(">") if c]
-        if len(order) > 1:
-            parts.append(
-                "If I can't have everything, what matters most is " + ", then ".join(order) + "."
-            )
+    parts += priorities_sentences(given, rules)
     if not knobs.stateful:
         parts.append(
             "Don't hold or send anything: finish with the id of the option you "

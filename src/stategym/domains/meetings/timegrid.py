@@ -244,15 +244,6 @@ def feasible(option: Option) -> bool:
     return "within_hours" in option.hits and "required_attend" in option.hits
 
 
-def order_matters(sets: Iterable[frozenset[str]], prefs: tuple[str, ...]) -> bool:
-    """True when no option meets every preference and the best trade-offs differ."""
-    wanted = frozenset(prefs)
-    trimmed = {s & wanted for s in sets}
-    if not trimmed or any(s >= wanted for s in trimmed):
-        return False
-    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
-
-
 def rank(hits: frozenset[str], order: tuple[str, ...]) -> int:
     """Lexicographic worth of the preferences met, in priority ``order`` (higher is better)."""
     return sum(1 << (len(order) - i) for i, p in enumerate(order) if p in hits)

@@ -6,35 +6,30 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.agents.hearing import Answers, hear
 from stategym.protocol import Observation
 from stategym.task import Value
 
 from .generator import ANY_BRAND, ANY_DAY, PREFERENCES, active_preferences, satisfied
 
-_ANSWERS: tuple[tuple[str, re.Pattern[str], type], ...] = (
+_ANSWERS: Answers = (
     ("budget", re.compile(r"budget for the whole order is \$(\d+)"), int),
     ("deadline", re.compile(r"As for delivery, (by day \d+|any day)"), str),
     ("brand", re.compile(r"As for the brand, (\w+)\."), str),
 )
-_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
 NO_LIMIT = 10**9
 """The budget an agent that never asked assumes."""
 
 
-def read_order(text: str) -> tuple[str, ...] | None:
-    """Preference ids in the order the user ranked them, from a priorities sentence."""
-    match = _PRIORITIES.search(text)
-    if match is None:
-        return None
-    order: list[str] = []
-    for phrase in match.group(1).split(", then "):
-        if phrase == "an eco-certified product":
-            order.append("eco")
-        elif phrase.startswith("delivery "):
-            order.append("on_time")
-        elif phrase.startswith("the ") and phrase.endswith(" brand"):
-            order.append("brand")
-    return tuple(order)
+def _preference(phrase: str) -> str | None:
+    """The preference a phrase of the user's ranking speaks of."""
+    if phrase == "an eco-certified product":
+        return "eco"
+    if phrase.startswith("delivery "):
+        return "on_time"
+    if phrase.startswith("the ") and phrase.endswith(" brand"):
+        return "brand"
+    return None
 
 
 @dataclass(slots=True)
@@ -71,23 +66,9 @@ class Beliefs:
     excluded: set[str] = field(default_factory=set)
     changed: bool = False
 
-    def hear(self, text: str | None) -> None:
-        """Take in whatever slot values and priorities a user message states."""
-        if not text:
-            return
-        for name, pattern, kind in _ANSWERS:
-            for match in pattern.finditer(text):
-                value = kind(match.group(1))
-                if name in self.values and self.values[name] != value:
-                    self.changed = True
-                self.values[name] = value
-        order = read_order(text)
-        if order is not None:
-            self.order = order
-
     def see(self, observation: Observation) -> dict[str, Any]:
         """Take in tool results and user words; returns successful results by tool name."""
-        self.hear(observation.user)
+        hear(self, observation.user, _ANSWERS, _preference)
         found: dict[str, Any] = {}
         for result in observation.results:
             if not result.ok:

@@ -8,16 +8,30 @@ current total and stock, proposes the offer, and checks out once the buyer agree
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from stategym.agents.base import Script, ScriptedAgent
+from stategym.agents.playbook import (
+    Agreement,
+    Decision,
+    Steps,
+    agreed,
+    assume,
+    choose,
+    decide_and_commit,
+    known_at_start,
+    propose,
+    questions,
+    rounds,
+    worth,
+)
 from stategym.agents.style import Style
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, call
-from stategym.task import Task, final_values
+from stategym.generation import order_matters
+from stategym.protocol import CallBatch, Observation, call
+from stategym.task import Task, Value
 
 from .beliefs import NO_LIMIT, Beliefs, OfferView
-from .generator import ANY_BRAND, ANY_DAY, order_matters
+from .generator import ANY_BRAND, ANY_DAY
 
 QUESTIONS = {
     "budget": "What is your budget for the whole order?",
@@ -32,7 +46,7 @@ QUESTIONS = {
     "prioritize?",
 }
 USER_FACTS = ("budget", "deadline", "brand")
-GUESSES: dict[str, int | str] = {"budget": NO_LIMIT, "deadline": ANY_DAY, "brand": ANY_BRAND}
+GUESSES: dict[str, Value] = {"budget": NO_LIMIT, "deadline": ANY_DAY, "brand": ANY_BRAND}
 SPRAY_QUERIES = ("printer paper", "whiteboard", "toner")
 
 
@@ -42,36 +56,25 @@ def shop_expert(task: Task, style: Style) -> ScriptedAgent:
 
 
 def _script(task: Task, style: Style, first: Observation) -> Script:
-    beliefs = Beliefs(values=dict(task.request.given))
-    if "priorities" in task.request.given:
-        beliefs.order = tuple(str(task.request.given["priorities"]).split(">"))
-    if style.privileged:
-        beliefs.values.update(final_values(task))
-        prefs = {c.id for c in task.constraints if c.kind == "preference"}
-        beliefs.order = tuple(c for c in task.priority_order() if c in prefs)
-    asks = _questions(beliefs, style)
-    if asks:
-        beliefs.see((yield Say(" ".join(QUESTIONS[a] for a in asks))))
+    values, order = known_at_start(task, style)
+    beliefs = Beliefs(values=values, order=order)
+    opening = questions(style, beliefs.values, QUESTIONS, USER_FACTS)
+    if opening is not None:
+        beliefs.see((yield opening))
     yield from _look_up(task, beliefs, style)
-    if style.ask == "nothing":
-        for name, guess in GUESSES.items():
-            beliefs.values.setdefault(name, guess)
-    yield from _choose_and_commit(task, beliefs, style)
-
-
-def _questions(beliefs: Beliefs, style: Style) -> list[str]:
-    if style.privileged or style.ask == "nothing":
-        return []
-    if style.ask == "everything":
-        return list(QUESTIONS)
-    return [name for name in USER_FACTS if name not in beliefs.values]
-
-
-def _rounds(batch: list[ToolCall], style: Style) -> list[CallBatch]:
-    """One parallel round, or one round per call for a serial agent."""
-    if style.batching == "serial":
-        return [CallBatch((c,)) for c in batch]
-    return [CallBatch(tuple(batch))]
+    assume(style, beliefs.values, GUESSES)
+    decision = Decision(
+        question=QUESTIONS["priorities"],
+        order_matters=lambda: order_matters(
+            [beliefs.sat(o) for o in beliefs.offers.values() if beliefs.feasible(o)],
+            beliefs.preferences(),
+        ),
+        pick=lambda: _pick(beliefs, style),
+        attempt=lambda choice, agreement: _attempt(beliefs, style, choice, agreement),
+        nothing="No approved offer fits, so I ordered nothing.",
+        give_up="I could not complete the order.",
+    )
+    yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
 
 
 def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
@@ -82,12 +85,12 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     if style.batching == "guess":  # product ids the catalog has not shown yet
         lookups += [call("get_offers", product_id=f"P{n}") for n in (101, 102, 103)]
     spray = [call("list_orders"), *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
-    for action in _rounds(lookups + spray[: style.spray], style):
+    for action in rounds(lookups + spray[: style.spray], style):
         beliefs.see((yield action))
     fetch = [
         call("get_offers", product_id=pid) for pid in beliefs.products if pid not in beliefs.fetched
     ]
-    for action in _rounds(fetch, style):
+    for action in rounds(fetch, style):
         beliefs.see((yield action))
         if style.first_fit and _pick(beliefs, style) is not None:
             return
@@ -96,73 +99,46 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
 def _pick(beliefs: Beliefs, style: Style) -> OfferView | None:
     """The best offer the agent knows of, or ``None`` if none is feasible."""
     feasible = [o for o in beliefs.offers.values() if beliefs.feasible(o)]
-    if not feasible:
-        return None
-    if style.first_fit:
-        return feasible[0]
     order = beliefs.order or beliefs.default_order()
-    weights = {p: 2 ** (len(order) - i) for i, p in enumerate(order)}
-    return min(
-        feasible,
-        key=lambda o: (-sum(weights.get(p, 0) for p in beliefs.meets(o)), beliefs.total(o), o.id),
+    return choose(
+        feasible, style, lambda o: (-worth(beliefs.meets(o), order), beliefs.total(o), o.id)
     )
 
 
-def _must_ask_order(beliefs: Beliefs, style: Style) -> bool:
-    if beliefs.order is not None or style.ask == "nothing" or style.first_fit:
-        return False
-    sets = [beliefs.sat(o) for o in beliefs.offers.values() if beliefs.feasible(o)]
-    return order_matters(sets, beliefs.preferences())
-
-
-def _choose_and_commit(task: Task, beliefs: Beliefs, style: Style) -> Script:
-    confirmed: str | None = None
-    for _ in range(12):  # re-decisions after price moves, sell-outs and changes of mind
-        if _must_ask_order(beliefs, style):
-            beliefs.see((yield Say(QUESTIONS["priorities"])))
-            continue
-        choice = _pick(beliefs, style)
-        if choice is None:
-            stateless = not task.knobs.stateful
-            yield _finish("none" if stateless else "No approved offer fits, so I ordered nothing.")
-            return
-        if not task.knobs.stateful:
-            yield _finish(choice.id)
-            return
-        beliefs.changed = False
-        if style.commit == "shotgun":
-            yield from _shotgun(beliefs, style, choice)
-            return
-        add = call("add_to_cart", offer_id=choice.id, quantity=beliefs.quantity())
-        added = beliefs.see((yield CallBatch((add,)))).get("add_to_cart")
-        if added is None:
-            beliefs.excluded.add(choice.id)
-            continue
-        cart, line = added["cart_id"], added["line_id"]
-        approval = yield from _prepare(beliefs, style, choice, cart)
-        if approval is not None and style.confirm != "skip" and confirmed != choice.id:
-            accepted = yield from _propose(beliefs, style, choice)
-            if not accepted:
-                beliefs.excluded.add(choice.id)
-            approval = approval if accepted and not beliefs.changed else None
-            confirmed = choice.id if approval is not None else confirmed
-        if approval is None:  # the choice changed: take the line out and decide again
-            beliefs.see((yield CallBatch((call("remove_from_cart", line_id=line),))))
-            continue
-        if style.commit == "never":
-            yield _finish(f"{choice.id} is the best offer; I did not order it.")
-            return
-        if (yield from _checkout(beliefs, style, cart, approval)):
-            yield _finish(f"Ordered {choice.id}.")
-            return
+def _attempt(
+    beliefs: Beliefs, style: Style, choice: OfferView, agreement: Agreement
+) -> Steps[str | None]:
+    """Put the offer in the cart, review it, propose it, and check out."""
+    if style.commit == "shotgun":
+        return (yield from _shotgun(beliefs, style, choice))
+    add = call("add_to_cart", offer_id=choice.id, quantity=beliefs.quantity())
+    added = beliefs.see((yield CallBatch((add,)))).get("add_to_cart")
+    if added is None:
         beliefs.excluded.add(choice.id)
+        return None
+    cart, line = added["cart_id"], added["line_id"]
+    approval = yield from _prepare(beliefs, style, choice, cart)
+    if approval is not None and agreement.pending(style, choice.id):
+        text = _proposal(beliefs, choice)
+        first = (yield from propose(text, style, beliefs.see))[0]
+        accepted = agreed(first, choice.id)
+        if not accepted:
+            beliefs.excluded.add(choice.id)
+        approval = approval if accepted and not beliefs.changed else None
+        agreement.option = choice.id if approval is not None else agreement.option
+    if approval is None:  # the choice changed: take the line out and decide again
         beliefs.see((yield CallBatch((call("remove_from_cart", line_id=line),))))
-    yield _finish("I could not complete the order.")
+        return None
+    if style.commit == "never":
+        return f"{choice.id} is the best offer; I did not order it."
+    if (yield from _checkout(beliefs, style, cart, approval)):
+        return f"Ordered {choice.id}."
+    beliefs.excluded.add(choice.id)
+    beliefs.see((yield CallBatch((call("remove_from_cart", line_id=line),))))
+    return None
 
 
-def _prepare(
-    beliefs: Beliefs, style: Style, choice: OfferView, cart: str
-) -> Generator[Action, Observation, str | None]:
+def _prepare(beliefs: Beliefs, style: Style, choice: OfferView, cart: str) -> Steps[str | None]:
     """Review the cart (when verifying first) and request the approval its total needs, side
     by side. Returns the approval id (``""``: none needed), or ``None`` when the review
     changed the choice."""
@@ -170,7 +146,7 @@ def _prepare(
     if beliefs.needs_approval(beliefs.total(choice)):
         batch.append(call("request_approval", cart_id=cart))
     found: dict[str, Any] = {}
-    for action in _rounds(batch, style) if batch else []:
+    for action in rounds(batch, style):
         found.update(beliefs.see((yield action)))
     if style.verify == "before" and (_pick(beliefs, style) is not choice or beliefs.changed):
         return None  # the current price, stock or a change of mind changed the choice
@@ -178,9 +154,7 @@ def _prepare(
     return str(approval["approval_id"]) if approval else ""
 
 
-def _checkout(
-    beliefs: Beliefs, style: Style, cart: str, approval: str
-) -> Generator[Action, Observation, bool]:
+def _checkout(beliefs: Beliefs, style: Style, cart: str, approval: str) -> Steps[bool]:
     """Check out (beside the review for a same-round check); returns whether it went through."""
     order = [
         call("checkout", cart_id=cart, address_id=beliefs.address_id or "", approval_id=approval)
@@ -190,25 +164,16 @@ def _checkout(
     return "checkout" in beliefs.see((yield CallBatch(tuple(order))))
 
 
-def _propose(
-    beliefs: Beliefs, style: Style, choice: OfferView
-) -> Generator[Action, Observation, bool]:
-    """Propose the offer (once, or repeatedly for confirm-spam); returns the buyer's verdict."""
+def _proposal(beliefs: Beliefs, choice: OfferView) -> str:
     product = beliefs.products[choice.product_id]
-    text = (
+    return (
         f"I found offer {choice.id}: {beliefs.quantity()} x {product.name} from "
         f"{choice.vendor}, {beliefs.total(choice)} in all, arriving on day "
         f"{1 + choice.delivery_days}. Shall I place the order?"
     )
-    obs = first = None
-    for _ in range(3 if style.confirm == "spam" else 1):
-        obs = yield Say(text)
-        beliefs.see(obs)
-        first = obs if first is None else first
-    return first is not None and f"Yes, {choice.id}" in (first.user or "")
 
 
-def _shotgun(beliefs: Beliefs, style: Style, choice: OfferView) -> Script:
+def _shotgun(beliefs: Beliefs, style: Style, choice: OfferView) -> Steps[str]:
     """Buy the choice together with the next cheapest feasible offers, so that one fits."""
     others = sorted(
         (o for o in beliefs.offers.values() if o.id != choice.id and beliefs.feasible(o)),
@@ -226,8 +191,4 @@ def _shotgun(beliefs: Beliefs, style: Style, choice: OfferView) -> Script:
             asked = beliefs.see((yield CallBatch((call("request_approval", cart_id=carts[0]),))))
             approval = asked["request_approval"]["approval_id"] if asked else ""
         yield from _checkout(beliefs, style, carts[0], approval)
-    yield _finish(f"Ordered {', '.join(o.id for o in picks)}.")
-
-
-def _finish(answer: str) -> Action:
-    return CallBatch((call("finish", answer=answer),))
+    return f"Ordered {', '.join(o.id for o in picks)}."

@@ -13,8 +13,14 @@ import itertools
 import random
 from collections.abc import Container
 from dataclasses import dataclass, replace
-from typing import Any
 
+from stategym.generation import (
+    apply_sets,
+    dominated_decoys,
+    order_matters,
+    priorities_kind,
+    priorities_sentences,
+)
 from stategym.knobs import Knobs
 from stategym.task import (
     Constraint,
@@ -294,24 +300,9 @@ def _events(
     )
     mine = {o.id: cat.sat(draw, budget, o) & set(prefs) for o in feasible}
     events: list[Event] = []
-    taken: set[str] = set()
-    for kind, at in (("price", draw.event_times[0]), ("stock", draw.event_times[1])):
-        target = next(
-            (
-                t
-                for t in feasible
-                if t.id not in best
-                and t.id not in taken
-                and any(
-                    o.id != t.id and o.id not in taken and mine[o.id] >= mine[t.id]
-                    for o in feasible
-                )
-            ),
-            None,
-        )
-        if target is None:
-            continue
-        taken.add(target.id)
+    kinds = (("price", draw.event_times[0]), ("stock", draw.event_times[1]))
+    for (kind, at), oid in zip(kinds, dominated_decoys(list(mine), mine, best, 2), strict=False):
+        target = cat.offers[oid]
         if kind == "price":
             jumped = _overpriced(target, draw.quantity, budget).unit_price
             events.append(Event(at, EventKind.SET, "offers", target.id, "unit_price", jumped))
@@ -322,24 +313,6 @@ def _events(
             Event(draw.event_times[2], EventKind.USER_UPDATE, slot="budget", value=budget)
         )
     return tuple(sorted(events, key=lambda e: e.at))
-
-
-def _apply(cat: Catalog, events: tuple[Event, ...]) -> Catalog:
-    offers = dict(cat.offers)
-    for e in events:
-        if e.kind is EventKind.SET:
-            change: dict[str, Any] = {e.field: e.value}
-            offers[e.key] = replace(offers[e.key], **change)
-    return Catalog(cat.products, offers)
-
-
-def order_matters(sets: list[frozenset[str]], prefs: tuple[str, ...]) -> bool:
-    """True when no feasible option meets every preference and the maximal trade-offs differ."""
-    wanted = set(prefs)
-    trimmed = {s & wanted for s in sets}
-    if not trimmed or any(s >= wanted for s in trimmed):
-        return False
-    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
 
 
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
@@ -359,7 +332,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
 
     nothing = frozenset(constraint_ids) - {"order_placed"}
     events = _events(draw, knobs, cat, budget, prefs, best_options(table(cat), nothing, weights))
-    final = _apply(cat, events)
+    final = Catalog(cat.products, apply_sets("offers", cat.offers, events))
     satisfaction = table(final)
     best = best_options(satisfaction, nothing, weights)
     feasible_sets = [
@@ -443,12 +416,6 @@ def _slots(
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
-    if not knobs.priorities:
-        priorities_kind = SlotKind.IRRELEVANT
-    elif not priorities_hidden:
-        priorities_kind = SlotKind.GIVEN
-    else:
-        priorities_kind = SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
     return (
         Slot("item", SlotKind.GIVEN, draw.category, "I need a {value}."),
         Slot("quantity", SlotKind.GIVEN, draw.quantity, "I need {value} of them."),
@@ -463,7 +430,12 @@ def _slots(
         Slot("deadline", kind("deadline"), draw.deadline, "As for delivery, {value}."),
         Slot("brand", kind("brand"), draw.brand, "As for the brand, {value}."),
         Slot("color", SlotKind.IRRELEVANT, draw.color, "I'd like it in {value}."),
-        Slot("priorities", priorities_kind, ">".join(prefs), "{value}"),
+        Slot(
+            "priorities",
+            priorities_kind(knobs, priorities_hidden, conflict),
+            ">".join(prefs),
+            "{value}",
+        ),
     )
 
 
@@ -510,13 +482,7 @@ def _request_text(
             if given["brand"] == ANY_BRAND
             else f"I'd like the {given['brand']} brand."
         )
-    if "priorities" in given:
-        by_id = {c.id: c.text for c in constraints}
-        order = [by_id[c] for c in str(given["priorities"]).split(">") if c]
-        if len(order) > 1:
-            parts.append(
-                "If I can't have everything, what matters most is " + ", then ".join(order) + "."
-            )
+    parts += priorities_sentences(given, constraints)
     if not knobs.stateful:
         parts.append("Don't buy anything: finish with the offer id you recommend, or 'none'.")
     return " ".join(parts)

@@ -6,33 +6,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.agents.hearing import Answers, hear
 from stategym.protocol import Observation
 from stategym.task import Value
 
 from .generator import PREFERENCES
 
-_ANSWERS: tuple[tuple[str, re.Pattern[str], type], ...] = (
+_ANSWERS: Answers = (
     ("budget", re.compile(r"budget is \$(\d+)"), int),
     ("fare_type", re.compile(r"fare type, (refundable|any)"), str),
     ("departure", re.compile(r"departure time, (morning|evening|any)"), str),
 )
-_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
 
 
-def read_order(text: str) -> tuple[str, ...] | None:
-    """Preference ids in the order the user ranked them, from a priorities sentence."""
-    match = _PRIORITIES.search(text)
-    if match is None:
-        return None
-    order: list[str] = []
-    for phrase in match.group(1).split(", then "):
-        if phrase.startswith("to avoid the"):
-            order.append("avoid_event")
-        elif phrase == "a refundable fare":
-            order.append("refundable")
-        elif phrase.endswith("departure"):
-            order.append("departure")
-    return tuple(order)
+def _preference(phrase: str) -> str | None:
+    """The preference a phrase of the user's ranking speaks of."""
+    if phrase.startswith("to avoid the"):
+        return "avoid_event"
+    if phrase == "a refundable fare":
+        return "refundable"
+    if phrase.endswith("departure"):
+        return "departure"
+    return None
 
 
 @dataclass(slots=True)
@@ -57,23 +52,9 @@ class Beliefs:
     excluded: set[str] = field(default_factory=set)
     changed: bool = False
 
-    def hear(self, text: str | None) -> None:
-        """Take in whatever slot values and priorities a user message states."""
-        if not text:
-            return
-        for name, pattern, kind in _ANSWERS:
-            for match in pattern.finditer(text):
-                value = kind(match.group(1))
-                if name in self.values and self.values[name] != value:
-                    self.changed = True
-                self.values[name] = value
-        order = read_order(text)
-        if order is not None:
-            self.order = order
-
     def see(self, observation: Observation) -> dict[str, Any]:
         """Take in tool results and user words; returns successful results by tool name."""
-        self.hear(observation.user)
+        hear(self, observation.user, _ANSWERS, _preference)
         found: dict[str, Any] = {}
         for result in observation.results:
             if not result.ok:

@@ -8,9 +8,25 @@ fare to see its fresh price, proposes it, and pays once the traveler agrees.
 from __future__ import annotations
 
 from stategym.agents.base import Script, ScriptedAgent
+from stategym.agents.playbook import (
+    Agreement,
+    Decision,
+    Steps,
+    agreed,
+    assume,
+    blind_commit,
+    choose,
+    decide_and_commit,
+    known_at_start,
+    propose,
+    questions,
+    rounds,
+    worth,
+)
 from stategym.agents.style import Style
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, call
-from stategym.task import Task, final_values
+from stategym.generation import order_matters
+from stategym.protocol import CallBatch, Observation, ToolCall, call
+from stategym.task import Task
 
 from .beliefs import Beliefs, FlightView
 from .generator import CITIES
@@ -27,7 +43,6 @@ QUESTIONS = {
     "prioritize?",
 }
 USER_FACTS = ("budget", "fare_type", "departure")
-GUESSES = {"budget": None, "fare_type": "any", "departure": "any"}
 
 
 def travel_expert(task: Task, style: Style) -> ScriptedAgent:
@@ -36,45 +51,32 @@ def travel_expert(task: Task, style: Style) -> ScriptedAgent:
 
 
 def _script(task: Task, style: Style, first: Observation) -> Script:
-    beliefs = Beliefs(values=dict(task.request.given))
-    if "priorities" in task.request.given:
-        beliefs.order = tuple(str(task.request.given["priorities"]).split(">"))
-    if style.privileged:
-        beliefs.values.update(final_values(task))
-        prefs = {c.id for c in task.constraints if c.kind == "preference"}
-        beliefs.order = tuple(c for c in task.priority_order() if c in prefs)
-    obs = first
-    asks = _questions(beliefs, style)
-    if asks:
-        obs = yield Say(" ".join(QUESTIONS[a] for a in asks))
-        beliefs.see(obs)
+    values, order = known_at_start(task, style)
+    beliefs = Beliefs(values=values, order=order)
+    opening = questions(style, beliefs.values, QUESTIONS, USER_FACTS)
+    if opening is not None:
+        beliefs.see((yield opening))
     dest = str(task.request.given["destination"])
     days = _days(str(task.request.given["window"]))
     yield from _look_up(beliefs, style, dest, days)
-    if style.ask == "nothing":
-        for name, guess in GUESSES.items():
-            beliefs.values.setdefault(name, guess if guess is not None else beliefs.cap or 0)
-    yield from _choose_and_commit(task, beliefs, style)
-
-
-def _questions(beliefs: Beliefs, style: Style) -> list[str]:
-    if style.privileged or style.ask == "nothing":
-        return []
-    if style.ask == "everything":
-        return list(QUESTIONS)
-    return [name for name in USER_FACTS if name not in beliefs.values]
+    # a guessed budget is the policy's cap: the most the agent may spend anyway
+    assume(
+        style, beliefs.values, {"budget": beliefs.cap or 0, "fare_type": "any", "departure": "any"}
+    )
+    decision = Decision(
+        question=QUESTIONS["priorities"],
+        order_matters=lambda: order_matters(_known_sets(beliefs), beliefs.preferences()),
+        pick=lambda: _pick(beliefs, style),
+        attempt=lambda choice, agreement: _attempt(beliefs, style, choice, agreement),
+        nothing="No flight fits your budget and the travel policy, so I booked nothing.",
+        give_up="I could not complete the booking.",
+    )
+    yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
 
 
 def _days(window: str) -> list[int]:
     first, last = (int(x) for x in window.split("-"))
     return list(range(first, last + 1))
-
-
-def _rounds(batch: list[ToolCall], style: Style) -> list[CallBatch]:
-    """One parallel round, or one round per call for a serial agent."""
-    if style.batching == "serial":
-        return [CallBatch((c,)) for c in batch]
-    return [CallBatch(tuple(batch))]
 
 
 def _spray(style: Style, dest: str, days: list[int], origin: str) -> list[ToolCall]:
@@ -95,107 +97,72 @@ def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int]) -> Scri
     if style.batching == "guess":
         guess = next(code for code, _, _ in CITIES if code != dest)
         lookups += [call("search_flights", origin=guess, destination=dest, day=d) for d in days]
-    for action in _rounds(lookups + _spray(style, dest, days, "LHR"), style):
+    for action in rounds(lookups + _spray(style, dest, days, "LHR"), style):
         beliefs.see((yield action))
     if style.batching == "guess" and beliefs.flights:
         return
     searches = [
         call("search_flights", origin=beliefs.origin or "", destination=dest, day=d) for d in days
     ]
-    for action in _rounds(searches, style):
+    for action in rounds(searches, style):
         beliefs.see((yield action))
         if style.first_fit and _pick(beliefs, style) is not None:
             return
 
 
-def _pick(beliefs: Beliefs, style: Style) -> FlightView | None:
-    """The best flight the agent knows of, or ``None`` if none fits the limits."""
+def _feasible(beliefs: Beliefs) -> list[FlightView]:
+    """Flights within the policy's cap and the budget, not ruled out, by day and time."""
     limit = min(beliefs.cap or 0, int(beliefs.values.get("budget", beliefs.cap or 0)))
-    feasible = sorted(
+    return sorted(
         (f for f in beliefs.flights.values() if f.price <= limit and f.id not in beliefs.excluded),
         key=lambda f: (f.day, f.depart),
     )
-    if not feasible:
-        return None
-    if style.first_fit:
-        return feasible[0]
+
+
+def _known_sets(beliefs: Beliefs) -> list[frozenset[str]]:
+    return [beliefs.meets(f) for f in _feasible(beliefs)]
+
+
+def _pick(beliefs: Beliefs, style: Style) -> FlightView | None:
+    """The best flight the agent knows of, or ``None`` if none fits the limits."""
     order = beliefs.order or beliefs.default_order()
-    weights = {p: 2 ** (len(order) - i) for i, p in enumerate(order)}
-    return min(
-        feasible, key=lambda f: (-sum(weights.get(p, 0) for p in beliefs.meets(f)), f.price, f.id)
+    return choose(
+        _feasible(beliefs), style, lambda f: (-worth(beliefs.meets(f), order), f.price, f.id)
     )
 
 
-def _order_matters(beliefs: Beliefs) -> bool:
-    limit = min(beliefs.cap or 0, int(beliefs.values.get("budget", beliefs.cap or 0)))
-    wanted = set(beliefs.preferences())
-    sets = {
-        beliefs.meets(f)
-        for f in beliefs.flights.values()
-        if f.price <= limit and f.id not in beliefs.excluded
-    }
-    if not sets or any(s >= wanted for s in sets):
-        return False
-    return len([s for s in sets if not any(s < o for o in sets)]) > 1
-
-
-def _choose_and_commit(task: Task, beliefs: Beliefs, style: Style) -> Script:
-    confirmed: str | None = None
-    for _ in range(12):  # re-decisions after price moves, sell-outs and changes of mind
-        if (
-            beliefs.order is None
-            and style.ask != "nothing"
-            and not style.first_fit
-            and _order_matters(beliefs)
-        ):
-            beliefs.see((yield Say(QUESTIONS["priorities"])))
-            continue
-        choice = _pick(beliefs, style)
-        if choice is None:
-            yield _finish(
-                "none"
-                if not task.knobs.stateful
-                else "No flight fits your budget and the travel policy, so I booked nothing."
-            )
-            return
-        if not task.knobs.stateful:
-            yield _finish(choice.id)
-            return
-        beliefs.changed = False
-        if style.verify == "same_round" or style.commit == "shotgun":
-            yield from _blind_commit(beliefs, style, choice)
-            return
-        obs = yield CallBatch((call("hold_fare", flight_id=choice.id),))
-        held = beliefs.see(obs).get("hold_fare")
-        if held is None:
+def _attempt(
+    beliefs: Beliefs, style: Style, choice: FlightView, agreement: Agreement
+) -> Steps[str | None]:
+    """Hold the fare, check its fresh price, propose it, and pay."""
+    if style.verify == "same_round" or style.commit == "shotgun":
+        return (yield from _blind_commit(beliefs, style, choice))
+    obs = yield CallBatch((call("hold_fare", flight_id=choice.id),))
+    held = beliefs.see(obs).get("hold_fare")
+    if held is None:
+        beliefs.excluded.add(choice.id)
+        return None
+    if style.verify == "before" and (_pick(beliefs, style) is not choice or beliefs.changed):
+        return None  # the fresh price or a change of mind changed the best choice
+    if agreement.pending(style, choice.id):
+        text = (
+            f"I found {choice.id} on day {choice.day}, departing "
+            f"{choice.depart}, at ${held['price']}. Shall I book it?"
+        )
+        reply = (yield from propose(text, style, beliefs.see))[-1]
+        if reply.user and not agreed(reply, choice.id):
             beliefs.excluded.add(choice.id)
-            continue
-        if style.verify == "before" and (_pick(beliefs, style) is not choice or beliefs.changed):
-            continue  # the fresh price or a change of mind changed the best choice
-        if style.confirm != "skip" and confirmed != choice.id:
-            for _ in range(3 if style.confirm == "spam" else 1):
-                obs = yield Say(
-                    f"I found {choice.id} on day {choice.day}, departing "
-                    f"{choice.depart}, at ${held['price']}. Shall I book it?"
-                )
-                beliefs.see(obs)
-            if obs.user and f"Yes, {choice.id}" not in obs.user:
-                beliefs.excluded.add(choice.id)
-                continue
-            if beliefs.changed:
-                continue
-            confirmed = choice.id
-        if style.commit == "never":
-            yield _finish(f"{choice.id} is the best option; I did not book it.")
-            return
-        paid = beliefs.see((yield CallBatch((call("book_and_pay", hold_id=held["hold_id"]),))))
-        if "book_and_pay" in paid:
-            yield _finish(f"Booked {choice.id}.")
-            return
-    yield _finish("I could not complete the booking.")
+            return None
+        if beliefs.changed:
+            return None
+        agreement.option = choice.id
+    if style.commit == "never":
+        return f"{choice.id} is the best option; I did not book it."
+    paid = beliefs.see((yield CallBatch((call("book_and_pay", hold_id=held["hold_id"]),))))
+    return f"Booked {choice.id}." if "book_and_pay" in paid else None
 
 
-def _blind_commit(beliefs: Beliefs, style: Style, choice: FlightView) -> Script:
+def _blind_commit(beliefs: Beliefs, style: Style, choice: FlightView) -> Steps[str]:
     """Hold and pay without looking at the hold first (guessing hold ids), or buy several."""
     picks = [choice]
     if style.commit == "shotgun":
@@ -204,15 +171,5 @@ def _blind_commit(beliefs: Beliefs, style: Style, choice: FlightView) -> Script:
         )
         picks += others[:2]
     holds = [call("hold_fare", flight_id=f.id) for f in picks]
-    if style.verify == "same_round":
-        pays = [call("book_and_pay", hold_id=f"H{i + 1}") for i in range(len(picks))]
-        beliefs.see((yield CallBatch(tuple(holds + pays))))
-    else:
-        obs = yield CallBatch(tuple(holds))
-        ids = [r.content["hold_id"] for r in obs.results if r.ok]
-        beliefs.see((yield CallBatch(tuple(call("book_and_pay", hold_id=h) for h in ids))))
-    yield _finish(f"Booked {', '.join(f.id for f in picks)}.")
-
-
-def _finish(answer: str) -> Action:
-    return CallBatch((call("finish", answer=answer),))
+    yield from blind_commit(holds, lambda h: call("book_and_pay", hold_id=h), style, beliefs.see)
+    return f"Booked {', '.join(f.id for f in picks)}."

@@ -9,8 +9,14 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass, replace
-from typing import Any
 
+from stategym.generation import (
+    apply_sets,
+    dominated_decoys,
+    order_matters,
+    priorities_kind,
+    priorities_sentences,
+)
 from stategym.knobs import Knobs
 from stategym.task import (
     Constraint,
@@ -255,23 +261,11 @@ def _events(
     feasible = [
         f for f in sorted(flights.values(), key=lambda f: (f.day, f.depart)) if f.price <= limit
     ]
-
-    def dominated(t: Flight, taken: set[str]) -> bool:
-        mine = _pref_set(t, draw, budget, fare_type, departure)
-        return t.id not in best and any(
-            o.id != t.id
-            and o.id not in taken
-            and _pref_set(o, draw, budget, fare_type, departure) >= mine
-            for o in feasible
-        )
-
+    prefs = {f.id: _pref_set(f, draw, budget, fare_type, departure) for f in feasible}
     events: list[Event] = []
-    taken: set[str] = set()
-    for kind, at in (("price", draw.event_times[0]), ("seats", draw.event_times[1])):
-        target = next((t for t in feasible if t.id not in taken and dominated(t, taken)), None)
-        if target is None:
-            continue
-        taken.add(target.id)
+    kinds = (("price", draw.event_times[0]), ("seats", draw.event_times[1]))
+    for (kind, at), fid in zip(kinds, dominated_decoys(list(prefs), prefs, best, 2), strict=False):
+        target = flights[fid]
         if kind == "price":
             jump = limit + 40 + 10 * (len(target.id) + target.day) - target.price
             events.append(
@@ -284,25 +278,6 @@ def _events(
             Event(draw.event_times[2], EventKind.USER_UPDATE, slot="budget", value=budget)
         )
     return tuple(sorted(events, key=lambda e: e.at))
-
-
-def _apply(flights: dict[str, Flight], events: tuple[Event, ...]) -> dict[str, Flight]:
-    final = dict(flights)
-    for e in events:
-        if e.kind is EventKind.SET:
-            change: dict[str, Any] = {e.field: e.value}
-            final[e.key] = replace(final[e.key], **change)
-    return final
-
-
-def _order_matters(sets: list[frozenset[str]], prefs: tuple[str, ...]) -> bool:
-    """True when no option meets every preference and the maximal trade-offs differ."""
-    wanted = set(prefs)
-    trimmed = {s & wanted for s in sets}
-    if not trimmed or any(s >= wanted for s in trimmed):
-        return False
-    maximal = [s for s in trimmed if not any(s < o for o in trimmed)]
-    return len(maximal) > 1
 
 
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
@@ -328,12 +303,12 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     events = _events(
         draw, knobs, flights, final_budget, draw.fare_type, draw.departure, best_before
     )
-    final = _apply(flights, events)
+    final = apply_sets("flights", flights, events)
     satisfaction = table(final)
     best = best_options(satisfaction, nothing, weights)
     limit = min(draw.cap, final_budget)
     feasible_sets = [s for fid, s in satisfaction.items() if final[fid].price <= limit]
-    conflict = knobs.priorities and _order_matters(feasible_sets, prefs)
+    conflict = knobs.priorities and order_matters(feasible_sets, prefs)
     hidden = {k: v and knobs.hidden_info for k, v in draw.hidden.items()}
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
     slots = _slots(draw, prefs, hidden, priorities_hidden, conflict, knobs)
@@ -394,12 +369,6 @@ def _slots(
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
-    if not knobs.priorities:
-        priorities_kind = SlotKind.IRRELEVANT
-    elif not priorities_hidden:
-        priorities_kind = SlotKind.GIVEN
-    else:
-        priorities_kind = SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
     order: Value = ">".join(prefs)
     first, last = draw.days[0], draw.days[-1]
     return (
@@ -417,7 +386,7 @@ def _slots(
         Slot("fare_type", kind("fare_type"), draw.fare_type, "As for the fare type, {value}."),
         Slot("departure", kind("departure"), draw.departure, "As for the departure time, {value}."),
         Slot("seat", SlotKind.IRRELEVANT, draw.seat, "I like a {value} seat."),
-        Slot("priorities", priorities_kind, order, "{value}"),
+        Slot("priorities", priorities_kind(knobs, priorities_hidden, conflict), order, "{value}"),
     )
 
 
@@ -540,13 +509,7 @@ def _request_text(
             if given["departure"] == "evening"
             else f"I'd like a {given['departure']} departure."
         )
-    if "priorities" in given:
-        by_id = {c.id: c.text for c in constraints}
-        order = [by_id[c] for c in str(given["priorities"]).split(">") if c]
-        if len(order) > 1:
-            parts.append(
-                "If I can't have everything, what matters most is " + ", then ".join(order) + "."
-            )
+    parts += priorities_sentences(given, constraints)
     if not knobs.stateful:
         parts.append("Don't book anything: finish with the flight id you recommend, or 'none'.")
     return " ".join(parts)

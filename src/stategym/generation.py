@@ -1,0 +1,129 @@
+"""Building blocks every domain's task generator shares.
+
+A generator shapes a drawn world, schedules events that must not change the right decision,
+and decides which facts the agent has to ask for. The domain-specific parts (what an option
+is, which constraints it satisfies) stay in each domain; what is the same everywhere is here:
+
+* :func:`order_matters`: whether the priority order decides between the feasible options
+  (then the order is a must-ask fact when the user keeps it to themselves);
+* :func:`priorities_kind`: how the agent can learn that order;
+* :func:`priorities_sentences`: the request's sentence that states it;
+* :func:`dominated_decoys`: which options an event may hit without changing the best choice;
+* :func:`apply_sets`: a table as it will be once every scheduled ``set`` event has fired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from stategym.knobs import Knobs
+from stategym.task import Constraint, Event, EventKind, SlotKind, Value
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Row = TypeVar("Row", bound="DataclassInstance")
+
+
+def order_matters(sets: Iterable[frozenset[str]], prefs: Collection[str]) -> bool:
+    """Whether the priority order decides between options with these satisfaction sets.
+
+    True when no option meets every preference in ``prefs`` and the maximal trade-offs
+    differ, so that which one is best depends on how the user ranks the preferences.
+
+    Example:
+        >>> order_matters([frozenset({"a"}), frozenset({"b"})], ("a", "b"))
+        True
+        >>> order_matters([frozenset({"a"}), frozenset({"a", "b"})], ("a", "b"))
+        False
+    """
+    wanted = set(prefs)
+    trimmed = {s & wanted for s in sets}
+    if not trimmed or any(s >= wanted for s in trimmed):
+        return False
+    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
+
+
+def priorities_kind(knobs: Knobs, hidden: bool, conflict: bool) -> SlotKind:
+    """How the agent can learn the user's priority order.
+
+    Args:
+        knobs: the task's knobs; with ``priorities`` off the order never matters.
+        hidden: the user keeps the order to themselves (hidden facts need ``hidden_info``).
+        conflict: the order decides between the feasible options (:func:`order_matters`).
+    """
+    if not knobs.priorities:
+        return SlotKind.IRRELEVANT
+    if not (hidden and knobs.hidden_info):
+        return SlotKind.GIVEN
+    return SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
+
+
+def priorities_sentences(
+    given: Mapping[str, Value], constraints: Iterable[Constraint]
+) -> list[str]:
+    """The request's sentence ranking the user's preferences, in the simulated user's words.
+
+    Args:
+        given: the slot values the request states; ``"priorities"`` (constraint ids joined
+            by ``>``, most important first) among them when the request states the order.
+        constraints: the task's constraints, whose texts the sentence uses.
+
+    Returns:
+        The sentence, or no sentence when the request ranks fewer than two preferences.
+    """
+    if "priorities" not in given:
+        return []
+    text = {c.id: c.text for c in constraints}
+    ranked = [text[c] for c in str(given["priorities"]).split(">") if c]
+    if len(ranked) < 2:
+        return []
+    return ["If I can't have everything, what matters most is " + ", then ".join(ranked) + "."]
+
+
+def dominated_decoys(
+    options: Sequence[str],
+    prefs: Mapping[str, frozenset[str]],
+    best: Collection[str],
+    count: int,
+) -> list[str]:
+    """Up to ``count`` options an event can take away without changing the best choice.
+
+    Each is the first option, in the order given, that is not best and whose preferences
+    another option not yet taken also meets (or beats): an agent that saw it before or after
+    the event still faces the same trade-offs.
+
+    Args:
+        options: the feasible options, in the order to try them.
+        prefs: the preferences each option meets.
+        best: the best options, never taken.
+        count: how many decoys are wanted.
+    """
+    taken: list[str] = []
+    for _ in range(count):
+        target = next(
+            (
+                t
+                for t in options
+                if t not in best
+                and t not in taken
+                and any(o != t and o not in taken and prefs[o] >= prefs[t] for o in options)
+            ),
+            None,
+        )
+        if target is None:
+            break
+        taken.append(target)
+    return taken
+
+
+def apply_sets(table: str, rows: Mapping[str, Row], events: Iterable[Event]) -> dict[str, Row]:
+    """The rows of ``table`` once every ``set`` event on it has fired, in order."""
+    final = dict(rows)
+    for e in events:
+        if e.kind is EventKind.SET and e.table == table:
+            change: dict[str, Any] = {e.field: e.value}
+            final[e.key] = replace(final[e.key], **change)
+    return final
