@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.agents.hearing import Answers, hear
+from stategym.generation import order_matters
 from stategym.protocol import Observation
 from stategym.task import Value
 from stategym.topology.motifs import Spec
@@ -15,12 +17,11 @@ from .generator import CATEGORIES, PREFS
 from .surface import Surface
 from .tools import option_field
 
-_ANSWERS: tuple[tuple[str, re.Pattern[str], type], ...] = (
+_ANSWERS: Answers = (
     ("limit", re.compile(r"budget is \$(\d+)"), int),
     ("category", re.compile(rf"in the ({'|'.join(CATEGORIES)}) category"), str),
     ("level", re.compile(r"grade must be at least (\d+)"), int),
 )
-_PRIORITIES = re.compile(r"what matters most is (.*?)\.(?:\s|$)")
 
 
 @dataclass(slots=True)
@@ -63,29 +64,14 @@ class Beliefs:
     prepared: set[str] = field(default_factory=set)
     changed: bool = False
 
-    def hear(self, text: str | None) -> None:
-        """Take in the slot values and priorities a user message states."""
-        if not text:
-            return
-        for name, pattern, kind in _ANSWERS:
-            for match in pattern.finditer(text):
-                value = kind(match.group(1))
-                if name in self.values and self.values[name] != value:
-                    self.changed = True
-                self.values[name] = value
-        ranked = _PRIORITIES.search(text)
-        if ranked is not None:
-            sentence = ranked.group(1)
-            found = [
-                (sentence.find(t), p)
-                for p, t in zip(PREFS, self.surface.flag_texts, strict=True)
-                if t in sentence
-            ]
-            self.order = tuple(p for _, p in sorted(found))
+    def preference(self, phrase: str) -> str | None:
+        """The preference a phrase of the user's ranking speaks of (``None``: a need)."""
+        texts = zip(PREFS, self.surface.flag_texts, strict=True)
+        return next((p for p, text in texts if text in phrase), None)
 
     def see(self, observation: Observation) -> dict[str, Any]:
         """Take in tool results and user words; returns successful results by canonical key."""
-        self.hear(observation.user)
+        hear(self, observation.user, _ANSWERS, self.preference)
         by_name = {name: key for key, name in self.surface.tools.items()}
         found: dict[str, Any] = {}
         for result in observation.results:
@@ -156,8 +142,4 @@ class Beliefs:
 
     def order_matters(self) -> bool:
         """No feasible option meets every preference and the best trade-offs differ."""
-        wanted = set(self.prefs())
-        sets = {self.meets(v) for v in self.candidates()}
-        if not sets or any(s >= wanted for s in sets):
-            return False
-        return len([s for s in sets if not any(s < o for o in sets)]) > 1
+        return order_matters((self.meets(v) for v in self.candidates()), self.prefs())

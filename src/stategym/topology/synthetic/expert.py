@@ -10,16 +10,30 @@ Every habit of :class:`~stategym.agents.style.Style` changes exactly what its na
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 
 from stategym.agents.base import Script, ScriptedAgent
+from stategym.agents.playbook import (
+    Agreement,
+    Decision,
+    Steps,
+    agreed,
+    blind_commit,
+    choose,
+    decide_and_commit,
+    known_at_start,
+    propose,
+    questions,
+    rounds,
+    worth,
+)
 from stategym.agents.style import Style
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, call
-from stategym.task import Task, final_values
+from stategym.protocol import CallBatch, Observation, ToolCall, call
+from stategym.task import Task
 from stategym.topology.motifs import Spec
 
 from .beliefs import Beliefs, View
-from .generator import GATES, PREFS
+from .generator import GATES
 from .surface import Surface
 from .tools import input_key, option_field
 
@@ -48,26 +62,32 @@ def synth_expert(spec: Spec, surface: Surface) -> Callable[[Task, Style], Script
 
 def _script(spec: Spec, surface: Surface, task: Task, style: Style, first: Observation) -> Script:
     del first  # the request is read from the task's visible part
-    beliefs = Beliefs(spec, surface, values=dict(task.request.given))
-    if "priorities" in task.request.given:
-        beliefs.order = tuple(str(task.request.given["priorities"]).split(">"))
-    if style.privileged:
-        beliefs.values.update(final_values(task))
-        beliefs.order = tuple(c for c in task.priority_order() if c in PREFS)
-    asks = _questions(spec, beliefs, style)
-    if asks:
-        beliefs.see((yield Say(" ".join(QUESTIONS[a] for a in asks))))
+    values, order = known_at_start(task, style)
+    beliefs = Beliefs(spec, surface, values=values, order=order)
+    gates = GATES[: spec.askgate]
+    opening = questions(style, beliefs.values, _askable(spec), gates)
+    if opening is not None:
+        beliefs.see((yield opening))
     yield from _look_up(spec, surface, task, beliefs, style)
-    yield from _choose_and_commit(spec, surface, task, beliefs, style)
+    decision = Decision(
+        question=QUESTIONS["priorities"],
+        order_matters=beliefs.order_matters,
+        pick=lambda: _pick(beliefs, style),
+        attempt=lambda choice, agreement: _attempt(
+            spec, surface, beliefs, style, choice, agreement
+        ),
+        nothing=f"No {surface.noun} meets your needs, so I bought nothing.",
+        give_up=f"I could not complete the purchase of a {surface.noun}.",
+    )
+    yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
 
 
-def _questions(spec: Spec, beliefs: Beliefs, style: Style) -> list[str]:
-    if style.privileged or style.ask == "nothing":
-        return []
-    gates = list(GATES[: spec.askgate])
-    if style.ask == "everything":
-        return ["ref", *gates, *(["tail"] if spec.chain else []), "extra", "priorities"]
-    return [g for g in gates if g not in beliefs.values]
+def _askable(spec: Spec) -> dict[str, str]:
+    """The questions this spec's user can answer, in the order an ask-everything agent asks."""
+    names = {"ref", *GATES[: spec.askgate], "extra", "priorities"}
+    if spec.chain:
+        names.add("tail")
+    return {name: text for name, text in QUESTIONS.items() if name in names}
 
 
 def _stages(spec: Spec, surface: Surface) -> list[list[tuple[str, tuple[str, ...]]]]:
@@ -129,83 +149,36 @@ def _look_up(spec: Spec, surface: Surface, task: Task, beliefs: Beliefs, style: 
         batch = _calls(surface, beliefs, stage)
         if index == 0:
             batch += _spray(spec, surface, task, style)
-        for action in _rounds(batch, style):
+        for action in rounds(batch, style):
             beliefs.see((yield action))
             if style.first_fit and index == len(stages) - 1 and _pick(beliefs, style):
                 return
 
 
-def _rounds(batch: list[ToolCall], style: Style) -> list[CallBatch]:
-    """One parallel round, or one round per call for a serial agent."""
-    if style.batching == "serial":
-        return [CallBatch((c,)) for c in batch]
-    return [CallBatch(tuple(batch))]
-
-
 def _pick(beliefs: Beliefs, style: Style) -> View | None:
     """The best option the agent knows of, or ``None`` if none meets the known needs."""
-    feasible = beliefs.candidates()
-    if not feasible:
-        return None
-    if style.first_fit:
-        return feasible[0]
     order = beliefs.order or beliefs.prefs()
-    weights = {p: 2 ** (len(order) - i) for i, p in enumerate(order)}
-    return min(
-        feasible, key=lambda v: (-sum(weights.get(p, 0) for p in beliefs.meets(v)), v.price, v.id)
+    return choose(
+        beliefs.candidates(),
+        style,
+        lambda v: (-worth(beliefs.meets(v), order), v.price, v.id),
     )
 
 
-def _finish(answer: str) -> Action:
-    return CallBatch((call("finish", answer=answer),))
-
-
-def _choose_and_commit(
-    spec: Spec, surface: Surface, task: Task, beliefs: Beliefs, style: Style
-) -> Script:
-    confirmed: str | None = None
-    for _ in range(12):  # re-decisions after price moves, sell-outs and changes of mind
-        if (
-            beliefs.order is None
-            and style.ask != "nothing"
-            and not style.first_fit
-            and beliefs.order_matters()
-        ):
-            beliefs.see((yield Say(QUESTIONS["priorities"])))
-            continue
-        choice = _pick(beliefs, style)
-        if choice is None:
-            yield _finish(
-                "none"
-                if not task.knobs.stateful
-                else f"No {surface.noun} meets your needs, so I bought nothing."
-            )
-            return
-        if not task.knobs.stateful:
-            yield _finish(choice.id)
-            return
-        beliefs.changed = False
-        if style.verify == "same_round" or style.commit == "shotgun":
-            yield from _blind_commit(spec, surface, beliefs, style, choice)
-            return
-        done, confirmed = yield from _commit(spec, surface, beliefs, style, choice, confirmed)
-        if done:
-            return
-    yield _finish(f"I could not complete the purchase of a {surface.noun}.")
-
-
-Attempt = Generator[Action, Observation, tuple[bool, str | None]]
-"""One attempt at the commit protocol; returns (finished, the option the user agreed to)."""
-
-
-def _commit(
+def _attempt(
     spec: Spec,
     surface: Surface,
     beliefs: Beliefs,
     style: Style,
     choice: View,
-    confirmed: str | None,
-) -> Attempt:
+    agreement: Agreement,
+) -> Steps[str | None]:
+    """One attempt at the spec's commit protocol: hold and prepare, propose, buy.
+
+    Returns the final answer, or ``None`` to decide again.
+    """
+    if style.verify == "same_round" or style.commit == "shotgun":
+        return (yield from _blind(spec, surface, beliefs, style, choice))
     field = option_field(surface)
     writes = [call(surface.tool("hold"), **{field: choice.id})] if spec.verifycommit else []
     if spec.precond and choice.id not in beliefs.prepared:
@@ -217,41 +190,37 @@ def _commit(
             spec.precond and choice.id not in beliefs.prepared
         ):
             beliefs.excluded.add(choice.id)
-            return False, confirmed
+            return None
         held = found.get("hold")
         if style.verify == "before" and (_pick(beliefs, style) is not choice or beliefs.changed):
-            return False, confirmed  # a fresh price or a change of mind moved the best choice
+            return None  # a fresh price or a change of mind moved the best choice
     # A proposal is part of the plan only behind a verify-then-commit gate; spam proposes
     # anyway, which is the habit it stands for.
     wanted = (spec.verifycommit and style.confirm == "once") or style.confirm == "spam"
-    if wanted and confirmed != choice.id:
+    if wanted and agreement.option != choice.id:
         price = held["price"] if held else choice.price
-        obs = None
-        for _ in range(3 if style.confirm == "spam" else 1):
-            obs = yield Say(f"I found {choice.id} at ${price}. Shall I go ahead with it?")
-            beliefs.see(obs)
-        if obs is not None and obs.user and f"Yes, {choice.id}" not in obs.user:
+        text = f"I found {choice.id} at ${price}. Shall I go ahead with it?"
+        reply = (yield from propose(text, style, beliefs.see))[-1]
+        if reply.user and not agreed(reply, choice.id):
             beliefs.excluded.add(choice.id)
-            return False, confirmed
+            return None
         if beliefs.changed:
-            return False, confirmed
-        confirmed = choice.id
+            return None
+        agreement.option = choice.id
     if style.commit == "never":
-        yield _finish(f"{choice.id} is the best {surface.noun}; I did not buy it.")
-        return True, confirmed
+        return f"{choice.id} is the best {surface.noun}; I did not buy it."
     target = {"hold_id": held["hold_id"]} if held else {field: choice.id}
     paid = beliefs.see((yield CallBatch((call(surface.tool("buy"), **target),))))
     if "buy" in paid:
-        yield _finish(f"Bought {choice.id}.")
-        return True, confirmed
+        return f"Bought {choice.id}."
     if not spec.verifycommit:
         beliefs.excluded.add(choice.id)
-    return False, confirmed
+    return None
 
 
-def _blind_commit(
+def _blind(
     spec: Spec, surface: Surface, beliefs: Beliefs, style: Style, choice: View
-) -> Script:
+) -> Steps[str]:
     """Commit without looking at the check first (guessing hold ids), or buy several."""
     field = option_field(surface)
     picks = [choice]
@@ -261,12 +230,31 @@ def _blind_commit(
             key=lambda v: (v.price, v.id),
         )
         picks += others[:2]
-    writes = (
+    holds = (
         [call(surface.tool("hold"), **{field: p.id}) for p in picks] if spec.verifycommit else []
     )
-    writes += (
+    prepares = (
         [call(surface.tool("prepare"), **{field: p.id}) for p in picks] if spec.precond else []
     )
+    if holds and not prepares:
+        buy = surface.tool("buy")
+        yield from blind_commit(holds, lambda h: call(buy, hold_id=h), style, beliefs.see)
+    else:
+        yield from _blind_with_prepare(spec, surface, beliefs, style, picks, holds + prepares)
+    return f"Bought {', '.join(p.id for p in picks)}."
+
+
+def _blind_with_prepare(
+    spec: Spec,
+    surface: Surface,
+    beliefs: Beliefs,
+    style: Style,
+    picks: list[View],
+    writes: list[ToolCall],
+) -> Steps[None]:
+    """:func:`_blind` when the writes before the buys include prepares (or there are none):
+    the buys go beside the writes (same round, or nothing to write) or after them."""
+    field = option_field(surface)
     if style.verify == "same_round" or not writes:
         commits = (
             [call(surface.tool("buy"), hold_id=f"H{i + 1}") for i in range(len(picks))]
@@ -274,13 +262,12 @@ def _blind_commit(
             else [call(surface.tool("buy"), **{field: p.id}) for p in picks]
         )
         beliefs.see((yield CallBatch(tuple(writes + commits))))
+        return
+    obs = yield CallBatch(tuple(writes))
+    beliefs.see(obs)
+    if spec.verifycommit:
+        ids = [r.content["hold_id"] for r in obs.results if r.ok and "hold_id" in r.content]
+        commits = [call(surface.tool("buy"), hold_id=h) for h in ids]
     else:
-        obs = yield CallBatch(tuple(writes))
-        beliefs.see(obs)
-        if spec.verifycommit:
-            ids = [r.content["hold_id"] for r in obs.results if r.ok and "hold_id" in r.content]
-            commits = [call(surface.tool("buy"), hold_id=h) for h in ids]
-        else:
-            commits = [call(surface.tool("buy"), **{field: p.id}) for p in picks]
-        beliefs.see((yield CallBatch(tuple(commits))))
-    yield _finish(f"Bought {', '.join(p.id for p in picks)}.")
+        commits = [call(surface.tool("buy"), **{field: p.id}) for p in picks]
+    beliefs.see((yield CallBatch(tuple(commits))))

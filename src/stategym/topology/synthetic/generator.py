@@ -13,8 +13,8 @@ import itertools
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
+from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
 from stategym.knobs import Knobs
 from stategym.task import (
     Constraint,
@@ -225,15 +225,6 @@ def _events(
     return tuple(sorted(events, key=lambda e: e.at))
 
 
-def _apply(options: dict[str, Option], events: tuple[Event, ...]) -> dict[str, Option]:
-    final = dict(options)
-    for e in events:
-        if e.kind is EventKind.SET:
-            changes: dict[str, Any] = {e.field: e.value}
-            final[e.key] = replace(final[e.key], **changes)
-    return final
-
-
 def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
     """Generate task ``seed`` of a synthetic spec under ``knobs``."""
     d = draw(spec, seed)
@@ -257,7 +248,7 @@ def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
 
     planted = {shaped[0].id, shaped[-1].id, shaped[len(shaped) // 2].id}
     events = _events(d, knobs, needs, options, table(options), weights, planted)
-    final = _apply(options, events)
+    final = apply_sets("options", options, events)
     satisfaction = table(final)
     nothing = frozenset(constraint_ids) - {DONE}
     best = best_options(satisfaction, nothing, weights)
@@ -270,14 +261,16 @@ def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
     calls, edges, decisions = gold_plan(spec, surface, knobs, base, final, best, must_ask)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
     references = {"tail": surface.tool(f"link{spec.chain}")} if spec.chain else {}
-    request = Request(_request_text(spec, surface, d, given, knobs), given, references)
+    constraints = _constraints(gates, prefs, surface)
+    text = _request_text(spec, surface, d, given, knobs, constraints)
+    request = Request(text, given, references)
     return Task(
         spec.name,
         seed,
         knobs,
         request,
         slots,
-        _constraints(gates, prefs, surface),
+        constraints,
         priority,
         "priorities" in must_ask,
         events,
@@ -287,25 +280,12 @@ def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
     )
 
 
-def order_matters(sets: list[frozenset[str]], prefs: tuple[str, ...]) -> bool:
-    """No option meets every preference and the maximal trade-offs differ."""
-    wanted = set(prefs)
-    trimmed = {s & wanted for s in sets}
-    if not trimmed or any(s >= wanted for s in trimmed):
-        return False
-    return len([s for s in trimmed if not any(s < o for o in trimmed)]) > 1
-
-
 def _slots(
     spec: Spec, d: Draw, knobs: Knobs, conflict: bool, prefs: tuple[str, ...]
 ) -> tuple[Slot, ...]:
     gate_kind = SlotKind.MISSING if knobs.hidden_info else SlotKind.GIVEN
-    if not spec.conflict or not knobs.priorities:
-        priorities = SlotKind.IRRELEVANT
-    elif not knobs.hidden_info:
-        priorities = SlotKind.GIVEN
-    else:
-        priorities = SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
+    # Without the conflict motif there is a single preference, so no order to learn.
+    priorities = priorities_kind(knobs, True, conflict) if spec.conflict else SlotKind.IRRELEVANT
     slots = [Slot("ref", SlotKind.GIVEN, d.ref, "My reference is {value}.")]
     answers: dict[str, tuple[Value, str]] = {
         "limit": (d.limit, "My budget is ${value}."),
@@ -345,7 +325,12 @@ def _constraints(
 
 
 def _request_text(
-    spec: Spec, surface: Surface, d: Draw, given: Mapping[str, Value], knobs: Knobs
+    spec: Spec,
+    surface: Surface,
+    d: Draw,
+    given: Mapping[str, Value],
+    knobs: Knobs,
+    constraints: tuple[Constraint, ...],
 ) -> str:
     noun = surface.noun
     verb = "Please buy me" if knobs.stateful else "Please find me the best"
@@ -368,11 +353,7 @@ def _request_text(
         )
     texts = surface.flag_texts
     parts.append(f"I'd like {texts[0]}" + (f" and {texts[1]}." if spec.conflict else "."))
-    if "priorities" in given and spec.conflict:
-        order = [constraint_texts(surface)[p] for p in str(given["priorities"]).split(">")]
-        parts.append(
-            "If I can't have everything, what matters most is " + ", then ".join(order) + "."
-        )
+    parts += priorities_sentences(given, constraints)
     if not knobs.stateful:
         parts.append(
             f"Don't buy anything: finish with the id of the {noun} you recommend, or 'none'."

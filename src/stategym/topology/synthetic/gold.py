@@ -21,21 +21,8 @@ from stategym.tools import Effect
 from stategym.topology.motifs import Spec
 
 from .surface import Surface
-from .tools import input_key, option_field
+from .tools import expected_value, input_key, option_field
 from .world import Option, SynthBase
-
-
-def _value(base: SynthBase, key: str) -> str:
-    if key == "ref":
-        return base.ref
-    if key.startswith("k"):
-        return base.links[int(key[1:]) - 1]
-    return {
-        "left": base.left,
-        "right": base.right,
-        "merged": base.merged,
-        "route_key": base.route_key,
-    }[key]
 
 
 class _Plan:
@@ -48,7 +35,9 @@ class _Plan:
         self, node: str, tool_key: str, inputs: tuple[str, ...], after: tuple[str | None, ...]
     ) -> None:
         """A lookup taking ``inputs``, each piped from the matching node of ``after``."""
-        args: Mapping[str, Value] = {self.surface.values[k]: _value(self.base, k) for k in inputs}
+        args: Mapping[str, Value] = {
+            self.surface.values[k]: expected_value(self.base, k) for k in inputs
+        }
         self.calls.append(GoldCall(node, self.surface.tool(tool_key), args, Effect.READ))
         for src in after:
             if src is not None:

@@ -66,7 +66,8 @@ def input_key(spec: Spec, stage: str) -> str:
     return "route_key" if spec.branch else before_branch
 
 
-def _expected(base: SynthBase, key: str) -> str:
+def expected_value(base: SynthBase, key: str) -> str:
+    """The value named by canonical key ``key`` (``ref``, ``k1``.., ``left``..) in this world."""
     if key == "ref":
         return base.ref
     if key.startswith("k"):
@@ -87,7 +88,7 @@ def _lookup(
 
     def run(world: SynthWorld, **arguments: Any) -> dict[str, Any]:
         for name, key in names.items():
-            if arguments[name] != _expected(world.base, key):
+            if arguments[name] != expected_value(world.base, key):
                 raise ToolError(f"unknown {surface.nouns[key]} {arguments[name]!r}")
         if route is not None and route != world.base.route:
             raise ToolError(
@@ -95,7 +96,7 @@ def _lookup(
             )
         if output == "route":
             return {surface.route_field: surface.routes[world.base.route]}
-        return {surface.values[output]: _expected(world.base, output)}
+        return {surface.values[output]: expected_value(world.base, output)}
 
     return run
 
@@ -106,7 +107,7 @@ def _source(surface: Surface, key: str, index: int) -> Callable[..., Any]:
     flag_a, flag_b = surface.flags
 
     def run(world: SynthWorld, **arguments: Any) -> list[dict[str, Any]]:
-        if arguments[arg] != _expected(world.base, key):
+        if arguments[arg] != expected_value(world.base, key):
             raise ToolError(f"unknown {surface.nouns[key]} {arguments[arg]!r}")
         return [
             {
