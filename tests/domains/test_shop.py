@@ -60,14 +60,52 @@ def test_gold_graph_has_the_shop_motifs() -> None:
         if truth.best:
             assert edges[("review", "checkout")] is EdgeKind.ORDER  # verify before commit
             assert edges[("cart", "checkout")] is EdgeKind.PIPE  # the join at checkout
-            assert edges[("get_account", "checkout")] is EdgeKind.PIPE
+            assert edges[("cart", "delivery")] is EdgeKind.PIPE  # a chain of two writes
+            assert edges[("get_account", "delivery")] is EdgeKind.PIPE
+            assert edges[("delivery", "review")] is EdgeKind.ORDER  # after the last change
+            assert ("get_account", "checkout") not in edges  # the cart carries the address
             assert edges[("confirm", "checkout")] is EdgeKind.ORDER
             if "approval" in ids:  # the conditional approval sits beside the review
                 assert edges[("cart", "approval")] is EdgeKind.PIPE
                 assert edges[("approval", "checkout")] is EdgeKind.PIPE
+                assert edges[("delivery", "approval")] is EdgeKind.ORDER
                 assert ("review", "approval") not in edges
         else:
             assert not ids & {"cart", "review", "confirm", "checkout"}
+
+
+def test_every_product_is_a_diamond_of_four_reads_joining_at_the_cart() -> None:
+    for seed in range(100):
+        for stateful in (True, False):
+            truth = DOMAIN.generate(seed, Knobs(stateful=stateful)).truth
+            edges = {(e.src, e.dst): e.kind for e in truth.edges}
+            tools = {c.id: c.tool for c in truth.calls}
+            products = [n.removeprefix("offers:") for n in tools if n.startswith("offers:")]
+            for pid in products:
+                reads = [f"{kind}:{pid}" for kind in ("offers", "quote", "stock", "product")]
+                assert [tools[r] for r in reads] == [
+                    "get_offers",
+                    "get_shipping_quote",
+                    "check_stock",
+                    "get_product",
+                ]
+                assert all(edges[("search", r)] is EdgeKind.PIPE for r in reads)
+                assert edges[("get_account", f"quote:{pid}")] is EdgeKind.PIPE
+                if "cart" in tools:
+                    assert all(("cart" in (dst for src, dst in edges if src == r)) for r in reads)
+                    assert edges[(f"quote:{pid}", "cart")] is EdgeKind.DECIDE
+                    assert edges[(f"stock:{pid}", "cart")] is EdgeKind.DECIDE
+                    assert edges[(f"product:{pid}", "cart")] is EdgeKind.DECIDE
+
+
+def test_shop_topology_differs_from_travel_meetings_and_bank() -> None:
+    from stategym.topology.distance import edit_distance
+    from stategym.topology.graph import domain_topology
+
+    shop = domain_topology(DOMAIN)
+    for other in ("travel", "meetings", "bank"):
+        distance = edit_distance(shop, domain_topology(get_domain(other)))
+        assert distance.normalised >= 0.2, (other, distance)  # the protocol's "different"
 
 
 def _approved(env: Env, quantity: int) -> list[str]:
@@ -83,17 +121,23 @@ def _cheapest(env: Env) -> tuple[str, int]:
     return _approved(env, quantity)[0], quantity
 
 
+def _deliver(env: Env, cart_id: str) -> None:
+    """Set the cart's delivery to the address on file."""
+    address = env.task.base.account.address_id
+    result = env.step(calls(call("set_delivery", cart_id=cart_id, address_id=address)))
+    assert result.observation.results[0].ok, result.observation.results[0].error
+
+
 def _order(env: Env, offer: str, quantity: int) -> dict:
-    """Add, get an approval (the vendor must be approved), check out: the checkout result."""
+    """Add, set the delivery, get an approval (the vendor must be approved), check out: the
+    checkout result."""
     cart = env.step(calls(call("add_to_cart", offer_id=offer, quantity=quantity)))
     cart_id = cart.observation.results[0].content["cart_id"]
+    _deliver(env, cart_id)
     approval = env.step(calls(call("request_approval", cart_id=cart_id))).observation.results[0]
     assert approval.ok, approval.error
-    address = env.task.base.account.address_id
     approval_id = approval.content["approval_id"]
-    placed = env.step(
-        calls(call("checkout", cart_id=cart_id, address_id=address, approval_id=approval_id))
-    )
+    placed = env.step(calls(call("checkout", cart_id=cart_id, approval_id=approval_id)))
     assert placed.observation.results[0].ok, placed.observation.results[0].error
     return placed.observation.results[0].content
 
@@ -147,13 +191,11 @@ def test_the_cart_shows_and_charges_current_prices() -> None:
         env.step(calls(call("list_orders")))
     line = env.step(calls(call("review_cart", cart_id=cart))).observation.results[0].content
     assert line["lines"][0]["unit_price"] == jump.value
+    _deliver(env, cart)
     approval = env.step(calls(call("request_approval", cart_id=cart))).observation.results[0]
     assert approval.content["approved_total"] == line["total"]
-    address = task.base.account.address_id
     approval_id = approval.content["approval_id"]
-    placed = env.step(
-        calls(call("checkout", cart_id=cart, address_id=address, approval_id=approval_id))
-    )
+    placed = env.step(calls(call("checkout", cart_id=cart, approval_id=approval_id)))
     assert placed.observation.results[0].content["charged"] == line["total"]
 
 
@@ -164,13 +206,13 @@ def test_cart_lines_expire_only_with_dynamics_on() -> None:
         offer, quantity = _cheapest(env)
         cart = env.step(calls(call("add_to_cart", offer_id=offer, quantity=quantity)))
         cart_id = cart.observation.results[0].content["cart_id"]
+        _deliver(env, cart_id)
         approval = env.step(calls(call("request_approval", cart_id=cart_id)))
         approval_id = approval.observation.results[0].content["approval_id"]
         for _ in range(CART_TICKS):
             env.step(calls(call("get_account")))
-        address = env.task.base.account.address_id
         result = env.step(
-            calls(call("checkout", cart_id=cart_id, address_id=address, approval_id=approval_id))
+            calls(call("checkout", cart_id=cart_id, approval_id=approval_id))
         ).observation.results[0]
         assert result.ok is not dynamics
         assert dynamics is ("expired" in (result.error or ""))
@@ -191,9 +233,18 @@ def test_a_refused_tool_call_changes_nothing() -> None:
     for bad in (
         call("add_to_cart", offer_id=offer, quantity=stock + 1),
         call("add_to_cart", offer_id="ZZ999", quantity=1),
-        call("checkout", cart_id="K9", address_id="AD000"),
+        call("checkout", cart_id="K9"),
+        call("set_delivery", cart_id="K9", address_id="AD000"),
         call("return_order", order_id="O1"),
         call("get_offers", product_id="P0"),
+        call("get_product", product_id="P0"),
+        call("check_stock", product_id="P0"),
+        call("get_shipping_quote", product_id="P0", address_id=env.task.base.account.address_id),
+        call(
+            "get_shipping_quote",
+            product_id=next(iter(env.task.base.products)),
+            address_id="AD000",
+        ),
     ):
         before = env.world.snapshot()
         result = env.step(calls(bad)).observation.results[0]
@@ -228,17 +279,16 @@ def test_checkout_above_the_threshold_needs_an_approval_of_the_current_cart() ->
         )
     )
     cart, total = _big_cart(env)
-    address = env.task.base.account.address_id
-    refused = env.step(calls(call("checkout", cart_id=cart, address_id=address)))
+    _deliver(env, cart)
+    refused = env.step(calls(call("checkout", cart_id=cart)))
     assert "need an approval" in (refused.observation.results[0].error or "")
     granted = env.step(calls(call("request_approval", cart_id=cart))).observation.results[0]
     assert granted.content["approved_total"] == total
     approval = granted.content["approval_id"]
     extra = next(o for o in env.world.offers.values() if o.stock > 0)
     env.step(calls(call("add_to_cart", offer_id=extra.id, quantity=1)))
-    stale = env.step(
-        calls(call("checkout", cart_id=cart, address_id=address, approval_id=approval))
-    )
+    _deliver(env, cart)
+    stale = env.step(calls(call("checkout", cart_id=cart, approval_id=approval)))
     assert "changed since approval" in (stale.observation.results[0].error or "")
     assert env.world.charges == []
 
@@ -254,6 +304,56 @@ def test_approval_is_denied_for_an_unapproved_vendor() -> None:
     )
     added = env.step(calls(call("add_to_cart", offer_id=rogue.id, quantity=quantity)))
     cart = added.observation.results[0].content["cart_id"]
+    _deliver(env, cart)
     denied = env.step(calls(call("request_approval", cart_id=cart))).observation.results[0]
     assert denied.error_kind == "tool" and "not an approved vendor" in (denied.error or "")
     assert env.world.approvals.changed == {}
+
+
+def test_the_delivery_must_follow_the_last_cart_change() -> None:
+    env = Env("shop", knobs=Knobs(dynamics=False))
+    env.reset(seed=6)
+    offer, quantity = _cheapest(env)
+    added = env.step(calls(call("add_to_cart", offer_id=offer, quantity=quantity)))
+    cart = added.observation.results[0].content["cart_id"]
+    bare = env.step(calls(call("checkout", cart_id=cart))).observation.results[0]
+    assert "no delivery address" in (bare.error or "")
+    unset = env.step(calls(call("request_approval", cart_id=cart))).observation.results[0]
+    assert "set the delivery" in (unset.error or "")
+    _deliver(env, cart)
+    second = _approved(env, 1)[-1]
+    line = env.step(calls(call("add_to_cart", offer_id=second, quantity=1)))
+    after_add = env.step(calls(call("checkout", cart_id=cart))).observation.results[0]
+    assert "no delivery address" in (after_add.error or "")  # the change cleared it
+    _deliver(env, cart)
+    line_id = line.observation.results[0].content["line_id"]
+    env.step(calls(call("remove_from_cart", line_id=line_id)))
+    assert env.world.carts[cart].address_id is None
+    assert env.world.charges == []
+
+
+def test_offers_quotes_stock_and_specification_come_from_separate_reads() -> None:
+    env = Env("shop", knobs=Knobs(dynamics=False))
+    env.reset(seed=1)
+    pid = next(iter(env.task.base.products))
+    address = env.task.base.account.address_id
+    obs = env.step(
+        calls(
+            call("get_offers", product_id=pid),
+            call("get_shipping_quote", product_id=pid, address_id=address),
+            call("check_stock", product_id=pid),
+            call("get_product", product_id=pid),
+        )
+    ).observation
+    offers, quotes, stock, spec = (r.content for r in obs.results)
+    assert {tuple(sorted(row)) for row in offers} == {
+        ("offer_id", "product_id", "unit_price", "vendor")
+    }
+    assert [r["offer_id"] for r in offers] == [r["offer_id"] for r in quotes]
+    assert [r["offer_id"] for r in offers] == [r["offer_id"] for r in stock]
+    for row in quotes:
+        assert row["shipping"] == env.world.offers[row["offer_id"]].shipping
+    for row in stock:
+        assert row["stock"] == env.world.offers[row["offer_id"]].stock > 0
+    product = env.task.base.products[pid]
+    assert (spec["brand"], spec["eco_certified"]) == (product.brand, product.eco)

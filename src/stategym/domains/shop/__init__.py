@@ -1,11 +1,15 @@
 """Shop: buy equipment for a team from approved vendors within budget.
 
 Tool graph (see ``gold.py``): the account, the purchasing policy and a catalog search are
-independent reads; the search fans out into one ``get_offers`` per product; the best offer
-goes into the cart (write); the cart review (the verify-before-commit read) and, only when
-the total is above the policy's threshold, a purchase approval (write) hang off the cart side
-by side; the buyer confirms; ``checkout`` (commit) joins the cart, the approval and the
-address id from ``get_account``. ``return_order`` undoes an order for a restocking fee.
+independent reads; the search fans out, per product, into a diamond of four reads --
+``get_offers`` (vendors, unit prices), ``get_shipping_quote`` (shipping and arrival to the
+address id from ``get_account``), ``check_stock`` and ``get_product`` (brand, eco label) --
+that join at the cart, where the offer is chosen. Then a chain of two writes: the cart line,
+and the cart's delivery address (``set_delivery``, which must follow the last cart change,
+since any change clears it). After the delivery come the cart review (the verify-before-commit
+read) and, only when the total is above the policy's threshold, a purchase approval (write);
+the buyer confirms; ``checkout`` (commit) joins the cart and the approval.
+``return_order`` undoes an order for a restocking fee.
 
 Options are offer ids (``OF512``); an order of another quantity, or of several offers, is no
 option. Tasks have must-ask slots (budget, delivery deadline, brand), derivable ones (the
@@ -110,11 +114,13 @@ DOMAIN = Domain(
     expert=shop_expert,
     instructions=(
         "You are a purchasing assistant buying equipment for a company team. Look up what "
-        "tools can tell you (account, purchasing policy, catalog, offers), ask the buyer only "
-        "for what only they know, compare every offer, put the best one in the cart, review "
-        "the cart to see the current total before checking out, request a purchase approval "
-        "when the total is above the policy's threshold, get the buyer's agreement, then "
-        "check out once. Returns cost a restocking fee."
+        "tools can tell you (account, purchasing policy, catalog, and for every product its "
+        "offers, shipping quote, stock and specification), ask the buyer only for what only "
+        "they know, compare every offer, put the best one in the cart, set the cart's "
+        "delivery address after its last change, review the cart to see the current total "
+        "before checking out, request a purchase approval when the total is above the "
+        "policy's threshold, get the buyer's agreement, then check out once. Returns cost a "
+        "restocking fee."
     ),
     env_id="stategym/Shop-v0",
 )

@@ -17,6 +17,18 @@ _ANSWERS: Answers = (
     ("deadline", re.compile(r"As for delivery, (by day \d+|any day)"), str),
     ("brand", re.compile(r"As for the brand, (\w+)\."), str),
 )
+DIAMOND = ("get_offers", "get_shipping_quote", "check_stock")
+"""The per-product reads whose rows together describe an offer (with ``get_product``)."""
+_FIELDS_ORDER = (
+    "offer_id",
+    "product_id",
+    "vendor",
+    "unit_price",
+    "shipping",
+    "stock",
+    "delivery_days",
+)
+_FIELDS = frozenset(_FIELDS_ORDER)
 NO_LIMIT = 10**9
 """The budget an agent that never asked assumes."""
 
@@ -60,9 +72,11 @@ class Beliefs:
     address_id: str | None = None
     approved: tuple[str, ...] | None = None
     approval_over: int | None = None
+    catalog: dict[str, str] = field(default_factory=dict)
     products: dict[str, ProductView] = field(default_factory=dict)
     offers: dict[str, OfferView] = field(default_factory=dict)
-    fetched: set[str] = field(default_factory=set)
+    fetched: set[tuple[str, str]] = field(default_factory=set)
+    parts: dict[str, dict[str, Any]] = field(default_factory=dict)
     excluded: set[str] = field(default_factory=set)
     changed: bool = False
 
@@ -81,28 +95,37 @@ class Beliefs:
                 self.approved = tuple(content["approved_vendors"])
                 self.approval_over = content["approval_over"]
             elif result.name == "search_catalog":
-                for row in content:
-                    self.products[row["product_id"]] = ProductView(
-                        row["product_id"], row["name"], row["brand"], row["eco_certified"]
-                    )
-            elif result.name == "get_offers":
-                self._offers(content)
+                self.catalog.update((row["product_id"], row["name"]) for row in content)
+            elif result.name == "get_product":
+                self.fetched.add(("get_product", content["product_id"]))
+                self.products[content["product_id"]] = ProductView(
+                    content["product_id"],
+                    content["name"],
+                    content["brand"],
+                    content["eco_certified"],
+                )
+            elif result.name in DIAMOND:
+                self._offers(result.name, content)
             elif result.name == "review_cart":
                 self._review(content)
+        self._complete()
         return found
 
-    def _offers(self, rows: list[dict[str, Any]]) -> None:
+    def _offers(self, tool: str, rows: list[dict[str, Any]]) -> None:
+        """Merge one per-product read; an offer is known once all of :data:`DIAMOND` saw it."""
         for row in rows:
-            self.fetched.add(row["product_id"])
-            self.offers[row["offer_id"]] = OfferView(
-                row["offer_id"],
-                row["product_id"],
-                row["vendor"],
-                row["unit_price"],
-                row["shipping"],
-                row["stock"],
-                row["delivery_days"],
-            )
+            self.fetched.add((tool, row["product_id"]))
+            self.parts.setdefault(row["offer_id"], {}).update(row)
+
+    def _complete(self) -> None:
+        """Know every offer whose reads, and its product's specification, are all in."""
+        for offer_id, part in self.parts.items():
+            if (
+                offer_id not in self.offers
+                and part.keys() >= _FIELDS
+                and part["product_id"] in self.products
+            ):
+                self.offers[offer_id] = OfferView(*(part[k] for k in _FIELDS_ORDER))
 
     def _review(self, content: dict[str, Any]) -> None:
         for row in content["lines"]:

@@ -1,9 +1,10 @@
 """The shop expert and its styled variants (see :class:`stategym.agents.style.Style`).
 
 The expert is not privileged: it asks exactly what only the buyer knows, reads the account,
-the purchasing policy and the catalog in one round, fetches every product's offers in the
-next, puts the best offer in the cart, reviews the cart in a round of its own to see the
-current total and stock, proposes the offer, and checks out once the buyer agrees.
+the purchasing policy and the catalog in one round, fetches every product's offers, shipping
+quotes, stock and specification in the next, puts the best offer in the cart, sets the cart's
+delivery address, reviews the cart in a round of its own to see the current total and stock,
+proposes the offer, and checks out once the buyer agrees.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from stategym.generation import order_matters
 from stategym.protocol import CallBatch, Observation, call
 from stategym.task import Task, Value
 
-from .beliefs import NO_LIMIT, Beliefs, OfferView
+from .beliefs import DIAMOND, NO_LIMIT, Beliefs, OfferView
 from .generator import ANY_BRAND, ANY_DAY
 
 QUESTIONS = {
@@ -79,21 +80,31 @@ def _script(task: Task, style: Style, first: Observation) -> Script:
 
 def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     item = str(task.request.given["item"])
-    lookups = [call("get_purchasing_policy"), call("search_catalog", query=item)]
-    if task.knobs.stateful:
-        lookups.insert(0, call("get_account"))
+    lookups = [
+        call("get_account"),
+        call("get_purchasing_policy"),
+        call("search_catalog", query=item),
+    ]
     if style.batching == "guess":  # product ids the catalog has not shown yet
         lookups += [call("get_offers", product_id=f"P{n}") for n in (101, 102, 103)]
     spray = [call("list_orders"), *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
     for action in rounds(lookups + spray[: style.spray], style):
         beliefs.see((yield action))
     fetch = [
-        call("get_offers", product_id=pid) for pid in beliefs.products if pid not in beliefs.fetched
+        call(tool, product_id=pid, **_address(tool, beliefs))
+        for pid in beliefs.catalog
+        for tool in (*DIAMOND, "get_product")
+        if (tool, pid) not in beliefs.fetched
     ]
     for action in rounds(fetch, style):
         beliefs.see((yield action))
         if style.first_fit and _pick(beliefs, style) is not None:
             return
+
+
+def _address(tool: str, beliefs: Beliefs) -> dict[str, str]:
+    """The extra argument a per-product read takes: the quote needs the address."""
+    return {"address_id": beliefs.address_id or ""} if tool == "get_shipping_quote" else {}
 
 
 def _pick(beliefs: Beliefs, style: Style) -> OfferView | None:
@@ -117,6 +128,9 @@ def _attempt(
         beliefs.excluded.add(choice.id)
         return None
     cart, line = added["cart_id"], added["line_id"]
+    if not (yield from _deliver(beliefs, cart)):
+        beliefs.see((yield CallBatch((call("remove_from_cart", line_id=line),))))
+        return None
     approval = yield from _prepare(beliefs, style, choice, cart)
     if approval is not None and agreement.pending(style, choice.id):
         text = _proposal(beliefs, choice)
@@ -138,6 +152,12 @@ def _attempt(
     return None
 
 
+def _deliver(beliefs: Beliefs, cart: str) -> Steps[bool]:
+    """Set the cart's delivery address, after its last change; returns whether it took."""
+    address = call("set_delivery", cart_id=cart, address_id=beliefs.address_id or "")
+    return "set_delivery" in beliefs.see((yield CallBatch((address,))))
+
+
 def _prepare(beliefs: Beliefs, style: Style, choice: OfferView, cart: str) -> Steps[str | None]:
     """Review the cart (when verifying first) and request the approval its total needs, side
     by side. Returns the approval id (``""``: none needed), or ``None`` when the review
@@ -156,9 +176,7 @@ def _prepare(beliefs: Beliefs, style: Style, choice: OfferView, cart: str) -> St
 
 def _checkout(beliefs: Beliefs, style: Style, cart: str, approval: str) -> Steps[bool]:
     """Check out (beside the review for a same-round check); returns whether it went through."""
-    order = [
-        call("checkout", cart_id=cart, address_id=beliefs.address_id or "", approval_id=approval)
-    ]
+    order = [call("checkout", cart_id=cart, approval_id=approval)]
     if style.verify == "same_round":
         order.insert(0, call("review_cart", cart_id=cart))
     return "checkout" in beliefs.see((yield CallBatch(tuple(order))))
@@ -185,7 +203,7 @@ def _shotgun(beliefs: Beliefs, style: Style, choice: OfferView) -> Steps[str]:
     )
     carts = [r.content["cart_id"] for r in obs.results if r.ok]
     beliefs.see(obs)
-    if carts:
+    if carts and (yield from _deliver(beliefs, carts[0])):
         approval = ""
         if beliefs.needs_approval(sum(beliefs.total(o) for o in picks)):
             asked = beliefs.see((yield CallBatch((call("request_approval", cart_id=carts[0]),))))

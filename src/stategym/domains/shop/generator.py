@@ -2,9 +2,9 @@
 
 Every draw is made whatever the knobs say and the knobs are applied afterwards, so the same
 seed under different knobs is the same purchase with properties switched off. The tool graph
-is a chain with a fan-out in the middle (search the catalog, then one ``get_offers`` per
-product), a cart write, a verify-before-commit read (``review_cart``) and a join at the
-commit (``checkout`` needs the cart id and the address id from ``get_account``).
+(built in ``gold.py``) fans the catalog search out into a per-product diamond of four reads
+that join at the cart, then chains two writes (the cart line, then the delivery address),
+a verify-before-commit read (``review_cart``), a conditional approval and the commit.
 """
 
 from __future__ import annotations

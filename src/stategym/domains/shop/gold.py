@@ -1,11 +1,13 @@
 """The shop's gold call graph and its checkout decision point, built for one realised task.
 
-Reads: the policy, the catalog search, and one ``get_offers`` per product (a fan-out fed by
-the search). When an offer should be bought: the cart write, then the cart review (the
-verify-before-commit read) and, only when the total is above the policy's threshold, a
-purchase approval, side by side (a diamond closing at checkout); the buyer's confirmation;
-and checkout, which also joins in the address id from ``get_account``.
-"""
+Reads: the account, the policy, the catalog search, and per product a diamond of four reads
+fed by the search -- ``get_offers`` (vendors and prices), ``get_shipping_quote`` (also fed the
+address id by ``get_account``), ``check_stock`` and ``get_product`` (brand, eco label) -- that
+join at the cart, where the offer is chosen. When an offer should be bought, a chain of two
+writes: the cart line, then the delivery address (fed by ``get_account``; it must follow the
+last cart change); after the delivery, the cart review (the verify-before-commit read) and,
+only when the total is above the policy's threshold, a purchase approval; the buyer's
+confirmation; and checkout, which joins the cart and the approval."""
 
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ class Purchase:
     must_ask: tuple[str, ...]
 
 
+_DIAMOND = ("offers", "quote", "stock", "product")
+"""The per-product reads, named ``<kind>:<product id>`` in the gold graph."""
+
 Graph = tuple[tuple[GoldCall, ...], tuple[GoldEdge, ...], tuple[DecisionPoint, ...]]
 
 
@@ -54,13 +59,23 @@ def gold_graph(purchase: Purchase, knobs: Knobs) -> Graph:
     calls += [
         GoldCall("get_purchasing_policy", "get_purchasing_policy", {}, Effect.READ),
         GoldCall("search", "search_catalog", {"query": purchase.category}, Effect.READ),
+        GoldCall("get_account", "get_account", {}, Effect.READ),
     ]
-    if knobs.stateful:  # the address only matters to checkout
-        calls.append(GoldCall("get_account", "get_account", {}, Effect.READ))
     edges: list[GoldEdge] = []
     for pid in purchase.products:
-        calls.append(GoldCall(f"offers:{pid}", "get_offers", {"product_id": pid}, Effect.READ))
-        edges.append(GoldEdge("search", f"offers:{pid}", EdgeKind.PIPE))
+        calls += [
+            GoldCall(f"offers:{pid}", "get_offers", {"product_id": pid}, Effect.READ),
+            GoldCall(
+                f"quote:{pid}",
+                "get_shipping_quote",
+                {"product_id": pid, "address_id": purchase.address_id},
+                Effect.READ,
+            ),
+            GoldCall(f"stock:{pid}", "check_stock", {"product_id": pid}, Effect.READ),
+            GoldCall(f"product:{pid}", "get_product", {"product_id": pid}, Effect.READ),
+        ]
+        edges += [GoldEdge("search", f"{kind}:{pid}", EdgeKind.PIPE) for kind in _DIAMOND]
+        edges.append(GoldEdge("get_account", f"quote:{pid}", EdgeKind.PIPE))
     if not knobs.stateful:
         return tuple(calls), tuple(edges), ()
     if purchase.best:
@@ -73,18 +88,25 @@ def gold_graph(purchase: Purchase, knobs: Knobs) -> Graph:
 def _decision(purchase: Purchase) -> DecisionPoint:
     preconditions = [
         Precondition("current total and stock of the cart", "review"),
+        Precondition("the cart's delivery address", "delivery"),
         Precondition("the buyer confirmed the offer", "confirm"),
         Precondition("the approved vendors", "get_purchasing_policy"),
     ]
+    pid = purchase.choice_product
+    if pid is not None:
+        preconditions += [
+            Precondition("shipping and arrival of the offer", f"quote:{pid}"),
+            Precondition("units on hand of the offer", f"stock:{pid}"),
+            Precondition("brand and eco label of the product", f"product:{pid}"),
+        ]
     if purchase.approval:
         preconditions.append(Precondition("the purchase approval", "approval"))
     preconditions += [Precondition(f"{s} from the buyer", f"ask:{s}") for s in purchase.must_ask]
-    best = purchase.best
     return DecisionPoint(
         "checkout",
         "checkout",
-        bool(best),
-        {"address_id": purchase.address_id} if best else {},
+        bool(purchase.best),
+        {},
         purchase.choice,
         tuple(preconditions),
         1.0,
@@ -100,9 +122,10 @@ def _purchase_graph(purchase: Purchase) -> tuple[list[GoldCall], list[GoldEdge]]
             {"offer_id": purchase.best, "quantity": purchase.quantity},
             Effect.WRITE,
         ),
+        GoldCall("delivery", "set_delivery", {"address_id": purchase.address_id}, Effect.WRITE),
         GoldCall("review", "review_cart", {}, Effect.READ),
         GoldCall("confirm", "confirm"),
-        GoldCall("checkout", "checkout", {"address_id": purchase.address_id}, Effect.COMMIT),
+        GoldCall("checkout", "checkout", {}, Effect.COMMIT),
     ]
     edges = [
         GoldEdge(
@@ -112,20 +135,28 @@ def _purchase_graph(purchase: Purchase) -> tuple[list[GoldCall], list[GoldEdge]]
         )
         for pid in purchase.products
     ]
+    edges += [
+        GoldEdge(f"{kind}:{pid}", "cart", EdgeKind.DECIDE)
+        for pid in purchase.products
+        for kind in _DIAMOND[1:]
+    ]
     edges.append(GoldEdge("get_purchasing_policy", "cart", EdgeKind.DECIDE))
     edges += [GoldEdge(f"ask:{s}", "cart", EdgeKind.GATE) for s in purchase.must_ask]
     edges += [
+        GoldEdge("cart", "delivery", EdgeKind.PIPE),
+        GoldEdge("get_account", "delivery", EdgeKind.PIPE),
         GoldEdge("cart", "review", EdgeKind.PIPE),
+        GoldEdge("delivery", "review", EdgeKind.ORDER),
         GoldEdge("review", "confirm", EdgeKind.DECIDE),
         GoldEdge("cart", "checkout", EdgeKind.PIPE),
-        GoldEdge("get_account", "checkout", EdgeKind.PIPE),
         GoldEdge("review", "checkout", EdgeKind.ORDER),
         GoldEdge("confirm", "checkout", EdgeKind.ORDER),
     ]
     if purchase.approval:
-        calls.insert(2, GoldCall("approval", "request_approval", {}, Effect.WRITE))
+        calls.insert(3, GoldCall("approval", "request_approval", {}, Effect.WRITE))
         edges += [
             GoldEdge("cart", "approval", EdgeKind.PIPE),
+            GoldEdge("delivery", "approval", EdgeKind.ORDER),
             GoldEdge("get_purchasing_policy", "approval", EdgeKind.DECIDE),
             GoldEdge("approval", "checkout", EdgeKind.PIPE),
         ]

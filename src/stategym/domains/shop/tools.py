@@ -9,7 +9,7 @@ from stategym.errors import ToolError
 from stategym.tools import Effect, tool
 from stategym.world import USER_ACCOUNT
 
-from .world import VENDOR_ACCOUNT, Approval, Cart, Line, Order, ShopWorld, order_option
+from .world import VENDOR_ACCOUNT, Approval, Cart, Line, Offer, Order, ShopWorld, order_option
 
 CART_TICKS = 6
 """A cart line reserves stock for this many clock ticks (when dynamics are on)."""
@@ -37,7 +37,8 @@ def get_purchasing_policy(world: ShopWorld) -> dict[str, Any]:
 
 @tool(effect=Effect.READ)
 def search_catalog(world: ShopWorld, query: str) -> list[dict[str, Any]]:
-    """Search the catalog for products of a kind. Offers and prices come from get_offers.
+    """Search the catalog for products of a kind. Specifications come from get_product,
+    offers and prices from get_offers.
 
     Args:
         query: the kind of product, e.g. "office chair".
@@ -46,40 +47,96 @@ def search_catalog(world: ShopWorld, query: str) -> list[dict[str, Any]]:
     if not wanted:
         return []
     return [
-        {"product_id": p.id, "name": p.name, "brand": p.brand, "eco_certified": p.eco}
+        {"product_id": p.id, "name": p.name}
         for p in world.base.products.values()
         if wanted in p.category or p.category in wanted
     ]
 
 
-@tool(effect=Effect.READ, latency=2)
-def get_offers(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
-    """List the vendors' current offers for one product. Prices and stock can change.
+@tool(effect=Effect.READ)
+def get_product(world: ShopWorld, product_id: str) -> dict[str, Any]:
+    """Read one product's specification: its brand and whether it is eco-certified.
 
     Args:
         product_id: a product from search_catalog.
     """
+    product = world.base.products.get(product_id)
+    if product is None:
+        raise ToolError(f"no product {product_id}")
+    return {
+        "product_id": product.id,
+        "name": product.name,
+        "brand": product.brand,
+        "eco_certified": product.eco,
+    }
+
+
+def _product_offers(world: ShopWorld, product_id: str) -> list[Offer]:
+    """The product's offers that are still available."""
     if product_id not in world.base.products:
         raise ToolError(f"no product {product_id}")
+    return [o for o in world.offers.values() if o.product_id == product_id and o.stock > 0]
+
+
+@tool(effect=Effect.READ, latency=2)
+def get_offers(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
+    """List the vendors' available offers for one product and their unit prices, which can
+    change. Shipping and arrival come from get_shipping_quote, units on hand from check_stock.
+
+    Args:
+        product_id: a product from search_catalog.
+    """
     return [
         {
             "offer_id": o.id,
             "product_id": o.product_id,
             "vendor": o.vendor,
             "unit_price": o.unit_price,
+        }
+        for o in _product_offers(world, product_id)
+    ]
+
+
+@tool(effect=Effect.READ, latency=2)
+def get_shipping_quote(world: ShopWorld, product_id: str, address_id: str) -> list[dict[str, Any]]:
+    """Quote shipping to an address for every available offer of one product: the shipping
+    cost per order and the delivery time in days.
+
+    Args:
+        product_id: a product from search_catalog.
+        address_id: the delivery address id from get_account.
+    """
+    if address_id != world.base.account.address_id:
+        raise ToolError(f"no address {address_id} on file")
+    return [
+        {
+            "offer_id": o.id,
+            "product_id": o.product_id,
             "shipping": o.shipping,
-            "stock": o.stock,
             "delivery_days": o.delivery_days,
         }
-        for o in world.offers.values()
-        if o.product_id == product_id and o.stock > 0
+        for o in _product_offers(world, product_id)
+    ]
+
+
+@tool(effect=Effect.READ)
+def check_stock(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
+    """Check the units each vendor has on hand for one product. Stock can change.
+
+    Args:
+        product_id: a product from search_catalog.
+    """
+    return [
+        {"offer_id": o.id, "product_id": o.product_id, "stock": o.stock}
+        for o in _product_offers(world, product_id)
     ]
 
 
 @tool(effect=Effect.WRITE)
 def add_to_cart(world: ShopWorld, offer_id: str, quantity: int) -> dict[str, Any]:
     """Put units of an offer in the cart (one open cart; created on the first add). The cart
-    reserves the stock for a while but does not lock the price.
+    reserves the stock for a while but does not lock the price. Changing the cart clears its
+    delivery address.
 
     Args:
         offer_id: an offer from get_offers.
@@ -95,7 +152,8 @@ def add_to_cart(world: ShopWorld, offer_id: str, quantity: int) -> dict[str, Any
     cart = next((c for c in world.carts.values() if c.status == "open"), None)
     if cart is None:
         cart = Cart(world.new_id("K"), "open")
-        world.carts[cart.id] = cart
+    # A changed cart ships anew: its delivery must be set after the last change.
+    world.carts[cart.id] = replace(cart, address_id=None)
     expires = world.clock + CART_TICKS if world.knobs.dynamics else None
     line = Line(world.new_id("L"), cart.id, offer_id, quantity, expires, "active")
     world.lines[line.id] = line
@@ -119,7 +177,32 @@ def remove_from_cart(world: ShopWorld, line_id: str) -> dict[str, Any]:
     if line is None or line.status != "active":
         raise ToolError(f"no active cart line {line_id}")
     world.lines[line_id] = replace(line, status="removed")
+    cart = world.carts[line.cart_id]
+    if cart.status == "open":
+        world.carts[cart.id] = replace(cart, address_id=None)
     return {"line_id": line_id, "option": line.offer_id}
+
+
+@tool(effect=Effect.WRITE)
+def set_delivery(world: ShopWorld, cart_id: str, address_id: str) -> dict[str, Any]:
+    """Set the cart's delivery address; checkout ships there. Set it after the last item is
+    in the cart.
+
+    Args:
+        cart_id: the cart from add_to_cart.
+        address_id: the delivery address id from get_account.
+    """
+    lines = _active_lines(world, cart_id)
+    if not lines:
+        raise ToolError(f"cart {cart_id} is empty")
+    if address_id != world.base.account.address_id:
+        raise ToolError(f"no address {address_id} on file")
+    world.carts[cart_id] = replace(world.carts[cart_id], address_id=address_id)
+    return {
+        "cart_id": cart_id,
+        "option": order_option(world.base, _items(world, lines)),
+        "address_id": address_id,
+    }
 
 
 def _active_lines(world: ShopWorld, cart_id: str) -> list[Line]:
@@ -173,7 +256,7 @@ def _items(world: ShopWorld, lines: list[Line]) -> tuple[tuple[str, int, int], .
 @tool(effect=Effect.WRITE)
 def request_approval(world: ShopWorld, cart_id: str) -> dict[str, Any]:
     """Request the purchase approval the policy requires above its threshold. It covers the
-    cart's lines and total as they are now.
+    cart's lines and total as they are now, so set the delivery first.
 
     Args:
         cart_id: the cart from add_to_cart.
@@ -181,6 +264,8 @@ def request_approval(world: ShopWorld, cart_id: str) -> dict[str, Any]:
     lines = _active_lines(world, cart_id)
     if not lines:
         raise ToolError(f"cart {cart_id} is empty")
+    if world.carts[cart_id].address_id is None:
+        raise ToolError(f"set the delivery of cart {cart_id} first: approvals cover the shipment")
     approved = world.base.policy.approved_vendors
     for line in lines:
         vendor = world.offers[line.offer_id].vendor
@@ -213,22 +298,19 @@ def _check_approval(
 
 
 @tool(effect=Effect.COMMIT)
-def checkout(
-    world: ShopWorld, cart_id: str, address_id: str, approval_id: str = ""
-) -> dict[str, Any]:
-    """Place the order for everything in the cart at current prices and charge the buyer's
-    card. Returning it later costs a restocking fee.
+def checkout(world: ShopWorld, cart_id: str, approval_id: str = "") -> dict[str, Any]:
+    """Place the order for everything in the cart at current prices, ship it to the cart's
+    delivery address and charge the buyer's card. Returning it later costs a restocking fee.
 
     Args:
-        cart_id: the cart from add_to_cart.
-        address_id: the delivery address id from get_account.
+        cart_id: the cart from add_to_cart, with its address set by set_delivery.
         approval_id: the purchase approval, when the total is above the policy's threshold.
     """
     lines = _active_lines(world, cart_id)
     if not lines:
         raise ToolError(f"cart {cart_id} is empty")
-    if address_id != world.base.account.address_id:
-        raise ToolError(f"no address {address_id} on file")
+    if world.carts[cart_id].address_id is None:
+        raise ToolError(f"cart {cart_id} has no delivery address; use set_delivery")
     for line in lines:
         if line.expires_at is not None and world.clock > line.expires_at:
             raise ToolError(f"line {line.id} expired at t={line.expires_at}; add the offer again")
@@ -286,9 +368,13 @@ TOOLS = (
     get_account,
     get_purchasing_policy,
     search_catalog,
+    get_product,
     get_offers,
+    get_shipping_quote,
+    check_stock,
     add_to_cart,
     remove_from_cart,
+    set_delivery,
     review_cart,
     request_approval,
     checkout,

@@ -66,8 +66,11 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class Cart:
+    """The open cart; ``address_id`` is where checkout ships (``None`` until set)."""
+
     id: str
     status: Literal["open", "ordered"]
+    address_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
