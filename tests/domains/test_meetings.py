@@ -8,11 +8,26 @@ import re
 from collections import Counter
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stategym import Env, Knobs, call, calls
 from stategym.domains import get_domain
 from stategym.domains.meetings.expert import proposal
-from stategym.domains.meetings.timegrid import PREFERENCES, Option
+from stategym.domains.meetings.timegrid import (
+    CELL,
+    DURATIONS,
+    FULL,
+    PREFERENCES,
+    Availability,
+    Option,
+    Scene,
+    cells,
+    feasible,
+    intervals,
+    option_id,
+    options,
+)
 from stategym.domains.meetings.tools import ROOM_RATE
 from stategym.env import cached_task
 from stategym.task import EventKind, SlotKind, Task
@@ -272,3 +287,63 @@ def test_a_change_of_mind_changes_the_best_options() -> None:
             assert all(f"M{updates[0].value}" in o for o in task.truth.satisfaction)
             bites += 1
     assert bites > 20
+
+
+@given(st.integers(min_value=0, max_value=FULL))
+def test_intervals_are_the_maximal_runs_of_cells(mask: int) -> None:
+    runs: list[tuple[int, int]] = []
+    for start in cells(mask):
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], start + CELL)
+        else:
+            runs.append((start, start + CELL))
+    assert intervals(mask) == runs
+
+
+@pytest.mark.parametrize("start", [-30, 0, 570, 1410, 1440, 2000])
+def test_option_ids_spell_the_start_as_hhmm(start: int) -> None:
+    assert option_id(4, start, 60, "CEDAR") == f"D4T{start // 60:02d}{start % 60:02d}M60CEDAR"
+
+
+_MASK = st.integers(min_value=0, max_value=FULL)
+
+
+@given(
+    st.sampled_from(DURATIONS),
+    _MASK,
+    st.lists(st.tuples(_MASK, _MASK), min_size=1, max_size=3),
+    st.lists(st.tuples(_MASK, _MASK), max_size=2),
+    st.lists(_MASK, min_size=1, max_size=3),
+    st.sampled_from(("morning", "afternoon", "any")),
+    st.sampled_from(("video", "whiteboard", "any")),
+)
+def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(
+    duration: int,
+    hours: int,
+    required: list[tuple[int, int]],
+    optional: list[tuple[int, int]],
+    room_busy: list[int],
+    time_of_day: str,
+    room_feature: str,
+) -> None:
+    rooms = tuple((f"R{i}", frozenset({"video"} if i % 2 else ())) for i in range(len(room_busy)))
+    scene = Scene(
+        days=(3,),
+        duration=duration,
+        hours=hours,
+        required={3: tuple(Availability(w, b) for w, b in required)},
+        optional={3: tuple(Availability(w, b) for w, b in optional)},
+        rooms=rooms,
+        room_busy={(room, 3): busy for (room, _), busy in zip(rooms, room_busy, strict=True)},
+        time_of_day=time_of_day,
+        room_feature=room_feature,
+    )
+    every = list(options(scene))
+    assert list(options(scene, only_feasible=True)) == [o for o in every if feasible(o)]
+
+
+def test_equal_satisfaction_sets_are_shared_within_a_task() -> None:
+    # a task holds one satisfaction set per option; sharing equal ones keeps tasks small
+    for task in _tasks(20):
+        table = task.truth.satisfaction
+        assert len({id(s) for s in table.values()}) == len(set(table.values()))

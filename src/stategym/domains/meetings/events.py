@@ -19,7 +19,7 @@ from stategym.knobs import Knobs
 from stategym.task import Event, EventKind
 
 from .shape import Calendars
-from .timegrid import Option, feasible, options, window
+from .timegrid import Option, window
 
 if TYPE_CHECKING:
     from .generator import Draw
@@ -56,13 +56,22 @@ class EventPlan:
     added: tuple[Added, ...]
 
 
-def _decoy(cal: Calendars, best: tuple[str, ...]) -> Option | None:
+def _decoy(usable: list[Option], best: tuple[str, ...]) -> Option | None:
     """The earliest meeting that meets every hard constraint but is not a best option."""
-    return next((o for o in options(cal.scene()) if feasible(o) and o.id not in best), None)
+    return next((o for o in usable if o.id not in best), None)
 
 
-def plan_events(draw: Draw, knobs: Knobs, cal: Calendars, duration: int, judge: Judge) -> EventPlan:
-    """The dynamic schedule of a task (empty with dynamics off)."""
+def plan_events(
+    draw: Draw,
+    knobs: Knobs,
+    cal: Calendars,
+    duration: int,
+    judge: Judge,
+    listing: Callable[[Calendars], list[Option]],
+) -> EventPlan:
+    """The dynamic schedule of a task (empty with dynamics off); ``listing`` gives the
+    options of calendars that meet every hard constraint, in :func:`~.timegrid.options`
+    order."""
     if not knobs.dynamics:
         return EventPlan(cal, (), ())
     events: list[Event] = []
@@ -75,7 +84,7 @@ def plan_events(draw: Draw, knobs: Knobs, cal: Calendars, duration: int, judge: 
     added: list[Added] = []
     current = cal
     for room, at in ((False, draw.times[1]), (True, draw.times[2])):
-        decoy = _decoy(current, reference[0])
+        decoy = _decoy(listing(current), reference[0])
         if decoy is None:
             break
         mask = window(decoy.start, duration)

@@ -38,7 +38,7 @@ from .timegrid import (
     OPEN,
     PREFERENCES,
     Option,
-    feasible,
+    Scene,
     options,
     span,
 )
@@ -317,22 +317,51 @@ def _apply_shape(cal: Calendars, shape: str, prefs: tuple[str, ...], rng: random
     return kill(cal, "feasible", rng)
 
 
-def realised(found: list[Option], prefs: tuple[str, ...]) -> str:
-    """The shape a list of options has: ``fits``, ``conflict``, ``nothing`` or ``plain``
-    (no option meets every preference, but one trade-off is best in any order)."""
-    usable = [o for o in found if feasible(o)]
+def realised(usable: list[Option], prefs: tuple[str, ...]) -> str:
+    """The shape the feasible options of some calendars have: ``fits``, ``conflict``,
+    ``nothing`` or ``plain`` (no option meets every preference, but one trade-off is best in
+    any order)."""
     if not usable:
         return "nothing"
-    if any(o.hits >= set(prefs) for o in usable):
+    every_pref = frozenset(prefs)
+    if any(o.hits >= every_pref for o in usable):
         return "fits"
     return "conflict" if order_matters((o.hits for o in usable), prefs) else "plain"
 
 
+DayKey = tuple[object, ...]
+"""Everything one day's options depend on (see :func:`_day_options`)."""
+
+
+def _day_options(scene: Scene, day: int, memo: dict[DayKey, list[Option]]) -> list[Option]:
+    """The options of one day of ``scene``, reused from ``memo`` when that day is unchanged:
+    an event trial changes one day, so judging it need not list the other days again."""
+    key = (
+        day,
+        scene.duration,
+        scene.hours,
+        scene.time_of_day,
+        scene.room_feature,
+        scene.rooms,
+        scene.required.get(day, ()),
+        scene.optional.get(day, ()),
+        tuple(scene.room_busy.get((room, day), 0) for room, _ in scene.rooms),
+    )
+    if key not in memo:
+        memo[key] = list(options(scene, (day,), only_feasible=True))
+    return memo[key]
+
+
+def _usable(scene: Scene, by_day: dict[DayKey, list[Option]]) -> list[Option]:
+    """The feasible options of ``scene``, in :func:`~.timegrid.options` order."""
+    return [o for day in scene.days for o in _day_options(scene, day, by_day)]
+
+
 def _shaped(
-    draw: Draw, duration: int, shape: str
+    draw: Draw, duration: int, shape: str, by_day: dict[DayKey, list[Option]]
 ) -> tuple[Calendars, tuple[str, ...], list[Option]]:
     """Calendars bent to ``shape`` (a shape that cannot be had falls back to a simpler one),
-    the active preferences, and the options the calendars leave."""
+    the active preferences, and the options the calendars leave (listed through ``by_day``)."""
     rng = random.Random(f"meetings-shape:{draw.shape_seed}:{duration}")
     for wanted in dict.fromkeys((shape, "fits", "nothing")):
         for _ in range(ATTEMPTS):
@@ -340,7 +369,7 @@ def _shaped(
             prefs = _prefs(draw, cal)
             if not _apply_shape(cal, wanted, prefs, rng):
                 continue
-            found = list(options(cal.scene()))
+            found = _usable(cal.scene(), by_day)
             if realised(found, prefs) == wanted:
                 return cal, prefs, found
     raise AssertionError("a meeting with nobody free can always be generated")
@@ -348,38 +377,46 @@ def _shaped(
 
 def _table(found: list[Option], ids: tuple[str, ...]) -> dict[str, frozenset[str]]:
     keep = frozenset(ids)
-    return {o.id: o.hits & keep for o in found}
+    # options share a handful of ``hits`` sets: intersecting each once keeps tasks small
+    kept = {hits: hits & keep for hits in {o.hits for o in found}}
+    return {o.id: kept[o.hits] for o in found}
 
 
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     duration = draw.duration_new if knobs.dynamics and draw.duration_new else draw.duration
     shape = draw.shape if knobs.priorities or draw.shape != "conflict" else "fits"
-    cal, prefs, shaped = _shaped(draw, duration, shape)
+    by_day: dict[DayKey, list[Option]] = {}
+    cal, prefs, shaped = _shaped(draw, duration, shape, by_day)
     ids = ("within_hours", "required_attend", "meeting_held", *prefs)
     priority = tuple(itertools.pairwise(ids))
     weights = priority_weights(ids, priority)
-    nothing = frozenset(ids) - {"meeting_held"}
+    keep = frozenset(ids)
+    nothing = keep - {"meeting_held"}
 
-    def best_of(found: list[Option]) -> tuple[str, ...]:
-        # only feasible options can beat sending nothing, so scoring the rest is wasted time
-        return best_options(_table([o for o in found if feasible(o)], ids), nothing, weights)
+    def best_of(usable: list[Option]) -> tuple[str, ...]:
+        # only feasible options can beat sending nothing, and options meeting the same
+        # constraints score the same, so each distinct set of hits is scored once
+        distinct = list(dict.fromkeys(o.hits for o in usable))
+        table = {str(i): hits & keep for i, hits in enumerate(distinct)}
+        top = {distinct[int(i)] for i in best_options(table, nothing, weights)}
+        return tuple(sorted(o.id for o in usable if o.hits in top))
 
-    # options of every calendars judged, kept for the final table; holding the calendars
-    # keeps their ids from being reused by a later trial
+    # feasible options of every calendars judged; holding the calendars keeps their ids
+    # from being reused by a later trial
     seen: dict[int, tuple[Calendars, list[Option]]] = {id(cal): (cal, shaped)}
 
     def options_of(c: Calendars) -> list[Option]:
         if id(c) not in seen:
-            seen[id(c)] = (c, list(options(c.scene())))
+            seen[id(c)] = (c, _usable(c.scene(), by_day))
         return seen[id(c)][1]
 
     def judge(c: Calendars) -> tuple[tuple[str, ...], bool]:
-        found = options_of(c)
-        return best_of(found), realised(found, prefs) == "conflict"
+        usable = options_of(c)
+        return best_of(usable), realised(usable, prefs) == "conflict"
 
-    plan: EventPlan = plan_events(draw, knobs, cal, duration, judge)
+    plan: EventPlan = plan_events(draw, knobs, cal, duration, judge, options_of)
     found = options_of(plan.final)
-    satisfaction = _table(found, ids)
+    satisfaction = _table(list(options(plan.final.scene())), ids)
     best = best_of(found)
     conflict = knobs.priorities and realised(found, prefs) == "conflict"
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
