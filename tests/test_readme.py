@@ -14,12 +14,25 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 PYTHON = [code for language, code in BLOCK.findall(README) if language == "python"]
-BASH = [code for language, code in BLOCK.findall(README) if language == "bash"]
+SET_UP = README.split("## Set-up: two commands", 1)[1].split("\n## ", 1)[0]
+BASH = [code for language, code in BLOCK.findall(SET_UP) if language == "bash"]
+"""The two set-up commands: the main job, then the tests."""
+OTHER_COMMANDS = [
+    code
+    for language, code in BLOCK.findall(README)
+    if language == "bash" and code.startswith("stategym ")
+]
 
 
 def test_readme_has_examples() -> None:
     assert len(PYTHON) >= 4
     assert len(BASH) == 2  # the two set-up commands
+
+
+@pytest.mark.parametrize("command", OTHER_COMMANDS)
+def test_quoted_commands_parse(command: str) -> None:
+    # a command the README says produced a figure must at least be a valid invocation
+    build_parser().parse_args(shlex.split(command)[1:])
 
 
 @pytest.mark.parametrize("code", PYTHON, ids=[f"block{i}" for i in range(len(PYTHON))])
