@@ -3,13 +3,17 @@
 The flipped value is the user's hidden priority order over their preferences: the world, the
 request and every other fact stay as they were, the order is reversed, and the ground truth
 is recomputed from the task's own satisfaction table. A probe is kept only when the flip
-changes the right choice, so an agent that decides from what it was told (or asked) gets both
-tasks right, and one that plays a memorised order gets at most one of them.
+changes the right choice (no option is right under both orders), so an agent that decides
+from what it was told (or asked) gets both tasks right, and one that plays a memorised order
+gets at most one of them.
 
 The flip needs the shared conventions of stategym's generators: a ``priorities`` slot whose
 value lists the preference ids joined by ``>``, and those preferences forming a chain at the
 bottom of the priority order (whatever the order above them). Tasks that lack them give no
-probe.
+probe. Gold-call arguments are rewritten only where they name the best option ids; where a
+domain's gold calls spell the choice out in parts (meetings' room, day and start; bank's
+account and rail), the flipped task keeps the original's, so only its outcome, not its
+call-level score, is meaningful.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def _swap(
 
 def flip_priorities(task: Task) -> Task | None:
     """The task with its hidden preference order reversed, or ``None`` if that is no probe
-    (the order is not hidden, not a chain, or reversing it does not change the best)."""
+    (the order is not hidden, not a chain, or some option is best under both orders)."""
     try:
         slot = task.slot(PRIORITIES)
     except KeyError:
@@ -77,7 +81,9 @@ def flip_priorities(task: Task) -> Task | None:
     weights = priority_weights(tuple(c.id for c in task.constraints), priority)
     truth = task.truth
     best = best_options(truth.satisfaction, truth.nothing_satisfies, weights)
-    if not best or set(best) == set(truth.best):
+    # Disjoint, not merely different: an option right under both orders would let an agent
+    # that ignores the order get both tasks right, and its choice would not change.
+    if not best or set(best) & set(truth.best):
         return None
     calls = tuple(
         replace(c, args={k: _swap(v, truth.best, best) for k, v in c.args.items()})

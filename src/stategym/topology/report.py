@@ -372,7 +372,8 @@ def _gaps_table(report: dict[str, Any]) -> Any:
 def _summary_table(report: dict[str, Any]) -> Any:
     from rich.table import Table
 
-    table = Table(title="Collapse, score versus distance, probes")
+    # several agents print one after another: name the agent, or a row is easily misread
+    table = Table(title=f"{report['config']['agent']}: collapse, score versus distance, probes")
     table.add_column("measure")
     table.add_column("value", justify="right")
     collapse = {
