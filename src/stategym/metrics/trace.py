@@ -34,6 +34,8 @@ class CallView:
         first: the gold node it covers for the first time (a successful exact match).
         option: the option its result names (commit and write tools name one).
         arguments: its decoded arguments (``{}`` if they were not a JSON object).
+        damage: what the call destroyed, as its result reported it under ``"damage"`` (the
+            convention for commits with collateral consequences, such as data lost).
     """
 
     round: int
@@ -45,6 +47,7 @@ class CallView:
     first: str | None
     option: str | None
     arguments: Mapping[str, Any]
+    damage: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ def _view(
     content = call.content
     option = content.get("option") if ok and isinstance(content, dict) else None
     option = option if isinstance(option, str) else None
+    damage = content.get("damage") if ok and isinstance(content, dict) else None
     first: str | None = None
     if ok:
         first = next((node for node in exact if node not in seen), None)
@@ -211,5 +215,14 @@ def _view(
                 seen.setdefault(node, []).append((index, option))
     malformed = call.error is not None and call.error_kind != "tool"
     return CallView(
-        index, call.name, ok, malformed, call.effect, exact or same_tool, first, option, arguments
+        index,
+        call.name,
+        ok,
+        malformed,
+        call.effect,
+        exact or same_tool,
+        first,
+        option,
+        arguments,
+        damage if isinstance(damage, str) else None,
     )

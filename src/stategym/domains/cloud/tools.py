@@ -9,7 +9,7 @@ from stategym.errors import ToolError
 from stategym.tools import Effect, tool
 from stategym.world import USER_ACCOUNT
 
-from .world import PROVIDER_ACCOUNT, CloudWorld, Snapshot, Volume
+from .world import PROVIDER_ACCOUNT, CloudWorld, Snapshot, Volume, lost_data
 
 SNAPSHOT_TICKS = 1
 """A snapshot completes this many clock ticks after it is taken. This is the snapshot's own
@@ -174,13 +174,19 @@ def delete_volume(world: CloudWorld, volume_id: str) -> dict[str, Any]:
     for snap in list(world.snapshots.values()):
         if snap.volume_id == volume.id and world.snapshot_status(snap) == "pending":
             world.snapshots[snap.id] = replace(snap, state="aborted")
-    world.volumes[volume.id] = replace(volume, state="deleted")
-    return {
+    deleted = replace(volume, state="deleted")
+    world.volumes[volume.id] = deleted
+    result: dict[str, Any] = {
         "volume_id": volume.id,
         "option": volume.id,
         "deleted": True,
         "backed_up": world.backed_up(volume.id),
     }
+    if lost_data(world, deleted):
+        result["damage"] = (
+            f"data lost: the retention policy required a completed snapshot of {volume.id}"
+        )
+    return result
 
 
 @tool(effect=Effect.COMMIT)
