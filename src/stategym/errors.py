@@ -10,7 +10,9 @@
     ├── EpisodeOverError          ``step`` was called on a finished episode (typed API only;
     │                             the message APIs turn it into a format error instead)
     ├── UnknownDomainError        no domain or environment is registered under that name
-    └── TrajectoryError           a trajectory file is broken or has an unknown version
+    ├── TrajectoryError           a trajectory file is broken or has an unknown version
+    └── AgentStopped              an agent cannot continue its episode (an LLM whose context
+                                  the conversation outgrew); the episode ends truncated
 
 Only ``ToolError`` and ``AgentFormatError`` ever reach the agent. Any other exception raised
 while a tool runs is a bug in stategym and propagates.
@@ -54,3 +56,10 @@ class UnknownDomainError(StateGymError, KeyError):
 
 class TrajectoryError(StateGymError):
     """A trajectory file could not be read (broken JSON, wrong version, missing fields)."""
+
+
+class AgentStopped(StateGymError):
+    """The agent cannot continue this episode (the conversation outgrew the model's context).
+
+    Episode loops end the episode there, marked truncated, with ``meta["stop_reason"]``.
+    """

@@ -55,13 +55,6 @@ class Reply:
     format_errors: tuple[str, ...] = ()
 
 
-class AgentStopped(Exception):
-    """The backend cannot continue this episode (the conversation outgrew the context).
-
-    The runner ends the episode there, marked truncated, with ``meta["stop_reason"]``.
-    """
-
-
 class Backend(Protocol):
     """Something that answers a conversation with an assistant message."""
 

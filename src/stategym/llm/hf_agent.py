@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from stategym.llm.agent import AgentStopped, Reply, Turn
+from stategym.errors import AgentStopped
+from stategym.llm.agent import Reply, Turn
 from stategym.llm.local import ContextLengthError, LocalModel, Message, Sampling
 from stategym.llm.parse import parse
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from stategym.llm.agent import AgentStopped, Reply, Turn
+from stategym.errors import AgentStopped
+from stategym.llm.agent import Reply, Turn
 from stategym.llm.prompt import Message
 
 if TYPE_CHECKING:

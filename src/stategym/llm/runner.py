@@ -23,8 +23,9 @@ from typing import Any, cast
 
 from stategym.domain import Domain
 from stategym.env import Env
+from stategym.errors import AgentStopped
 from stategym.knobs import Knobs
-from stategym.llm.agent import AgentStopped, ChatAgent
+from stategym.llm.agent import ChatAgent
 from stategym.trajectory import Trajectory, dumps, read_jsonl
 
 ChatAgentFactory = Callable[..., ChatAgent]

@@ -19,7 +19,7 @@ from stategym.agents.base import AgentFactory
 from stategym.domains import get_domain
 from stategym.env import Env, cached_task
 from stategym.knobs import Knobs
-from stategym.runner import run_episode
+from stategym.runner import play, run_episode
 from stategym.task import Task
 from stategym.topology.distance import EXPANSION_BUDGET
 from stategym.topology.probes import FLIP, flip_priorities, probes
@@ -119,11 +119,8 @@ def _play(
         if env is None or env.knobs != task.knobs:
             env = Env(domain, knobs=task.knobs)
         observation, _ = env.reset(options={"task": task})
-        agent = make(task)
-        env.agent = agent.name
-        while not env.done:
-            observation = env.step(agent.act(observation)).observation
-        out.append(replace(env.trajectory, meta={**meta}))
+        trajectory = play(env, make(task), observation)
+        out.append(replace(trajectory, meta={**trajectory.meta, **meta}))
     return out
 
 
