@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stategym.knobs import Knobs
-from stategym.task import Task
+from stategym.task import DecisionPoint, GoldCall, GoldEdge, Task
 from stategym.tools import Effect, Tool
 from stategym.world import World
 
 if TYPE_CHECKING:
     from stategym.agents.base import Agent
     from stategym.agents.style import Style
+
+
+GoldGraph = tuple[tuple[GoldCall, ...], tuple[GoldEdge, ...], tuple[DecisionPoint, ...]]
+"""A gold call graph and its decision points, as a domain's ``regold`` hook returns them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,10 @@ class Domain:
         read_only: the domain is the stateless lookup case whatever the knobs: it has only
             read tools, every episode ends with ``finish(answer=...)`` and is scored on that
             answer, and the user asked a question it cannot answer, so it judges no proposals.
+        regold: ``(task, best) -> (calls, edges, decisions)``, the task's gold call graph and
+            decision points rebuilt for another set of best options by the generator's own
+            gold-building code (for counterfactual probes); ``None`` where the gold calls name
+            the best option ids directly, so rewriting those ids is enough.
     """
 
     name: str
@@ -60,6 +68,7 @@ class Domain:
     env_id: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
     read_only: bool = False
+    regold: Callable[[Task, tuple[str, ...]], GoldGraph] | None = None
 
     def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
         """Tools offered under these knobs: read-only tools alone when statefulness is off."""

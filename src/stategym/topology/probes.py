@@ -10,10 +10,11 @@ gets at most one of them.
 The flip needs the shared conventions of stategym's generators: a ``priorities`` slot whose
 value lists the preference ids joined by ``>``, and those preferences forming a chain at the
 bottom of the priority order (whatever the order above them). Tasks that lack them give no
-probe. Gold-call arguments are rewritten only where they name the best option ids; where a
-domain's gold calls spell the choice out in parts (meetings' room, day and start; bank's
-account and rail), the flipped task keeps the original's, so only its outcome, not its
-call-level score, is meaningful.
+probe. The gold call graph and decision points are rebuilt for the new best options by the
+domain's ``regold`` hook, its generator's own gold-building code, where the domain has one
+(meetings spells the choice out as room, day and start; bank as account and rail, with a rate
+lock only on a converting route); otherwise gold-call arguments naming the best option ids
+are rewritten in place, which is enough where the gold calls name the choice by its id.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import replace
 
-from stategym.domain import Domain
+from stategym.domain import Domain, GoldGraph
+from stategym.domains import get_domain
 from stategym.knobs import Knobs
 from stategym.task import (
     GroundTruth,
@@ -65,9 +67,28 @@ def _swap(
     return value
 
 
-def flip_priorities(task: Task) -> Task | None:
+def _rewrite(task: Task, best: tuple[str, ...]) -> GoldGraph:
+    """The task's gold graph with arguments naming its best option ids renamed to ``best``."""
+    truth = task.truth
+    calls = tuple(
+        replace(c, args={k: _swap(v, truth.best, best) for k, v in c.args.items()})
+        for c in truth.calls
+    )
+    decisions = tuple(
+        replace(d, option=best[0] if d.option is not None else None) for d in truth.decisions
+    )
+    return calls, truth.edges, decisions
+
+
+def flip_priorities(task: Task, domain: Domain | None = None) -> Task | None:
     """The task with its hidden preference order reversed, or ``None`` if that is no probe
-    (the order is not hidden, not a chain, or some option is best under both orders)."""
+    (the order is not hidden, not a chain, or some option is best under both orders).
+
+    Args:
+        task: the original task.
+        domain: its domain, whose ``regold`` hook rebuilds the gold graph; looked up by the
+            task's domain name when omitted.
+    """
     try:
         slot = task.slot(PRIORITIES)
     except KeyError:
@@ -85,18 +106,13 @@ def flip_priorities(task: Task) -> Task | None:
     # that ignores the order get both tasks right, and its choice would not change.
     if not best or set(best) & set(truth.best):
         return None
-    calls = tuple(
-        replace(c, args={k: _swap(v, truth.best, best) for k, v in c.args.items()})
-        for c in truth.calls
-    )
-    decisions = tuple(
-        replace(d, option=best[0] if d.option is not None else None) for d in truth.decisions
-    )
+    regold = (domain or get_domain(task.domain)).regold
+    calls, edges, decisions = _rewrite(task, best) if regold is None else regold(task, best)
     slots = tuple(
         replace(s, value=">".join(prefs[::-1])) if s.name == PRIORITIES else s for s in task.slots
     )
     new_truth = GroundTruth(
-        calls, truth.edges, decisions, truth.satisfaction, truth.nothing_satisfies, best, weights
+        calls, edges, decisions, truth.satisfaction, truth.nothing_satisfies, best, weights
     )
     return replace(task, slots=slots, priority=priority, truth=new_truth)
 
@@ -112,7 +128,7 @@ def probes(
         if len(pairs) >= count or misses >= tries * (len(pairs) + 1):
             break
         task = domain.generate(seed, knobs)
-        flipped = flip_priorities(task)
+        flipped = flip_priorities(task, domain)
         if flipped is None:
             misses += 1
             continue

@@ -29,7 +29,7 @@ from stategym.task import Task
 from stategym.world import World
 
 from .expert import bank_expert
-from .generator import generate
+from .generator import generate, regold
 from .tools import TOOLS
 from .world import BankWorld
 
@@ -90,6 +90,7 @@ DOMAIN = Domain(
     tools=TOOLS,
     slot_phrases=SLOT_PHRASES,
     generate=generate,
+    regold=regold,
     new_world=_world,
     commitments=_commitments,
     expert=bank_expert,

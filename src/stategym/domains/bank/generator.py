@@ -31,7 +31,7 @@ from stategym.task import (
     priority_weights,
 )
 
-from .gold import Payment, gold_graph
+from .gold import Graph, Payment, gold_graph
 from .rules import (
     AVOID,
     FEASIBLE,
@@ -249,16 +249,32 @@ def _apply(setup: Setup, events: tuple[Event, ...]) -> Setup:
     return Setup(accounts, dict(setup.rails), apply_sets("rates", setup.rates, events))
 
 
-def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
+def regold(task: Task, best: tuple[str, ...]) -> Graph:
+    """The gold call graph and send decision of ``task`` rebuilt as if ``best`` were its best
+    routes (a counterfactual probe): the route, and whether it locks a rate, follow ``best``."""
+    draw = _draw(task.seed)
+    terms, _, setup = _shape(draw, task.knobs)
+    final = _apply(setup, task.events)
+    must_ask = tuple(s.name for s in task.slots if s.kind is SlotKind.MISSING)
+    return gold_graph(_payment(draw, final, terms, best, must_ask), task.knobs)
+
+
+def _shape(draw: Draw, knobs: Knobs) -> tuple[Terms, tuple[str, ...], Setup]:
+    """The payment's terms, the active preferences and the accounts, rails and rates shaped
+    to the drawn shape, before any event."""
     fee_cap = draw.fee_cap - (draw.cap_drop if knobs.dynamics else 0)
     terms = Terms(
         draw.invoice, draw.holder == draw.invoice.payee_name, fee_cap, draw.savings, draw.conversion
     )
     prefs = active_preferences(draw.order, draw.savings, draw.conversion)
+    drawn = Setup(draw.accounts, draw.rails, draw.rates)
+    return terms, prefs, shape_setup(drawn, draw.shape, knobs, terms, prefs)
+
+
+def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
+    terms, prefs, setup = _shape(draw, knobs)
     constraint_ids, priority = _poset(prefs)
     weights = priority_weights(constraint_ids, priority)
-    drawn = Setup(draw.accounts, draw.rails, draw.rates)
-    setup = shape_setup(drawn, draw.shape, knobs, terms, prefs)
     nothing = frozenset(constraint_ids) - {"paid"}
 
     def table(s: Setup) -> dict[str, frozenset[str]]:

@@ -9,7 +9,7 @@ from stategym.task import Task
 from stategym.world import World
 
 from .expert import meetings_expert
-from .generator import generate
+from .generator import generate, regold
 from .tools import TOOLS
 from .world import MeetingsWorld
 
@@ -101,6 +101,7 @@ DOMAIN = Domain(
     tools=TOOLS,
     slot_phrases=SLOT_PHRASES,
     generate=generate,
+    regold=regold,
     new_world=_world,
     commitments=_commitments,
     expert=meetings_expert,

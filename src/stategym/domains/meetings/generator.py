@@ -15,6 +15,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from stategym.domain import GoldGraph
 from stategym.generation import order_matters
 from stategym.knobs import Knobs
 from stategym.task import (
@@ -382,8 +383,23 @@ def _table(found: list[Option], ids: tuple[str, ...]) -> dict[str, frozenset[str
     return {o.id: kept[o.hits] for o in found}
 
 
+def regold(task: Task, best: tuple[str, ...]) -> GoldGraph:
+    """The gold call graph and invitation decision of ``task`` rebuilt as if ``best`` were its
+    best options (a counterfactual probe): the hold spells out their rooms, days and starts."""
+    draw = _draw(task.seed)
+    duration = _duration(draw, task.knobs)
+    must_ask = tuple(s.name for s in task.slots if s.kind is SlotKind.MISSING)
+    # the gold graph reads the calendars' rooms alone, and those shaping leaves as drawn
+    cal = _calendars(draw, duration)
+    return gold(draw, task.knobs, cal, tuple(sorted(best)), must_ask, duration)
+
+
+def _duration(draw: Draw, knobs: Knobs) -> int:
+    return draw.duration_new if knobs.dynamics and draw.duration_new else draw.duration
+
+
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
-    duration = draw.duration_new if knobs.dynamics and draw.duration_new else draw.duration
+    duration = _duration(draw, knobs)
     shape = draw.shape if knobs.priorities or draw.shape != "conflict" else "fits"
     by_day: dict[DayKey, list[Option]] = {}
     cal, prefs, shaped = _shaped(draw, duration, shape, by_day)
