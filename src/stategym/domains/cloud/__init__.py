@@ -23,7 +23,7 @@ from stategym.task import Task
 from stategym.world import World
 
 from .expert import cloud_expert
-from .generator import generate
+from .generator import generate, regold
 from .tools import TOOLS
 from .world import DATA_LOSS, CloudWorld, lost_data
 
@@ -82,6 +82,7 @@ DOMAIN = Domain(
     tools=TOOLS,
     slot_phrases=SLOT_PHRASES,
     generate=generate,
+    regold=regold,
     new_world=_world,
     commitments=_commitments,
     expert=cloud_expert,

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from stategym.domain import GoldGraph
 from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
 from stategym.knobs import Knobs
 from stategym.task import (
@@ -75,6 +76,20 @@ class Needs:
 def generate(seed: int, knobs: Knobs) -> Task:
     """Generate the cloud task for ``seed`` under ``knobs``."""
     return _build(seed, knobs, _draw(seed))
+
+
+def regold(task: Task, best: tuple[str, ...]) -> GoldGraph:
+    """The gold call graph and delete decision of ``task`` rebuilt as if ``best`` were its best
+    volumes (a counterfactual probe): the snapshot and detach writes follow the new volume.
+
+    The graph is built from the task's own base world, not a fresh draw: a probe keeps that
+    world, and its tiers were already unified for the original best (``_one_plan``), so only
+    the base says which writes deleting a new best volume really needs.
+    """
+    if not isinstance(task.base, CloudBase):
+        raise TypeError(f"not a cloud task: {task.domain}")
+    must_ask = tuple(s.name for s in task.slots if s.kind is SlotKind.MISSING)
+    return gold_graph(task.base, task.knobs, best, must_ask)
 
 
 def _unique(rng: random.Random, prefix: str, low: int, high: int, taken: set[str]) -> str:

@@ -29,7 +29,7 @@ from stategym.task import Task
 from stategym.world import World
 
 from .expert import shop_expert
-from .generator import generate
+from .generator import generate, regold
 from .tools import TOOLS
 from .world import ShopWorld
 
@@ -109,6 +109,7 @@ DOMAIN = Domain(
     tools=TOOLS,
     slot_phrases=SLOT_PHRASES,
     generate=generate,
+    regold=regold,
     new_world=_world,
     commitments=_commitments,
     expert=shop_expert,

@@ -37,7 +37,7 @@ from stategym.task import (
     priority_weights,
 )
 
-from .gold import Purchase, gold_graph
+from .gold import Graph, Purchase, gold_graph
 from .world import Account, Offer, Policy, Product, ShopBase
 
 CATEGORIES: tuple[tuple[str, int, int], ...] = (
@@ -89,6 +89,17 @@ class Draw:
 def generate(seed: int, knobs: Knobs) -> Task:
     """Generate the shop task for ``seed`` under ``knobs``."""
     return _build(seed, knobs, _draw(seed))
+
+
+def regold(task: Task, best: tuple[str, ...]) -> Graph:
+    """The gold call graph and checkout decision of ``task`` rebuilt as if ``best`` were its
+    best offers (a counterfactual probe): the cart line, the bought product's reads and
+    whether checkout needs an approval follow ``best``."""
+    draw = _draw(task.seed)
+    *_, cat = _setup(draw, task.knobs)
+    final = Catalog(cat.products, apply_sets("offers", cat.offers, task.events))
+    must_ask = tuple(s.name for s in task.slots if s.kind is SlotKind.MISSING)
+    return gold_graph(_purchase(draw, final, _policy(draw), best, must_ask), task.knobs)
 
 
 def _draw(seed: int) -> Draw:
@@ -315,13 +326,23 @@ def _events(
     return tuple(sorted(events, key=lambda e: e.at))
 
 
-def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
+def _setup(draw: Draw, knobs: Knobs) -> tuple[int, tuple[str, ...], Catalog]:
+    """The budget after any drop, the active preferences and the shaped catalog, before any
+    event."""
     budget = draw.budget - (draw.budget_drop if knobs.dynamics else 0)
     prefs = active_preferences(draw.order, draw.deadline, draw.brand)
+    return budget, prefs, _shape(draw, knobs, budget, prefs)
+
+
+def _policy(draw: Draw) -> Policy:
+    return Policy(draw.approved, draw.budget * draw.approval_pct // 100 // 10 * 10)
+
+
+def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
+    budget, prefs, cat = _setup(draw, knobs)
     constraint_ids = ("within_policy", "within_budget", "order_placed", *prefs)
     priority = tuple(itertools.pairwise(constraint_ids))
     weights = priority_weights(constraint_ids, priority)
-    cat = _shape(draw, knobs, budget, prefs)
 
     def table(c: Catalog) -> dict[str, frozenset[str]]:
         return {
@@ -344,7 +365,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     slots = _slots(draw, prefs, hidden, priorities_hidden, conflict, knobs)
     given = {s.name: s.value for s in slots if s.kind is SlotKind.GIVEN}
     constraints = _constraints(draw, prefs)
-    policy = Policy(draw.approved, draw.budget * draw.approval_pct // 100 // 10 * 10)
+    policy = _policy(draw)
     base = ShopBase(cat.products, cat.offers, draw.account, policy, draw.quantity, 20000)
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
     purchase = _purchase(draw, final, policy, best, must_ask)
