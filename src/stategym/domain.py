@@ -75,3 +75,8 @@ class Domain:
         if knobs.stateful:
             return self.tools
         return tuple(t for t in self.tools if t.effect is Effect.READ)
+
+    def judges_answer(self, knobs: Knobs) -> bool:
+        """Episodes are judged on the ``finish`` answer (stateless or read-only), not on what
+        the world commits to. The environment and the metrics both ask this one place."""
+        return not knobs.stateful or self.read_only

@@ -121,15 +121,13 @@ class Env:
 
     # -- set-up ---------------------------------------------------------------------------
 
-    def _commits(self, knobs: Knobs) -> bool:
-        """Episodes are scored on what the world commits to, not on a ``finish`` answer."""
-        return knobs.stateful and not self.domain.read_only
-
     def _set_tools(self, knobs: Knobs) -> None:
         tools = self.domain.available_tools(knobs)
         self._tool_knobs = knobs
         self._tools = {t.name: t for t in tools}
-        self._schemas = [t.schema for t in tools] + [finish_tool_schema(self._commits(knobs))]
+        self._schemas = [t.schema for t in tools] + [
+            finish_tool_schema(not self.domain.judges_answer(knobs))
+        ]
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -327,7 +325,7 @@ class Env:
                 answer = arguments.get("answer")
                 if set(arguments) - {"answer"} or not isinstance(answer, str | None):
                     raise AgentFormatError("wrong_type", "finish takes one string: answer")
-                if answer is None and not self._commits(self.task.knobs):
+                if answer is None and self.domain.judges_answer(self.task.knobs):
                     raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
                 return CallRecord(
                     call_id, FINISH, arguments, None, {"answer": answer}, None, None, {}
@@ -425,7 +423,7 @@ class Env:
         truth = self.task.truth
         committed = self.commitments()
         options = tuple(c.option for c in committed)
-        if self._commits(self.task.knobs):
+        if not self.domain.judges_answer(self.task.knobs):
             goal = (len(options) == 1 and options[0] in truth.best) or (
                 not truth.best and not options
             )

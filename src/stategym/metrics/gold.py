@@ -192,15 +192,13 @@ def _match_tables(calls: tuple[GoldCall, ...]) -> dict[str, Any]:
 
 def judged_by_answer(task: Task) -> bool:
     """Whether the environment judges ``task`` on the answer (as :meth:`Env.outcome` does)."""
-    if not task.knobs.stateful:
-        return True
     from stategym.domains import get_domain
     from stategym.errors import UnknownDomainError
 
     try:
-        return get_domain(task.domain).read_only
+        return get_domain(task.domain).judges_answer(task.knobs)
     except UnknownDomainError:  # a hand-made task of an unregistered domain
-        return False
+        return not task.knobs.stateful
 
 
 def _descendants(node: str, children: Mapping[str, set[str]]) -> frozenset[str]:
