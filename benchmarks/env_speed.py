@@ -25,10 +25,8 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -43,8 +41,8 @@ from stategym.domains import all_domains, get_domain
 from stategym.env import Env, cached_task
 from stategym.protocol import Action, CallBatch, action_to_message
 from stategym.task import Task
+from timing import CLOCKS, quiet_gc
 
-CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
 clock = CLOCKS["cpu"]
 NEW_SEEDS = 10_000_000
 """Seeds from here on are never used by tests or runs, so their tasks are not cached yet."""
@@ -73,16 +71,6 @@ class Episode:
     seed: int
     task: Task
     actions: tuple[Action, ...]
-
-
-@contextmanager
-def quiet_gc() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def best_of(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
