@@ -52,6 +52,10 @@ RAW_LIMIT = 4096
 GIVE_UP_AFTER = 3
 """The user ends the conversation after this many messages in a row it cannot understand."""
 
+Played = tuple[RoundRecord, tuple[ToolResult, ...], str | None, str | None]
+"""What a round handler returns: the round's record, then the observation's tool results, the
+user's words and a round-level error (the clock is known only once the round has ended)."""
+
 RewardFn = Callable[["Env", RoundRecord, bool], float]
 """``(env, record, done) -> reward`` for the round just played. It may put entries into
 ``env.reward_info`` (emptied before each call); the step's ``info`` carries them."""
@@ -214,7 +218,7 @@ class Env:
             result.info,
         )
 
-    def _play(self, play: Callable[..., tuple[RoundRecord, Observation]], *args: Any) -> StepResult:
+    def _play(self, play: Callable[..., Played], *args: Any) -> StepResult:
         """Run one round with ``play(index, *args)`` and do the bookkeeping every round shares."""
         if self._terminated or self._truncated:
             observation = Observation(
@@ -230,7 +234,7 @@ class Env:
         index = len(self.rounds)
         self.world.round = index
         charges_before = len(self.world.charges)
-        record, observation = play(index, *args)
+        record, results, user, error = play(index, *args)
         record = self._end_round(record, charges_before)
         self.rounds.append(record)
         if not self._terminated and len(self.rounds) >= self.task.max_rounds:
@@ -238,18 +242,15 @@ class Env:
         done = self._terminated or self._truncated
         self.reward_info = {}
         reward = self.reward_fn(self, record, done)
-        user = observation.user
         if record.notice is not None:
             user = _join(user, record.notice)
-        observation = Observation(
-            observation.round, self.world.clock, observation.results, user, observation.error
-        )
+        observation = Observation(index, self.world.clock, results, user, error)
         info: dict[str, Any] = dict(self.reward_info)
         if record.format_errors:
             info["format_errors"] = record.format_errors
         return StepResult(observation, reward, self._terminated, self._truncated, info)
 
-    def _say(self, index: int, text: str) -> tuple[RoundRecord, Observation]:
+    def _say(self, index: int, text: str) -> Played:
         turn = self.user.respond(text)
         origin = Origin(Source.USER, index, ",".join(turn.asked))
         for _, value in turn.values:
@@ -262,9 +263,9 @@ class Env:
         record = RoundRecord(
             index, self.world.clock, USER_LATENCY, RoundKind.SAY, say=text, user=turn
         )
-        return record, Observation(index, 0, user=reply)
+        return record, (), reply, None
 
-    def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> tuple[RoundRecord, Observation]:
+    def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> Played:
         records: list[CallRecord] = []
         results: list[ToolResult] = []
         errors: list[str] = []
@@ -304,7 +305,7 @@ class Env:
             calls=tuple(records),
             format_errors=tuple(errors),
         )
-        return round_record, Observation(index, 0, results=tuple(results))
+        return round_record, tuple(results), None, None
 
     def _run_call(self, call_id: str, call: ToolCall) -> CallRecord:
         arguments: Any = call.arguments
@@ -349,13 +350,11 @@ class Env:
             kept = arguments if isinstance(arguments, dict | str) else str(arguments)
             return CallRecord(call_id, call.name, kept, None, None, str(error), error.kind, sources)
 
-    def _invalid(
-        self, index: int, kind: str, message: str, raw: str | None
-    ) -> tuple[RoundRecord, Observation]:
+    def _invalid(self, index: int, kind: str, message: str, raw: str | None) -> Played:
         record = RoundRecord(
             index, self.world.clock, 1, RoundKind.INVALID, format_errors=(kind,), raw=raw
         )
-        return record, Observation(index, 0, error=message)
+        return record, (), None, message
 
     def _end_round(self, record: RoundRecord, charges_before: int) -> RoundRecord:
         """Advance the clock, fire due events, and complete the round's record."""
