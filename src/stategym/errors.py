@@ -11,6 +11,9 @@
     │                             the message APIs turn it into a format error instead)
     ├── UnknownDomainError        no domain or environment is registered under that name
     ├── TrajectoryError           a trajectory file is broken or has an unknown version
+    ├── UsageError                the command line asked for something that cannot be done
+    │                             (a bad value, a missing file, an unreachable endpoint);
+    │                             the CLI prints its message on one line and exits 2
     └── AgentStopped              an agent cannot continue its episode (an LLM whose context
                                   the conversation outgrew); the episode ends truncated
 
@@ -56,6 +59,14 @@ class UnknownDomainError(StateGymError, KeyError):
 
 class TrajectoryError(StateGymError):
     """A trajectory file could not be read (broken JSON, wrong version, missing fields)."""
+
+
+class UsageError(StateGymError):
+    """A user error on the command line: the CLI prints ``stategym: error: MESSAGE`` and exits 2.
+
+    Raise it (or a subclass) for anything the user can fix by changing what they typed; any
+    other exception is a bug and keeps its traceback.
+    """
 
 
 class AgentStopped(StateGymError):

@@ -1,0 +1,82 @@
+"""Hash generated tasks, scripted trajectories and their scores, to prove a refactor changed nothing.
+
+Run it before and after a change and compare the two files::
+
+    python scripts/identity_hashes.py --seeds 300 --out /tmp/before.json
+    ... change the code ...
+    python scripts/identity_hashes.py --seeds 300 --out /tmp/after.json --compare /tmp/before.json
+
+Each domain contributes, per seed and knob setting, the hash of its task (``repr`` of the
+pydantic model), of the expert, serial and random trajectories (their JSONL bytes) and of
+their scorecards. ``--compare`` prints every key whose hash differs and exits 1 if any does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from stategym.agents import resolve
+from stategym.domains import all_domains, get_domain
+from stategym.env import Env
+from stategym.knobs import Knobs
+from stategym.metrics import score
+from stategym.runner import run_episode
+from stategym.trajectory import dumps
+
+AGENTS = ("expert", "serial", "random")
+SYNTHETIC = ("synth:chain2+fanout3+askgate+verifycommit", "synth:chain1+askgate+conflict")
+KNOB_SETTINGS = {"on": Knobs(), "off": Knobs.parse("all_off")}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def identity_hashes(seeds: int, domains: list[str]) -> dict[str, str]:
+    """``{"domain/knobs/seed/what": hash}`` for every domain, knob setting, seed and agent."""
+    hashes: dict[str, str] = {}
+    for name in domains:
+        domain = get_domain(name)
+        for label, knobs in KNOB_SETTINGS.items():
+            for agent_name in AGENTS:
+                env = Env(domain, knobs=knobs, agent=agent_name)
+                factory = resolve(domain, agent_name)
+                for seed in range(seeds):
+                    trajectory = run_episode(env, factory, seed)
+                    task = env.task
+                    key = f"{name}/{label}/{seed}"
+                    if agent_name == AGENTS[0]:
+                        hashes[f"{key}/task"] = _digest(repr(task).encode())
+                    hashes[f"{key}/{agent_name}"] = _digest(dumps(trajectory))
+                    card = score(trajectory, task)
+                    hashes[f"{key}/{agent_name}/score"] = _digest(repr(card).encode())
+    return hashes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=300)
+    parser.add_argument("--domains", default=",".join([*all_domains(), *SYNTHETIC]))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--compare", type=Path, help="an earlier output to compare against")
+    args = parser.parse_args()
+    hashes = identity_hashes(args.seeds, args.domains.split(","))
+    args.out.write_text(json.dumps(hashes, indent=0, sort_keys=True))
+    print(f"{len(hashes)} hashes written to {args.out}")
+    if args.compare is None:
+        return 0
+    before = json.loads(args.compare.read_text())
+    changed = sorted(k for k in before.keys() & hashes.keys() if before[k] != hashes[k])
+    missing = sorted(before.keys() - hashes.keys())
+    for key in changed[:50]:
+        print(f"changed: {key}")
+    print(f"{len(changed)} changed, {len(missing)} missing, {len(before.keys() & hashes.keys())} compared")
+    return 1 if changed or missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
