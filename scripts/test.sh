@@ -3,10 +3,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# torch first, pinned: the CPU wheel is on disk, while an unpinned torch pulled in by the
-# hf extra could resolve to a multi-gigabyte CUDA build.
-python -m pip install torch==2.13.0
-python -m pip install -e '.[dev,llm,hf,serve]'
+# Every package comes at the exact version in constraints.txt, so a fresh machine, CI and a
+# developer test the same thing (refresh the pins with scripts/refresh-constraints.sh).
+# torch first: the CPU wheel is on disk, while an unpinned torch pulled in by the hf extra
+# could resolve to a multi-gigabyte CUDA build.
+python -m pip install -c constraints.txt torch==2.13.0
+python -m pip install -c constraints.txt -e '.[dev,llm,hf,serve,plot]'
 
 ruff check src tests benchmarks
 ruff format --check src tests benchmarks
