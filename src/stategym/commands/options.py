@@ -1,0 +1,152 @@
+"""Argument types and option groups that every ``stategym`` command shares.
+
+One convention across commands: an option that takes one value is singular (``--domain``,
+``--agent``), one that takes a comma list is plural (``--domains``, ``--agents``); knobs are
+written the same way everywhere (``NAME=on|off,...``, ``all_off``, and ``mixed`` where a
+command plays many tasks). A type here raises :class:`argparse.ArgumentTypeError`, so a bad
+value is argparse's one-line error naming the option and the expected form::
+
+    stategym run: error: argument --episodes: expected a whole number >= 1, got 'abc'
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from stategym.knobs import Knobs
+
+LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
+"""Options passed to the agent resolver when given; scripted agents ignore them."""
+KNOBS_HELP = "NAME=on|off,... (e.g. dynamics=off,hidden_info=off) or all_off"
+
+
+def _whole(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1  # refused below with the same message as a too-small number
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (episodes, budgets, resamples, token limits)."""
+    return _whole(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number of at least 0 (seeds, task numbers)."""
+    return _whole(text, 0)
+
+
+def non_negative_float(text: str) -> float:
+    """A number of at least 0 (a sampling temperature)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def whole_numbers(text: str) -> tuple[int, ...]:
+    """A comma list of whole numbers >= 0, like ``0,1,3,8``."""
+    try:
+        values = tuple(non_negative_int(x) for x in text.split(",") if x.strip())
+    except argparse.ArgumentTypeError:
+        values = ()
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 0 like 0,1,3,8, got {text!r}")
+    return values
+
+
+def names(text: str) -> list[str]:
+    """A comma list of names (domains, agents); empty items are dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def knobs(text: str) -> Knobs:
+    """One knob setting: ``NAME=on|off,...``, ``all_off`` or ``default``."""
+    try:
+        return Knobs.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def knob_spec(text: str) -> str:
+    """A knob setting or ``mixed`` (the eval mix, :data:`stategym.metrics.taskset.MIXED`),
+    checked here and kept as text for :func:`~stategym.metrics.taskset.knob_schedule`."""
+    if text.strip() != "mixed":
+        knobs(text)
+    return text.strip()
+
+
+def output_path(text: str) -> Path:
+    """A file or folder this command will write: refused now, before anything is played,
+    if a parent of it is a file rather than a folder."""
+    path = Path(text)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(
+                    f"cannot write {text!r}: {str(parent)!r} is a file, not a folder"
+                )
+            break
+    return path
+
+
+def output_dir(text: str) -> Path:
+    """A run folder: :func:`output_path`, and not an existing file itself."""
+    path = output_path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+    return path
+
+
+def add_knobs(parser: argparse.ArgumentParser, *, mixed: bool = False) -> None:
+    """``--knobs``: one setting (a :class:`Knobs`), or with ``mixed`` also the eval mix (text)."""
+    if mixed:
+        parser.add_argument(
+            "--knobs",
+            type=knob_spec,
+            default="default",
+            help=f"{KNOBS_HELP}, or 'mixed' (seeds cycle through every single-knob-off "
+            "setting and all_off) (default: all on)",
+        )
+    else:
+        parser.add_argument(
+            "--knobs", type=knobs, default=Knobs(), help=f"{KNOBS_HELP} (default: all on)"
+        )
+
+
+def add_llm_options(parser: argparse.ArgumentParser, *, concurrency: bool = True) -> None:
+    """The LLM agents' option group; read it back with :func:`llm_options`."""
+    llm = parser.add_argument_group("LLM agents (ignored by scripted agents)")
+    llm.add_argument(
+        "--base-url",
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
+        "(default: OPENAI_BASE_URL or OpenAI's)",
+    )
+    llm.add_argument(
+        "--temperature",
+        type=non_negative_float,
+        help="sampling temperature (default: the model's or server's)",
+    )
+    llm.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        help="completion token limit per round (default: the model's or server's)",
+    )
+    if concurrency:
+        llm.add_argument(
+            "--concurrency", type=positive_int, help="episodes in flight at once (default: 8)"
+        )
+
+
+def llm_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM options given on the command line (unset ones are left out)."""
+    return {k: getattr(args, k) for k in LLM_OPTIONS if getattr(args, k, None) is not None}
