@@ -43,34 +43,42 @@ def _names(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.commands import options
+
     parser.add_argument(
         "--domains",
-        type=_names,
+        type=options.names,
         default=[],
         help="comma-separated domains (default: every registered domain)",
     )
     parser.add_argument(
         "--agents",
-        type=_names,
-        default=_names("expert,oracle,serial,random"),
+        type=options.names,
+        default=options.names("expert,oracle,serial,random"),
         help="comma-separated agents: scripted names, openai:MODEL, hf:PATH "
         "(default: expert,oracle,serial,random)",
     )
     parser.add_argument(
-        "--episodes", type=_positive, default=100, help="seeds per domain and agent (default: 100)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="first seed (default: 0)")
-    parser.add_argument(
-        "--knobs",
-        default="default",
-        help="'mixed' (seeds cycle through every single-knob-off setting and "
-        "all_off), or e.g. dynamics=off (default: all on)",
+        "--episodes",
+        type=options.positive_int,
+        default=100,
+        help="seeds per domain and agent (default: 100)",
     )
     parser.add_argument(
-        "--samples", type=_positive, default=1, help="episodes per task, for pass^k (default: 1)"
+        "--seed", type=options.non_negative_int, default=0, help="first seed (default: 0)"
+    )
+    options.add_knobs(parser, mixed=True)
+    parser.add_argument(
+        "--samples",
+        type=options.positive_int,
+        default=1,
+        help="episodes per task, for pass^k (default: 1)",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("runs/eval"), help="run directory (default: runs/eval)"
+        "--out",
+        type=options.output_dir,
+        default=Path("runs/eval"),
+        help="run directory (default: runs/eval)",
     )
     parser.add_argument(
         "--overwrite",
@@ -79,15 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--resamples",
-        type=int,
+        type=options.positive_int,
         default=1000,
         help="bootstrap resamples for the intervals (default: 1000)",
     )
-    llm = parser.add_argument_group("LLM agents (ignored by scripted agents)")
-    llm.add_argument("--base-url", help="OpenAI-compatible endpoint")
-    llm.add_argument("--temperature", type=float, help="sampling temperature")
-    llm.add_argument("--max-tokens", type=_positive, help="completion token limit per round")
-    llm.add_argument("--concurrency", type=_positive, help="episodes in flight at once")
+    options.add_llm_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -46,6 +46,8 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.commands import options
+
     parser.add_argument("--domain", default="travel", help="domain name (default: travel)")
     parser.add_argument(
         "--agent",
@@ -53,28 +55,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="scripted agent name, or openai:MODEL / hf:PATH (default: expert)",
     )
     parser.add_argument(
-        "--episodes", type=_positive, default=200, help="number of seeds to play (default: 200)"
+        "--episodes",
+        type=options.positive_int,
+        default=200,
+        help="number of seeds to play (default: 200)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="first seed (default: 0)")
     parser.add_argument(
-        "--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)"
+        "--seed", type=options.non_negative_int, default=0, help="first seed (default: 0)"
     )
     parser.add_argument(
-        "--knobs",
-        type=_knobs,
-        default=Knobs(),
-        help="e.g. dynamics=off,hidden_info=off, or all_off (default: all on)",
+        "--out",
+        type=options.output_dir,
+        default=Path("runs/demo"),
+        help="run directory (default: runs/demo)",
     )
+    options.add_knobs(parser)
     parser.add_argument(
         "--overwrite",
         action="store_true",
         help="discard the run directory's trajectories instead of resuming",
     )
-    llm = parser.add_argument_group("LLM agents (ignored by scripted agents)")
-    llm.add_argument("--base-url", help="OpenAI-compatible endpoint")
-    llm.add_argument("--temperature", type=float, help="sampling temperature")
-    llm.add_argument("--max-tokens", type=_positive, help="completion token limit per round")
-    llm.add_argument("--concurrency", type=_positive, help="episodes in flight at once")
+    options.add_llm_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:
