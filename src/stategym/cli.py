@@ -3,6 +3,12 @@
 Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int``; the list below is explicit, and a command's heavy imports happen
 inside its ``main`` so ``stategym list`` stays fast.
+
+Errors: anything the user can fix by changing what they typed (a :class:`UsageError`, an
+unknown domain, a broken trajectory file, a missing file or a folder that is a file) is one
+line ``stategym: error: MESSAGE`` on stderr and exit status 2; a bad option value is
+argparse's one line, also status 2; Ctrl-C is ``stategym: interrupted`` and status 130.
+Any other exception is a bug in stategym and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +17,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+from stategym import __version__
+from stategym.errors import TrajectoryError, UnknownDomainError, UsageError
 
 COMMANDS = (
     "list",
@@ -24,12 +34,34 @@ COMMANDS = (
 )
 """Modules under :mod:`stategym.commands`, in the order ``--help`` shows them."""
 
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    UsageError,
+    UnknownDomainError,
+    TrajectoryError,
+    # A path the user named that is missing or of the wrong kind. A command that opens a
+    # file of its own would also land here, but then the message still names the path.
+    FileNotFoundError,
+    FileExistsError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+)
+"""Exceptions the CLI reports as one line and status 2 instead of a traceback."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="stategym",
         description="Stateful environments and decision-quality metrics for agentic RL.",
     )
+    parser.add_argument("--version", action="version", version=f"stategym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"stategym.commands.{name.replace('-', '_')}")
@@ -40,8 +72,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run one command; the exit status (argparse's own errors exit through ``SystemExit``)."""
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("stategym: interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as error:
+        print(f"stategym: error: {describe(error)}", file=sys.stderr)
+        return 2
+
+
+def describe(error: BaseException) -> str:
+    """The error's message on one line."""
+    if isinstance(error, OSError) and error.filename is not None:
+        text = f"{error.strerror or error}: {error.filename}"
+    elif isinstance(error, KeyError) and error.args:
+        text = str(error.args[0])  # str() of a KeyError would add quotes
+    else:
+        text = str(error) or type(error).__name__
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 if __name__ == "__main__":
