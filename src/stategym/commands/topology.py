@@ -12,10 +12,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from stategym.knobs import Knobs
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,62 +20,72 @@ if TYPE_CHECKING:
     from stategym.topology.graph import Topology
 
 NAME = "topology"
+BUDGET_HELP = "edit-distance search budget in expanded states (default: 10,000)"
+"""Help of ``--budget``; a test pins its figure to ``EXPANSION_BUDGET``, which is not
+imported here because it would pull networkx into every ``stategym`` start."""
 HELP = "Show a domain's tool topology (names erased), draw it, or print the distance matrix."
 
 
-def _knobs(text: str) -> Knobs:
-    try:
-        return Knobs.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.commands import options
+
     parser.add_argument("domain", nargs="?", help="domain name (synth:<spec> for a synthetic one)")
     parser.add_argument(
         "--task",
-        type=int,
+        type=options.non_negative_int,
         default=None,
-        help="show the topology of this task seed instead of the domain's",
+        help="show the topology of this task seed instead of the domain's (default: the domain)",
     )
-    parser.add_argument("--knobs", type=_knobs, default=Knobs(), help="knobs (default: all on)")
+    options.add_knobs(parser)
     parser.add_argument(
         "--draw",
-        type=Path,
+        type=options.output_path,
         default=None,
-        help="write a drawing (.svg always; .png/.pdf need matplotlib)",
+        help="write a drawing (.svg always; .png/.pdf need matplotlib) (default: none)",
     )
     parser.add_argument(
         "--matrix", action="store_true", help="print the pairwise distance matrix over domains"
     )
     parser.add_argument(
         "--domains",
-        default="",
+        type=options.names,
+        default=[],
         help="comma-separated domains for --matrix (default: every registered)",
     )
     parser.add_argument(
-        "--budget", type=int, default=None, help="edit-distance search budget in expanded states"
+        "--budget",
+        type=options.positive_int,
+        default=None,
+        help=BUDGET_HELP,
     )
-    parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
+    parser.add_argument(
+        "--json",
+        type=options.output_path,
+        default=None,
+        help="also write the result as JSON (default: none)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from stategym.errors import UsageError
+
     console = Console()
     if args.matrix:
         return _matrix(console, args)
     if not args.domain:
-        console.print("[red]give a DOMAIN, or --matrix[/red]")
-        return 2
+        raise UsageError("give a DOMAIN, or --matrix")
     return _show(console, args)
 
 
 def _show(console: Console, args: argparse.Namespace) -> int:
     import orjson
+    from rich.markup import escape
     from rich.table import Table
 
     from stategym.domains import get_domain
+    from stategym.errors import UsageError
     from stategym.topology import describe, domain_topology, task_topology, wl_hash
     from stategym.topology.draw import draw
 
@@ -105,10 +112,9 @@ def _show(console: Console, args: argparse.Namespace) -> int:
     console.print("roles: " + ", ".join(f"{k}={v}" for k, v in topology.labels().items()))
     if args.draw is not None:
         try:
-            console.print(f"drew {draw(topology, args.draw)}")
-        except RuntimeError as error:
-            console.print(f"[red]{error}[/red]")
-            return 1
+            console.print(escape(f"drew {draw(topology, args.draw)}"))
+        except RuntimeError as error:  # a format that needs matplotlib, which is missing
+            raise UsageError(str(error)) from None
     if args.json is not None:
         args.json.write_bytes(
             orjson.dumps(
@@ -132,7 +138,7 @@ def _matrix(console: Console, args: argparse.Namespace) -> int:
     from stategym.topology import distance_matrix, domain_topology, wl_distance, wl_hash
     from stategym.topology.distance import EXPANSION_BUDGET
 
-    names = [n for n in args.domains.split(",") if n] or list(all_domains())
+    names = args.domains or list(all_domains())
     topologies: list[Topology] = [domain_topology(get_domain(n), args.knobs) for n in names]
     budget = args.budget or EXPANSION_BUDGET
     rows = distance_matrix(topologies, budget)
