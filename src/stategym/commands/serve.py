@@ -10,24 +10,49 @@ HELP = "Serve a local Hugging Face model at /v1/chat/completions (OpenAI-compati
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", type=Path, required=True, help="local model directory")
+    from stategym.commands import options
+
     parser.add_argument(
-        "--name", default=None, help="model name clients ask for (default: the directory's name)"
+        "--model",
+        type=Path,
+        required=True,
+        help="local model folder (written by save_pretrained, e.g. by `stategym model init`)",
+    )
+    parser.add_argument(
+        "--name", default=None, help="model name clients ask for (default: the folder's name)"
     )
     parser.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to bind (default: %(default)s, this machine only)",
     )
-    parser.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
+    parser.add_argument(
+        "--port", type=port, default=8000, help="port to listen on (default: %(default)s)"
+    )
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--threads",
+        type=options.positive_int,
+        default=None,
+        help="torch CPU threads (default: torch's choice)",
+    )
+
+
+def port(text: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535."""
+    from stategym.commands.options import non_negative_int
+
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
     from stategym.llm.local import LocalModel
     from stategym.llm.serve import run_server
 
+    _check_port(args.host, args.port)  # before the model loads, which can take minutes
     model = LocalModel(args.model, device=args.device, threads=args.threads)
     print(
         f"serving {args.model} as {args.name or model.name} at http://{args.host}:{args.port}/v1",
@@ -35,3 +60,16 @@ def main(args: argparse.Namespace) -> int:
     )
     run_server(model, host=args.host, port=args.port, name=args.name)
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse an address this machine cannot listen on (in use, not ours)."""
+    import socket
+
+    from stategym.errors import UsageError
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as error:
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.domain import Domain
+from stategym.errors import UsageError
 from stategym.knobs import Knobs
 from stategym.llm.agent import Backend, ChatAgent
 from stategym.llm.prompt import PROMPT_VERSION, render_demonstrations
@@ -108,6 +109,9 @@ def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLM
     Raises:
         KeyError: unknown kind.
         TypeError: an option this kind does not take.
+        UsageError: ``hf``: no saved model at ``target``; ``openai``: the endpoint cannot
+            be reached or does not serve ``target`` (checked once, in seconds, unless a
+            ``client`` is given).
     """
     given = {k: v for k, v in options.items() if v is not None and k not in RUNNER_OPTIONS}
     demonstrations = given.pop("demonstrations", "")
@@ -123,14 +127,38 @@ def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLM
     return LLMAgentFactory(name, backend, domain, demonstrations=demonstrations, seed=seed)
 
 
+def check_agent(kind: str, target: str, **options: Any) -> None:
+    """Fail fast for an LLM agent spec ``KIND:TARGET``, without loading a model.
+
+    ``hf``: the folder holds a saved model; ``openai``: the endpoint answers and serves the
+    model (skipped when ``client`` is given). :func:`agent_factory` makes the same checks.
+
+    Raises:
+        UsageError: an unknown kind, a missing model folder, an unreachable endpoint.
+    """
+    if kind == "hf":
+        from stategym.llm.local import check_model_dir
+
+        check_model_dir(target)
+    elif kind == "openai":
+        from stategym.llm.openai_agent import check_endpoint
+
+        if options.get("client") is None:
+            check_endpoint(target, options.get("base_url"), options.get("api_key"))
+    else:
+        raise UsageError(f"unknown LLM agent kind {kind!r}; use openai:MODEL or hf:PATH")
+
+
 def _openai_backend(model: str, options: dict[str, Any]) -> Backend:
     from dataclasses import fields
 
-    from stategym.llm.openai_agent import OpenAIBackend, Settings
+    from stategym.llm.openai_agent import OpenAIBackend, Settings, check_endpoint
 
     client = options.pop("client", None)
     api_key = options.pop("api_key", None)
     _check(options, {f.name for f in fields(Settings)} - {"model"}, "openai")
+    if client is None:  # a given client is the test seam: nothing to reach
+        check_endpoint(model, options.get("base_url"), api_key)
     return OpenAIBackend(Settings(model=model, **options), client=client, api_key=api_key)
 
 

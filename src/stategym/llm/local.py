@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from stategym.errors import UsageError
+
 if TYPE_CHECKING:
     import torch
 
@@ -64,6 +66,22 @@ class Generation:
     seconds: float
 
 
+def check_model_dir(path: str | Path) -> None:
+    """Refuse a path that is not a saved model folder, before anything loads or plays.
+
+    Raises:
+        UsageError: ``path`` is missing, is not a folder, or holds no ``config.json``.
+    """
+    folder = Path(path)
+    hint = "give a folder written by save_pretrained, e.g. by `stategym model init --out DIR`"
+    if not folder.exists():
+        raise UsageError(f"no model folder at {folder}; {hint}")
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is a file, not a model folder; {hint}")
+    if not (folder / "config.json").is_file():
+        raise UsageError(f"{folder} holds no model (no config.json); {hint}")
+
+
 class LocalModel:
     """A causal LM and its tokenizer loaded from a local directory (never from a hub).
 
@@ -76,14 +94,13 @@ class LocalModel:
     def __init__(
         self, path: str | Path, *, device: str = "cpu", threads: int | None = None
     ) -> None:
+        check_model_dir(path)  # before importing torch: a wrong path fails in milliseconds
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if threads is not None:
             torch.set_num_threads(threads)
         self.path = Path(path)
-        if not self.path.is_dir():
-            raise FileNotFoundError(f"no model directory at {self.path}")
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
         model: Any = AutoModelForCausalLM.from_pretrained(self.path, local_files_only=True)
         self.model = model.to(device).eval()  # Any: transformers types ``to`` too narrowly

@@ -17,13 +17,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from stategym.errors import AgentStopped
+from stategym.errors import AgentStopped, UsageError
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.prompt import Message
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+PROBE_TIMEOUT = 10.0
+"""Seconds :func:`check_endpoint` waits for the model list."""
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _CONTEXT_WORDS = (
     "context length",
@@ -187,6 +189,37 @@ class OpenAIBackend:
         if extra:
             request["extra_body"] = extra
         return request
+
+
+def check_endpoint(model: str, base_url: str | None, api_key: str | None = None) -> None:
+    """Ask the endpoint for its models once, with a short timeout, before any episode.
+
+    A server that is down then fails in seconds with a clear message, instead of after
+    every retry of the first request; a model the server does not list fails the same way.
+    An endpoint that answers the listing with an error other than a refused key (some do
+    not implement it) passes: its first request will tell.
+
+    Raises:
+        UsageError: the endpoint cannot be reached, refuses the key, or does not serve
+            ``model``.
+    """
+    import openai
+
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    with openai.OpenAI(base_url=url, api_key=key, timeout=PROBE_TIMEOUT, max_retries=0) as client:
+        try:
+            served = [m.id for m in client.models.list()]
+        except openai.APIConnectionError:  # includes timeouts
+            raise UsageError(f"cannot reach {url} (is the server running?)") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+            raise UsageError(f"{url} refused the API key (OPENAI_API_KEY): {error}") from None
+        except openai.APIStatusError:
+            return
+    # Ollama lists "name:latest" and answers to the bare name too.
+    if served and model not in served and f"{model}:latest" not in served:
+        shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+        raise UsageError(f"{url} does not serve model {model!r}; it serves: {shown}")
 
 
 def _transient(error: Exception) -> bool:

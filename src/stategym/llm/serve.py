@@ -5,7 +5,9 @@ answers with ``tool_calls`` parsed from the model's text, so any OpenAI-compatib
 (and :mod:`stategym.llm.openai_agent`) can evaluate a model trained here. Like vLLM it returns
 ``prompt_token_ids`` and each choice's ``token_ids`` when the request sets
 ``return_token_ids``, and per-token ``logprobs`` when asked. Each choice also carries
-``stategym.format_errors``: malformations the parser tolerated. Streaming is not supported.
+``stategym.format_errors``: malformations the parser tolerated. A request naming another
+model than the one served is answered 404 ``model_not_found``, as OpenAI does (an empty
+``model`` is taken to mean the served one). Streaming is not supported.
 Binds to 127.0.0.1 unless told otherwise; there is no authentication.
 """
 
@@ -78,6 +80,13 @@ def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
     async def chat(body: ChatRequest) -> dict[str, Any] | JSONResponse:
         if body.stream:
             return _error(400, "streaming is not supported", "invalid_request_error")
+        if body.model and body.model != served:  # as OpenAI answers for a model it lacks
+            return _error(
+                404,
+                f"The model {body.model!r} does not exist; this server serves {served!r}",
+                "invalid_request_error",
+                "model_not_found",
+            )
         number = next(counter)
         try:
             return await asyncio.to_thread(_complete, model, body, served, number)
