@@ -2,8 +2,8 @@
 
 Examples::
 
-    stategym protocol --agent expert,serial --train-on synth:chain2+fanout3+askgate+conflict
-    stategym protocol --agent openai:qwen --base-url http://127.0.0.1:8000/v1 \\
+    stategym protocol --agents expert,serial --train-on synth:chain2+fanout3+askgate+conflict
+    stategym protocol --agents openai:qwen --base-url http://127.0.0.1:8000/v1 \\
         --train-on travel --shots 0,1,3,8 --demos target
     stategym protocol --report runs/protocol        # re-report a saved run from its logs
 
@@ -19,73 +19,86 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stategym.knobs import Knobs
-
 if TYPE_CHECKING:
     from rich.console import Console
 
 NAME = "protocol"
 HELP = "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
 
-LLM_OPTIONS = ("base_url", "temperature", "max_tokens")
 DEFAULT_TRAIN = "synth:chain2+fanout3+askgate+verifycommit+conflict"
 """A training topology with every kind of decision: dependent lookups, a parallel fan-out,
 a must-ask fact, a hidden priority order, and a verify-then-commit gate."""
-
-
-def _knobs(text: str) -> Knobs:
-    try:
-        return Knobs.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers like 0,1,3,8, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError("expected non-negative integers")
-    return values
+DEFAULT_AGENTS = "expert,serial"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.commands import options
+
+    parser.add_argument(
+        "--agents",
+        type=options.names,
+        default=options.names(DEFAULT_AGENTS),
+        help="comma-separated agents: scripted names, openai:MODEL, hf:PATH "
+        f"(default: {DEFAULT_AGENTS})",
+    )
+    # The old spelling, kept so existing command lines still work.
     parser.add_argument(
         "--agent",
-        default="expert,serial",
-        help="comma-separated agent specs (default: expert,serial)",
+        dest="agents",
+        type=options.names,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--train-on",
-        default=DEFAULT_TRAIN,
-        help="comma-separated training domains (registered or synth:<spec>)",
+        type=options.names,
+        default=options.names(DEFAULT_TRAIN),
+        help="comma-separated training domains, registered or synth:<spec> "
+        f"(default: {DEFAULT_TRAIN})",
     )
-    parser.add_argument("--episodes", type=int, default=20, help="seeds per cell (default: 20)")
-    parser.add_argument("--seed", type=int, default=100_000, help="first evaluation seed")
-    parser.add_argument("--knobs", type=_knobs, default=Knobs(), help="knobs (default: all on)")
+    parser.add_argument(
+        "--episodes", type=options.positive_int, default=20, help="seeds per cell (default: 20)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=options.non_negative_int,
+        default=100_000,
+        help="first evaluation seed (default: 100000)",
+    )
+    options.add_knobs(parser)
     parser.add_argument(
         "--shots",
-        type=_ints,
+        type=options.whole_numbers,
         default=(0,),
-        help="in-context demonstration counts, e.g. 0,1,3,8 (LLM agents)",
+        help="in-context demonstration counts, e.g. 0,1,3,8 (LLM agents) (default: 0)",
     )
     parser.add_argument(
         "--demos",
         choices=("train", "target"),
         default="train",
-        help="k-shot demonstrations from the training or the target domain",
-    )
-    parser.add_argument("--probes", type=int, default=10, help="probe pairs per domain")
-    parser.add_argument(
-        "--compositions", type=int, default=4, help="cells in the composition split"
+        help="k-shot demonstrations from the training or the target domain (default: train)",
     )
     parser.add_argument(
-        "--budget", type=int, default=None, help="edit-distance search budget in expanded states"
+        "--probes",
+        type=options.non_negative_int,
+        default=10,
+        help="probe pairs per domain (default: 10)",
+    )
+    parser.add_argument(
+        "--compositions",
+        type=options.non_negative_int,
+        default=4,
+        help="cells in the composition split (default: 4)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=options.positive_int,
+        default=None,
+        help="edit-distance search budget in expanded states (default: 10,000)",
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=options.output_dir,
         default=Path("runs/protocol"),
         help="run directory (default: runs/protocol)",
     )
@@ -93,11 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report",
         type=Path,
         default=None,
-        help="re-report a saved run directory instead of running",
+        help="re-report a saved run directory instead of running (default: run)",
     )
-    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint")
-    parser.add_argument("--temperature", type=float, default=None)
-    parser.add_argument("--max-tokens", type=int, default=None)
+    options.add_llm_options(parser, concurrency=False)
 
 
 def _slug(agent: str) -> str:
@@ -116,16 +127,18 @@ def main(args: argparse.Namespace) -> int:
 def _run(console: Console, args: argparse.Namespace) -> int:
     import orjson
 
+    from stategym.commands.options import llm_options
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.protocol import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
     from stategym.trajectory import write_jsonl
 
-    agents = [a for a in args.agent.split(",") if a]
-    options = {k: getattr(args, k) for k in LLM_OPTIONS if getattr(args, k) is not None}
+    agents: list[str] = args.agents
+    options = llm_options(args)
+    _check(agents, args.train_on, options)
     base = ProtocolConfig(
         agent=agents[0],
-        train=tuple(n for n in args.train_on.split(",") if n),
+        train=tuple(args.train_on),
         episodes=args.episodes,
         seed=args.seed,
         knobs=args.knobs,
@@ -170,6 +183,29 @@ def _run(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> None:
+    """Refuse unknown agents and domains before the splits are built or anything plays."""
+    from stategym.agents import agent_names
+    from stategym.domains import get_domain
+    from stategym.errors import UsageError
+
+    if not agents or not train:
+        raise UsageError("give at least one agent (--agents) and one domain (--train-on)")
+    for name in train:
+        get_domain(name)  # UnknownDomainError names it
+    for spec in agents:
+        kind, sep, target = spec.partition(":")
+        if sep:
+            from stategym.llm import check_agent
+
+            check_agent(kind, target, **options)
+        elif spec not in agent_names():
+            raise UsageError(
+                f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}; "
+                "LLM agents: openai:MODEL, hf:PATH"
+            )
+
+
 def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
     import orjson
 
@@ -187,11 +223,18 @@ def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
 def _rereport(console: Console, folder: Path) -> int:
     import orjson
 
+    from stategym.errors import UsageError
     from stategym.topology.protocol import ProtocolConfig, ProtocolRun
     from stategym.topology.split import Cell
     from stategym.trajectory import read_jsonl
 
-    saved = orjson.loads((folder / "cells.json").read_bytes())
+    path = folder / "cells.json"
+    if not path.is_file():
+        raise UsageError(f"no cells.json in {folder}: not a protocol run directory")
+    try:
+        saved = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise UsageError(f"{path} is not valid JSON: {error}") from None
     cells = tuple(Cell.from_dict(c) for c in saved["cells"])
     reports = {}
     for agent in saved["agents"]:
