@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from stategym.llm.tiny import Step
 
 NAME = "model"
 HELP = "Build a tiny tool-calling model from scratch on CPU (no download), or describe one."
@@ -53,7 +58,9 @@ def main(args: argparse.Namespace) -> int:
         print(record.read_text(), end="")
         return 0
     values: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(TinyConfig)}
-    out = init_model(args.out, TinyConfig(**values))
+    config = TinyConfig(**values)
+    with _progress() as progress:
+        out = init_model(args.out, config, ProgressBar(progress, config.steps))
     meta = json.loads((out / RECIPE_FILE).read_text())
     warm = meta["warm_up"]
     print(
@@ -61,3 +68,48 @@ def main(args: argparse.Namespace) -> int:
         f"loss {warm['first_loss']:.3f} -> {warm['final_loss']:.3f}, {meta['seconds']:.0f} s"
     )
     return 0
+
+
+def _progress() -> Progress:
+    """A progress display on stderr, so stdout keeps only the one-line result."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[rate]} tok/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+
+
+class ProgressBar:
+    """Shows :func:`stategym.llm.tiny.init_model`'s phases, then one bar over the warm-up's
+    steps with the last loss, tokens per second and the time left."""
+
+    def __init__(self, progress: Progress, steps: int) -> None:
+        self.progress = progress
+        self.task: TaskID = progress.add_task("preparing", total=steps, loss="-", rate="-")
+
+    def phase(self, name: str) -> None:
+        """Name the phase in the bar's description."""
+        self.progress.update(self.task, description=name)
+
+    def step(self, step: Step) -> None:
+        """Advance the bar to ``step.done`` with its loss and throughput."""
+        rate = step.tokens / step.seconds if step.seconds > 0 else 0.0
+        self.progress.update(
+            self.task, completed=step.done, loss=f"{step.loss:.3f}", rate=f"{rate:,.0f}"
+        )

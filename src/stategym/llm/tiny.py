@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from stategym.knobs import Knobs
 from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
@@ -228,6 +228,37 @@ def encode(
 
 
 @dataclass(frozen=True, slots=True)
+class Step:
+    """One finished optimiser step of the warm-up, as a progress display sees it.
+
+    Attributes:
+        done: steps finished so far (1 after the first).
+        steps: steps in all.
+        loss: this step's loss.
+        tokens: tokens (padding included) the steps so far have processed.
+        seconds: wall time since the warm-up started.
+    """
+
+    done: int
+    steps: int
+    loss: float
+    tokens: int
+    seconds: float
+
+
+class Watcher(Protocol):
+    """Told what :func:`init_model` is doing. It only reads values the recipe has already
+    computed (it draws no random numbers and touches no tensor), so watching a build cannot
+    change the model it writes."""
+
+    def phase(self, name: str) -> None:
+        """A preparation phase starts (playing the expert, training the tokenizer...)."""
+
+    def step(self, step: Step) -> None:
+        """An optimiser step of the warm-up has finished."""
+
+
+@dataclass(frozen=True, slots=True)
 class WarmUp:
     """What the supervised warm-up did."""
 
@@ -243,6 +274,7 @@ def warm_up(
     examples: Sequence[tuple[list[int], list[int]]],
     config: TinyConfig,
     pad_id: int,
+    watcher: Watcher | None = None,
 ) -> WarmUp:
     """Supervised learning on assistant tokens: AdamW, warm-up then cosine decay."""
     import torch
@@ -273,6 +305,9 @@ def warm_up(
         optimiser.step()
         losses.append(loss.detach().item())
         tokens += int(ids.numel())
+        if watcher is not None:
+            elapsed = time.perf_counter() - started
+            watcher.step(Step(step + 1, config.steps, losses[-1], tokens, elapsed))
     model.eval()
     tail = losses[-10:] or [math.nan]
     return WarmUp(
@@ -301,23 +336,36 @@ def _batch(
     return ids, mask, labels
 
 
-def init_model(out: Path, config: TinyConfig | None = None) -> Path:
-    """Run the whole recipe and save the model, tokenizer and recipe record in ``out``."""
+def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | None = None) -> Path:
+    """Run the whole recipe and save the model, tokenizer and recipe record in ``out``.
+
+    Args:
+        out: directory to write (created if missing).
+        config: the recipe (default: :class:`TinyConfig`'s defaults).
+        watcher: told each phase and each warm-up step (``stategym model init`` draws a
+            progress bar with it); the weights written are the same with or without one.
+    """
     import torch
 
     config = config or TinyConfig()
+    tell = watcher.phase if watcher is not None else (lambda name: None)
     started = time.perf_counter()
+    tell(f"playing {config.episodes} expert episodes")
     chats = expert_chats(config)
+    tell("training the tokenizer")
     tokenizer = train_tokenizer(chats, config.vocab_size)
+    tell("encoding the chats")
     examples = encode(tokenizer, chats, config.max_length)
     model = build_model(config, tokenizer)
     threads = torch.get_num_threads()
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     try:
-        record = warm_up(model, examples, config, tokenizer.pad_token_id)
+        tell("warm-up")
+        record = warm_up(model, examples, config, tokenizer.pad_token_id, watcher)
     finally:
         torch.set_num_threads(threads)
+    tell("saving")
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
