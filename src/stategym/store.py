@@ -1,9 +1,12 @@
-"""The SQLite index of run directories: one row per run, kept beside the runs it lists.
+"""The SQLite index of run directories: one row per run directory, wherever it lives.
 
-``stategym run --out runs/NAME`` records the run in ``runs/index.sqlite`` (the index lives
-in the run directory's parent, so a folder of runs carries its own index). The index only
-points at run directories and copies a few headline numbers; the trajectories stay the
-source of truth and the row is rewritten whenever the run is resumed.
+``stategym run`` records every run in one project-wide index, ``runs/index.sqlite`` under
+the current folder (:data:`DEFAULT_INDEX`, like ``mlruns``; ``--index PATH`` picks another),
+whatever ``--out`` is, so ``--out mydir`` does not leave an index in the current folder.
+A row is keyed by the run directory's absolute path, so two run directories with the same
+name in different folders are two rows. The index only points at run directories and
+copies a few headline numbers; the trajectories stay the source of truth and the row is
+rewritten whenever the run is resumed.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 INDEX_NAME = "index.sqlite"
-SCHEMA_VERSION = 1
-"""Stored in ``PRAGMA user_version``; an index with another version is refused."""
+DEFAULT_INDEX = Path("runs") / INDEX_NAME
+"""Where ``stategym run`` indexes runs unless told otherwise (relative to the current folder)."""
+SCHEMA_VERSION = 2
+"""Stored in ``PRAGMA user_version``; version 1 (rows keyed by name) is migrated, any other
+version is refused."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
-    name TEXT PRIMARY KEY,
-    path TEXT NOT NULL,
+    path TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
     domain TEXT NOT NULL,
     agent TEXT NOT NULL,
     knobs TEXT NOT NULL,
@@ -39,8 +45,8 @@ class RunRecord:
     """One indexed run.
 
     Attributes:
-        name: the run directory's name (unique within one index).
-        path: the run directory, absolute, as it was when last indexed.
+        name: the run directory's name.
+        path: the run directory, absolute (unique within one index).
         domain: domain name.
         agent: agent spec (``expert``, ``openai:MODEL``...).
         knobs: knobs as ``Knobs.describe()`` writes them.
@@ -63,40 +69,47 @@ class RunRecord:
     updated: str
 
 
-def index_path(run_dir: Path) -> Path:
-    """Where the index for a run directory lives: ``<parent>/index.sqlite``."""
-    return run_dir.resolve().parent / INDEX_NAME
-
-
 @contextmanager
 def _connect(db: Path) -> Iterator[sqlite3.Connection]:
     with closing(sqlite3.connect(db)) as connection:
         (version,) = connection.execute("PRAGMA user_version").fetchone()
-        if version not in (0, SCHEMA_VERSION):
+        if version not in (0, 1, SCHEMA_VERSION):
             raise RuntimeError(f"{db}: run index schema {version}, expected {SCHEMA_VERSION}")
         with connection:  # one transaction: committed on success, rolled back on error
+            if version == 1:
+                _migrate_v1(connection)
             connection.execute(_SCHEMA)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             yield connection
 
 
+def _migrate_v1(connection: sqlite3.Connection) -> None:
+    """Version 1 keyed rows by name (one index per folder of runs); re-key them by path."""
+    names = ", ".join(f.name for f in fields(RunRecord))
+    connection.execute("ALTER TABLE runs RENAME TO runs_v1")
+    connection.execute(_SCHEMA)
+    connection.execute(f"INSERT OR REPLACE INTO runs ({names}) SELECT {names} FROM runs_v1")
+    connection.execute("DROP TABLE runs_v1")
+
+
 def upsert(db: Path, record: RunRecord) -> None:
     """Insert the run, or update its row; a row's ``created`` is never changed."""
     names = [f.name for f in fields(RunRecord)]
-    updates = ", ".join(f"{n} = excluded.{n}" for n in names if n not in ("name", "created"))
+    updates = ", ".join(f"{n} = excluded.{n}" for n in names if n not in ("path", "created"))
+    db.parent.mkdir(parents=True, exist_ok=True)
     with _connect(db) as connection:
         connection.execute(
             f"INSERT INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
-            f"ON CONFLICT(name) DO UPDATE SET {updates}",
+            f"ON CONFLICT(path) DO UPDATE SET {updates}",
             astuple(record),
         )
 
 
-def remove(db: Path, name: str) -> None:
-    """Forget a run (``--overwrite`` starts a new run under the same name)."""
+def remove(db: Path, path: str) -> None:
+    """Forget the run at ``path`` (``--overwrite`` starts a new run in the same directory)."""
     if db.exists():
         with _connect(db) as connection:
-            connection.execute("DELETE FROM runs WHERE name = ?", (name,))
+            connection.execute("DELETE FROM runs WHERE path = ?", (path,))
 
 
 def runs(db: Path) -> list[RunRecord]:
@@ -106,6 +119,6 @@ def runs(db: Path) -> list[RunRecord]:
     with _connect(db) as connection:
         rows = connection.execute(
             f"SELECT {', '.join(f.name for f in fields(RunRecord))} FROM runs "
-            "ORDER BY created, name"
+            "ORDER BY created, name, path"
         ).fetchall()
     return [RunRecord(*row) for row in rows]

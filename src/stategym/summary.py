@@ -1,21 +1,26 @@
-"""Outcome aggregates of a set of trajectories: what ``stategym run`` reports for a run.
+"""Aggregates of a set of trajectories: what ``stategym run`` reports for a run.
 
 :func:`summarise` is a pure function of the trajectories, so any run directory can be
 re-summarised from its ``trajectories.jsonl`` alone. It keeps integer totals and derives the
 means from them, which makes the result independent of the order of the trajectories (a
-resumed run appends seeds out of order). Decision-quality scores are not here: they need the
-task's ground truth and live in the metrics package.
+resumed run appends seeds out of order). :func:`summarise_quality` averages the
+decision-quality scorecards of the same trajectories (the scores themselves need the task's
+ground truth and are computed by :func:`stategym.metrics.score`); it sums with
+:func:`math.fsum`, which is exactly rounded, so it too is independent of the order.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
+from stategym.tables import Grid
 from stategym.trajectory import Trajectory, summarise_rounds
+
+if TYPE_CHECKING:
+    from stategym.metrics.score import Scorecard
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,66 @@ def summarise(trajectories: Iterable[Trajectory]) -> RunSummary:
     return RunSummary(**totals, **counts)
 
 
+QUALITY_NAMES = ("composite", "clarification", "priority", "parallelism", "risk")
+"""The decision-quality means a run reports: R, then each dimension's Q (see docs/metrics.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QualitySummary:
+    """Decision-quality means over a set of scored episodes.
+
+    Attributes:
+        episodes: number of scorecards.
+        composite: mean composite reward R, in [-1, 1].
+        clarification: mean Q_clar, in [0, 1].
+        priority: mean Q_prio, in [0, 1].
+        parallelism: mean Q_par, in [0, 1].
+        risk: mean Q_risk, in [0, 1].
+        harmful: episodes with at least one harmful commit.
+    """
+
+    episodes: int
+    composite: float
+    clarification: float
+    priority: float
+    parallelism: float
+    risk: float
+    harmful: int
+
+    @property
+    def harm_rate(self) -> float:
+        """Share of episodes with a harmful commit (0 for an empty run)."""
+        return self.harmful / self.episodes if self.episodes else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``decision_quality`` object of ``summary.json``."""
+        means = {name: getattr(self, name) for name in QUALITY_NAMES}
+        return {
+            "episodes": self.episodes,
+            **means,
+            "harmful": self.harmful,
+            "harm_rate": self.harm_rate,
+        }
+
+
+def summarise_quality(cards: Iterable[Scorecard]) -> QualitySummary:
+    """Average the scorecards of some trajectories.
+
+    Example: R of 1.0 and 0.5 give ``composite == 0.75``; a scorecard whose risk harm is
+    positive counts once in ``harmful``.
+    """
+    values: dict[str, list[float]] = {name: [] for name in QUALITY_NAMES}
+    harmful = 0
+    for card in cards:
+        row = card.row()
+        for name in QUALITY_NAMES:
+            values[name].append(row[name])
+        harmful += row["harmful"] > 0
+    count = len(values["composite"])
+    means = {n: math.fsum(v) / count if count else 0.0 for n, v in values.items()}
+    return QualitySummary(count, **means, harmful=harmful)
+
+
 TABLE_COLUMNS = (
     "episodes",
     "goal rate",
@@ -112,7 +177,13 @@ TABLE_COLUMNS = (
 )
 """The outcome columns of a results table, in order; money, rounds, asks and tool calls are
 means per episode, format errors a total (see :data:`TABLE_CAPTION`)."""
-TABLE_CAPTION = "money, rounds, asks and tool calls: means per episode; format errors: total"
+QUALITY_COLUMNS = ("R", "clar", "prio", "par", "risk", "harm rate")
+"""The decision-quality columns, shown after the goal rate: means of :data:`QUALITY_NAMES`
+and the share of episodes with a harmful commit."""
+TABLE_CAPTION = (
+    "R: composite decision quality in [-1, 1]; clar, prio, par, risk: each dimension's mean "
+    "in [0, 1]; money, rounds, asks and tool calls: means per episode; format errors: total"
+)
 
 
 def table_row(summary: RunSummary) -> list[str]:
@@ -129,15 +200,25 @@ def table_row(summary: RunSummary) -> list[str]:
     ]
 
 
+def quality_row(quality: QualitySummary) -> list[str]:
+    """The cells of :data:`QUALITY_COLUMNS` for one summary."""
+    means = [f"{getattr(quality, name):.3f}" for name in QUALITY_NAMES]
+    return [*means, f"{quality.harm_rate:.3f}"]
+
+
 def summary_table(
-    rows: Sequence[tuple[Sequence[str], RunSummary]], keys: Sequence[str], title: str = ""
-) -> Table:
-    """A rich table: one row per summary, led by its key cells (domain, agent...)."""
-    table = Table(title=title or None, caption=TABLE_CAPTION)
-    for key in keys:
-        table.add_column(key)
-    for column in TABLE_COLUMNS:
-        table.add_column(column, justify="right")
-    for labels, summary in rows:
-        table.add_row(*labels, *table_row(summary))
-    return table
+    rows: Sequence[tuple[Sequence[str], RunSummary, QualitySummary]],
+    keys: Sequence[str],
+    title: str = "",
+) -> Grid:
+    """The results table: one row per run, led by its key cells (domain, agent...).
+
+    Columns: episodes and goal rate, then :data:`QUALITY_COLUMNS`, then the rest of
+    :data:`TABLE_COLUMNS`. A table without key columns folds under its episodes column.
+    """
+    headers = (*keys, *TABLE_COLUMNS[:2], *QUALITY_COLUMNS, *TABLE_COLUMNS[2:])
+    cells = []
+    for labels, summary, quality in rows:
+        outcome = table_row(summary)
+        cells.append((*labels, *outcome[:2], *quality_row(quality), *outcome[2:]))
+    return Grid(title, headers, tuple(cells), keys=len(keys) or 1, caption=TABLE_CAPTION)

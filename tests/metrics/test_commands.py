@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import orjson
+import re
+from pathlib import Path
 
-from stategym.cli import main
+import orjson
+import pytest
+from rich.console import Console
+
+import stategym.commands.eval as eval_command
+import stategym.commands.score as score_command
+from stategym.cli import build_parser, main
+from stategym.errors import UsageError
 
 
 def _lines(path):
@@ -118,5 +126,125 @@ def test_bad_arguments_are_reported_not_raised(tmp_path):
         )
         == 2
     )
-    assert main(["eval", "--knobs", "warp=on", "--out", str(tmp_path / "c")]) == 2
+    with pytest.raises(SystemExit) as bad_knobs:  # argparse refuses it: one line, status 2
+        main(["eval", "--knobs", "warp=on", "--out", str(tmp_path / "c")])
+    assert bad_knobs.value.code == 2
     assert main(["score", str(tmp_path / "missing")]) == 2
+
+
+def _recording_console(monkeypatch, width=80):
+    """The console the command builds: ``width`` columns, recorded."""
+    console = Console(width=width, record=True)
+    monkeypatch.setattr("rich.console.Console", lambda *a, **k: console)
+    return console
+
+
+def _numbers(text):
+    return re.findall(r"[-+]?\d+\.\d+", text)
+
+
+def test_eval_tables_fit_80_columns_without_an_ellipsis(tmp_path, monkeypatch):
+    console = _recording_console(monkeypatch)
+    assert _eval(tmp_path / "run") == 0
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    card = orjson.loads((tmp_path / "run" / "scorecard.json").read_bytes())
+    for row in card["rows"]:
+        assert f"{row['pass_k']['2']['mean']:.2f}" in text
+        assert f"{row['litmus']['hacking_gap']:+.2f}" in text
+    assert "pass^2" in text and "lucky-success rate" in text
+
+
+def test_scorecard_md_holds_the_scorecard_and_the_litmus_statistics(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out) == 0
+    text = (out / "scorecard.md").read_text()
+    card = orjson.loads((out / "scorecard.json").read_bytes())
+    assert "### Litmus" in text and "| lucky-success rate | hacking gap |" in text
+    for row in card["rows"]:
+        litmus = row["litmus"]
+        line = f"| travel | {row['agent']} | {litmus['lucky_success_rate']:.2f} | "
+        assert line + f"{litmus['hacking_gap']:+.2f} |" in text
+        assert f"| travel | {row['agent']} | {row['episodes']} |" in text
+
+
+def test_eval_reports_exactly_the_requested_episodes_after_a_bigger_run(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out) == 0  # 4 seeds x 2 samples x 2 agents
+    lines = _lines(out / "trajectories.jsonl")
+    assert main(["eval", "--domains", "travel", "--agents", "expert", "--episodes", "2",
+                 "--samples", "1", "--knobs", "mixed", "--out", str(out),
+                 "--resamples", "20"]) == 0  # fmt: skip
+    assert _lines(out / "trajectories.jsonl") == lines  # nothing played, nothing dropped
+    (row,) = orjson.loads((out / "scorecard.json").read_bytes())["rows"]
+    assert (row["agent"], row["episodes"], row["tasks"]) == ("expert", 2, 2)
+
+
+def _score(path):
+    return score_command.main(build_parser().parse_args(["score", str(path), "--resamples", "20"]))
+
+
+def _run_dir(tmp_path, episodes=3):
+    out = tmp_path / "demo"
+    assert main(["run", "--agent", "serial", "--episodes", str(episodes), "--out", str(out),
+                 "--index", str(tmp_path / "index.sqlite")]) == 0  # fmt: skip
+    return out
+
+
+def test_score_refuses_a_corrupt_line_in_the_middle_naming_file_and_line(tmp_path, capsys):
+    out = _run_dir(tmp_path)
+    path = out / "trajectories.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1][:40] + b"\n" + lines[2])
+    with pytest.raises(UsageError, match=rf"{re.escape(str(path))}:2: "):
+        _score(out)
+    capsys.readouterr()
+    assert main(["score", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}:2:" in err
+
+
+def test_score_drops_only_a_cut_last_line_and_names_it(tmp_path, monkeypatch):
+    out = _run_dir(tmp_path)
+    path = out / "trajectories.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 30])  # an interrupted append
+    console = _recording_console(monkeypatch, width=400)  # the path on one line
+    assert _score(out) == 0
+    assert f"ignored {path}:3, a cut last line" in console.export_text()
+    assert len(_lines(out / "scores.jsonl")) == 2
+    assert path.read_bytes() == data[: len(data) - 30]  # score only reads
+
+
+def test_score_refuses_duplicated_episodes_by_seed(tmp_path):
+    out = _run_dir(tmp_path)
+    path = out / "trajectories.jsonl"
+    path.write_bytes(path.read_bytes() * 2)
+    with pytest.raises(UsageError, match=r"3 duplicated episode\(s\).*travel seed 0 agent serial"):
+        _score(out)
+    assert not (out / "scores.jsonl").exists()
+
+
+def test_score_keeps_the_samples_of_a_pass_k_run(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out) == 0
+    samples = sorted(
+        orjson.loads(line)["run"]["sample"] for line in _lines(out / "trajectories.jsonl")
+    )
+    assert samples == [0] * 8 + [1] * 8
+    assert _score(out) == 0
+    rows = orjson.loads((out / "scorecard.json").read_bytes())["rows"]
+    assert [(r["episodes"], r["tasks"]) for r in rows] == [(8, 4), (8, 4)]
+
+
+def test_eval_resume_refuses_a_corrupt_file(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out) == 0
+    path = out / "trajectories.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([lines[0], b"garbage\n", *lines[1:]]))
+    with pytest.raises(UsageError, match=r":2: not JSON"):
+        eval_command.main(build_parser().parse_args(["eval", "--domains", "travel",
+                          "--agents", "expert", "--episodes", "1", "--out", str(out)]))  # fmt: skip
+    assert Path(path).read_bytes().count(b"garbage") == 1

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from stategym.cli import main
-from stategym.domains import get_domain
+from stategym.registry import get_domain
 from stategym.topology import domain_topology, edit_distance, wl_hash
 
 
@@ -45,3 +45,30 @@ def test_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_needs_a_domain_or_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["topology"]) == 2
+
+
+def test_protocol_tables_fit_80_columns_and_are_written_as_markdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    console = Console(width=80, record=True)
+    monkeypatch.setattr("rich.console.Console", lambda *a, **k: console)
+    out = tmp_path / "proto"
+    argv = ["protocol", "--agents", "expert,serial", "--episodes", "1", "--probes", "1"]
+    assert main([*argv, "--compositions", "1", "--out", str(out)]) == 0
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    markdown = (out / "protocol.md").read_text()
+    for agent in ("expert", "serial"):
+        report = orjson.loads((out / agent / "report.json").read_bytes())
+        for cell in report["cells"]:
+            # every cell's row, whole, in the file; its numbers on the console
+            domain = cell["domain"].removeprefix("synth:")
+            row = f"| {cell['split']} | {domain} | {cell['shots']} | {cell['band']} |"
+            assert row in markdown
+            assert f"{cell['proxy']:.2f}" in text and f"{cell['composite']:.2f}" in text
+        assert f"### {agent}: collapse, score versus distance, probes" in markdown
+    assert "### Agents side by side (zero-shot)" in markdown
+    assert "Agents side by side (zero-shot)" in text

@@ -1,45 +1,36 @@
 """``stategym eval``: play agents on domains and print the decision-quality scorecard.
 
 Every (domain, agent) plays seeds ``seed .. seed + episodes - 1`` (``--samples`` times each,
-for pass^k), under one knob setting or the ``mixed`` set. Trajectories are appended to
-``OUT/trajectories.jsonl`` as episodes end (running the command again resumes; a cut last
-line is dropped), then every trajectory is scored and ``scores.jsonl``, ``scorecard.json``
-and ``scorecard.md`` are written (see :mod:`stategym.metrics.report`).
+for pass^k; each sample is numbered in the trajectory's ``run.sample``), under one knob
+setting or the ``mixed`` set. Trajectories are appended to ``OUT/trajectories.jsonl`` as
+episodes end. Running the command again resumes: episodes already in the file are reused (read by
+:func:`stategym.rundir.load_log`: a cut last line is dropped, a corrupt line or a duplicated
+episode is an error), the missing ones played, and the scorecard covers exactly the
+requested episodes. Then ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` are
+written (see :mod:`stategym.metrics.report`).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from stategym.domain import Domain
     from stategym.knobs import Knobs
     from stategym.trajectory import Trajectory
 
+    Job = tuple[Domain, str, int, Knobs]
+
 NAME = "eval"
 HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."
 
-LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
-"""Options passed to the agent resolver when given; scripted agents ignore them."""
 TRAJECTORIES = "trajectories.jsonl"
-WIDTH = 160
-"""Console width when the output is not a terminal (a file or a pipe): the table's width."""
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,26 +89,26 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import __version__
-    from stategym.domains import all_domains
+    from stategym.commands.options import llm_options
+    from stategym.errors import UsageError
     from stategym.metrics.taskset import knob_schedule
+    from stategym.registry import all_domains
 
-    console = Console(width=None if sys.stdout.isatty() else WIDTH)
+    console = Console()
     domains = args.domains or list(all_domains())
     unknown = [d for d in domains if d not in all_domains()]
     if unknown:
-        console.print(
-            f"[red]unknown domain(s):[/] {', '.join(unknown)}; registered: "
-            f"{', '.join(all_domains())}"
+        raise UsageError(
+            f"unknown domain(s): {', '.join(unknown)}; registered: {', '.join(all_domains())}"
         )
-        return 2
     try:
         schedule = knob_schedule(args.knobs)
     except ValueError as error:
-        console.print(f"[red]bad --knobs:[/] {error}")
-        return 2
-    options = {k: getattr(args, k) for k in LLM_OPTIONS if getattr(args, k) is not None}
+        raise UsageError(f"bad --knobs: {error}") from None
+    options = llm_options(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    finished = _resume(args.out / TRAJECTORIES, args.overwrite)
+    path = args.out / TRAJECTORIES
+    finished = _resume(path, args.overwrite, console)
     seeds = range(args.seed, args.seed + args.episodes)
     jobs = [
         (all_domains()[d], agent, seed, schedule(seed))
@@ -126,10 +117,9 @@ def main(args: argparse.Namespace) -> int:
         for seed in seeds
     ]
     try:
-        finished += _play(args.out / TRAJECTORIES, jobs, args.samples, finished, options, console)
+        finished += _play(path, jobs, args.samples, finished, options, console)
     except KeyError as error:
-        console.print(f"[red]{error.args[0]}[/]")
-        return 2
+        raise UsageError(str(error.args[0])) from None
     config = {
         "command": "eval",
         "domains": domains,
@@ -141,39 +131,78 @@ def main(args: argparse.Namespace) -> int:
         "resamples": args.resamples,
         "stategym_version": __version__,
     }
-    return _report(args.out, finished, config, args.resamples, console)
+    requested = _requested(finished, jobs, args.samples)
+    return _report(args.out, requested, config, args.resamples, console)
 
 
-def _resume(path: Path, overwrite: bool) -> list[Trajectory]:
-    """Trajectories already in the file (rewritten without a cut last line)."""
-    from stategym.trajectory import read_jsonl, write_jsonl
+def _resume(path: Path, overwrite: bool, console: Console) -> list[Trajectory]:
+    """Trajectories already in the file (which is rewritten without a cut last line).
+
+    Raises:
+        UsageError: a corrupt line or a duplicated episode (see :func:`~stategym.rundir.load_log`).
+    """
+    from rich.text import Text
+
+    from stategym.rundir import load_log
 
     if overwrite or not path.exists():
         path.write_bytes(b"")
         return []
-    kept = list(read_jsonl(path, strict=False))
-    write_jsonl(path, kept)
+    log = load_log(path)
+    if log.cut_line is not None:
+        console.print(
+            Text(
+                f"warning: dropped {path}:{log.cut_line}, a cut last line (an interrupted "
+                "append); its episode is played again"
+            ),
+            style="yellow",
+        )
+    if log.trajectories:
+        console.print(Text(f"resuming {path}: {len(log.trajectories)} episode(s) there"))
+    return log.trajectories
+
+
+def _job_key(domain: str, agent: str, seed: int, knobs: Knobs) -> tuple[str, str, int, Knobs]:
+    return (domain, agent, seed, knobs)
+
+
+def _requested(
+    trajectories: Sequence[Trajectory], jobs: Sequence[Job], samples: int
+) -> list[Trajectory]:
+    """The trajectories this command asked for, in file order: up to ``samples`` of each job.
+
+    The file may hold more (another ``--episodes``, ``--seed`` or ``--agents`` earlier);
+    those stay in it but are not scored here.
+    """
+    wanted = {_job_key(d.name, a, s, k) for d, a, s, k in jobs}
+    taken: Counter[tuple[str, str, int, Knobs]] = Counter()
+    kept = []
+    for t in trajectories:
+        key = _job_key(t.domain, t.agent, t.seed, t.knobs)
+        if key in wanted and taken[key] < samples:
+            taken[key] += 1
+            kept.append(t)
     return kept
 
 
 def _play(
     path: Path,
-    jobs: list[tuple[Domain, str, int, Knobs]],
+    jobs: list[Job],
     samples: int,
     finished: list[Trajectory],
     options: dict[str, Any],
-    console: Any,
+    console: Console,
 ) -> list[Trajectory]:
     """Play every job not already finished, appending each trajectory as it ends."""
     from rich.progress import Progress
 
     from stategym.trajectory import dumps
 
-    done = Counter((t.domain, t.agent, t.seed, t.knobs) for t in finished)
+    done = Counter(_job_key(t.domain, t.agent, t.seed, t.knobs) for t in finished)
     todo = [
         (d, a, s, k)
         for d, a, s, k in jobs
-        for _ in range(max(0, samples - done[(d.name, a, s, k)]))
+        for _ in range(max(0, samples - done[_job_key(d.name, a, s, k)]))
     ]
     played: list[Trajectory] = []
     with path.open("ab") as handle, Progress(console=console, transient=True) as progress:
@@ -186,10 +215,14 @@ def _play(
     return played
 
 
-def _episodes(
-    todo: list[tuple[Domain, str, int, Knobs]], options: dict[str, Any], done: Counter[Any]
-) -> Iterator[Trajectory]:
-    """Play the jobs in order; each trajectory is stamped with the agent spec."""
+def _episodes(todo: list[Job], options: dict[str, Any], done: Counter[Any]) -> Iterator[Trajectory]:
+    """Play the jobs in order; each trajectory is stamped with the agent spec.
+
+    LLM agents number their samples themselves (``run.sample``, which also seeds their
+    sampling); a scripted agent's samples are numbered here the same way, continuing after
+    the ones ``done`` counts, so that repeated samples of one task are told apart from a
+    duplicated line.
+    """
     from dataclasses import replace
 
     llm = [job for job in todo if ":" in job[1]]  # openai:MODEL, hf:PATH
@@ -205,24 +238,33 @@ def _episodes(
 
     envs: dict[tuple[str, Knobs], Env] = {}
     factories: dict[tuple[str, str], Any] = {}
+    numbered = Counter(done)
     for domain, agent, seed, knobs in todo:
         env = envs.setdefault((domain.name, knobs), Env(domain, knobs=knobs))
         if (domain.name, agent) not in factories:
             factories[(domain.name, agent)] = resolve(domain, agent, **options)
         trajectory = run_episode(env, factories[(domain.name, agent)], seed)
-        yield replace(trajectory, agent=agent)
+        key = _job_key(domain.name, agent, seed, knobs)
+        run = replace(trajectory.run, sample=numbered[key])
+        numbered[key] += 1
+        yield replace(trajectory, agent=agent, run=run)
 
 
 def _report(
-    out: Path, trajectories: list[Trajectory], config: dict[str, Any], resamples: int, console: Any
+    out: Path,
+    trajectories: list[Trajectory],
+    config: dict[str, Any],
+    resamples: int,
+    console: Console,
 ) -> int:
     """Score every trajectory, write the scorecard files and print the tables."""
+    from rich.text import Text
+
     from stategym.metrics import report, score
+    from stategym.tables import print_grids
 
     cards = [score(t) for t in trajectories]
     rows = report.write(out, cards, config, resamples=resamples)
-    for domain_table in report.rich_tables(rows):
-        console.print(domain_table)
-    console.print(report.litmus_table(cards, rows))
-    console.print(f"scores: {out / report.SCORES}   table: {out / report.SCORECARD_MD}")
+    print_grids(console, [*report.domain_grids(rows), report.litmus_grid(cards, rows)])
+    console.print(Text(f"scores: {out / report.SCORES}   tables: {out / report.SCORECARD_MD}"))
     return 0

@@ -1,9 +1,11 @@
 """``stategym run``: play one agent on one domain's seeded tasks into a run directory.
 
 Seeds ``seed .. seed + episodes - 1`` are played in order; each trajectory is appended to
-``OUT/trajectories.jsonl`` as its episode ends, then ``OUT/summary.json`` is written and the
-run is indexed in ``<OUT parent>/index.sqlite``. Running the same command again resumes:
-seeds already in the file are skipped (``--overwrite`` starts afresh).
+``OUT/trajectories.jsonl`` as its episode ends. Every trajectory is then scored (outcome and
+decision quality), ``OUT/summary.json`` and ``OUT/results.md`` are written and the run is
+recorded in the project-wide index (``--index``, default ``runs/index.sqlite``). Running the
+same command again resumes: requested seeds already in the file are reused, the missing ones
+played, and the summary covers exactly the requested seeds (``--overwrite`` starts afresh).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stategym.knobs import Knobs
+from stategym.store import DEFAULT_INDEX
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,23 +29,6 @@ if TYPE_CHECKING:
 
 NAME = "run"
 HELP = "Run an agent on seeded tasks of one domain; write trajectories and a summary."
-
-LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
-"""Options passed to the agent resolver when given; scripted agents ignore them."""
-
-
-def _knobs(text: str) -> Knobs:
-    try:
-        return Knobs.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="discard the run directory's trajectories instead of resuming",
     )
+    parser.add_argument(
+        "--index",
+        type=options.output_path,
+        default=DEFAULT_INDEX,
+        help=f"the project-wide run index to record the run in (default: {DEFAULT_INDEX})",
+    )
     options.add_llm_options(parser)
 
 
@@ -82,76 +74,90 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import store
+    from stategym.commands.options import llm_options
     from stategym.env import Env
     from stategym.rundir import RunConfig, RunDir
 
     console = Console()
-    options = {k: getattr(args, k) for k in LLM_OPTIONS if getattr(args, k) is not None}
-    resolved = _resolve(args.domain, args.agent, options, console)
-    if resolved is None:
-        return 2
-    domain, make_agent = resolved
+    options = llm_options(args)
+    domain, make_agent = _resolve(args.domain, args.agent, options)
     config = RunConfig(domain.name, args.agent, args.knobs)
     run = RunDir(args.out)
     if args.overwrite:
         run.clear()
-        store.remove(store.index_path(run.path), run.name)
-    finished = _resume(run, config, console)
-    if finished is None:
-        return 2
-    seen = {t.seed for t in finished}
-    todo = [s for s in range(args.seed, args.seed + args.episodes) if s not in seen]
+        store.remove(args.index, str(run.path.resolve()))
+    by_seed = {t.seed: t for t in _resume(run, config, console)}
+    seeds = range(args.seed, args.seed + args.episodes)
+    todo = [s for s in seeds if s not in by_seed]
+    if by_seed:
+        reused = len(seeds) - len(todo)
+        console.print(
+            _plain(
+                f"resuming {run.path}: reusing {reused} of the {len(by_seed)} episode(s) "
+                f"there, playing {len(todo)} (seeds {seeds.start}-{seeds.stop - 1} requested)"
+            )
+        )
     interrupted = False
     try:
         if todo:
-            _play(Env(domain, knobs=args.knobs), make_agent, config, todo, run, finished, console)
+            _play(Env(domain, knobs=args.knobs), make_agent, config, todo, run, by_seed, console)
     except KeyboardInterrupt:
         interrupted = True
-    _record(run, config, finished, options, console)
+    requested = [by_seed[s] for s in seeds if s in by_seed]
+    _record(run, config, requested, options, args.index, console)
     if interrupted:
         console.print("[yellow]interrupted:[/] finished episodes are saved; run again to resume")
         return 130
     return 0
 
 
-def _resolve(
-    name: str, agent: str, options: dict[str, Any], console: Console
-) -> tuple[Domain, AgentFactory] | None:
-    """The domain and the agent factory, or ``None`` after printing why not."""
-    from rich.markup import escape
+def _plain(text: str) -> Any:
+    """Text printed as written (paths and agent specs may hold ``[...]``)."""
+    from rich.text import Text
 
+    return Text(text)
+
+
+def _resolve(name: str, agent: str, options: dict[str, Any]) -> tuple[Domain, AgentFactory]:
+    """The domain and the agent factory.
+
+    Raises:
+        UsageError: an unknown domain or agent, or an LLM agent without its extras.
+    """
     from stategym.agents import resolve
-    from stategym.domains import get_domain
-    from stategym.errors import UnknownDomainError
+    from stategym.errors import UnknownDomainError, UsageError
+    from stategym.registry import get_domain
 
     try:
         domain = get_domain(name)
         return domain, resolve(domain, agent, **options)
     except (UnknownDomainError, KeyError) as error:
-        console.print(f"[red]error:[/] {escape(str(error.args[0]))}")
+        raise UsageError(str(error.args[0])) from None
     except ImportError as error:  # an LLM spec without the optional packages installed
-        console.print(
-            f"[red]error:[/] agent {escape(repr(agent))} needs a module that is missing "
-            f"({escape(str(error))}); LLM agents need: " + escape("pip install 'stategym[llm]'")
-        )
-    return None
+        raise UsageError(
+            f"agent {agent!r} needs a module that is missing ({error}); "
+            "LLM agents need: pip install 'stategym[llm]'"
+        ) from None
 
 
 def _record(
     run: RunDir,
     config: RunConfig,
-    finished: list[Trajectory],
+    trajectories: list[Trajectory],
     options: dict[str, Any],
+    index: Path,
     console: Console,
 ) -> None:
-    """Write the summary, index the run and print the results table."""
-    from rich.markup import escape
-
+    """Score and summarise the requested episodes, write the files, index the run, print."""
     from stategym import __version__, store
-    from stategym.summary import summarise, summary_table
+    from stategym.metrics import score
+    from stategym.summary import summarise, summarise_quality, summary_table
+    from stategym.tables import markdown, print_grids
 
-    summary = summarise(finished)
-    run.write_summary(config, [t.seed for t in finished], summary, __version__, options)
+    summary = summarise(trajectories)
+    quality = summarise_quality(score(t) for t in trajectories)
+    seeds = [t.seed for t in trajectories]
+    run.write_summary(config, seeds, summary, quality, __version__, options)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     record = store.RunRecord(
         run.name,
@@ -165,34 +171,43 @@ def _record(
         now,
         now,
     )
-    index = store.index_path(run.path)
     store.upsert(index, record)
     knobs = config.knobs.describe() if config.knobs != Knobs() else "default knobs"
     title = f"{run.name}: {config.domain} / {config.agent} / {knobs}"
-    console.print(summary_table([((), summary)], (), title=escape(title)))
-    console.print(escape(f"wrote {run.trajectories} and {run.summary}; indexed in {index}"))
+    grid = summary_table([((), summary, quality)], (), title=title)
+    print_grids(console, [grid])
+    run.results.write_text(markdown([grid]))
+    console.print(
+        _plain(
+            f"wrote {run.trajectories}, {run.summary} and {run.results}; "
+            f"indexed as {run.name} ({run.path.resolve()}) in {index}"
+        )
+    )
 
 
-def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory] | None:
-    """The trajectories to keep, or ``None`` if the directory holds another run."""
-    from rich.markup import escape
+def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory]:
+    """The trajectories already in the directory.
+
+    Raises:
+        UsageError: the file is corrupt, holds duplicated episodes, or another run's episodes.
+    """
+    from stategym.errors import UsageError
 
     finished, dropped = run.load()
     if dropped:
-        where = escape(str(run.trajectories))
-        console.print(f"[yellow]dropped {dropped} unreadable line(s)[/] from {where}")
+        console.print(
+            _plain(
+                f"warning: dropped 1 unreadable line, the cut last line of {run.trajectories} "
+                "(an interrupted append); its episode is played again"
+            ),
+            style="yellow",
+        )
     foreign = next((t for t in finished if not config.matches(t)), None)
     if foreign is not None:
-        console.print(
-            "[red]error:[/] "
-            + escape(
-                f"{run.path} holds a run of domain={foreign.domain} agent={foreign.agent} "
-                f"knobs={foreign.knobs.describe()}; use --overwrite or another --out"
-            )
+        raise UsageError(
+            f"{run.path} holds a run of domain={foreign.domain} agent={foreign.agent} "
+            f"knobs={foreign.knobs.describe()}; use --overwrite or another --out"
         )
-        return None
-    if finished:
-        console.print(escape(f"resuming {run.path}: {len(finished)} episode(s) already there"))
     return finished
 
 
@@ -202,7 +217,7 @@ def _play(
     config: RunConfig,
     seeds: list[int],
     run: RunDir,
-    finished: list[Trajectory],
+    finished: dict[int, Trajectory],
     console: Console,
 ) -> None:
     """Play the seeds, appending each trajectory to the run as soon as it ends."""
@@ -230,7 +245,7 @@ def _play(
         bar = progress.add_task(f"{config.domain} / {config.agent}", total=len(seeds), goal="-")
         for trajectory in run_episodes(env, make_agent, seeds, agent_name=config.agent):
             run.append(trajectory)
-            finished.append(trajectory)
+            finished[trajectory.seed] = trajectory
             played += 1
             reached += bool(trajectory.outcome and trajectory.outcome.goal_reached)
             progress.update(bar, advance=1, goal=f"{reached}/{played}")

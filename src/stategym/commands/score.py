@@ -1,21 +1,21 @@
 """``stategym score RUN_DIR``: re-score a run directory from its trajectories alone.
 
-Reads ``RUN_DIR/trajectories.jsonl`` (written by ``stategym run`` or ``stategym eval``),
-regenerates each task from the trajectory's ``(domain, seed, knobs)``, scores it, writes
-``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` beside it and prints the table.
+Reads ``RUN_DIR/trajectories.jsonl`` (written by ``stategym run`` or ``stategym eval``) with
+:func:`stategym.rundir.read_log`: a corrupt line is an error naming ``FILE:LINE``, and only
+a cut last line (an interrupted append) is dropped, with a warning naming it; duplicated
+episodes are refused. Each task is regenerated from the trajectory's ``(domain, seed,
+knobs)`` and scored; ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` are written
+beside the file and the tables printed.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 NAME = "score"
 HELP = "Re-score a run directory's trajectories; write and print the scorecard."
 TRAJECTORIES = "trajectories.jsonl"
-WIDTH = 160
-"""Console width when the output is not a terminal (a file or a pipe): the table's width."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,29 +38,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.text import Text
 
     from stategym import __version__
-    from stategym.errors import StateGymError
+    from stategym.errors import StateGymError, UsageError
     from stategym.metrics import report, score
-    from stategym.trajectory import read_jsonl
+    from stategym.rundir import read_log, refuse_duplicates
+    from stategym.tables import print_grids
 
-    console = Console(width=None if sys.stdout.isatty() else WIDTH)
+    console = Console()
     path = args.run / TRAJECTORIES
     if not path.is_file():
-        console.print(f"[red]no {TRAJECTORIES} in {args.run}[/]")
-        return 2
-    with path.open("rb") as handle:
-        lines = sum(1 for line in handle if line.strip())
+        raise UsageError(f"no {TRAJECTORIES} in {args.run}")
+    log = read_log(path)  # the file is only read: score never rewrites a run's log
+    if log.cut_line is not None:
+        console.print(
+            Text(
+                f"warning: ignored {path}:{log.cut_line}, a cut last line (an interrupted append)"
+            ),
+            style="yellow",
+        )
+    refuse_duplicates(path, log.trajectories)
+    if not log.trajectories:
+        raise UsageError(f"no trajectories in {path}")
     try:
-        cards = [score(t) for t in read_jsonl(path, strict=False)]
-    except StateGymError as error:
-        console.print(f"[red]cannot score {path}:[/] {error}")
-        return 2
-    if len(cards) < lines:
-        console.print(f"[yellow]skipped {lines - len(cards)} unreadable line(s)[/]")
-    if not cards:
-        console.print(f"[red]no trajectories in {path}[/]")
-        return 2
+        cards = [score(t) for t in log.trajectories]
+    except StateGymError as error:  # e.g. a domain this installation does not register
+        raise UsageError(f"cannot score {path}: {error}") from None
     config = {
         "command": "score",
         "trajectories": str(path),
@@ -69,7 +73,6 @@ def main(args: argparse.Namespace) -> int:
         "stategym_version": __version__,
     }
     rows = report.write(args.run, cards, config, resamples=args.resamples, seed=args.bootstrap_seed)
-    for domain_table in report.rich_tables(rows):
-        console.print(domain_table)
-    console.print(report.litmus_table(cards, rows))
+    print_grids(console, [*report.domain_grids(rows), report.litmus_grid(cards, rows)])
+    console.print(Text(f"wrote {args.run / report.SCORES} and {args.run / report.SCORECARD_MD}"))
     return 0

@@ -5,7 +5,11 @@ A scored run directory holds, beside ``trajectories.jsonl``::
     scores.jsonl      one Scorecard per trajectory (every count and event), in log order
     scorecard.json    the table: per (domain, agent) estimates with 95% intervals, pass^k
                       and litmus statistics
-    scorecard.md      the same table in Markdown
+    scorecard.md      the same in Markdown: the scorecard table (``mean [low, high]``) and
+                      the litmus table
+
+On the console the scorecard is one table per domain with ``mean±h`` cells, folded to the
+terminal's width by :mod:`stategym.tables`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from rich.table import Table
+
+from stategym.tables import Grid, markdown
 
 from .aggregate import Estimate, Row, table
 from .litmus import litmus
@@ -80,48 +85,57 @@ def headers(rows: Sequence[Row]) -> list[str]:
     return names + [f"pass^{k}" for k in _pass_ks(rows)]
 
 
-def rich_tables(rows: Sequence[Row]) -> list[Table]:
-    """One rich table per domain (``mean±h``: h is the wider side of the 95% interval)."""
-    tables = []
+COMPACT_CAPTION = "mean±h: h is the wider side of the 95% bootstrap interval"
+FULL_CAPTION = "mean [low, high]: the 95% bootstrap interval (tasks resampled)"
+LITMUS_CAPTION = (
+    "lucky-success rate: share of successes with a process violation; hacking gap: mean "
+    "success minus mean R; misattributed: share of the rounds of harmful episodes with no "
+    "negative event (docs/metrics.md)"
+)
+
+
+def domain_grids(rows: Sequence[Row]) -> list[Grid]:
+    """One table per domain, led by the agent (``mean±h``: h is the wider side of the 95%
+    interval); what the console shows."""
+    grids = []
     for domain in dict.fromkeys(r.domain for r in rows):
         mine = [r for r in rows if r.domain == domain]
-        out = Table(
-            title=f"{domain}: scorecard",
-            caption="mean±h: h is the wider side of the 95% bootstrap interval",
-        )
-        for name in headers(mine)[1:]:
-            out.add_column(name, justify="left" if name == "agent" else "right")
         ks = _pass_ks(mine)
-        for row in mine:
-            out.add_row(*_cells(row, ks, compact=True)[1:])
-        tables.append(out)
-    return tables
+        cells = tuple(tuple(_cells(row, ks, compact=True)[1:]) for row in mine)
+        grids.append(
+            Grid(f"{domain}: scorecard", tuple(headers(mine)[1:]), cells, 1, COMPACT_CAPTION)
+        )
+    return grids
+
+
+def scorecard_grid(rows: Sequence[Row]) -> Grid:
+    """The whole scorecard, led by domain and agent, with full intervals (for files)."""
+    ks = _pass_ks(rows)
+    cells = tuple(tuple(_cells(row, ks, compact=False)) for row in rows)
+    return Grid("Scorecard", tuple(headers(rows)), cells, 2, FULL_CAPTION)
 
 
 def markdown_table(rows: Sequence[Row]) -> str:
     """The scorecard as a Markdown table (``mean [low, high]``, 95% bootstrap intervals)."""
-    names = headers(rows)
-    ks = _pass_ks(rows)
-    lines = ["| " + " | ".join(names) + " |", "|" + "|".join("---" for _ in names) + "|"]
-    lines += ["| " + " | ".join(_cells(row, ks, compact=False)) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    return markdown([scorecard_grid(rows)])
 
 
-def litmus_table(cards: Sequence[Scorecard], rows: Sequence[Row]) -> Table:
+def litmus_grid(cards: Sequence[Scorecard], rows: Sequence[Row]) -> Grid:
     """Litmus statistics per (domain, agent)."""
-    out = Table(title="Litmus (outcome vs decision quality)")
-    for name in ("domain", "agent", "lucky-success rate", "hacking gap", "misattributed"):
-        out.add_column(name, justify="left" if name in ("domain", "agent") else "right")
+    cells = []
     for row in rows:
         stats = litmus([c for c in cards if (c.domain, c.agent) == (row.domain, row.agent)])
-        out.add_row(
-            row.domain,
-            row.agent,
-            f"{stats.lucky_success_rate:.2f}",
-            f"{stats.hacking_gap:+.2f}",
-            f"{stats.misattributed:.2f}" if stats.harmful_episodes else "-",
+        cells.append(
+            (
+                row.domain,
+                row.agent,
+                f"{stats.lucky_success_rate:.2f}",
+                f"{stats.hacking_gap:+.2f}",
+                f"{stats.misattributed:.2f}" if stats.harmful_episodes else "-",
+            )
         )
-    return out
+    names = ("domain", "agent", "lucky-success rate", "hacking gap", "misattributed")
+    return Grid("Litmus (outcome vs decision quality)", names, tuple(cells), 2, LITMUS_CAPTION)
 
 
 def scorecard_json(
@@ -146,12 +160,15 @@ def write(
     resamples: int = 1000,
     seed: int = 0,
 ) -> list[Row]:
-    """Write ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md``; returns the rows."""
+    """Write ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` (the scorecard and
+    litmus tables); returns the rows."""
     rows = table(cards, resamples=resamples, seed=seed)
     with (directory / SCORES).open("wb") as handle:
         for card in cards:
             handle.write(orjson.dumps(card) + b"\n")
     body = scorecard_json(cards, rows, config)
     (directory / SCORECARD).write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
-    (directory / SCORECARD_MD).write_text(markdown_table(rows))
+    (directory / SCORECARD_MD).write_text(
+        markdown([scorecard_grid(rows), litmus_grid(cards, rows)])
+    )
     return rows

@@ -20,6 +20,7 @@ from statistics import mean
 from typing import Any
 
 from stategym.metrics.score import score
+from stategym.tables import Grid
 from stategym.topology.distance import wl_distance, wl_hash
 from stategym.topology.executed import executed_topology
 from stategym.topology.graph import Topology, task_topology
@@ -162,7 +163,7 @@ def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
 def _probe_summary(trajectories: Sequence[Trajectory]) -> dict[str, dict[str, float]]:
     pairs: dict[tuple[str, int], dict[str, Trajectory]] = defaultdict(dict)
     for t in trajectories:
-        pairs[(str(t.meta["cell"]), int(t.meta["pair"]))][str(t.meta["probe"])] = t
+        pairs[(str(t.meta["cell"]), int(t.meta["pair"]))][str(t.run.probe)] = t
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (cell, _), pair in sorted(pairs.items()):
         original, flipped = pair["original"], pair["priorities_reversed"]
@@ -207,7 +208,7 @@ def _episodes(run: ProtocolRun) -> tuple[list[Episode], list[Episode], list[Traj
     """Agent and reference episodes, and the probe trajectories, of a run."""
     roles: dict[str, list[Trajectory]] = defaultdict(list)
     for t in run.trajectories:
-        roles[str(t.meta["role"])].append(t)
+        roles[str(t.run.role)].append(t)
     plans = [executed_topology(t) for t in roles["plan"]]
     ref_graphs = {(str(t.meta["cell"]), t.seed): executed_topology(t) for t in roles["reference"]}
     ref_eps = [_episode(t, (), None) for t in roles["reference"]]
@@ -326,72 +327,111 @@ CELL_COLUMNS = (
 )
 
 
-def render(report: dict[str, Any]) -> list[Any]:
-    """Rich renderables: the cells, the gaps, and collapse, distance fit and probes."""
+PROTOCOL_MD = "protocol.md"
+"""The Markdown file of every table ``stategym protocol`` printed, in its output folder."""
+
+
+def render(report: dict[str, Any]) -> list[Grid]:
+    """The tables of one agent's report: the cells, the gaps, and collapse, distance fit
+    and probes (print them with :func:`stategym.tables.print_grids`)."""
     return [_cells_table(report), _gaps_table(report), _summary_table(report)]
 
 
-def _cells_table(report: dict[str, Any]) -> Any:
-    from rich.table import Table
-
+def _cells_table(report: dict[str, Any]) -> Grid:
     config = report["config"]
-    table = Table(title=f"Protocol: {config['agent']} trained on {', '.join(config['train'])}")
-    for column in CELL_COLUMNS:
-        table.add_column(
-            column, justify="left" if column in ("split", "domain", "band") else "right"
-        )
+    rows = []
     for c in report["cells"]:
         distance = f"{'' if c['exact'] else '~'}{c['distance']:.2f}"
         values = (_f(c.get(m)) for m in (*MEASURES, "expert_composite"))
-        table.add_row(
-            c["split"],
-            c["domain"].removeprefix("synth:"),
-            str(c["shots"]),
-            c["band"],
-            distance,
-            f"{c['proxy']:.2f}",
-            *values,
+        rows.append(
+            (
+                c["split"],
+                c["domain"].removeprefix("synth:"),
+                str(c["shots"]),
+                c["band"],
+                distance,
+                f"{c['proxy']:.2f}",
+                *values,
+            )
         )
-    return table
+    return Grid(
+        f"Protocol: {config['agent']} trained on {', '.join(config['train'])}",
+        CELL_COLUMNS,
+        tuple(rows),
+        keys=2,
+        caption="d: normalised graph edit distance to the nearest training topology "
+        "(~: an upper bound); k: demonstrations in context; measures: docs/protocol.md",
+    )
 
 
-def _gaps_table(report: dict[str, Any]) -> Any:
-    from rich.table import Table
+def _gaps_table(report: dict[str, Any]) -> Grid:
+    rows = [
+        (k, group, *(_f(row.get(m), signed=True) for m in MEASURES))
+        for k, groups in report["gaps"].items()
+        for group, row in groups.items()
+    ]
+    return Grid(
+        "Generalisation gaps (in-distribution minus split)",
+        ("k", "split / band", *(SHORT[m] for m in MEASURES)),
+        tuple(rows),
+        keys=2,
+    )
 
-    table = Table(title="Generalisation gaps (in-distribution minus split)")
-    table.add_column("k")
-    table.add_column("split / band")
-    for m in MEASURES:
-        table.add_column(SHORT[m], justify="right")
-    for k, rows in report["gaps"].items():
-        for group, row in rows.items():
-            table.add_row(k, group, *(_f(row.get(m), signed=True) for m in MEASURES))
-    return table
 
-
-def _summary_table(report: dict[str, Any]) -> Any:
-    from rich.table import Table
-
-    # several agents print one after another: name the agent, or a row is easily misread
-    table = Table(title=f"{report['config']['agent']}: collapse, score versus distance, probes")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
+def _summary_table(report: dict[str, Any]) -> Grid:
+    rows: list[tuple[str, str]] = []
     collapse = {
         **{f"k={k}": v for k, v in report["collapse"]["agent"].items()},
         "expert": report["collapse"]["expert"],
     }
     for who, value in collapse.items():
-        table.add_row(f"collapse index ({who})", f"{value['index']:.3f}")
-        table.add_row(f"executed graphs per gold graph ({who})", f"{value['diversity']:.2f}")
+        rows.append((f"collapse index ({who})", f"{value['index']:.3f}"))
+        rows.append((f"executed graphs per gold graph ({who})", f"{value['diversity']:.2f}"))
     for k, fit in report["score_vs_distance"].items():
-        table.add_row(f"R vs distance slope (k={k})", f"{fit['slope']:+.3f}")
-        table.add_row(f"R vs distance Spearman (k={k})", f"{fit['spearman']:+.3f}")
+        rows.append((f"R vs distance slope (k={k})", f"{fit['slope']:+.3f}"))
+        rows.append((f"R vs distance Spearman (k={k})", f"{fit['spearman']:+.3f}"))
     for cell, probe in report["probes"].items():
-        table.add_row(
-            f"probe {cell}: both right / choice changed ({probe['pairs']:.0f})",
-            f"{probe['both']:.2f} / {probe['changed']:.2f}",
+        rows.append(
+            (
+                f"probe {cell}: both right / choice changed ({probe['pairs']:.0f})",
+                f"{probe['both']:.2f} / {probe['changed']:.2f}",
+            )
         )
-    return table
+    # several agents print one after another: name the agent, or a row is easily misread
+    title = f"{report['config']['agent']}: collapse, score versus distance, probes"
+    return Grid(title, ("measure", "value"), tuple(rows), keys=1)
+
+
+def compare_table(reports: dict[str, dict[str, Any]]) -> Grid | None:
+    """Agents side by side (k = 0): success, composite, serialisation and unsafe-parallel
+    rate per split and per band; ``None`` for fewer than two agents."""
+    if len(reports) < 2:
+        return None
+    groups: dict[str, None] = {}
+    for report in reports.values():
+        for key in ("splits", "bands"):
+            for group in report[key].get("0", {}):
+                groups[f"{key[:-1]}:{group}"] = None
+    rows = []
+    for group in groups:
+        kind, name = group.split(":", 1)
+        row = [group]
+        for report in reports.values():
+            means = report[f"{kind}s"].get("0", {}).get(name)
+            row.append(
+                "-"
+                if means is None
+                else f"{means.get('success', 0):.2f} {means.get('composite', 0):+.2f} "
+                f"{means.get('serialisation', 0):.2f} {means.get('unsafe_parallel', 0):.2f}"
+            )
+        rows.append(tuple(row))
+    return Grid(
+        "Agents side by side (zero-shot)",
+        ("split / band", *reports),
+        tuple(rows),
+        keys=1,
+        caption="each cell: success, composite R, serialisation rate, unsafe-parallel rate",
+    )
 
 
 def _f(value: float | None, signed: bool = False) -> str:
