@@ -178,7 +178,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
             option=orjson.OPT_INDENT_2,
         )
     )
-    _compare(console, reports)
+    _compare(console, reports, args.out)
     console.print(f"wrote {args.out}")
     return 0
 
@@ -209,12 +209,12 @@ def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> None
 def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
     import orjson
 
+    from stategym.tables import print_grids
     from stategym.topology.report import build_report, render
 
     report = build_report(run)
     (folder / "report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    for renderable in render(report):
-        console.print(renderable)
+    print_grids(console, render(report))
     for note in report["notes"]:
         console.print(f"[dim]note: {note}[/dim]")
     return report
@@ -242,38 +242,18 @@ def _rereport(console: Console, folder: Path) -> int:
         trajectories = tuple(read_jsonl(folder / _slug(agent) / "trajectories.jsonl"))
         run = ProtocolRun(config, cells, trajectories, tuple(saved["notes"]))
         reports[agent] = _report(console, run, folder / _slug(agent))
-    _compare(console, reports)
+    _compare(console, reports, folder)
     return 0
 
 
-def _compare(console: Console, reports: dict[str, dict[str, Any]]) -> None:
-    """One table: each agent's success and composite per split and per band (k = 0)."""
-    from rich.table import Table
+def _compare(console: Console, reports: dict[str, dict[str, Any]], out: Path) -> None:
+    """Print the agents side by side (two or more); write every table to ``OUT/protocol.md``."""
+    from stategym.tables import markdown, print_grids
+    from stategym.topology.report import PROTOCOL_MD, compare_table, render
 
-    if len(reports) < 2:
-        return
-    table = Table(
-        title="Agents side by side (zero-shot): success, composite R, serialisation "
-        "rate, unsafe-parallel rate"
-    )
-    table.add_column("split / band")
-    for agent in reports:
-        table.add_column(agent, justify="right")
-    groups: dict[str, None] = {}
-    for report in reports.values():
-        for key in ("splits", "bands"):
-            for group in report[key].get("0", {}):
-                groups[f"{key[:-1]}:{group}"] = None
-    for group in groups:
-        kind, name = group.split(":", 1)
-        row = []
-        for report in reports.values():
-            means = report[f"{kind}s"].get("0", {}).get(name)
-            row.append(
-                "-"
-                if means is None
-                else f"{means.get('success', 0):.2f} {means.get('composite', 0):+.2f} "
-                f"{means.get('serialisation', 0):.2f} {means.get('unsafe_parallel', 0):.2f}"
-            )
-        table.add_row(group, *row)
-    console.print(table)
+    grids = [grid for report in reports.values() for grid in render(report)]
+    side_by_side = compare_table(reports)
+    if side_by_side is not None:
+        print_grids(console, [side_by_side])
+        grids.append(side_by_side)
+    (out / PROTOCOL_MD).write_text(markdown(grids))
