@@ -37,9 +37,9 @@ import orjson
 import stategym
 from stategym.agents import scripted
 from stategym.domain import Domain
-from stategym.domains import all_domains, get_domain
-from stategym.env import Env, cached_task
+from stategym.env import Env
 from stategym.protocol import Action, CallBatch, action_to_message
+from stategym.registry import all_domains, cached_task, get_domain
 from stategym.task import Task
 from timing import CLOCKS, quiet_gc
 

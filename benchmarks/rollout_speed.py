@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from stategym.agents import scripted
-from stategym.domains import get_domain
 from stategym.env import Env
 from stategym.llm import agent_factory
 from stategym.llm.calls import call_stats
 from stategym.llm.runner import Clock, run_many
+from stategym.registry import get_domain
 from stategym.runner import run_episode
 
 

@@ -37,11 +37,11 @@ from pathlib import Path
 import orjson
 
 from stategym.agents import agent_names, scripted
-from stategym.domains import all_domains, get_domain
-from stategym.env import Env, cached_task
+from stategym.env import Env
 from stategym.metrics import dense_reward, score
 from stategym.metrics.taskset import MIXED
 from stategym.protocol import Action
+from stategym.registry import all_domains, cached_task, get_domain
 from stategym.runner import run_episode
 from stategym.task import Task
 from stategym.trajectory import Trajectory, dumps, loads

@@ -1,4 +1,4 @@
-"""Hash generated tasks, scripted trajectories and their scores, to prove a refactor changed nothing.
+"""Hash generated tasks, scripted trajectories and their scores: proof a refactor changed nothing.
 
 Run it before and after a change and compare the two files::
 
@@ -6,9 +6,13 @@ Run it before and after a change and compare the two files::
     ... change the code ...
     python scripts/identity_hashes.py --seeds 300 --out /tmp/after.json --compare /tmp/before.json
 
-Each domain contributes, per seed and knob setting, the hash of its task (``repr`` of the
-pydantic model), of the expert, serial and random trajectories (their JSONL bytes) and of
-their scorecards. ``--compare`` prints every key whose hash differs and exits 1 if any does.
+Each domain contributes, per seed and knob setting, the hash of its task (its ``repr``), of
+the expert, serial and random trajectories (their JSONL bytes) and of their scorecards.
+``--compare`` prints every key whose hash differs and exits 1 if any does.
+
+A task's ``repr`` shows its frozensets in hash order, which string hash randomisation changes
+from one process to the next, so the script runs itself under ``PYTHONHASHSEED=0``: without
+it, about one task hash in ten differs between two runs of the same code.
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
 from stategym.agents import resolve
-from stategym.domains import all_domains, get_domain
 from stategym.env import Env
 from stategym.knobs import Knobs
 from stategym.metrics import score
+from stategym.registry import all_domains, get_domain
 from stategym.runner import run_episode
 from stategym.trajectory import dumps
 
@@ -58,6 +63,10 @@ def identity_hashes(seeds: int, domains: list[str]) -> dict[str, str]:
 
 
 def main() -> int:
+    if os.environ.get("PYTHONHASHSEED") != "0":  # see the module docstring
+        os.execve(
+            sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"}
+        )
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=300)
     parser.add_argument("--domains", default=",".join([*all_domains(), *SYNTHETIC]))
@@ -74,7 +83,8 @@ def main() -> int:
     missing = sorted(before.keys() - hashes.keys())
     for key in changed[:50]:
         print(f"changed: {key}")
-    print(f"{len(changed)} changed, {len(missing)} missing, {len(before.keys() & hashes.keys())} compared")
+    compared = len(before.keys() & hashes.keys())
+    print(f"{len(changed)} changed, {len(missing)} missing, {compared} compared")
     return 1 if changed or missing else 0
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from stategym.domain import Domain
-from stategym.domains import all_domains
+from stategym.registry import all_domains
 
 # Hypothesis imports its failing-example patcher only once a test has failed; its
 # dependencies then emit deprecation warnings, which (warnings are errors) turn the failure

@@ -74,7 +74,7 @@ _FINGERPRINT = """
 import hashlib
 from stategym import Env, Knobs
 from stategym.agents import scripted
-from stategym.domains import all_domains
+from stategym.registry import all_domains
 from stategym.runner import run_episode
 from stategym.trajectory import dumps
 digest = hashlib.sha256()

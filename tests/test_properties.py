@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from stategym.agents import agent_names, scripted
 from stategym.domain import Domain
-from stategym.domains import all_domains
 from stategym.env import Env
 from stategym.protocol import Observation
+from stategym.registry import all_domains
 from stategym.task import EventKind
 from stategym.tools import Effect
 from stategym.trajectory import RoundKind, RoundRecord, dumps, loads, replay

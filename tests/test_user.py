@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stategym import Env, Knobs
-from stategym.domains import get_domain
+from stategym.registry import get_domain
 from stategym.task import SlotKind, Task
 from stategym.user import SimulatedUser, normalise
 

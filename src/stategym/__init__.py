@@ -3,6 +3,8 @@ agentic RL."""
 
 from __future__ import annotations
 
+from stategym import registry as _registry
+from stategym.domain import use_registry as _use_registry
 from stategym.env import Env
 from stategym.errors import AgentFormatError, StateGymError, ToolError
 from stategym.gym import register_envs as _register_envs
@@ -13,8 +15,11 @@ from stategym.trajectory import Trajectory, replay
 
 __version__ = "0.1.0"
 
-# Gymnasium ids (stategym/Travel-v0, ...) for every registered domain, with string entry
-# points: no environment is built until gymnasium.make asks for one.
+# The kernel never imports the registry; the package hands it over, so Env("travel") and
+# replay(trajectory) resolve names. The registry imports each domain on first use only.
+_use_registry(_registry)
+# Gymnasium ids (stategym/Travel-v0, ...) from the registry's static table, with string
+# entry points: no domain is imported and no environment built until gymnasium.make.
 _register_envs()
 
 __all__ = [

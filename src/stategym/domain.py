@@ -3,14 +3,19 @@
 A domain is one folder under ``stategym/domains`` with the same few modules (``world``,
 ``tools``, ``generator``, ``expert``) and a ``DOMAIN`` object built from this class. See
 ``docs/adding-a-domain.md``.
+
+The kernel knows domains only as these objects. Names belong to the registry
+(:mod:`stategym.registry`), which ``import stategym`` installs here with
+:func:`use_registry`; :func:`lookup` is how the kernel turns a name into a domain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
+from stategym.errors import StateGymError, UnknownDomainError
 from stategym.knobs import Knobs
 from stategym.task import DecisionPoint, GoldCall, GoldEdge, Task
 from stategym.tools import Effect, Tool
@@ -66,7 +71,6 @@ class Domain:
     expert: Callable[[Task, Style], Agent]
     instructions: str
     env_id: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
     read_only: bool = False
     regold: Callable[[Task, tuple[str, ...]], GoldGraph] | None = None
 
@@ -80,3 +84,66 @@ class Domain:
         """Episodes are judged on the ``finish`` answer (stateless or read-only), not on what
         the world commits to. The environment and the metrics both ask this one place."""
         return not knobs.stateful or self.read_only
+
+    # A domain is immutable configuration holding functions (tools, generator, expert), some
+    # of them closures (synthetic domains): a registered domain travels by name and a copy is
+    # the domain itself, so environments pickle and deep-copy.
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if _is_registered(self):
+            return (lookup, (self.name,))
+        return super().__reduce_ex__(protocol)
+
+    def __copy__(self) -> Domain:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Domain:
+        return self
+
+
+class Registry(Protocol):
+    """What the kernel asks of a registry: :mod:`stategym.registry` is the one there is."""
+
+    def get_domain(self, name: str) -> Domain:
+        """The domain named ``name``; raises ``UnknownDomainError``."""
+        ...
+
+    def cached_task(self, domain: str, seed: int, knobs: Knobs) -> Task:
+        """The task of ``(domain, seed, knobs)``, generated once."""
+        ...
+
+
+_REGISTRY: Registry | None = None
+
+
+def use_registry(registry: Registry) -> None:
+    """Install the registry the kernel turns domain names into domains and tasks with.
+
+    ``import stategym`` installs :mod:`stategym.registry`; the kernel never imports it, so
+    it stays below the domains (``docs/architecture.md``).
+    """
+    global _REGISTRY
+    _REGISTRY = registry
+
+
+def installed_registry() -> Registry:
+    """The installed registry.
+
+    Raises:
+        StateGymError: none is installed (only if ``stategym`` itself was never imported).
+    """
+    if _REGISTRY is None:
+        raise StateGymError("no domain registry installed: import stategym first")
+    return _REGISTRY
+
+
+def lookup(name: str) -> Domain:
+    """The domain named ``name``, through the installed registry."""
+    return installed_registry().get_domain(name)
+
+
+def _is_registered(domain: Domain) -> bool:
+    try:
+        return lookup(domain.name) is domain
+    except UnknownDomainError:
+        return False

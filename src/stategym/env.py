@@ -9,14 +9,13 @@ results and logged format errors, and the world is untouched by them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from stategym.domain import Commitment, Domain
+from stategym.domain import Commitment, Domain, installed_registry, lookup
 from stategym.errors import AgentFormatError, ToolError
 from stategym.knobs import Knobs
 from stategym.protocol import (
@@ -67,14 +66,6 @@ def outcome_reward(env: Env, record: RoundRecord, done: bool) -> float:
     return 1.0 if outcome is not None and outcome.goal_reached else 0.0
 
 
-@functools.lru_cache(maxsize=4096)
-def cached_task(domain: str, seed: int, knobs: Knobs) -> Task:
-    """Generate (or reuse) a task; tasks are pure functions of their arguments."""
-    from stategym.domains import get_domain
-
-    return get_domain(domain).generate(seed, knobs)
-
-
 @dataclass(frozen=True, slots=True)
 class EnvSnapshot:
     world: WorldSnapshot
@@ -90,7 +81,8 @@ class Env:
     """A stategym environment for one domain.
 
     Args:
-        domain: a domain name or object.
+        domain: a domain, or its name (resolved by the registry ``import stategym``
+            installs: :func:`stategym.domain.lookup`).
         knobs: which properties generated tasks have.
         reward: per-round reward function (default: sparse outcome reward).
         agent: the agent's name, stamped on trajectories.
@@ -110,9 +102,7 @@ class Env:
         reward: RewardFn = outcome_reward,
         agent: str = "",
     ) -> None:
-        from stategym.domains import get_domain
-
-        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.domain = lookup(domain) if isinstance(domain, str) else domain
         self.knobs = knobs or Knobs()
         self.reward_fn = reward
         self.reward_info: dict[str, Any] = {}
@@ -156,7 +146,7 @@ class Env:
         task = (options or {}).get("task")
         if task is None:
             seed = self._next_seed if seed is None else seed
-            task = cached_task(self.domain.name, seed, self.knobs)
+            task = installed_registry().cached_task(self.domain.name, seed, self.knobs)
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
@@ -409,6 +399,17 @@ class Env:
         self._fired = snapshot.fired
         self._confused = snapshot.confused
         self._terminated, self._truncated, self._answer = snapshot.done
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Tools hold functions (closures in synthetic domains): they are rebuilt from the
+        # domain, which pickles by name, so an environment pickles and deep-copies mid-episode.
+        state = self.__dict__.copy()
+        del state["_tools"], state["_schemas"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._set_tools(self._tool_knobs)
 
     @property
     def done(self) -> bool:

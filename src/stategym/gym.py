@@ -151,11 +151,12 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
 
 
 def register_envs() -> None:
-    """Register every domain's ``env_id`` with Gymnasium (idempotent; nothing is built yet)."""
+    """Register every domain's Gymnasium id (idempotent; no domain is imported, nothing is
+    built until ``gymnasium.make``)."""
     from gymnasium.envs.registration import register, registry
 
-    from stategym.domains import all_domains
+    from stategym.registry import DOMAINS
 
-    for domain in all_domains().values():
-        if domain.env_id and domain.env_id not in registry:
-            register(id=domain.env_id, entry_point=ENTRY_POINT, kwargs={"domain": domain.name})
+    for name, env_id in DOMAINS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point=ENTRY_POINT, kwargs={"domain": name})

@@ -251,6 +251,10 @@ class Task:
         base: the domain's initial world records, shared read-only by every episode.
         truth: the scorer's ground truth.
         max_rounds: rounds before the episode is truncated.
+        read_only: the domain is read-only (``Domain.read_only``): episodes are judged on
+            the ``finish`` answer whatever the knobs. The task carries it so that scoring a
+            task needs no domain; it is the domain's constant, not something the generator
+            drew, so ``repr`` leaves it out.
     """
 
     domain: str
@@ -265,10 +269,17 @@ class Task:
     base: Any
     truth: GroundTruth
     max_rounds: int = 30
+    read_only: bool = field(default=False, repr=False)
 
     @property
     def id(self) -> str:
         return f"{self.domain}/{self.seed}/{self.knobs.describe()}"
+
+    @property
+    def judged_by_answer(self) -> bool:
+        """Episodes are judged on the ``finish`` answer, not on what the world commits to
+        (statefulness off, or a read-only domain): :meth:`Domain.judges_answer` of its knobs."""
+        return not self.knobs.stateful or self.read_only
 
     def slot(self, name: str) -> Slot:
         for slot in self.slots:

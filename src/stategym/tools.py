@@ -21,8 +21,11 @@ observation, never a crash.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pickle
 import re
+import sys
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -139,6 +142,28 @@ class Tool:
 
     def __call__(self, world: Any, **arguments: Any) -> Any:
         return self.fn(world, **arguments)
+
+    def __reduce__(self) -> tuple[Callable[[str, str], Tool], tuple[str, str]]:
+        # @tool rebinds the function's module-level name to the Tool, so the function itself
+        # cannot pickle by reference: the Tool does instead. Tools built at run time (the
+        # synthetic domains' closures) have no such name; they travel with their domain.
+        module, name = self.fn.__module__, self.fn.__qualname__
+        if getattr(sys.modules.get(module), name, None) is not self:
+            raise pickle.PicklingError(
+                f"tool {self.name!r} has no module-level name; pickle its domain"
+            )
+        return (_tool_named, (module, name))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tool:
+        return self  # immutable; its function is shared anyway
+
+
+def _tool_named(module: str, name: str) -> Tool:
+    """The tool bound to ``module.name`` (how a module-level tool unpickles)."""
+    found = getattr(importlib.import_module(module), name)
+    if not isinstance(found, Tool):
+        raise pickle.UnpicklingError(f"{module}.{name} is not a tool")
+    return found
 
 
 def tool(*, effect: Effect, latency: int = 1) -> Callable[[Callable[..., Any]], Tool]:

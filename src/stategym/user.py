@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from stategym.task import Task, Value
 
@@ -142,6 +143,16 @@ class SimulatedUser:
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The option table is a shared read-only view, which cannot pickle: it is rebuilt
+        # (from the same cache) when the user unpickles, so environments pickle.
+        return {**self.__dict__, "_options": bool(self._options)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        judges = state["_options"]
+        self._options = _option_keys(tuple(self.task.truth.satisfaction)) if judges else {}
 
     def state(self) -> UserState:
         return UserState(tuple(self.values.items()), self.confirmed, tuple(self.pending))

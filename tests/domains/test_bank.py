@@ -10,10 +10,10 @@ import pytest
 
 from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
-from stategym.domains import get_domain
 from stategym.domains.bank.tools import QUOTE_TICKS
 from stategym.domains.bank.world import PAYEE_ACCOUNT, parse_route
 from stategym.metrics.score import score
+from stategym.registry import get_domain
 from stategym.task import EdgeKind, SlotKind, Task
 from stategym.tools import Effect
 from stategym.trajectory import Trajectory

@@ -10,9 +10,9 @@ import pytest
 
 from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
-from stategym.domains import get_domain
 from stategym.domains.cloud.world import DATA_LOSS
 from stategym.metrics.score import score
+from stategym.registry import get_domain
 from stategym.task import EdgeKind, EventKind, SlotKind
 from stategym.tools import Effect
 from stategym.trajectory import Trajectory

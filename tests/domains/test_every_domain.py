@@ -21,7 +21,6 @@ from phrasings import PARAPHRASES, PRIORITY_QUESTIONS
 
 from stategym import Env, Knobs, replay, run_episode
 from stategym.agents import resolve
-from stategym.domains import all_domains
 from stategym.domains.bank.expert import QUESTIONS as BANK_QUESTIONS
 from stategym.domains.cloud.expert import QUESTIONS as CLOUD_QUESTIONS
 from stategym.domains.lookup.expert import QUESTIONS as LOOKUP_QUESTIONS
@@ -29,6 +28,7 @@ from stategym.domains.meetings.expert import QUESTIONS as MEETINGS_QUESTIONS
 from stategym.domains.shop.expert import QUESTIONS as SHOP_QUESTIONS
 from stategym.domains.travel.expert import QUESTIONS as TRAVEL_QUESTIONS
 from stategym.metrics.score import score
+from stategym.registry import all_domains
 from stategym.task import EdgeKind, SlotKind, Task
 from stategym.tools import Effect
 from stategym.trajectory import RoundKind, Trajectory, dumps

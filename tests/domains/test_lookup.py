@@ -12,10 +12,10 @@ import pytest
 
 from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
-from stategym.domains import get_domain
 from stategym.domains.lookup.tools import search
 from stategym.metrics.score import score
 from stategym.protocol import Say
+from stategym.registry import get_domain
 from stategym.task import EdgeKind, SlotKind
 from stategym.tools import Effect
 from stategym.trajectory import Trajectory

@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym import Env, Knobs, call, calls
-from stategym.domains import get_domain
 from stategym.domains.meetings.expert import proposal
 from stategym.domains.meetings.timegrid import (
     CELL,
@@ -29,7 +28,7 @@ from stategym.domains.meetings.timegrid import (
     options,
 )
 from stategym.domains.meetings.tools import ROOM_RATE
-from stategym.env import cached_task
+from stategym.registry import cached_task, get_domain
 from stategym.task import EventKind, SlotKind, Task
 from stategym.user import SimulatedUser
 from stategym.world import USER_ACCOUNT

@@ -34,7 +34,6 @@ from stategym.agents.playbook import (
     worth,
 )
 from stategym.agents.style import Style
-from stategym.domains import get_domain
 from stategym.generation import (
     apply_sets,
     dominated_decoys,
@@ -44,6 +43,7 @@ from stategym.generation import (
 )
 from stategym.knobs import Knobs
 from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, ToolResult, call
+from stategym.registry import get_domain
 from stategym.task import (
     Constraint,
     ConstraintKind,

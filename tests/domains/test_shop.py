@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from stategym import Env, Knobs, call, calls
-from stategym.domains import get_domain
 from stategym.domains.shop.tools import CART_TICKS, RESTOCKING_PCT
+from stategym.registry import get_domain
 from stategym.task import EdgeKind, SlotKind
 
 DOMAIN = get_domain("shop")

@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("openai")
 from llm_fixtures import completion, http, round_of
 
-from stategym.domains import get_domain
 from stategym.knobs import Knobs
 from stategym.llm import agent_factory
 from stategym.llm.prompt import PROMPT_VERSION
 from stategym.llm.runner import Clock, run_many
+from stategym.registry import get_domain
 from stategym.runner import run_episode
 from stategym.trajectory import RoundKind, read_jsonl
 

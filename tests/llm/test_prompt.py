@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from stategym.agents import scripted
-from stategym.domains import all_domains, get_domain
 from stategym.env import Env
 from stategym.knobs import Knobs
 from stategym.llm import agent_factory, expert_demonstrations
@@ -18,6 +17,7 @@ from stategym.llm.prompt import (
     transcript,
 )
 from stategym.protocol import action_to_message
+from stategym.registry import all_domains, get_domain
 from stategym.trajectory import Trajectory
 
 TRAVEL = get_domain("travel")

@@ -16,7 +16,6 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("openai")
 
-from stategym.domains import get_domain
 from stategym.llm import agent_factory
 from stategym.llm.calls import call_stats
 from stategym.llm.local import LocalModel, Sampling
@@ -24,6 +23,7 @@ from stategym.llm.prompt import first_messages
 from stategym.llm.runner import run_many
 from stategym.llm.serve import BackgroundServer
 from stategym.llm.tiny import RECIPE_FILE
+from stategym.registry import get_domain
 from stategym.trajectory import Trajectory, replay
 
 TRAVEL = get_domain("travel")

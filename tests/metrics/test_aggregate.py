@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym.agents import scripted
-from stategym.domains import get_domain
 from stategym.env import Env
 from stategym.metrics import score
 from stategym.metrics.aggregate import bootstrap, pass_hat_k, row, table
+from stategym.registry import get_domain
 from stategym.runner import run_episode
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from stategym.agents import scripted
-from stategym.domains import get_domain
 from stategym.env import Env
 from stategym.metrics import score
 from stategym.metrics.litmus import litmus
 from stategym.metrics.taskset import MIXED
+from stategym.registry import get_domain
 from stategym.runner import run_episode
 
 

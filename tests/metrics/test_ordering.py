@@ -19,10 +19,10 @@ import functools
 import pytest
 
 from stategym.agents import PATHOLOGICAL, scripted
-from stategym.domains import all_domains, get_domain
-from stategym.env import Env, cached_task
+from stategym.env import Env
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.metrics.taskset import MIXED
+from stategym.registry import all_domains, cached_task, get_domain
 from stategym.runner import run_episode
 from stategym.trajectory import Trajectory
 

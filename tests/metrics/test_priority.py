@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from metrics_toy import calls, expert_rounds, finish, pay, renumber, task, trajectory
 
-from stategym.domains import all_domains
-from stategym.env import cached_task
 from stategym.metrics import Kind, score
 from stategym.metrics.gold import gold_of
 from stategym.metrics.priority import inversions, priority_quality
 from stategym.metrics.taskset import MIXED
+from stategym.registry import all_domains, cached_task
 
 DOMAIN_NAMES = sorted(all_domains())
 

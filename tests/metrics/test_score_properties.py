@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym.agents import scripted
-from stategym.domains import all_domains, get_domain
 from stategym.env import Env
 from stategym.knobs import Knobs
 from stategym.metrics import DIMENSIONS, dense_reward, score
 from stategym.metrics.taskset import MIXED
+from stategym.registry import all_domains, get_domain
 from stategym.runner import run_episode
 from stategym.trajectory import dumps, loads
 from strategies import knobs, styles

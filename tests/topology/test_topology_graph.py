@@ -53,7 +53,7 @@ def test_domain_topology_has_every_offered_tool(domain: Domain) -> None:
 
 
 def test_hidden_information_off_removes_ask_nodes() -> None:
-    from stategym.domains import get_domain
+    from stategym.registry import get_domain
 
     travel = get_domain("travel")
     assert "ask" in domain_topology(travel, Knobs(), samples=16).labels()
@@ -61,7 +61,7 @@ def test_hidden_information_off_removes_ask_nodes() -> None:
 
 
 def test_travel_searches_fan_out_and_pipe_into_the_hold() -> None:
-    from stategym.domains import get_domain
+    from stategym.registry import get_domain
 
     topology = domain_topology(get_domain("travel"), Knobs(), samples=8)
     index = {name: node for node, name in topology.names.items()}
@@ -81,7 +81,7 @@ def test_svg_drawing_is_well_formed(tmp_path: Path, domain: Domain) -> None:
 
 
 def test_raster_drawing_needs_matplotlib(tmp_path: Path) -> None:
-    from stategym.domains import get_domain
+    from stategym.registry import get_domain
 
     topology = domain_topology(get_domain("travel"), Knobs(), samples=4)
     try:

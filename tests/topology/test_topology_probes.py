@@ -14,10 +14,10 @@ import pytest
 
 from stategym.agents import resolve
 from stategym.commands.protocol import DEFAULT_TRAIN
-from stategym.domains import all_domains, get_domain
 from stategym.env import Env
 from stategym.knobs import Knobs
 from stategym.metrics import score
+from stategym.registry import all_domains, get_domain
 from stategym.task import SlotKind, Task, best_options
 from stategym.topology.probes import FLIP, PRIORITIES, probes
 from stategym.topology.protocol import ProtocolConfig, run_protocol

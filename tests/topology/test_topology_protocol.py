@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from stategym.cli import main
-from stategym.domains import all_domains, get_domain
 from stategym.knobs import Knobs
+from stategym.registry import all_domains, get_domain
 from stategym.task import SlotKind
 from stategym.topology import protocol as protocol_module
 from stategym.topology.distance import wl_hash

@@ -10,15 +10,15 @@ from gymnasium.utils.env_checker import check_env
 
 from stategym import Env, Knobs, replay, run_episode
 from stategym.agents import resolve
-from stategym.domains import get_domain
+from stategym.domains.synthetic import SLOT_PHRASES
+from stategym.domains.synthetic.expert import QUESTIONS
 from stategym.errors import UnknownDomainError
 from stategym.gym import StateGymEnv
 from stategym.metrics.score import score
+from stategym.registry import get_domain
 from stategym.task import EventKind, SlotKind, Task
 from stategym.topology.distance import edit_distance, wl_hash
 from stategym.topology.graph import domain_topology, task_topology
-from stategym.topology.synthetic import SLOT_PHRASES
-from stategym.topology.synthetic.expert import QUESTIONS
 from stategym.trajectory import Trajectory
 from stategym.user import SimulatedUser
 

@@ -25,7 +25,7 @@ MESSAGES = (
 
 def random_agent(task: Task) -> ScriptedAgent:
     """Build the random agent for a task (seeded by the task's seed)."""
-    from stategym.domains import get_domain
+    from stategym.registry import get_domain
 
     tools = get_domain(task.domain).available_tools(task.knobs)
     rng = random.Random(f"random:{task.domain}:{task.seed}")

@@ -18,8 +18,8 @@ def main(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from stategym.agents import agent_names
-    from stategym.domains import all_domains
     from stategym.knobs import Knobs
+    from stategym.registry import all_domains
 
     console = Console()
     domains = Table(title="Domains")

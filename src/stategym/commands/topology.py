@@ -84,8 +84,8 @@ def _show(console: Console, args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from stategym.domains import get_domain
     from stategym.errors import UsageError
+    from stategym.registry import get_domain
     from stategym.topology import describe, domain_topology, task_topology, wl_hash
     from stategym.topology.draw import draw
 
@@ -134,7 +134,7 @@ def _matrix(console: Console, args: argparse.Namespace) -> int:
     import orjson
     from rich.table import Table
 
-    from stategym.domains import all_domains, get_domain
+    from stategym.registry import all_domains, get_domain
     from stategym.topology import distance_matrix, domain_topology, wl_distance, wl_hash
     from stategym.topology.distance import EXPANSION_BUDGET
 

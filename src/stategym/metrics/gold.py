@@ -163,7 +163,7 @@ def _build(task: Task) -> Gold:
         kinds={s.name: s.kind for s in task.slots},
         above=_above(task),
         dims=_task_dims(task, must_ask, required),
-        by_answer=judged_by_answer(task),
+        by_answer=task.judged_by_answer,
         **_match_tables(truth.calls),
     )
 
@@ -188,17 +188,6 @@ def _match_tables(calls: tuple[GoldCall, ...]) -> dict[str, Any]:
         },
         "scan": {tool: tuple(ids) for tool, ids in scan.items()},
     }
-
-
-def judged_by_answer(task: Task) -> bool:
-    """Whether the environment judges ``task`` on the answer (as :meth:`Env.outcome` does)."""
-    from stategym.domains import get_domain
-    from stategym.errors import UnknownDomainError
-
-    try:
-        return get_domain(task.domain).judges_answer(task.knobs)
-    except UnknownDomainError:  # a hand-made task of an unregistered domain
-        return not task.knobs.stateful
 
 
 def _descendants(node: str, children: Mapping[str, set[str]]) -> frozenset[str]:

@@ -118,10 +118,11 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
         >>> card.composite, card.outcome.goal_reached
         (1.0, True)
     """
-    if task is None:
-        from stategym.env import cached_task
+    if task is None:  # the metrics import no domain: the kernel's installed registry has them
+        from stategym.domain import installed_registry
 
-        task = cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
+        registry = installed_registry()
+        task = registry.cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
     return score_rounds(trajectory.rounds, task, trajectory.outcome, agent=trajectory.agent)
 
 

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from stategym.domain import Domain, GoldGraph
-from stategym.domains import get_domain
 from stategym.knobs import Knobs
+from stategym.registry import get_domain
 from stategym.task import (
     GroundTruth,
     SlotKind,

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from stategym.agents import resolve
 from stategym.agents.base import AgentFactory
-from stategym.domains import get_domain
-from stategym.env import Env, cached_task
+from stategym.env import Env
 from stategym.knobs import Knobs
+from stategym.registry import cached_task, get_domain
 from stategym.runner import play, run_episode
 from stategym.task import Task
 from stategym.topology.distance import EXPANSION_BUDGET

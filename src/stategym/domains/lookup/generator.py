@@ -146,6 +146,7 @@ def _build(seed: int, knobs: Knobs, corpus: Corpus, question: Question) -> Task:
         corpus,
         truth,
         MAX_ROUNDS,
+        read_only=True,
     )
 
 

@@ -72,7 +72,6 @@ def build_domain(spec: Spec) -> Domain:
             f"they know, and buy exactly one {noun} that meets their needs, or none if "
             "nothing does."
         ),
-        extra={"spec": spec, "surface": surface},
     )
 
 

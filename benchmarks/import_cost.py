@@ -1,0 +1,89 @@
+"""What starting stategym costs: modules loaded and wall time, in fresh interpreters.
+
+Each case runs in ``--repeat`` new ``python -c`` processes; the time is measured inside
+the child around the statement (interpreter start-up excluded) and the median is reported,
+with the number of modules the statement added to ``sys.modules`` (all of them, and those
+of stategym itself)::
+
+    python benchmarks/import_cost.py            # table
+    python benchmarks/import_cost.py --json     # one JSON object per case
+
+Cases: ``import stategym``; ``import stategym`` then ``stategym.Env("travel")`` (the first
+domain import); the CLI's ``--help`` (building every command's parser).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+CASES: dict[str, str] = {
+    "import stategym": "import stategym",
+    'stategym.Env("travel")': 'import stategym; stategym.Env("travel")',
+    "stategym --help": (
+        "import contextlib, io\n"
+        "from stategym import cli\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['--help'])"
+    ),
+}
+"""Statements timed, by the label the table shows."""
+
+_PROBE = """
+import sys, time, json
+before = set(sys.modules)
+start = time.perf_counter()
+exec(compile({statement!r}, "<case>", "exec"))
+seconds = time.perf_counter() - start
+added = set(sys.modules) - before
+print(json.dumps({{"seconds": seconds, "modules": len(added),
+    "stategym": sorted(m for m in added if m == "stategym" or m.startswith("stategym."))}}))
+"""
+
+
+def measure(statement: str, repeat: int) -> dict[str, object]:
+    """Median seconds and the modules loaded by ``statement`` over fresh interpreters."""
+    runs = []
+    for _ in range(repeat):
+        output = subprocess.run(
+            [sys.executable, "-c", _PROBE.format(statement=statement)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        runs.append(json.loads(output.splitlines()[-1]))
+    return {
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "modules": statistics.median(r["modules"] for r in runs),
+        "stategym_modules": len(runs[0]["stategym"]),
+        "stategym": runs[0]["stategym"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="fresh processes per case")
+    parser.add_argument("--json", action="store_true", help="one JSON object per case")
+    parser.add_argument("--list", action="store_true", help="name the stategym modules")
+    args = parser.parse_args()
+    if not args.json:
+        print(f"{'case':<26}{'median s':>10}{'modules':>9}{'stategym':>10}")
+    for label, statement in CASES.items():
+        figures = measure(statement, args.repeat)
+        if args.json:
+            print(json.dumps({"case": label, **figures}))
+            continue
+        print(
+            f"{label:<26}{figures['seconds']:>10.3f}{figures['modules']:>9.0f}"
+            f"{figures['stategym_modules']:>10}"
+        )
+        if args.list:
+            print("    " + " ".join(str(m) for m in figures["stategym"]))  # type: ignore[union-attr]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
