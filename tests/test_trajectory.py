@@ -11,13 +11,21 @@ from stategym import Env, Knobs
 from stategym.agents import scripted
 from stategym.domain import Domain
 from stategym.errors import TrajectoryError
+from stategym.metrics import score
+from stategym.protocol import CallBatch
+from stategym.registry import cached_task
 from stategym.runner import run_episodes
 from stategym.trajectory import (
     TRAJECTORY_VERSION,
+    ModelTurn,
+    RoundKind,
+    RunRecord,
     Trajectory,
+    Usage,
     dumps,
     loads,
     read_jsonl,
+    replay,
     summarise_rounds,
     write_jsonl,
 )
@@ -83,7 +91,8 @@ def test_broken_records_are_trajectory_errors(tmp_path: Path) -> None:
     bad_field = orjson.dumps(dict(record, seed="seven"))
     for line, message in (
         (b"[1, 2]", "version None"),
-        (wrong_version, "version 2"),
+        (wrong_version, f"version {TRAJECTORY_VERSION + 1}"),
+        (orjson.dumps(dict(record, version=0)), "version 0"),
         (missing, "invalid trajectory"),
         (bad_field, "invalid trajectory"),
         (b"{", "not JSON"),
@@ -115,3 +124,63 @@ def test_run_episodes_can_rename_the_agent(domain: Domain) -> None:
     env = Env(domain)
     names = {t.agent for t in run_episodes(env, scripted(domain, "expert"), range(2), "mine")}
     assert names == {"mine"}
+
+
+V1_FIXTURE = Path(__file__).parent / "fixtures" / "trajectories_v1.jsonl"
+"""Five trajectories written by the version 1 writer (the commit before version 2): an
+expert, a stateless lookup, a bank episode with invalid rounds, an LLM agent with token meta
+and a protocol probe."""
+
+
+def test_version_1_files_still_read() -> None:
+    raw = [orjson.loads(line) for line in V1_FIXTURE.read_bytes().splitlines()]
+    assert {r["version"] for r in raw} == {1}
+    trajectories = list(read_jsonl(V1_FIXTURE))
+    assert [t.version for t in trajectories] == [TRAJECTORY_VERSION] * 5
+    for line, trajectory in zip(raw, trajectories, strict=True):
+        assert trajectory.digest == line["digest"] and len(trajectory.rounds) == len(line["rounds"])
+        assert replay(trajectory).state_key() == trajectory.digest
+        task = cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
+        assert score(trajectory, task) == score(loads(dumps(trajectory)), task)
+    llm, probe = trajectories[3], trajectories[4]
+    # Token fields left round meta for the typed model turn; the run keys left meta.
+    first = llm.rounds[0]
+    assert first.model == ModelTurn(
+        text="raw text 0",
+        token_ids=(1, 2, 3, 4, 0),
+        logprobs=(-0.5, -0.25, -1.0, -0.125, -0.0625),
+        prompt_token_ids=(9, 8, 7),
+        finish_reason="stop",
+        usage=Usage(prompt_tokens=40, completion_tokens=5),
+    )
+    assert first.meta == {} and "sample" not in llm.meta and llm.run == RunRecord(sample=1)
+    assert llm.meta["backend"] == "hf" and llm.meta["usage"]["prompt_tokens"] == 40 + 41 + 42
+    assert probe.run == RunRecord(role="probe", probe="flipped")
+    assert probe.meta == {"split": "probe", "cell": "shop", "pair": 0}
+    invalid = [r for r in trajectories[2].rounds if r.kind is RoundKind.INVALID]
+    assert invalid and all(r.error is None for r in invalid)  # v1 did not log the text
+
+
+def test_version_2_fields_round_trip(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    trajectory = _mixed_one()
+    turn = ModelTurn("hi", (1, 2), (-0.5, -0.25), ("h", "i"), None, "stop", Usage(3, 2))
+    rounds = (replace(trajectory.rounds[0], model=turn), *trajectory.rounds[1:])
+    typed = replace(trajectory, rounds=rounds, run=RunRecord(2, "probe", "original"))
+    back = loads(dumps(typed))
+    assert back == typed and back.rounds[0].model == turn
+    assert type(back.rounds[0].model.usage) is Usage and type(back.run) is RunRecord
+    assert orjson.loads(dumps(typed))["version"] == TRAJECTORY_VERSION == 2
+
+
+def test_invalid_rounds_log_the_error_the_agent_saw() -> None:
+    env = Env("travel")
+    env.reset(seed=0)
+    messages, *_ = env.step_message("{broken")
+    env.step(CallBatch(()))
+    first, second = env.trajectory.rounds
+    assert messages[-1]["content"] == f"[environment] {first.error}"
+    assert first.error.startswith("malformed_json: ") and first.raw == "{broken"
+    assert second.error == "empty action: send tool calls or a message to the user"
+    assert loads(dumps(env.trajectory)).rounds == (first, second)

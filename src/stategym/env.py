@@ -341,8 +341,15 @@ class Env:
             return CallRecord(call_id, call.name, kept, None, None, str(error), error.kind, sources)
 
     def _invalid(self, index: int, kind: str, message: str, raw: str | None) -> Played:
+        # The error text is logged so a transcript shows the round as the agent saw it.
         record = RoundRecord(
-            index, self.world.clock, 1, RoundKind.INVALID, format_errors=(kind,), raw=raw
+            index,
+            self.world.clock,
+            1,
+            RoundKind.INVALID,
+            format_errors=(kind,),
+            raw=raw,
+            error=message,
         )
         return record, (), None, message
 

@@ -5,6 +5,13 @@ line. Every score, report and protocol figure is computed from these records and
 which is regenerated from ``(domain, seed, knobs)``. Field-by-field documentation:
 ``docs/trajectory.md``. :func:`replay` feeds a trajectory's actions to a fresh environment
 and reproduces the world exactly (equal state digest).
+
+Version 2 types what version 1 left in ``meta``: a round's :class:`ModelTurn` (what the model
+generated: text, token ids, log-probabilities, finish reason, usage), the round's ``error``
+text (what the agent was told about an unusable action) and the trajectory's
+:class:`RunRecord` (which sample, for what role, which probe: the probe decides the task a
+trajectory is scored against). Version 1 lines still read: :func:`loads` moves those keys out
+of ``meta`` into the typed fields.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from stategym.world import Charge
 if TYPE_CHECKING:
     from stategym.env import Env
 
-TRAJECTORY_VERSION = 1
+TRAJECTORY_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+"""Versions :func:`loads` reads; older lines are upgraded to the current shape."""
 
 
 class RoundKind(StrEnum):
@@ -64,6 +73,61 @@ class CallRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one model request cost.
+
+    Attributes:
+        prompt_tokens: tokens of the prompt (``None``: the endpoint did not say).
+        completion_tokens: tokens generated (``None``: the endpoint did not say).
+    """
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTurn:
+    """What a model generated for one round (LLM agents only; scripted rounds have none).
+
+    Attributes:
+        text: the raw generated text, before tool calls were parsed out of it (local
+            models; ``None`` where the endpoint returns a parsed message).
+        token_ids: the generated token ids, end-of-turn token included if reached.
+        logprobs: log-probability of each generated token.
+        tokens: the generated tokens as strings (from the endpoint).
+        prompt_token_ids: the prompt's token ids (only when asked for: large).
+        finish_reason: ``stop``, ``tool_calls`` or ``length``, as the backend reported it.
+        usage: the request's token counts.
+    """
+
+    text: str | None = None
+    token_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None
+    tokens: tuple[str, ...] | None = None
+    prompt_token_ids: tuple[int, ...] | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """What a run played an episode for; the probe decides which task is scored.
+
+    Attributes:
+        sample: which of the ``n`` samples of its task this episode is (resume key).
+        role: what the episode is for in a protocol run (``plan``, ``reference``, ``agent``,
+            ``probe``); ``None`` in a plain run.
+        probe: for a counterfactual probe, which task of the pair was played
+            (``original`` or the probe's name, whose task is the flipped one); ``None``
+            otherwise. Scoring regenerates the task accordingly.
+    """
+
+    sample: int = 0
+    role: str | None = None
+    probe: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RoundRecord:
     """One round: what the agent did, what happened, and what the clock read.
 
@@ -81,7 +145,9 @@ class RoundRecord:
         charges: money moved by this round.
         format_errors: format-error kinds in this round.
         raw: the unusable action, for invalid rounds.
-        meta: anything the runner adds (token usage, logprobs); not used for scoring.
+        error: what the agent was told about an invalid round (the observation's error).
+        model: what the model generated for this round (LLM agents), else ``None``.
+        meta: anything else the runner adds (a refusal); not used for scoring.
     """
 
     index: int
@@ -97,6 +163,8 @@ class RoundRecord:
     charges: tuple[Charge, ...] = ()
     format_errors: tuple[str, ...] = ()
     raw: JSON = None
+    error: str | None = None
+    model: ModelTurn | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     def action(self) -> Action:
@@ -143,7 +211,8 @@ class Trajectory:
         truncated: ended by the round limit.
         outcome: final-answer view (``None`` while the episode is running).
         digest: state digest at the end.
-        meta: anything the runner adds (token usage, model name); not used for scoring.
+        run: which sample, role and probe the run played this episode as.
+        meta: anything else the runner adds (model name, total usage); not used for scoring.
     """
 
     version: int
@@ -156,6 +225,7 @@ class Trajectory:
     truncated: bool
     outcome: Outcome | None
     digest: str
+    run: RunRecord = field(default_factory=RunRecord)
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -177,13 +247,48 @@ def loads(line: bytes | str) -> Trajectory:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as error:
         raise TrajectoryError(f"not JSON: {error}") from None
-    if not isinstance(data, dict) or data.get("version") != TRAJECTORY_VERSION:
-        version = data.get("version") if isinstance(data, dict) else None
+    version = data.get("version") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or version not in READABLE_VERSIONS:
         raise TrajectoryError(f"unsupported trajectory version {version!r}")
+    if version == 1:
+        data = _upgrade_v1(data)
     try:
         return _ADAPTER.validate_python(data)
     except pydantic.ValidationError as error:
         raise TrajectoryError(f"invalid trajectory: {error}") from None
+
+
+MODEL_META_KEYS = {
+    "text": "text",
+    "completion_token_ids": "token_ids",
+    "logprobs": "logprobs",
+    "tokens": "tokens",
+    "prompt_token_ids": "prompt_token_ids",
+    "finish_reason": "finish_reason",
+    "usage": "usage",
+}
+"""Per-round keys a backend reports (and version 1 kept in round ``meta``) -> the
+:class:`ModelTurn` field that holds them in version 2."""
+_V1_RUN = ("sample", "role", "probe")
+"""Version 1 trajectory ``meta`` keys that version 2 keeps in :class:`RunRecord`."""
+
+
+def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 line in the version 2 shape: token fields and run keys leave ``meta``.
+
+    Version 1 did not log an invalid round's error text: ``error`` stays null there.
+    """
+    rounds = []
+    for record in data.get("rounds") or ():
+        if not isinstance(record, dict):
+            rounds.append(record)
+            continue
+        meta = dict(record.get("meta") or {})
+        turn = {new: meta.pop(old) for old, new in MODEL_META_KEYS.items() if old in meta}
+        rounds.append({**record, "meta": meta, "model": turn or None})
+    meta = dict(data.get("meta") or {})
+    run = {key: meta.pop(key) for key in _V1_RUN if key in meta}
+    return {**data, "version": TRAJECTORY_VERSION, "rounds": rounds, "run": run, "meta": meta}
 
 
 def write_jsonl(path: Path, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:

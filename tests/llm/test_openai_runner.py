@@ -17,7 +17,7 @@ from stategym.llm.prompt import PROMPT_VERSION
 from stategym.llm.runner import Clock, run_many
 from stategym.registry import get_domain
 from stategym.runner import run_episode
-from stategym.trajectory import RoundKind, read_jsonl
+from stategym.trajectory import RoundKind, Usage, read_jsonl
 
 TRAVEL = get_domain("travel")
 LOOKUPS = [("get_profile", "{}"), ("get_travel_policy", "{}")]
@@ -183,10 +183,10 @@ def test_usage_logprobs_and_token_ids_are_recorded(endpoint: Any) -> None:
 
     make = factory(endpoint(script), logprobs=True, token_ids=True, temperature=0.7, max_tokens=50)
     (trajectory,) = run(make, [0])
-    meta = trajectory.rounds[0].meta
-    assert meta["usage"] == {"prompt_tokens": 11, "completion_tokens": 7}
-    assert meta["completion_token_ids"] == [5, 6, 7] and meta["prompt_token_ids"] == [1, 2, 3, 4]
-    assert meta["logprobs"] == [-0.5] * 3 and meta["tokens"] == ["a", "b", "c"]
+    turn = trajectory.rounds[0].model
+    assert turn is not None and turn.usage == Usage(prompt_tokens=11, completion_tokens=7)
+    assert turn.token_ids == (5, 6, 7) and turn.prompt_token_ids == (1, 2, 3, 4)
+    assert turn.logprobs == (-0.5,) * 3 and turn.tokens == ("a", "b", "c")
     assert trajectory.meta["usage"] == {"prompt_tokens": 22, "completion_tokens": 14}
     assert trajectory.meta["prompt_version"] == PROMPT_VERSION
     assert trajectory.meta["model"] == "mock-model" and trajectory.agent == "openai:mock-model"
@@ -195,7 +195,7 @@ def test_usage_logprobs_and_token_ids_are_recorded(endpoint: Any) -> None:
 def test_samples_per_task_have_their_own_seeds(endpoint: Any) -> None:
     server = endpoint(two_rounds)
     trajectories = run(factory(server, seed=3), [0, 1], samples=3)
-    assert [(t.seed, t.meta["sample"]) for t in trajectories] == [
+    assert [(t.seed, t.run.sample) for t in trajectories] == [
         (s, i) for s in (0, 1) for i in range(3)
     ]
     first_round_seeds = {r["seed"] for r in server.requests if round_of(r) == 0}
@@ -258,7 +258,7 @@ def test_blocking_act_works_with_the_plain_runner(endpoint: Any) -> None:
 
     env = Env("travel")
     trajectory = run_episode(env, factory(endpoint(two_rounds)), 4)
-    assert trajectory.terminated and trajectory.rounds[0].meta["usage"]["prompt_tokens"] == 11
+    assert trajectory.terminated and trajectory.rounds[0].model.usage.prompt_tokens == 11
     assert trajectory.meta["backend"] == "openai"
 
 
@@ -286,8 +286,8 @@ def test_eval_stream_continues_sample_numbers(endpoint: Any) -> None:
     jobs = [(TRAVEL, spec, 0, knobs), (TRAVEL, spec, 0, knobs), (TRAVEL, spec, 1, knobs)]
     options = {"client": server.client(), "concurrency": 2, "seed": 1}
     done = {("travel", spec, 0, knobs): 1}
-    trajectories = sorted(stream_jobs(jobs, options, done), key=lambda t: t.meta["sample"])
-    assert sorted((t.seed, t.meta["sample"]) for t in trajectories) == [(0, 1), (0, 2), (1, 0)]
+    trajectories = sorted(stream_jobs(jobs, options, done), key=lambda t: t.run.sample)
+    assert sorted((t.seed, t.run.sample) for t in trajectories) == [(0, 1), (0, 2), (1, 0)]
     assert all(t.agent == spec and t.terminated for t in trajectories)
 
 

@@ -69,7 +69,7 @@ def test_demonstrations_render_expert_episodes() -> None:
 
 
 def test_demonstrations_reach_the_system_prompt() -> None:
-    make = agent_factory("openai", "m", TRAVEL, demonstrations=1)
+    make = agent_factory("openai", "m", TRAVEL, demonstrations=1, client=object())
     env = Env("travel")
     env.reset(seed=5)
     agent = make(env.task)

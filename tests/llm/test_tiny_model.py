@@ -92,10 +92,11 @@ def test_local_episodes_log_tokens_and_replay(local_episodes: list[Trajectory]) 
     for trajectory in local_episodes:
         assert trajectory.agent == "hf:model" and trajectory.meta["backend"] == "hf"
         for record in trajectory.rounds:
-            meta = record.meta
-            assert len(meta["logprobs"]) == len(meta["completion_token_ids"])
-            assert meta["usage"]["completion_tokens"] == len(meta["completion_token_ids"])
-            assert all(lp <= 0 for lp in meta["logprobs"])
+            turn = record.model
+            assert turn is not None and turn.logprobs is not None and turn.token_ids is not None
+            assert len(turn.logprobs) == len(turn.token_ids)
+            assert turn.usage is not None and turn.usage.completion_tokens == len(turn.token_ids)
+            assert all(lp <= 0 for lp in turn.logprobs)
         assert replay(trajectory).state_key() == trajectory.digest
 
 
@@ -129,9 +130,10 @@ def test_serve_over_loopback_matches_the_local_agent(
         assert [r.action() for r in remote.rounds] == [r.action() for r in local.rounds]
         assert remote.digest == local.digest
         for there, here in zip(remote.rounds, local.rounds, strict=True):
-            assert there.meta["completion_token_ids"] == here.meta["completion_token_ids"]
-            assert there.meta["usage"] == here.meta["usage"]
-            assert there.meta["logprobs"] == pytest.approx(here.meta["logprobs"], abs=1e-4)
+            assert there.model is not None and here.model is not None
+            assert there.model.token_ids == here.model.token_ids
+            assert there.model.usage == here.model.usage
+            assert there.model.logprobs == pytest.approx(here.model.logprobs, abs=1e-4)
 
 
 def test_served_trajectories_score_like_scripted_ones(local_episodes: list[Trajectory]) -> None:

@@ -95,7 +95,7 @@ def test_probe_table_names_its_agent() -> None:
     )
     config = ProtocolConfig("ask-nothing", (train,), episodes=1, probes=2, plans=1)
     run = run_protocol(config, cells)
-    assert any(t.meta.get("probe") == FLIP for t in run.trajectories)
+    assert any(t.run.probe == FLIP for t in run.trajectories)
     titles = [str(getattr(r, "title", "")) for r in render(build_report(run))]
     assert any(t.startswith("ask-nothing:") and "probes" in t for t in titles), titles
 

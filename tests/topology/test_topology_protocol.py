@@ -167,7 +167,7 @@ def test_k_shot_passes_rendered_demonstrations(monkeypatch: pytest.MonkeyPatch, 
         assert block.count("### Example") == 3
         tool = get_domain(options["domain"]).tools[0].name
         assert tool in block  # demonstrations from the target domain itself
-    assert {t.meta.get("shots") for t in run.trajectories if t.meta["role"] == "agent"} == {0, 3}
+    assert {t.meta.get("shots") for t in run.trajectories if t.run.role == "agent"} == {0, 3}
 
 
 def test_command_runs_and_rereports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

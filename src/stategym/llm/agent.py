@@ -1,14 +1,16 @@
 """The chat agent every LLM backend shares: conversation, action mapping and the round log.
 
-A :class:`ChatAgent` keeps the conversation (system prompt, the request, then each round's
-assistant message and the observation's messages), asks its :class:`Backend` for the next
-assistant message, and maps it to an action with
-:func:`~stategym.protocol.action_from_message`. A message that maps to nothing becomes the
-empty action, which the environment logs as a format error: model output never raises.
+A :class:`ChatAgent` asks its episode's renderer (:mod:`stategym.rendering`) for everything
+the model sees: the offered tools, the first messages, each observation's messages, and the
+action a reply means. The conversation keeps the renderer's message for the action taken
+(not the backend's raw message), so it equals :func:`~stategym.rendering.transcript` of the
+logged trajectory, invalid rounds included. A reply that maps to nothing becomes the empty
+action, which the environment logs as a format error: model output never raises.
 
 What a backend reports per round (token usage, token ids, log-probabilities, tolerated parse
-errors) is attached to the trajectory by :meth:`ChatAgent.annotate`, as ``RoundRecord.meta``
-and ``Trajectory.meta`` (see ``docs/llm.md`` for every key).
+errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each round's typed
+:class:`~stategym.trajectory.ModelTurn`, the run record's sample, and ``Trajectory.meta``
+(see ``docs/llm.md`` and ``docs/trajectory.md``).
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from stategym.domain import Domain
-from stategym.errors import AgentFormatError
-from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages
-from stategym.protocol import Action, CallBatch, Observation, action_from_message
+from stategym.protocol import Action, Observation
+from stategym.rendering import PROMPT_VERSION, Message, make_renderer
 from stategym.task import Task
-from stategym.tools import finish_tool_schema
-from stategym.trajectory import Trajectory
+from stategym.trajectory import MODEL_META_KEYS, ModelTurn, Trajectory, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,7 @@ class ChatAgent:
         demonstrations: a block from :func:`~stategym.llm.prompt.render_demonstrations`.
         sample: which of the ``n`` samples of this task this episode is.
         seed: the run's sampling seed.
+        rendering: ``messages`` (OpenAI messages, JSON tool calls) or ``compact``.
     """
 
     def __init__(
@@ -94,15 +95,16 @@ class ChatAgent:
         demonstrations: str = "",
         sample: int = 0,
         seed: int = 0,
+        rendering: str = "messages",
     ) -> None:
         self.name = name
         self.sample = sample
+        self.renderer = make_renderer(domain, task.knobs, rendering)
         self._backend = backend
         self._seed = seed
         self._task_seed = task.seed
-        self._tools = [t.schema for t in domain.available_tools(task.knobs)]
-        self._tools.append(finish_tool_schema(task.knobs.stateful))
-        self._messages = first_messages(domain, task, demonstrations)
+        self._tools = self.renderer.tools
+        self._messages = self.renderer.first_messages(task, demonstrations)
         self._demonstrations = demonstrations.count("### Example ")
         self._rounds: list[Reply] = []
         self._started = False
@@ -125,33 +127,33 @@ class ChatAgent:
     def _observe(self, observation: Observation) -> Turn:
         # The reset observation is the request, which the first messages already hold.
         if self._started:
-            self._messages.extend(observation.to_messages())
+            self._messages.extend(self.renderer.observation_messages(observation))
         self._started = True
         index = len(self._rounds)
         key = f"{self._seed}:{self._task_seed}:{self.sample}:{index}".encode()
         return Turn(index, zlib.crc32(key) & 0x7FFFFFFF)
 
     def _take(self, reply: Reply) -> Action:
-        message = _with_call_ids(reply.message, len(self._rounds))
-        self._messages.append(message)
+        action = self.renderer.parse(reply.message)
+        # The renderer's message for the action, so the conversation is what the log rebuilds.
+        self._messages.append(self.renderer.action_message(action, len(self._rounds)))
         self._rounds.append(reply)
-        try:
-            return action_from_message(message)
-        except AgentFormatError:
-            return CallBatch(())  # the environment logs it as an empty action
+        return action
 
     def annotate(self, trajectory: Trajectory, **meta: Any) -> Trajectory:
-        """The trajectory with each round's reply log and the run's settings attached."""
-        rounds = tuple(
-            replace(
-                record,
-                meta={**record.meta, **reply.meta},
-                format_errors=record.format_errors + reply.format_errors,
+        """The trajectory with each round's model turn and the run's settings attached."""
+        rounds = []
+        for record, reply in zip(trajectory.rounds, self._rounds, strict=False):
+            turn, rest = model_turn(reply.meta)
+            rounds.append(
+                replace(
+                    record,
+                    model=turn,
+                    meta={**record.meta, **rest},
+                    format_errors=record.format_errors + reply.format_errors,
+                )
             )
-            if reply.meta or reply.format_errors
-            else record
-            for record, reply in zip(trajectory.rounds, self._rounds, strict=False)
-        )
+        rounds.extend(trajectory.rounds[len(rounds) :])
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         for reply in self._rounds:
             for key in usage:
@@ -159,22 +161,30 @@ class ChatAgent:
         header = {
             **self._backend.describe(),
             "prompt_version": PROMPT_VERSION,
+            "rendering": self.renderer.kind,
             "demonstrations": self._demonstrations,
-            "sample": self.sample,
             "seed": self._seed,
             "usage": usage,
         }
-        return replace(trajectory, rounds=rounds, meta={**trajectory.meta, **header, **meta})
+        return replace(
+            trajectory,
+            rounds=tuple(rounds),
+            run=replace(trajectory.run, sample=self.sample),
+            meta={**trajectory.meta, **header, **meta},
+        )
 
 
-def _with_call_ids(message: Mapping[str, Any], index: int) -> Message:
-    """Fill missing call ids the way the environment would (``c<round>_<i>``), so the tool
-    results sent back refer to calls the model's conversation actually contains."""
-    calls = message.get("tool_calls")
-    if not isinstance(calls, list) or all(isinstance(c, Mapping) and c.get("id") for c in calls):
-        return dict(message)
-    filled = [
-        {**c, "id": c.get("id") or f"c{index}_{position}"} if isinstance(c, Mapping) else c
-        for position, c in enumerate(calls)
-    ]
-    return {**message, "tool_calls": filled}
+def model_turn(meta: Mapping[str, Any]) -> tuple[ModelTurn | None, dict[str, Any]]:
+    """A backend's per-round report split into the typed model turn and the other keys."""
+    fields = {MODEL_META_KEYS[k]: v for k, v in meta.items() if k in MODEL_META_KEYS}
+    rest = {k: v for k, v in meta.items() if k not in MODEL_META_KEYS}
+    if not fields:
+        return None, rest
+    usage = fields.pop("usage", None)
+    for name in ("token_ids", "logprobs", "tokens", "prompt_token_ids"):
+        if fields.get(name) is not None:
+            fields[name] = tuple(fields[name])
+    typed = None
+    if isinstance(usage, Mapping):
+        typed = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    return ModelTurn(**fields, usage=typed), rest

@@ -17,7 +17,7 @@ from typing import Any
 from stategym.knobs import Knobs
 from stategym.llm.local import LocalModel, Sampling
 from stategym.llm.parse import Parsed, parse
-from stategym.llm.prompt import first_messages, transcript
+from stategym.rendering import MessageRenderer, transcript
 
 PROBE_SEED = 0
 """Held-out seeds start here; the tiny recipe trains on seeds from 1,000,000."""
@@ -67,12 +67,15 @@ def probe(
     counts = [0] * 6
     for seed in seeds:
         trajectory = run_episode(env, expert, seed)
-        messages = first_messages(env.domain, env.task)[:1] + transcript(trajectory, env.task)
+        renderer = MessageRenderer(env.domain, env.task.knobs)
+        messages = renderer.first_messages(env.task)[:1] + transcript(
+            MessageRenderer(env.domain, env.task.knobs), trajectory, env.task
+        )
         for index, gold in enumerate(messages):
             if gold["role"] != "assistant":
                 continue
             reply = model.generate(
-                messages[:index], env.tool_schemas, Sampling(max_tokens=max_tokens)
+                messages[:index], renderer.tools, Sampling(max_tokens=max_tokens)
             )
             _count(counts, gold, parse(reply.text))
     return ProbeResult(*counts)

@@ -209,7 +209,7 @@ def _resume(out: Path, domain: str, knobs: Knobs) -> dict[EpisodeKey, Trajectory
                 f"{out} holds episodes of {trajectory.domain} with knobs "
                 f"{trajectory.knobs.describe()}; use another file"
             )
-        finished[EpisodeKey(trajectory.seed, int(trajectory.meta.get("sample", 0)))] = trajectory
+        finished[EpisodeKey(trajectory.seed, trajectory.run.sample)] = trajectory
     return finished
 
 

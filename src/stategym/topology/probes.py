@@ -37,7 +37,7 @@ from stategym.task import (
 
 PRIORITIES = "priorities"
 FLIP = "priorities_reversed"
-"""The probe's name, stamped in the trajectory's ``meta["probe"]``."""
+"""The probe's name, stamped in the trajectory's ``run.probe``."""
 
 
 def _reversed_priority(

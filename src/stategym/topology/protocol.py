@@ -4,7 +4,7 @@
 each cell's held-out seeds (zero-shot, and k-shot when the agent is an LLM that can take
 demonstrations), plays the expert on the same tasks for reference plans, plays the
 counterfactual probes (:mod:`stategym.topology.probes`), and returns every trajectory, each
-tagged in ``meta`` with what it is for. The report (:mod:`stategym.topology.report`) is
+tagged with what it is for (``run.role`` and ``run.probe``, the rest in ``meta``). The report (:mod:`stategym.topology.report`) is
 computed from these trajectories and the cells alone, so a saved run can be re-reported.
 """
 
@@ -103,7 +103,7 @@ class ProtocolConfig:
 def task_of(trajectory: Trajectory) -> Task:
     """The task a protocol trajectory played (a probe's is the flipped task)."""
     task = cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
-    if trajectory.meta.get("probe") == FLIP:
+    if trajectory.run.probe == FLIP:
         flipped = flip_priorities(task)
         assert flipped is not None, "a probe trajectory's task always flips"
         return flipped
@@ -120,7 +120,10 @@ def _play(
             env = Env(domain, knobs=task.knobs)
         observation, _ = env.reset(options={"task": task})
         trajectory = play(env, make(task), observation)
-        out.append(replace(trajectory, meta={**trajectory.meta, **meta}))
+        # Role and probe go to the typed run record (the probe decides the task scored).
+        tags = {k: v for k, v in meta.items() if k not in ("role", "probe")}
+        run = replace(trajectory.run, role=meta.get("role"), probe=meta.get("probe"))
+        out.append(replace(trajectory, run=run, meta={**trajectory.meta, **tags}))
     return out
 
 
@@ -153,8 +156,9 @@ class ProtocolRun:
     Attributes:
         config: what was run.
         cells: the evaluation cells with their placements.
-        trajectories: every episode, ``meta`` saying ``role`` (agent, reference, plan,
-            probe), ``split``, ``shots`` and, for probes, ``probe`` and ``pair``.
+        trajectories: every episode, ``run.role`` saying what for (agent, reference, plan,
+            probe) and ``run.probe`` which task of a probe pair; ``meta`` saying ``split``,
+            ``cell``, ``shots`` and, for probes, ``pair``.
         notes: what was skipped and why.
     """
 

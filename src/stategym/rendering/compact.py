@@ -1,0 +1,275 @@
+"""The compact line rendering, for tiny models trained from scratch.
+
+A tool round is one line per call, arguments in the tool's parameter order, then any others
+as ``key=value`` (``search_flights LHR HND 8``); several lines are one parallel round; any
+other reply is a message to the user. Entity ids are short handles (:mod:`.handles`), mapped
+back to the real ids when a reply is parsed, so the model copies ``A``, not ``AQ449``. Results
+are ``key=value`` lines (one per item of a list). JSON tool calls cost 2-3.5x the tokens.
+
+Exact both ways: ``parse(action_message(a))`` is ``a`` with its call ids cleared, for every
+action whose arguments are mappings and whose first call names an offered tool (a reply whose
+first word is no tool is a message to the user). A string value is written bare when it cannot
+be read as anything else, JSON-quoted otherwise; numbers, booleans and null as JSON; lists and
+objects as one-token JSON. A message to the user that could be read as a call, or that starts with a
+backslash or with blank space, is written after a backslash. A call line that cannot be read
+(an unclosed quote) becomes a call with the rest of the line as raw arguments, which the
+environment rejects as malformed JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from stategym.domain import Domain
+from stategym.knobs import Knobs
+from stategym.protocol import JSON, Action, CallBatch, Observation, Say, ToolCall
+from stategym.rendering.base import Message
+from stategym.rendering.handles import Handles
+from stategym.rendering.messages import ANSWERED, STATEFUL, offered_tools
+from stategym.task import Task
+
+COMPACT_PROTOCOL = """\
+How to work:
+- Each reply is one round: tool calls, one per line, or one message to the user.
+- A call is its tool's name, then the arguments in order, separated by spaces.
+- Calls in one reply run together: none sees another's result.
+- Capital letters (A, B, ...) name things; use them as they are."""
+
+_KEYWORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+_BARE = re.compile(r"[^\s\"=\[\]{}]+")
+
+
+class CompactRenderer:
+    """Compact lines with entity handles for one episode of ``domain`` with ``knobs``."""
+
+    kind = "compact"
+
+    def __init__(self, domain: Domain, knobs: Knobs) -> None:
+        self.domain = domain
+        self.knobs = knobs
+        self.handles = Handles()
+        self._tools = offered_tools(domain, knobs)
+        self._params = {
+            t["function"]["name"]: list(t["function"]["parameters"]["properties"])
+            for t in self._tools
+        }
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return self._tools
+
+    def system_prompt(self, demonstrations: str = "") -> str:
+        ending = ANSWERED if self.domain.judges_answer(self.knobs) else STATEFUL
+        lines = [_signature(t["function"]) for t in self._tools]
+        parts = [self.domain.instructions, COMPACT_PROTOCOL + "\n" + ending, "\n".join(lines)]
+        if demonstrations:
+            parts.append(demonstrations)
+        return "\n\n".join(parts)
+
+    def first_messages(self, task: Task, demonstrations: str = "") -> list[Message]:
+        return [
+            {"role": "system", "content": self.system_prompt(demonstrations)},
+            {"role": "user", "content": self.handles.encode(task.request.text)},
+        ]
+
+    def observation_messages(self, observation: Observation) -> list[Message]:
+        messages: list[Message] = []
+        for result in observation.results:
+            if result.error is not None:
+                body = "error " + self.handles.encode(result.error)
+            else:
+                body = self._result(result.content)
+            messages.append({"role": "tool", "content": body})
+        if observation.error is not None:
+            text = self.handles.encode(observation.error)
+            messages.append({"role": "user", "content": f"[environment] {text}"})
+        if observation.user is not None:
+            messages.append({"role": "user", "content": self.handles.encode(observation.user)})
+        return messages
+
+    def action_message(self, action: Action, index: int) -> Message:
+        return {"role": "assistant", "content": self.render(action)}
+
+    def render(self, action: Action) -> str:
+        """The reply text of an action."""
+        if isinstance(action, Say):
+            text = self.handles.encode(action.text)
+            readable = text and text == text.strip() and not text.startswith("\\")
+            return text if readable and not self._is_call(text) else "\\" + text
+        return "\n".join(self._call_line(call) for call in action.calls)
+
+    def parse(self, reply: Message | str) -> Action:
+        text = reply if isinstance(reply, str) else reply.get("content")
+        if not isinstance(text, str):
+            return CallBatch(())
+        if text.startswith("\\"):
+            return Say(self.handles.decode(text[1:]))
+        stripped = text.strip()
+        if not stripped:
+            return CallBatch(())
+        if not self._is_call(stripped):
+            return Say(self.handles.decode(stripped))
+        lines = [line.strip() for line in stripped.splitlines() if line.strip()]
+        return CallBatch(tuple(self._read_call(line) for line in lines))
+
+    def _is_call(self, text: str) -> bool:
+        return text.split(maxsplit=1)[0] in self._params
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def _call_line(self, call: ToolCall) -> str:
+        if isinstance(call.arguments, str):
+            return f"{call.name} {call.arguments}".rstrip()
+        arguments = dict(call.arguments)
+        words = [call.name]
+        for name in self._params.get(call.name, ()):
+            if name not in arguments or isinstance(arguments[name], dict):
+                break
+            words.append(self._value(arguments.pop(name)))
+        words.extend(f"{key}={self._value(value)}" for key, value in arguments.items())
+        if any(not _KEYWORD.fullmatch(f"{key}=") for key in arguments):
+            words = [call.name, orjson.dumps(self._encoded(dict(call.arguments))).decode()]
+        return " ".join(words)
+
+    def _read_call(self, line: str) -> ToolCall:
+        name, _, rest = line.partition(" ")
+        rest = rest.strip()
+        try:
+            tokens = _tokens(rest)
+            if len(tokens) == 1 and tokens[0][0] is None and tokens[0][1].startswith("{"):
+                decoded = self._decoded(orjson.loads(tokens[0][1]))
+                if isinstance(decoded, dict):
+                    return ToolCall(name, decoded)
+            return ToolCall(name, self._arguments(name, tokens))
+        except ValueError:
+            return ToolCall(name, rest)
+
+    def _arguments(self, name: str, tokens: list[tuple[str | None, str]]) -> dict[str, JSON]:
+        params = self._params.get(name, [])
+        arguments: dict[str, JSON] = {}
+        for position, (key, token) in enumerate(tokens):
+            if key is None:
+                if key_seen(arguments, params, position):
+                    raise ValueError("a positional argument after a keyword one")
+                key = params[position]
+            if key in arguments:
+                raise ValueError(f"argument {key} given twice")
+            arguments[key] = self._read_value(token)
+        return arguments
+
+    # -- values ---------------------------------------------------------------------------
+
+    def _value(self, value: JSON) -> str:
+        if isinstance(value, str):
+            text = self.handles.encode(value)
+            if _BARE.fullmatch(text) and not _reads_as_json(text):
+                return text
+            return orjson.dumps(text).decode()
+        return orjson.dumps(self._encoded(value)).decode()
+
+    def _read_value(self, token: str) -> JSON:
+        if _BARE.fullmatch(token) and not _reads_as_json(token):
+            return self.handles.decode(token)
+        try:
+            return self._decoded(orjson.loads(token))
+        except orjson.JSONDecodeError as error:
+            raise ValueError(str(error)) from None
+
+    def _encoded(self, value: JSON) -> JSON:
+        if isinstance(value, str):
+            return self.handles.encode(value)
+        if isinstance(value, Mapping):
+            return {k: self._encoded(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._encoded(v) for v in value]
+        return value
+
+    def _decoded(self, value: JSON) -> JSON:
+        if isinstance(value, str):
+            return self.handles.decode(value)
+        if isinstance(value, dict):
+            return {k: self._decoded(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._decoded(v) for v in value]
+        return value
+
+    def _result(self, content: JSON) -> str:
+        if isinstance(content, list) and content and all(isinstance(i, dict) for i in content):
+            return "\n".join(self._result(item) for item in content)
+        if isinstance(content, dict):
+            return " ".join(f"{k}={self._value(v)}" for k, v in content.items()) or "{}"
+        return self._value(content)
+
+
+def key_seen(arguments: dict[str, JSON], params: list[str], position: int) -> bool:
+    """A positional token is readable only before any keyword one and within the schema."""
+    return position >= len(params) or len(arguments) != position
+
+
+def _reads_as_json(token: str) -> bool:
+    try:
+        orjson.loads(token)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _tokens(text: str) -> list[tuple[str | None, str]]:
+    """``(key or None, value token)`` pairs; raises ``ValueError`` on an unreadable line."""
+    out: list[tuple[str | None, str]] = []
+    position = 0
+    while position < len(text):
+        if text[position].isspace():
+            position += 1
+            continue
+        key = None
+        keyword = _KEYWORD.match(text, position)
+        if keyword is not None:
+            key, position = keyword.group(1), keyword.end()
+        end = _token_end(text, position)
+        out.append((key, text[position:end]))
+        position = end
+    return out
+
+
+def _token_end(text: str, start: int) -> int:
+    """Where the value token starting at ``start`` ends (a JSON string, list or object, or
+    a bare run up to the next blank)."""
+    if start >= len(text):
+        raise ValueError("a keyword without a value")
+    if text[start] not in '"[{':
+        match = _BARE.match(text, start)
+        if match is None:
+            raise ValueError(f"unreadable at {text[start:]!r}")
+        return match.end()
+    depth, in_string, position = 0, False, start
+    while position < len(text):
+        char = text[position]
+        if in_string:
+            if char == "\\":
+                position += 1
+            elif char == '"':
+                in_string = False
+                if depth == 0:
+                    return position + 1
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return position + 1
+        position += 1
+    raise ValueError("an unclosed quote or bracket")
+
+
+def _signature(function: Mapping[str, Any]) -> str:
+    parameters = function["parameters"]
+    required = set(parameters.get("required", ()))
+    names = [n if n in required else f"{n}?" for n in parameters["properties"]]
+    return " ".join([function["name"], *names]) + f": {function['description']}"

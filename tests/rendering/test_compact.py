@@ -1,0 +1,135 @@
+"""The compact line rendering: exact both ways, and the expert plays through it unchanged."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stategym.agents import scripted
+from stategym.env import Env
+from stategym.knobs import Knobs
+from stategym.metrics import score
+from stategym.protocol import Action, CallBatch, Say, ToolCall, call, calls
+from stategym.registry import all_domains, get_domain
+from stategym.rendering import CompactRenderer, MessageRenderer
+from stategym.rendering.handles import Handles, is_entity
+from stategym.runner import run_episode
+
+DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
+TRAVEL = get_domain("travel")
+
+ids = st.from_regex(r"[A-Z]{1,3}[0-9]{1,5}(-[0-9]{2})?", fullmatch=True)
+words = st.sampled_from(["A", "B", "I", "the", "LHR", "\\", "\\B", "x=1", "8", "true", '"q"', ""])
+texts = st.lists(st.one_of(ids, words, st.text(max_size=6)), max_size=8).map(" ".join)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    texts,
+    ids,
+)
+values = st.one_of(
+    scalars, st.lists(scalars, max_size=3), st.dictionaries(texts, scalars, max_size=2)
+)
+keys = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@st.composite
+def actions(draw: st.DrawFn) -> Action:
+    """Says and call batches over the travel tools (and, after the first call, an unknown
+    one: a reply whose first word is no tool is a message), with arguments named by the
+    schema or not, holding ids, handle-like words and awkward strings."""
+    renderer = CompactRenderer(TRAVEL, Knobs())
+    if draw(st.booleans()):
+        return Say(draw(st.one_of(texts, st.text(max_size=20))))
+    names = [t["function"]["name"] for t in renderer.tools] + ["no_such_tool"]
+    batch = []
+    for position in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(names[:-1] if position == 0 else names))
+        params = [k for k in renderer._params.get(name, [])]
+        chosen = draw(st.lists(st.sampled_from(params), unique=True)) if params else []
+        extra = draw(st.dictionaries(keys, values, max_size=2))
+        arguments = {**{k: draw(values) for k in chosen}, **extra}
+        batch.append(ToolCall(name, arguments))
+    return CallBatch(tuple(batch))
+
+
+@given(actions(), st.lists(ids, max_size=4))
+def test_parse_of_render_is_the_action(action: Action, seen: list[str]) -> None:
+    renderer = CompactRenderer(TRAVEL, Knobs())
+    for entity in seen:  # ids the episode has shown already have handles
+        renderer.handles.handle(entity)
+    text = renderer.action_message(action, 0)["content"]
+    assert renderer.parse(text) == action
+    assert renderer.parse({"role": "assistant", "content": text}) == action
+
+
+@given(actions())
+def test_the_message_rendering_round_trips_too(action: Action) -> None:
+    """As exact, for what messages can say: blank content is no message (an empty action)."""
+    renderer = MessageRenderer(TRAVEL, Knobs())
+    if isinstance(action, Say) and not action.text.strip():
+        assert renderer.parse(renderer.action_message(action, 0)) == CallBatch(())
+        return
+    if isinstance(action, CallBatch):  # the message form keeps ids: give every call one
+        action = CallBatch(tuple(replace(c, id=f"c0_{i}") for i, c in enumerate(action.calls)))
+        action = replace(
+            action, calls=tuple(replace(c, arguments=_json_text(c)) for c in action.calls)
+        )
+    assert renderer.parse(renderer.action_message(action, 0)) == action
+
+
+def _json_text(c: ToolCall) -> str:
+    import orjson
+
+    return orjson.dumps(dict(c.arguments)).decode()  # the message form carries JSON text
+
+
+@given(texts)
+def test_handles_decode_what_they_encode(text: str) -> None:
+    handles = Handles()
+    handles.handle("ZZ99")
+    encoded = handles.encode(text)
+    assert handles.decode(encoded) == text
+    assert not any(is_entity(run) for run in re.findall(r"[A-Za-z0-9_-]+", encoded))
+
+
+def test_lines_look_like_the_issue_says() -> None:
+    renderer = CompactRenderer(TRAVEL, Knobs())
+    assert renderer.render(
+        calls(call("search_flights", origin="LHR", destination="HND", day=8))
+    ) == ("search_flights LHR HND 8")
+    hold = calls(call("hold_fare", flight_id="AQ449"), call("hold_fare", flight_id="TK204"))
+    assert renderer.render(hold) == "hold_fare A\nhold_fare B"
+    assert renderer.parse("hold_fare B\n\nhold_fare A") == calls(
+        call("hold_fare", flight_id="TK204"), call("hold_fare", flight_id="AQ449")
+    )
+    assert renderer.parse("Shall I book A?") == Say("Shall I book AQ449?")
+    assert renderer.render(Say("finish me")) == "\\finish me"
+    assert renderer.parse('hold_fare "A') == CallBatch((ToolCall("hold_fare", '"A'),))
+    assert renderer.parse("   ") == CallBatch(())
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_the_expert_through_the_compact_rendering_plays_the_same_episode(name: str) -> None:
+    """Each expert action is rendered to text, parsed back and stepped; state and score are
+    the typed expert's."""
+    for knobs in (Knobs(), Knobs.all_off()):
+        typed_env, env = Env(name, knobs=knobs), Env(name, knobs=knobs, agent="expert")
+        for seed in range(12):
+            typed = run_episode(typed_env, scripted(typed_env.domain, "expert"), seed)
+            observation, _ = env.reset(seed=seed)
+            renderer = CompactRenderer(env.domain, env.task.knobs)
+            renderer.first_messages(env.task)
+            expert = scripted(env.domain, "expert")(env.task)
+            while not env.done:
+                text = renderer.render(expert.act(observation))
+                observation = env.step(renderer.parse(text)).observation
+                renderer.observation_messages(observation)
+            assert env.state_key() == typed.digest
+            assert score(env.trajectory, env.task) == score(typed, typed_env.task)

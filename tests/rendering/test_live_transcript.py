@@ -1,0 +1,144 @@
+"""What a live LLM agent saw equals ``transcript()`` of its logged trajectory, bad rounds too.
+
+An LLM agent (:class:`~stategym.llm.agent.ChatAgent`) plays every domain, synthetic included,
+in both renderings; its backend replays the expert's decisions with deliberately bad replies
+mixed in (malformed JSON, an unknown tool, an empty message, a missing argument, narration
+beside a call, a call with no id). The conversation the agent kept is then compared with the
+one rebuilt from the log alone.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from stategym.agents import scripted
+from stategym.env import Env
+from stategym.llm.agent import ChatAgent, Reply, Turn
+from stategym.protocol import Action
+from stategym.registry import all_domains, get_domain
+from stategym.rendering import CompactRenderer, make_renderer, transcript
+from stategym.trajectory import RoundKind
+
+DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
+BAD_MESSAGES = [
+    {"role": "assistant", "content": ""},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "x1", "type": "function", "function": {"name": "no_such_tool"}}],
+    },
+    {
+        "role": "assistant",
+        "content": "let me look",  # narration beside a call: not delivered to anyone
+        "tool_calls": [{"id": "", "type": "function", "function": {"name": "finish"}}],
+    },
+]
+BAD_TEXTS = ["", "   \n", 'get_profile "unclosed', "finish a b c d"]
+
+
+class Puppet:
+    """A backend that sends what the test's ``next`` makes, once the agent has observed
+    (a compact reply is written with the handles the observation introduced)."""
+
+    def __init__(self) -> None:
+        self.next: Callable[[], dict[str, Any]] = dict
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "puppet", "model": "puppet"}
+
+    def complete_sync(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], turn: Turn
+    ) -> Reply:
+        return Reply(
+            self.next(), {"usage": {"prompt_tokens": len(messages), "completion_tokens": 1}}
+        )
+
+    async def complete(self, messages: Any, tools: Any, turn: Turn) -> Reply:
+        return self.complete_sync(messages, tools, turn)
+
+
+def _bad(rendering: str, env: Env, number: int) -> dict[str, Any]:
+    """The ``number``-th bad reply of a kind the rendering can carry."""
+    first = env.tool_schemas[0]["function"]["name"]
+    if rendering == "compact":
+        texts = [*BAD_TEXTS, f"{first} x=1 x=2"]
+        return {"role": "assistant", "content": texts[number % len(texts)]}
+    malformed = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "", "type": "function", "function": {"name": first, "arguments": "{not"}}
+        ],
+    }
+    messages = [*BAD_MESSAGES, malformed]
+    return messages[number % len(messages)]
+
+
+def _good(agent: ChatAgent, action: Action, index: int) -> dict[str, Any]:
+    renderer = agent.renderer
+    if isinstance(renderer, CompactRenderer):
+        return {"role": "assistant", "content": renderer.render(action)}
+    message = renderer.action_message(action, index)
+    for call in message.get("tool_calls") or ():
+        call["id"] = ""  # the environment names calls that come without an id
+    return message
+
+
+def _play(name: str, seed: int, rendering: str) -> tuple[ChatAgent, Env, list[dict[str, Any]]]:
+    """Play one episode; returns the agent, the environment and the live conversation (the
+    agent's, then the final observation, which the episode's end kept from it)."""
+    env = Env(name)
+    observation, _ = env.reset(seed=seed)
+    backend = Puppet()
+    agent = ChatAgent("puppet", backend, env.domain, env.task, rendering=rendering)
+    expert = scripted(env.domain, "expert")(env.task)
+    bad_rounds = {0, 2, 3, 6}
+    expert_observation = observation
+    number = seed
+    while not env.done:
+        index = len(env.rounds)
+        if index in bad_rounds:
+            backend.next = functools.partial(dict, _bad(rendering, env, number))
+            number += 1
+        else:
+            action = expert.act(expert_observation)
+            backend.next = functools.partial(_good, agent, action, index)
+        observation = env.step(agent.act(observation)).observation
+        if index not in bad_rounds:
+            expert_observation = observation
+    return agent, env, agent.messages + agent.renderer.observation_messages(observation)
+
+
+@pytest.mark.parametrize("rendering", ["messages", "compact"])
+@pytest.mark.parametrize("name", DOMAINS)
+def test_live_messages_equal_the_transcript(name: str, rendering: str) -> None:
+    invalid = errors = 0
+    for seed in range(4):
+        agent, env, live = _play(name, seed, rendering)
+        trajectory = agent.annotate(env.trajectory)
+        fresh = make_renderer(get_domain(name), env.task.knobs, rendering)
+        assert live[0] == fresh.first_messages(env.task)[0]
+        assert live[1:] == transcript(fresh, trajectory, env.task)
+        invalid += sum(r.kind is RoundKind.INVALID for r in trajectory.rounds)
+        errors += sum(len(r.format_errors) for r in trajectory.rounds)
+        assert all(r.model is not None for r in trajectory.rounds)
+    assert invalid > 0  # the error text of invalid rounds was rebuilt too
+    assert errors > invalid  # and calls rejected as format errors
+
+
+def test_a_user_who_gives_up_is_rebuilt_with_the_goodbye() -> None:
+    env = Env("travel")
+    observation, _ = env.reset(seed=1)
+    backend = Puppet()
+    agent = ChatAgent("puppet", backend, env.domain, env.task)
+    backend.next = lambda: {"role": "assistant", "content": "zzz"}
+    while not env.done:
+        observation = env.step(agent.act(observation)).observation
+    live = agent.messages + agent.renderer.observation_messages(observation)
+    assert env.trajectory.terminated and live[-1]["content"].endswith("Goodbye.")
+    fresh = make_renderer(env.domain, env.task.knobs)
+    assert live[1:] == transcript(fresh, env.trajectory, env.task)
