@@ -109,9 +109,9 @@ def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLM
     Raises:
         KeyError: unknown kind.
         TypeError: an option this kind does not take.
-        UsageError: ``hf``: no saved model at ``target``; ``openai``: the endpoint cannot
-            be reached or does not serve ``target`` (checked once, in seconds, unless a
-            ``client`` is given).
+        UsageError: ``hf``: no saved model at ``target``. (An ``openai`` endpoint is
+            checked at its first request, see :meth:`OpenAIBackend.check`, so making a
+            factory never touches the network.)
     """
     given = {k: v for k, v in options.items() if v is not None and k not in RUNNER_OPTIONS}
     demonstrations = given.pop("demonstrations", "")
@@ -131,7 +131,9 @@ def check_agent(kind: str, target: str, **options: Any) -> None:
     """Fail fast for an LLM agent spec ``KIND:TARGET``, without loading a model.
 
     ``hf``: the folder holds a saved model; ``openai``: the endpoint answers and serves the
-    model (skipped when ``client`` is given). :func:`agent_factory` makes the same checks.
+    model (skipped when ``client`` is given). Commands call it before slow preparation; the
+    agents make the same checks themselves, ``hf`` when loading, ``openai`` before the
+    first request.
 
     Raises:
         UsageError: an unknown kind, a missing model folder, an unreachable endpoint.
@@ -152,13 +154,11 @@ def check_agent(kind: str, target: str, **options: Any) -> None:
 def _openai_backend(model: str, options: dict[str, Any]) -> Backend:
     from dataclasses import fields
 
-    from stategym.llm.openai_agent import OpenAIBackend, Settings, check_endpoint
+    from stategym.llm.openai_agent import OpenAIBackend, Settings
 
     client = options.pop("client", None)
     api_key = options.pop("api_key", None)
     _check(options, {f.name for f in fields(Settings)} - {"model"}, "openai")
-    if client is None:  # a given client is the test seam: nothing to reach
-        check_endpoint(model, options.get("base_url"), api_key)
     return OpenAIBackend(Settings(model=model, **options), client=client, api_key=api_key)
 
 

@@ -2,16 +2,19 @@
 
 vLLM, SGLang, Ollama, ``stategym serve`` and hosted APIs all speak this protocol. Tools go as
 function schemas, the reply's ``tool_calls`` are one parallel round and plain ``content``
-goes to the simulated user. Transient failures (timeouts, connection errors, 408/409/429 and
-5xx answers) are retried with exponential backoff; a request rejected because the
-conversation outgrew the model's context ends the episode (:class:`AgentStopped`); any other
-error stops the run, since it would fail every episode the same way.
+goes to the simulated user. Before the first request the endpoint is asked for its models,
+once and quickly (:func:`check_endpoint`), so a server that is down fails at once. Transient
+failures (timeouts, connection errors, 408/409/429 and 5xx answers) are retried with
+exponential backoff; a request rejected because the conversation outgrew the model's context
+ends the episode (:class:`AgentStopped`); any other error stops the run, since it would fail
+every episode the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -86,6 +89,22 @@ class OpenAIBackend:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
         )
+        self._checked = client is not None  # a given client is the test seam: nothing to reach
+        self._check_lock = threading.Lock()
+
+    def check(self) -> None:
+        """Check the endpoint once (:func:`check_endpoint`); later calls return at once.
+
+        Called before the first request rather than at construction, so making a backend
+        never touches the network, and a server that is down fails in seconds rather than
+        after every retry of the first request.
+        """
+        if self._checked:
+            return
+        with self._check_lock:  # concurrent first requests: one probe
+            if not self._checked:
+                check_endpoint(self.settings.model, self.settings.base_url, self._api_key)
+                self._checked = True
 
     def describe(self) -> dict[str, Any]:
         sampling = {
@@ -129,6 +148,8 @@ class OpenAIBackend:
     def complete_sync(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
     ) -> Reply:
+        self.check()
+
         async def once() -> Reply:
             if self._client is not None:
                 return await self._complete(self._client, messages, tools, turn)
@@ -140,6 +161,10 @@ class OpenAIBackend:
     async def complete(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
     ) -> Reply:
+        # Blocks the loop once, for at most PROBE_TIMEOUT: no episode can progress without
+        # the endpoint anyway, and there is no await under the lock, so no coroutine waits
+        # on it while holding the loop.
+        self.check()
         return await self._complete(self._client_here(), messages, tools, turn)
 
     async def _complete(
