@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from stategym.domain import Commitment, Domain, installed_registry, lookup
 from stategym.errors import AgentFormatError, ToolError
 from stategym.knobs import Knobs
 from stategym.protocol import (
     FINISH,
+    MAX_MESSAGE,
+    MAX_TEXT,
     Action,
     CallBatch,
     Observation,
@@ -28,6 +28,10 @@ from stategym.protocol import (
     ToolCall,
     ToolResult,
     action_from_message,
+    clean_text,
+    json_text,
+    kept_text,
+    read_json,
 )
 from stategym.provenance import Origin, Provenance, Source
 from stategym.task import EventKind, Task, Value
@@ -41,13 +45,12 @@ from stategym.trajectory import (
     Trajectory,
 )
 from stategym.user import SimulatedUser, UserState
+from stategym.validation import NOT_RUN, Ready, batch_problem, call_id, check_call, rejected
 from stategym.world import USER_ACCOUNT, WorldSnapshot
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
 EMPTY_ACTION = "empty action: send tool calls or a message to the user"
-RAW_LIMIT = 4096
-"""Characters of an unusable action kept in the log (enough to see what went wrong)."""
 GIVE_UP_AFTER = 3
 """The user ends the conversation after this many messages in a row it cannot understand."""
 
@@ -169,18 +172,27 @@ class Env:
     # -- stepping -------------------------------------------------------------------------
 
     def step(self, action: Action) -> StepResult:
-        """Play one round. Never raises on agent output."""
+        """Play one round. Never raises on agent output.
+
+        A batch is checked whole before any call runs (:mod:`stategym.validation`): if one
+        call is malformed, none runs. A message to the user longer than
+        :data:`~stategym.protocol.MAX_TEXT` characters is a ``too_large`` invalid round.
+        """
         if isinstance(action, Say):
-            if isinstance(action.text, str):
-                return self._play(self._say, action.text)
-            return self._play(
-                self._invalid,
-                "bad_message",
-                "bad_message: a message to the user must be text",
-                None,
-            )
-        if isinstance(action, CallBatch) and action.calls:
-            return self._play(self._calls, action.calls)
+            text = action.text
+            if not isinstance(text, str):
+                message = "bad_message: a message to the user must be text"
+                return self._play(self._invalid, "bad_message", message, None)
+            if len(text) > MAX_TEXT:
+                message = f"too_large: a message to the user is at most {MAX_TEXT} characters"
+                return self._play(self._invalid, "too_large", message, None)
+            return self._play(self._say, clean_text(str.__str__(text)))
+        if isinstance(action, CallBatch):
+            problem = batch_problem(action.calls)
+            if problem is not None:
+                return self._play(self._invalid, *problem, None)
+            if action.calls:
+                return self._play(self._calls, tuple(action.calls))
         return self._play(self._invalid, "empty_action", EMPTY_ACTION, None)
 
     def step_message(
@@ -256,89 +268,62 @@ class Env:
         return record, (), reply, None
 
     def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> Played:
-        records: list[CallRecord] = []
-        results: list[ToolResult] = []
-        errors: list[str] = []
-        latency = 1
-        finish_answer: str | None = None
-        finished = False
-        for position, call in enumerate(batch):
-            call_id = call.id or f"c{index}_{position}"
-            record = self._run_call(call_id, call)
-            records.append(record)
-            if record.error_kind not in (None, "tool"):
-                errors.append(record.error_kind or "")
-            elif record.name == FINISH and record.error is None:
-                finished = True
-                finish_answer = record.content.get("answer") if record.content else None
-            else:
-                latency = max(
-                    latency, self._tools[record.name].latency if record.name in self._tools else 1
-                )
-            results.append(
-                ToolResult(call_id, record.name, record.content, record.error, record.error_kind)
+        judges = self.domain.judges_answer(self.task.knobs)
+        checked = [
+            check_call(
+                call, call_id(call.id, index, position), self._tools, judges, self.provenance
             )
-        origin_round = index
+            for position, call in enumerate(batch)
+        ]
+        ready = [c for c in checked if isinstance(c, Ready)]
+        if len(ready) < len(checked):  # some call is malformed: nothing runs
+            records = rejected(checked)
+            errors = tuple(r.error_kind or "" for r in records if r.error_kind != NOT_RUN)
+            latency = 1
+        else:
+            records = tuple(self._run(call) for call in ready)
+            errors = ()
+            latency = max([1, *(c.tool.latency for c in ready if c.tool is not None)])
         for record in records:
             if record.error is None and record.name != FINISH:
-                self.provenance.observe(
-                    record.content, Origin(Source.TOOL, origin_round, record.id)
-                )
-        if finished:
+                self.provenance.observe(record.content, Origin(Source.TOOL, index, record.id))
+        finish = next((r for r in records if r.name == FINISH and r.error is None), None)
+        if finish is not None:
             self._terminated = True
-            self._answer = finish_answer
+            self._answer = finish.content.get("answer") if finish.content else None
         round_record = RoundRecord(
             index,
             self.world.clock,
             latency,
             RoundKind.CALLS,
-            calls=tuple(records),
-            format_errors=tuple(errors),
+            calls=records,
+            format_errors=errors,
         )
-        return round_record, tuple(results), None, None
+        results = tuple(ToolResult(r.id, r.name, r.content, r.error, r.error_kind) for r in records)
+        return round_record, results, None, None
 
-    def _run_call(self, call_id: str, call: ToolCall) -> CallRecord:
-        arguments: Any = call.arguments
-        sources: dict[str, Origin | None] = {}
+    def _run(self, call: Ready) -> CallRecord:
+        """Run one checked call; a :class:`ToolError` fails this call only."""
+        if call.tool is None:
+            answer = {"answer": call.arguments.get("answer")}
+            return CallRecord(call.id, FINISH, call.arguments, None, answer, None, None, {})
+        tool = call.tool
         try:
-            if isinstance(arguments, str):
-                try:
-                    arguments = orjson.loads(arguments or "{}")
-                except orjson.JSONDecodeError as error:
-                    raise AgentFormatError(
-                        "malformed_json", f"{call.name}: arguments are not valid JSON ({error})"
-                    ) from None
-            if not isinstance(arguments, dict):
-                raise AgentFormatError(
-                    "malformed_json", f"{call.name}: arguments must be a JSON object"
-                )
-            if call.name == FINISH:
-                answer = arguments.get("answer")
-                if set(arguments) - {"answer"} or not isinstance(answer, str | None):
-                    raise AgentFormatError("wrong_type", "finish takes one string: answer")
-                if answer is None and self.domain.judges_answer(self.task.knobs):
-                    raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
-                return CallRecord(
-                    call_id, FINISH, arguments, None, {"answer": answer}, None, None, {}
-                )
-            tool = self._tools.get(call.name)
-            if tool is None:
-                raise AgentFormatError(
-                    "unknown_tool",
-                    f"unknown tool {call.name!r}; available: {', '.join(self._tools)}, finish",
-                )
-            bound = tool.bind(arguments)
-            sources = self.provenance.resolve(bound)
-            try:
-                content = tool.fn(self.world, **bound)
-            except ToolError as error:
-                return CallRecord(
-                    call_id, call.name, bound, tool.effect, None, str(error), "tool", sources
-                )
-            return CallRecord(call_id, call.name, bound, tool.effect, content, None, None, sources)
-        except AgentFormatError as error:
-            kept = arguments if isinstance(arguments, dict | str) else str(arguments)
-            return CallRecord(call_id, call.name, kept, None, None, str(error), error.kind, sources)
+            content = tool.fn(self.world, **call.arguments)
+        except ToolError as error:
+            return CallRecord(
+                call.id,
+                call.name,
+                call.arguments,
+                tool.effect,
+                None,
+                str(error),
+                "tool",
+                call.sources,
+            )
+        return CallRecord(
+            call.id, call.name, call.arguments, tool.effect, content, None, None, call.sources
+        )
 
     def _invalid(self, index: int, kind: str, message: str, raw: str | None) -> Played:
         # The error text is logged so a transcript shows the round as the agent saw it.
@@ -467,24 +452,21 @@ class Env:
 
 
 def _decode_message(message: Any) -> Any:
-    """The message itself, or the value its JSON text encodes."""
+    """The message itself, or the value its JSON text encodes (text at most
+    :data:`~stategym.protocol.MAX_MESSAGE` characters, surrogates cleaned first)."""
     if not isinstance(message, str):
         return message
-    try:
-        return orjson.loads(message)
-    except orjson.JSONDecodeError as error:
-        reason = f"the message is not valid JSON ({error})"
-        raise AgentFormatError("malformed_json", reason) from None
+    if len(message) > MAX_MESSAGE:
+        reason = f"the message is longer than {MAX_MESSAGE} characters"
+        raise AgentFormatError("too_large", reason)
+    return read_json(clean_text(str.__str__(message)), "the message")
 
 
 def _raw_text(message: Any) -> str:
-    """An unusable message as text for the log, cut to :data:`RAW_LIMIT` characters."""
-    if not isinstance(message, str):
-        try:
-            message = orjson.dumps(message, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
-        except TypeError:  # integers past 64 bits, cycles: keep the Python form
-            message = repr(message)
-    return message[:RAW_LIMIT]
+    """An unusable message as bounded text for the log (:func:`~stategym.protocol.kept_text`)."""
+    if isinstance(message, str):
+        return kept_text(str.__str__(message))
+    return kept_text(json_text(message))
 
 
 def _join(first: str | None, second: str) -> str:

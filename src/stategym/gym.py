@@ -9,16 +9,30 @@ user's request; the tool schemas and the domain's instructions are in ``info``::
     import gymnasium
     import stategym  # registers stategym/Travel-v0 and every other domain's id
 
-    env = gymnasium.make("stategym/Travel-v0", dynamics=False)
+    env = gymnasium.make("stategym/Travel-v0", dynamics=False, reward="dense")
     observation, info = env.reset(seed=0)
     observation, reward, terminated, truncated, info = env.step(
         '{"role": "assistant", "content": "What is your budget?"}'
     )
 
-Observations are escaped to ASCII so that they always lie in the observation space
-(:data:`CHARSET`, at most :data:`MAX_OBSERVATION` characters). :func:`register_envs`, run by
-``import stategym``, registers every domain's ``env_id`` with a string entry point, so no
-environment is built until ``gymnasium.make`` asks for one.
+Spaces:
+
+* ``observation_space``: ``Text(max_length=MAX_OBSERVATION, charset=CHARSET)``. An observation
+  is a JSON array of messages, ``{"role": "tool", "tool_call_id", "content"}`` per call (the
+  content is the JSON text of the result or of ``{"error": ...}``), then ``{"role": "user",
+  "content"}`` for an environment error and for the user's words. It is escaped to ASCII, so
+  it always lies in the space; one longer than :data:`MAX_OBSERVATION` characters is replaced
+  by a short error message.
+* ``action_space``: ``Text(max_length=MAX_ACTION, charset=CHARSET)``, the JSON text of an
+  assistant message (what ``sample()`` draws is almost never a usable one). ``step`` also
+  takes longer text, any Unicode and a dict; the caps that apply are the environment's
+  (:data:`stategym.protocol.MAX_MESSAGE` characters, :data:`~stategym.protocol.MAX_CALLS`
+  calls...).
+
+``reward`` is a :data:`stategym.env.RewardFn` or a name in :data:`REWARDS` (``"outcome"``, the
+default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`). :func:`register_envs`,
+run by ``import stategym``, registers every domain's ``env_id`` with a string entry point, so
+no environment is built until ``gymnasium.make`` asks for one.
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ import gymnasium
 import orjson
 from gymnasium import spaces
 
-from stategym.env import Env
+from stategym.env import Env, RewardFn, outcome_reward
 from stategym.knobs import Knobs
 
 CHARSET = "".join(chr(code) for code in range(32, 128))
@@ -48,13 +62,37 @@ Message = dict[str, Any]
 def encode_messages(messages: list[dict[str, str]]) -> str:
     """Messages as compact JSON text escaped to ASCII.
 
-    orjson is ~10x faster than the standard library but cannot escape to ASCII, so the
-    standard library only handles the (rare) observations that carry non-ASCII text.
+    orjson is ~10x faster than the standard library but cannot escape to ASCII (nor write a
+    lone surrogate), so the standard library handles the (rare) observations it cannot.
     """
-    text = orjson.dumps(messages).decode()
-    if text.isascii():
+    try:
+        text = orjson.dumps(messages).decode()
+    except orjson.JSONEncodeError:
+        text = ""
+    if text and text.isascii():
         return text
     return json.dumps(messages, ensure_ascii=True, separators=(",", ":"))
+
+
+REWARDS = ("outcome", "dense")
+"""Reward names ``gymnasium.make(..., reward=NAME)`` accepts."""
+
+
+def reward_function(reward: RewardFn | str) -> RewardFn:
+    """A reward function, or the one a name in :data:`REWARDS` stands for.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if not isinstance(reward, str):
+        return reward
+    if reward == "outcome":
+        return outcome_reward
+    if reward == "dense":
+        from stategym.metrics import dense_reward  # the metrics are not needed otherwise
+
+        return dense_reward
+    raise ValueError(f"reward must be a function or one of {', '.join(REWARDS)}; got {reward!r}")
 
 
 def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | None]) -> Knobs:
@@ -76,6 +114,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         priorities: see :class:`~stategym.knobs.Knobs`.
         dynamics: see :class:`~stategym.knobs.Knobs`.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the last round as text).
+        reward: a reward function or its name (:data:`REWARDS`); default ``"outcome"``.
 
     Attributes:
         core: the wrapped :class:`stategym.env.Env` (trajectory, outcome, state key).
@@ -96,6 +135,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         priorities: bool | None = None,
         dynamics: bool | None = None,
         render_mode: str | None = None,
+        reward: RewardFn | str = "outcome",
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -106,7 +146,12 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
             "priorities": priorities,
             "dynamics": dynamics,
         }
-        self.core = Env(domain, knobs=_knobs(knobs, switches), agent="gymnasium")
+        self.core = Env(
+            domain,
+            knobs=_knobs(knobs, switches),
+            reward=reward_function(reward),
+            agent="gymnasium",
+        )
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_OBSERVATION, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(MAX_ACTION, min_length=0, charset=CHARSET)

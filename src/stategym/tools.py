@@ -68,8 +68,8 @@ class Param:
             )
         if expected is float and type(value) is int:
             return float(value)
-        if expected is int and type(value) is float and value.is_integer():
-            return int(value)
+        if expected is int and type(value) is float and value.is_integer() and abs(value) < 2**63:
+            return int(value)  # only into the 64-bit range every logged integer keeps
         if expected in _JSON_TYPES:
             if type(value) is expected:
                 return value

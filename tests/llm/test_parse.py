@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import orjson
+import json
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym.env import Env
-from stategym.llm.parse import REPAIRED, UNCLOSED, ParsedCall, parse
+from stategym.llm.parse import REPAIRED, UNCLOSED, Parsed, ParsedCall, parse
 from stategym.protocol import CallBatch, Say, action_from_message
+from stategym.trajectory import dumps, loads
+
+
+def parse_message(call: ParsedCall) -> dict[str, Any]:
+    return Parsed(None, (call,)).to_message()
 
 
 def test_hermes_calls_and_narration() -> None:
@@ -111,6 +118,37 @@ def test_parse_never_raises_and_the_env_never_crashes(text: str) -> None:
     )
 )
 def test_well_formed_calls_round_trip(arguments: dict[str, object]) -> None:
-    body = orjson.dumps({"name": "hold_fare", "arguments": arguments}).decode()
+    """Any JSON text, integers of any size included, is read exactly (issue 8: orjson, used
+    to write the body and to read it, cannot hold integers beyond 64 bits; the standard
+    library can, so it writes the body and checks the result)."""
+    body = json.dumps({"name": "hold_fare", "arguments": arguments})
     (call,) = parse(f"<tool_call>{body}</tool_call>").calls
-    assert call.name == "hold_fare" and orjson.loads(call.arguments) == arguments
+    assert call.name == "hold_fare" and json.loads(call.arguments) == arguments
+
+
+@pytest.mark.parametrize(
+    ("number", "kind"),
+    [
+        ("-9223372036854775809", "bad_value"),
+        ("18446744073709551616", "bad_value"),
+        ("9223372036854775808", "bad_value"),
+        ("1" * 25, "bad_value"),
+        ("1" * 400, "malformed_json"),  # beyond a double: orjson refuses the text
+        ("9223372036854775807", "tool"),
+        ("1e20", "wrong_type"),
+    ],
+)
+def test_integers_beyond_64_bits_reach_the_environment_exactly(number: str, kind: str) -> None:
+    """orjson alone read 18446744073709551616 as a float (and the environment then took it
+    for a whole number); the boundary rule rejects it as a value JSON logs cannot keep."""
+    (call,) = parse(
+        f'<tool_call>{{"name": "get_calendar", "arguments": '
+        f'{{"person_id": "P1", "day": {number}}}}}</tool_call>'
+    ).calls
+    assert json.loads(call.arguments)["day"] == json.loads(number)
+    env = Env("meetings")
+    env.reset(seed=0)
+    result = env.step(action_from_message(parse_message(call)))
+    (record,) = env.rounds[-1].calls
+    assert record.error_kind == kind, record.error
+    assert result.observation.to_messages() and loads(dumps(env.trajectory)) == env.trajectory

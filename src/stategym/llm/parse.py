@@ -3,7 +3,9 @@ plain JSON.
 
 Parsing never raises. What can be read is turned into calls; what cannot is passed through as
 the raw argument text (or an empty tool name) so the *environment* reports it as a format
-error (``malformed_json``, ``unknown_tool``) in the round where it happened. Malformations that
+error (``malformed_json``, ``unknown_tool``) in the round where it happened. Values are kept exactly
+(an integer wider than 64 bits stays that integer): the environment's boundary rule, not the
+parser, decides what it accepts. Malformations that
 are tolerated, because the intent is unambiguous (a missing closing tag, Python-style literals
 or a trailing comma in the JSON), still count: they are listed in :attr:`Parsed.errors`, and
 the runner adds them to the round's ``format_errors``.
@@ -12,11 +14,15 @@ the runner adds them to the round's ``format_errors``.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from stategym.errors import AgentFormatError
+from stategym.protocol import read_json
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
@@ -137,7 +143,7 @@ def _from_object(item: dict[str, Any]) -> ParsedCall:
     source = function if isinstance(function, dict) else item
     arguments = source.get("arguments", source.get("parameters", {}))
     if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments).decode()
+        arguments = _encode(arguments) or ""
     return ParsedCall(name if isinstance(name, str) else "", arguments)
 
 
@@ -150,10 +156,10 @@ def _name_of(item: dict[str, Any]) -> str | None:
 
 
 def _decode(text: str) -> tuple[Any, bool]:
-    """Decode JSON; else a repaired reading (Python literals, trailing commas), flagged."""
+    """Decode JSON exactly; else a repaired reading (Python literals, trailing commas), flagged."""
     try:
-        return orjson.loads(text), False
-    except orjson.JSONDecodeError:
+        return read_json(text, "the call"), False
+    except AgentFormatError:
         pass
     candidate = _TRAILING_COMMA.sub(r"\1", text)
     candidate = _BARE_LITERAL.sub(lambda m: _LITERALS[m.group(1)], candidate)
@@ -161,11 +167,27 @@ def _decode(text: str) -> tuple[Any, bool]:
         value = ast.literal_eval(candidate)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return None, False
-    try:
-        orjson.dumps(value)
-    except TypeError:
+    if _encode(value, strict=True) is None:
         return None, False
     return value, True
+
+
+def _encode(value: Any, *, strict: bool = False) -> str | None:
+    """Compact JSON text of a decoded value, every integer exact; ``None`` if it has none.
+
+    orjson writes what JSON decoding returns, bar integers wider than 64 bits; the standard
+    library writes those. ``strict`` (a Python literal, which may hold an infinity or a set)
+    skips orjson, which would write an infinity as ``null``.
+    """
+    if not strict:
+        try:
+            return orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:
+            pass
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _unfence(text: str) -> str:
