@@ -1,8 +1,9 @@
 """The ``stategym`` command line: one sub-command per module in :mod:`stategym.commands`.
 
 Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``main(args) -> int``; the list below is explicit, and a command's heavy imports happen
-inside its ``main`` so ``stategym list`` stays fast.
+``main(args) -> int``; the list below is explicit. Only the module of the command that runs
+is imported (``stategym --help`` imports none), and a command's heavy imports happen inside
+its ``main``, so every start stays fast.
 
 Errors: anything the user can fix by changing what they typed (a :class:`UsageError`, an
 unknown domain, a broken trajectory file, a missing file or a folder that is a file) is one
@@ -16,23 +17,31 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from stategym import __version__
 from stategym.errors import TrajectoryError, UnknownDomainError, UsageError
 
-COMMANDS = (
-    "list",
-    "run",
-    "eval",
-    "score",
-    "serve",
-    "model",
-    "topology",
-    "protocol",
-)
-"""Modules under :mod:`stategym.commands`, in the order ``--help`` shows them."""
+COMMANDS: dict[str, str] = {
+    "list": "List domains, scripted agents and knobs.",
+    "run": "Run an agent on seeded tasks of one domain; write trajectories and a summary.",
+    "eval": (
+        "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."
+    ),
+    "score": "Re-score a run directory's trajectories; write and print the scorecard.",
+    "serve": "Serve a local Hugging Face model at /v1/chat/completions (OpenAI-compatible).",
+    "model": "Build a tiny tool-calling model from scratch on CPU (no download), or describe one.",
+    "topology": (
+        "Show a domain's tool topology (names erased), draw it, or print the distance matrix."
+    ),
+    "protocol": (
+        "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
+    ),
+}
+"""Modules under :mod:`stategym.commands`, in the order ``--help`` shows them, with each one's
+``HELP`` (repeated here so that ``stategym --help`` imports no command; a test checks they
+agree)."""
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
     UsageError,
@@ -56,25 +65,38 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """The parser, with the options of ``commands`` (their modules are imported); the other
+    commands are listed by name and help line only."""
     parser = Parser(
         prog="stategym",
         description="Stateful environments and decision-quality metrics for agentic RL.",
     )
     parser.add_argument("--version", action="version", version=f"stategym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f"stategym.commands.{name.replace('-', '_')}")
-        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.add_arguments(command)
-        command.set_defaults(handler=module.main)
+    wanted = set(commands)
+    for name, help_line in COMMANDS.items():
+        command = sub.add_parser(name, help=help_line, description=help_line)
+        if name in wanted:
+            module = importlib.import_module(f"stategym.commands.{name.replace('-', '_')}")
+            module.add_arguments(command)
+            command.set_defaults(handler=module.main)
     return parser
+
+
+def _named(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command ``argv`` runs (the first word that is not an option; before it there
+    are only ``--help`` and ``--version``), if it is one."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return (first,) if first in COMMANDS else ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit status (argparse's own errors exit through ``SystemExit``)."""
     try:
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        # only the command that runs is imported: the others' dependencies stay unloaded
+        args = build_parser(_named(words)).parse_args(words)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print("stategym: interrupted", file=sys.stderr)

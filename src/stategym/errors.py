@@ -7,8 +7,6 @@
     ├── AgentFormatError          the agent's output could not be turned into an action
     │                             (malformed JSON, unknown tool, bad arguments); shown to
     │                             the agent as a structured error and logged as a format error
-    ├── EpisodeOverError          ``step`` was called on a finished episode (typed API only;
-    │                             the message APIs turn it into a format error instead)
     ├── UnknownDomainError        no domain or environment is registered under that name
     ├── TrajectoryError           a trajectory file is broken or has an unknown version
     ├── UsageError                the command line asked for something that cannot be done
@@ -47,10 +45,6 @@ class AgentFormatError(StateGymError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-class EpisodeOverError(StateGymError):
-    """``step`` was called after the episode terminated or was truncated."""
 
 
 class UnknownDomainError(StateGymError, KeyError):

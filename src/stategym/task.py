@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from stategym.knobs import Knobs
 from stategym.tools import Effect
@@ -234,9 +234,16 @@ class Request:
     implied: tuple[Value, ...] = ()
 
 
+BaseT = TypeVar("BaseT")
+"""The type of a domain's base records (``TravelBase``, the lookup ``Corpus``...)."""
+
+
 @dataclass(frozen=True, slots=True)
-class Task:
-    """One seeded instance of a domain.
+class Task(Generic[BaseT]):
+    """One seeded instance of a domain, over base records of type ``BaseT``.
+
+    A domain's own code names its base type (``Task[TravelBase]``) and is checked against it;
+    domain-independent code takes ``Task`` (any base).
 
     Attributes:
         domain: domain name.
@@ -266,7 +273,7 @@ class Task:
     priority: tuple[tuple[str, str], ...]
     priorities_hidden: bool
     events: tuple[Event, ...]
-    base: Any
+    base: BaseT
     truth: GroundTruth
     max_rounds: int = 30
     read_only: bool = field(default=False, repr=False)
