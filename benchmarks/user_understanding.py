@@ -1,0 +1,167 @@
+"""How well the simulated user understands questions it was never trained on.
+
+Reads ``tests/fixtures/heldout_questions.json`` (hand-written questions the user's matcher
+never sees), asks each of them of a user holding every slot of its domain, and prints, per
+domain and per slot, how many it understood (reached exactly the right slots), how many it
+answered with a wrong slot, and how many it missed. Priority questions must be read as such
+and reach no slot; "open" questions (which option to pick, all constraints) must reach no slot
+and get an answer saying what the user can tell; "unclear" messages must reach nothing.
+
+    python benchmarks/user_understanding.py            # the table
+    python benchmarks/user_understanding.py --misses   # also every question not understood
+    python benchmarks/user_understanding.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stategym import Knobs
+from stategym.registry import get_domain
+from stategym.user import SimulatedUser, UserTurn
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions.json"
+SYNTHETIC = "synth:chain2+askgate3+conflict"
+
+
+@dataclass(slots=True)
+class Tally:
+    """Counts for one slot (or one kind of question)."""
+
+    right: int = 0
+    wrong: int = 0
+    missed: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.right + self.wrong + self.missed
+
+    @property
+    def rate(self) -> float:
+        return self.right / self.total if self.total else 1.0
+
+
+def user_for(name: str) -> SimulatedUser:
+    """A user of the first default task that holds every slot of the domain."""
+    domain = get_domain(SYNTHETIC if name == "synthetic" else name)
+    best = None
+    for seed in range(200):
+        task = domain.generate(seed, Knobs())
+        if best is None or len(task.slots) > len(best.slots):
+            best = task
+    assert best is not None
+    return SimulatedUser(best, domain.slot_phrases, judges=not domain.read_only)
+
+
+def _is_open(turn: UserTurn) -> bool:
+    # Before the user classified messages, nothing marked an open question as understood.
+    return getattr(turn, "open", False) is True
+
+
+def judge(turn: UserTurn, expected: frozenset[str], kind: str) -> str:
+    """``right``, ``wrong`` (a slot it was not asked) or ``missed``."""
+    asked = set(turn.asked) - {"priorities"}
+    if kind == "slots":
+        if asked - expected or turn.priority_asked:
+            return "wrong"
+        return "right" if asked == expected else "missed"
+    if kind == "priorities":
+        if asked:
+            return "wrong"
+        return "right" if turn.priority_asked else "missed"
+    if asked or turn.priority_asked or turn.proposed:
+        return "wrong"
+    if kind == "open":
+        return "right" if _is_open(turn) else "missed"
+    return "right" if not turn.understood else "missed"
+
+
+def _cases(spec: dict[str, Any]) -> Iterator[tuple[str, str, frozenset[str], str]]:
+    """``(row, question, expected slots, kind)`` for every question of one domain."""
+    for slot, questions in spec["slots"].items():
+        for q in questions:
+            yield slot, q, frozenset({slot}), "slots"
+    for q, slots in spec.get("compound", []):
+        yield "(compound)", q, frozenset(slots), "slots"
+    for q in spec.get("priorities", []):
+        yield "(priorities)", q, frozenset(), "priorities"
+    for q in spec.get("open", []):
+        yield "(open)", q, frozenset(), "open"
+
+
+def measure(fixture: dict[str, Any]) -> dict[str, dict[str, Tally]]:
+    """Tallies by domain, then by slot or kind of question."""
+    out: dict[str, dict[str, Tally]] = {}
+    for name, spec in fixture["domains"].items():
+        user = user_for(name)
+        rows: dict[str, Tally] = {}
+        for row, question, expected, kind in _cases(spec):
+            user.restore(user.state())
+            verdict = judge(user.respond(question), expected, kind)
+            tally = rows.setdefault(row, Tally())
+            setattr(tally, verdict, getattr(tally, verdict) + 1)
+            if verdict != "right":
+                tally.misses.append(f"{verdict}: {question}")
+        out[name] = rows
+    unclear = Tally()
+    user = user_for("travel")
+    for message in fixture["unclear"]:
+        verdict = judge(user.respond(message), frozenset(), "unclear")
+        setattr(unclear, verdict, getattr(unclear, verdict) + 1)
+        if verdict != "right":
+            unclear.misses.append(f"{verdict}: {message}")
+    out["(all)"] = {"(unclear)": unclear}
+    return out
+
+
+def report(results: dict[str, dict[str, Tally]], misses: bool) -> str:
+    lines = [f"{'domain':<10} {'slot':<14} {'right':>5} {'wrong':>5} {'miss':>5}  rate"]
+    slot_rates: list[float] = []
+    for name, rows in results.items():
+        for row, t in rows.items():
+            lines.append(
+                f"{name:<10} {row:<14} {t.right:>5} {t.wrong:>5} {t.missed:>5}  {t.rate:.0%}"
+            )
+            if not row.startswith("("):
+                slot_rates.append(t.rate)
+            if misses:
+                lines.extend(f"{'':<26}{m}" for m in t.misses)
+        plain = [t for row, t in rows.items() if not row.startswith("(")]
+        if plain:
+            right = sum(t.right for t in plain)
+            total = sum(t.total for t in plain)
+            wrong = sum(t.wrong for t in plain)
+            lines.append(
+                f"{name:<10} {'= slots':<14} {right:>5} {wrong:>5} {'':>5}  {right / total:.0%}"
+            )
+    wrong = sum(t.wrong for rows in results.values() for t in rows.values())
+    below = sum(r < 0.9 for r in slot_rates)
+    lines.append(
+        f"slots: {len(slot_rates)}, mean rate {sum(slot_rates) / len(slot_rates):.1%}, "
+        f"below 90%: {below}, wrong answers (all kinds): {wrong}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--misses", action="store_true", help="list every question missed")
+    parser.add_argument("--json", type=Path, help="also write the tallies here")
+    args = parser.parse_args(argv)
+    results = measure(json.loads(FIXTURE.read_text()))
+    print(report(results, args.misses))
+    if args.json:
+        data = {d: {r: asdict(t) for r, t in rows.items()} for d, rows in results.items()}
+        args.json.write_text(json.dumps(data, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

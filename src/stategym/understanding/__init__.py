@@ -1,0 +1,22 @@
+"""How the simulated user understands the agent's questions, without an LLM.
+
+A small, deterministic intent model (:mod:`~stategym.understanding.model`) is trained on a
+domain's phrase table (each slot's phrases) and on phrases every domain shares
+(:mod:`~stategym.understanding.intents`: the priority order, the agent's own choice, "all your
+constraints", and messages with nothing to answer). It reads words through stems and synonym
+sets (:mod:`~stategym.understanding.words`, :mod:`~stategym.understanding.lexicon`), so a
+question reaches its slot in words the table never used; it reads each clause of a message
+apart, so one message can ask several things; and it abstains below a threshold rather than
+guess. Each reading keeps the features that decided it.
+
+The package is kernel-level: it imports no domain, no registry and nothing heavier than the
+standard library. It is measured on hand-written questions it never sees
+(``benchmarks/user_understanding.py``).
+"""
+
+from __future__ import annotations
+
+from .intents import CHOICE, NOTHING, OVERVIEW, PRIORITIES
+from .model import Matcher, Reading, matcher_for
+
+__all__ = ["CHOICE", "NOTHING", "OVERVIEW", "PRIORITIES", "Matcher", "Reading", "matcher_for"]

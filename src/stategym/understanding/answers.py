@@ -1,0 +1,35 @@
+"""How a ``finish`` answer is read before it is matched exactly, as QA benchmarks read one.
+
+SQuAD-style normalisation: lower-case; drop a leading "the answer is" / "answer:" / "final
+answer:"; drop punctuation (a full stop between digits stays: ``3.5`` is not ``35``) and the
+articles ``a``, ``an``, ``the``; squeeze whitespace. ``"The answer is T123."``, ``"t123"`` and
+``" T123 "`` all read ``t123``; ``"T123 or T124"`` does not, nor does any sentence around the
+answer: the match is still exact, only the formatting is forgiven.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_PREFIX = re.compile(
+    r"^\s*(?:(?:my|the)\s+)?(?:final\s+)?answer\s*(?:is|:|=|-)\s*|^\s*(?:it\s+is|it's)\s+",
+    re.IGNORECASE,
+)
+_PUNCTUATION = re.compile(r"(?!(?<=\d)\.(?=\d))[^\w\s]|_")
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def normalise_answer(text: str) -> str:
+    """``text`` as an exact-match benchmark compares it (see the module docstring)."""
+    text = _PREFIX.sub("", text.strip())
+    text = _PUNCTUATION.sub("", text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
+    """The option ``answer`` names once both are normalised (``None``: it names none)."""
+    if answer is None:
+        return None
+    wanted = normalise_answer(answer)
+    return next((o for o in options if normalise_answer(o) == wanted), None)

@@ -1,0 +1,240 @@
+"""The matcher: a naive Bayes intent model over stems and synonym sets, one per phrase table.
+
+Training. Every phrase of a domain's table (and of the shared intents in
+:mod:`~stategym.understanding.intents`) is one example of its slot or intent. An example's
+features are its stems, the synonym sets those stems belong to, and ``from``/``to``/``by``
+bound to the word before them (``fly+from`` is the origin, ``fly+to`` the destination). The
+weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
+
+    w(f, k) = log P(f | k) - log P(f),   P(f | k) = (n(f, k) + a) / (n(k) + 2a),
+
+with ``n(f, k)`` the examples of ``k`` showing ``f`` and ``n(k)`` the examples of ``k``.
+Training is a pure function of the table, so every process builds the same model.
+
+Reading. A message is cut into clauses (:func:`~stategym.understanding.words.clauses`); a
+clause goes to the intent with the highest total weight of its known features, if that total
+reaches :data:`THRESHOLD` (otherwise it is not understood). Unknown words weigh nothing, so a
+clause is read by the words the model knows. Each reading keeps the features that weighed most
+for its intent: that is why the question reached it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
+from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
+from .words import clauses, expand, sentences, stem, words
+
+THRESHOLD = 2.0
+"""The least total weight (in nats) at which a clause counts as asking for an intent."""
+SMOOTHING = 0.03
+"""The ``a`` of the weights: how much a feature never seen with an intent counts against it."""
+_PARTICLES = frozenset({"from", "to", "by", "with", "into"})
+_BOUND_ONLY = frozenset({"from", "to", "with", "into"})
+_PRONOUNS = frozenset({"it", "them", "him", "her", "me", "you", "us"})
+"""Words skipped without breaking a binding ("send it to", "compare them by")."""
+_ASKERS = frozenset({"@where", "@who", "@when"})
+"""Particles that mean nothing alone ("want to do"), only bound to a word ("fly to")."""
+COMPARING = frozenset({"@priority", "@sacrifice"})
+"""Features of a sentence that weighs constraints against each other ("which matters more",
+"would you give up", "what should I prioritise"). Such a sentence asks for the priority
+order, and the slots it names are what it compares, not questions about them."""
+_LONGEST = max(len(k) for k in QUESTION_WORDS)
+_FIRSTS = frozenset(k[0] for k in QUESTION_WORDS)
+
+
+def _concepts() -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for concept, members in SYNONYMS.items():
+        for word in members.split():
+            key = word if word.startswith("@") else stem(word)
+            if concept not in out.setdefault(key, []):
+                out[key].append(concept)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+CONCEPTS: Mapping[str, tuple[str, ...]] = _concepts()
+"""Stem -> the synonym sets it belongs to."""
+
+
+_STOP_STEMS = frozenset(stem(w) for w in STOP)
+
+
+def _tokens(text: str) -> list[str]:
+    """Stems and kept function words of one clause, multiword question words merged; a
+    function word leaves ``""`` in its place, so only neighbours bind (``fly to``)."""
+    raw = words(text)
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        for n in range(_LONGEST, 1, -1) if raw[i] in _FIRSTS else ():
+            merged = QUESTION_WORDS.get(tuple(raw[i : i + n]))
+            if merged is not None:
+                out.append(merged)
+                i += n
+                break
+        else:
+            word = raw[i]
+            i += 1
+            if word in KEPT:
+                out.append(KEPT[word])
+            elif word in _PRONOUNS:
+                continue
+            elif word in STOP or stem(word) in _STOP_STEMS:
+                out.append("")
+            else:
+                out.append(stem(word))
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def features(text: str) -> frozenset[str]:
+    """The features of one clause of expanded text (see the module docstring)."""
+    found: set[str] = set()
+    previous: tuple[str, ...] = ()
+    tokens = _tokens(text)
+    asker = next((t for t in tokens if t in _ASKERS), None)
+    for token in tokens:
+        if not token:
+            previous = ()
+            continue
+        if token in _PARTICLES:
+            if token not in _BOUND_ONLY:
+                found.add(token)
+            found.update(f"{p}+{token}" for p in previous)
+            if asker is not None:  # "where ... from", "from where": the origin
+                found.add(f"{asker}+{token}")
+            continue
+        found.add(token)
+        found.update(CONCEPTS.get(token, ()))
+        previous = (token, *CONCEPTS.get(token, ()))
+    return frozenset(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How the matcher read one clause.
+
+    Attributes:
+        clause: the clause, lower-cased.
+        intent: the slot or intent it asks for; ``None``: nothing understood.
+        score: the total weight of the chosen intent (or of the best one, if none was).
+        evidence: the features that weighed most for it, heaviest first.
+    """
+
+    clause: str
+    intent: str | None
+    score: float
+    evidence: tuple[str, ...]
+
+
+class Matcher:
+    """The intent model of one phrase table (slots and the shared intents).
+
+    Args:
+        phrases: for each slot, the phrases that name it (the domain's ``slot_phrases``).
+    """
+
+    def __init__(self, phrases: Mapping[str, tuple[str, ...]]) -> None:
+        examples = {**{k: tuple(v) for k, v in phrases.items()}, **GENERAL}
+        self.intents: tuple[str, ...] = tuple(examples)
+        self.weights: dict[str, tuple[float, ...]] = _train(examples, self.intents, set(GENERAL))
+        self._cache: dict[str, tuple[Reading, ...]] = {}
+
+    def read(self, text: str) -> tuple[Reading, ...]:
+        """One reading per clause of ``text``; cached, since agents repeat themselves."""
+        cached = self._cache.get(text)
+        if cached is None:
+            if len(self._cache) >= 4096:
+                self._cache.clear()
+            cached = tuple(r for s in sentences(expand(text)) for r in self._read_sentence(s))
+            self._cache[text] = cached
+        return cached
+
+    def _read_sentence(self, sentence: str) -> list[Reading]:
+        comparing = bool(features(sentence) & COMPARING)
+        if not comparing and "@rather" in features(sentence) and " or " in sentence:
+            # "Would you rather X or Y?" weighs two slots when X and Y name different ones
+            # ("fly a day later or pay more"); a choice within one is a question about it.
+            sides = {self.read_clause(side).intent for side in sentence.split(" or ", 1)}
+            if len(sides - set(GENERAL) - {None}) == 2:
+                return [Reading(sentence.strip(), PRIORITIES, math.inf, ("@rather", "or"))]
+        out = []
+        for clause in clauses(sentence, strict=comparing):
+            cues = tuple(sorted(features(clause) & COMPARING))
+            if cues:
+                out.append(Reading(clause.strip(), PRIORITIES, math.inf, cues))
+            elif CHOICE_PATTERN.search(clause):
+                out.append(Reading(clause.strip(), CHOICE, math.inf, ("which ... should i",)))
+            else:
+                out.append(self.read_clause(clause))
+        return out
+
+    def read_clause(self, clause: str) -> Reading:
+        """The reading of one clause (already expanded)."""
+        known = [f for f in features(clause) if f in self.weights]
+        if not known:
+            return Reading(clause.strip(), None, 0.0, ())
+        totals = [sum(column) for column in zip(*(self.weights[f] for f in known), strict=True)]
+        best = max(range(len(totals)), key=totals.__getitem__)
+        if self.intents[best] in GENERAL:
+            # A clause that names a slot well enough asks about it, even in words the shared
+            # intents also use ("What shade should I pick?" asks for the colour).
+            slots = [i for i in range(len(totals)) if self.intents[i] not in GENERAL]
+            top = max(slots, key=totals.__getitem__, default=best)
+            if totals[top] >= THRESHOLD:
+                best = top
+        ranked = sorted(known, key=lambda f: -self.weights[f][best])
+        evidence = tuple(f for f in ranked[:3] if self.weights[f][best] > 0)
+        intent = self.intents[best]
+        if totals[best] < THRESHOLD or intent == NOTHING:
+            return Reading(clause.strip(), None, totals[best], evidence)
+        return Reading(clause.strip(), intent, totals[best], evidence)
+
+
+def _train(
+    examples: Mapping[str, tuple[str, ...]], intents: tuple[str, ...], general: set[str]
+) -> dict[str, tuple[float, ...]]:
+    """Feature -> its weight for each intent (in ``intents`` order).
+
+    The ``general`` intents are trained on phrases no domain wrote, so a feature they never
+    show (a domain's word: "flight", "volume") does not count against them: their weights
+    are floored at zero.
+    """
+    floor = [0.0 if k in general else -math.inf for k in intents]
+    a = SMOOTHING
+    shown: dict[str, list[int]] = {}
+    sizes = [len(examples[k]) for k in intents]
+    for i, intent in enumerate(intents):
+        for phrase in examples[intent]:
+            for f in features(expand(phrase)):
+                shown.setdefault(f, [0] * len(intents))[i] += 1
+    total = sum(sizes)
+    weights: dict[str, tuple[float, ...]] = {}
+    for f, counts in sorted(shown.items()):
+        seen = sum(counts)
+        weights[f] = tuple(
+            max(
+                low,
+                math.log((c + a) / (n + 2 * a)) - math.log((seen - c + a) / (total - n + 2 * a)),
+            )
+            for c, n, low in zip(counts, sizes, floor, strict=True)
+        )
+    return weights
+
+
+_MATCHERS: dict[int, tuple[Mapping[str, tuple[str, ...]], Matcher]] = {}
+
+
+def matcher_for(phrases: Mapping[str, tuple[str, ...]]) -> Matcher:
+    """The matcher of a phrase table, trained once per table object (a domain's table is one
+    object for all its episodes, so a reset costs a dictionary lookup)."""
+    entry = _MATCHERS.get(id(phrases))
+    if entry is None or entry[0] is not phrases:
+        entry = (phrases, Matcher(phrases))
+        _MATCHERS[id(phrases)] = entry
+    return entry[1]

@@ -1,0 +1,188 @@
+"""Words to features: tokens, stems, synonym sets and clauses, in plain English rules.
+
+A message is lower-cased, its contractions expanded (``what's`` -> ``what is``), cut into
+clauses (sentences, and coordinated questions joined by ``and``/``also``/``plus``), and each
+clause into stems. A stem is the word with its inflection removed by a few suffix rules and a
+table of irregular forms (``flew``, ``paid``, ``left`` -> ``fly``, ``pay``, ``leave``), so
+"leaving", "leaves" and "left" are one feature. Each stem also stands for the synonym sets
+it belongs to (``spend``, ``afford``, ``cost`` and ``price`` all carry ``@money``): the sets
+are what let a question reach a slot in words its phrase table never used. Function words
+(``what``, ``do``, ``you``...) carry nothing; a few question words carry their own concept
+(``who`` -> ``@who``, ``how much`` -> ``@howmuch``).
+
+Everything here is a pure function of the text; nothing depends on a domain.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_WORD = re.compile(r"[a-z0-9$]+")
+_SENTENCE = re.compile(r"[.?!;\n]+(?:\s+|$)|\s+-\s+")
+_ASKING = (
+    r"(?=(?:(?:by|in|on|at|for|from|to)\s+(?:what|which|when|whom)|what|which|when|where|who|"
+    r"whom|how|do|does|did|is|are|should|can|could|would|will|may|any)\b)"
+)
+_STRICT = re.compile(rf",?\s+and\s+(?:also\s+)?{_ASKING}|\s*,?\s+also,?\s+")
+"""Where one question ends and the next begins: ``and`` (or ``also``) before a question word."""
+_LOOSE = re.compile(
+    rf",?\s+(?:and also|and then|as well as|plus|also)\s+|,?\s+and\s+(?={_ASKING[3:-1]}|your\b)"
+    rf"|,\s+{_ASKING}"
+)
+"""Also ``and your ...`` (a second thing of the user's) and a comma before a question word."""
+_CONTRACTIONS = (
+    (re.compile(r"n['’]t\b"), " not"),
+    (re.compile(r"['’]re\b"), " are"),
+    (re.compile(r"['’]ll\b"), " will"),
+    (re.compile(r"['’]ve\b"), " have"),
+    (re.compile(r"['’]d\b"), " would"),
+    (re.compile(r"['’]m\b"), " am"),
+    (re.compile(r"['’]s\b"), " is"),
+    (re.compile(r"(?<=\w)-(?=\w)"), " "),
+)
+
+IRREGULAR: dict[str, str] = {
+    "flew": "fly",
+    "flown": "fly",
+    "flies": "fly",
+    "flying": "fly",
+    "left": "leave",
+    "paid": "pay",
+    "spent": "spend",
+    "sent": "send",
+    "bought": "buy",
+    "chose": "choose",
+    "chosen": "choose",
+    "went": "go",
+    "gone": "go",
+    "got": "get",
+    "gotten": "get",
+    "gave": "give",
+    "given": "give",
+    "kept": "keep",
+    "held": "hold",
+    "met": "meet",
+    "sat": "sit",
+    "told": "tell",
+    "took": "take",
+    "taken": "take",
+    "made": "make",
+    "began": "begin",
+    "begun": "begin",
+    "known": "know",
+    "lost": "lose",
+    "ran": "run",
+    "people": "person",
+    "children": "child",
+    "men": "man",
+    "women": "woman",
+    "data": "data",
+    "news": "news",
+    "us": "us",
+    "was": "be",
+    "were": "be",
+    "is": "be",
+    "are": "be",
+    "am": "be",
+    "been": "be",
+    "has": "have",
+    "had": "have",
+    "does": "do",
+    "did": "do",
+    "done": "do",
+    "this": "this",
+    "its": "it",
+    "gb": "gb",
+    "utc": "utc",
+    "less": "less",
+    "least": "least",
+    "best": "best",
+    "worse": "bad",
+    "worst": "bad",
+    "better": "good",
+    "earliest": "early",
+    "earlier": "early",
+    "latest": "late",
+    "later": "late",
+    "cheaper": "cheap",
+    "cheapest": "cheap",
+    "lowest": "low",
+    "lower": "low",
+    "highest": "high",
+    "higher": "high",
+    "biggest": "big",
+    "bigger": "big",
+    "smallest": "small",
+    "smaller": "small",
+    "largest": "large",
+    "larger": "large",
+    "greatest": "great",
+    "greater": "great",
+    "oldest": "old",
+    "older": "old",
+    "newest": "new",
+    "newer": "new",
+    "colour": "color",
+    "colours": "color",
+    "favourite": "favorite",
+    "prioritise": "prioritize",
+    "favour": "favor",
+    "categorise": "categorize",
+}
+"""Irregular forms and British spellings, by the stem they share with their regular kin."""
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The word without its inflection: ``leaving``/``leaves`` -> ``leav``, ``prices`` ->
+    ``pric``; the same rule on both sides is all that matters, so stems need not be words."""
+    if word in IRREGULAR:
+        word = IRREGULAR[word]
+        if word in IRREGULAR.values() and len(word) <= 4:
+            return word
+    if len(word) <= 3 or word.isdigit():
+        return word
+    suffixes = (("ings", ""), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""))
+    for suffix, keep in suffixes:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + keep
+            break
+    else:
+        if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+            word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeious":
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def expand(text: str) -> str:
+    """Lower-case ``text`` with its contractions and hyphens expanded."""
+    text = text.lower()
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` (already :func:`expand`-ed) cut into sentences."""
+    return [piece for piece in _SENTENCE.split(text) if piece.strip()]
+
+
+def clauses(sentence: str, *, strict: bool = False) -> list[str]:
+    """One sentence cut into the questions it joins.
+
+    ``or`` joins alternatives of one question ("morning or evening?"), so it never cuts.
+    ``strict`` cuts only at ``and``/``also`` before a question word, for a sentence that
+    compares things ("If we can't get X and your Y, which matters more?"), whose parts are
+    what is compared, not questions.
+    """
+    pattern = _STRICT if strict else _LOOSE
+    return [part for part in pattern.split(sentence) if part.strip()]
+
+
+def words(text: str) -> list[str]:
+    """The word tokens of already expanded text (``$`` is a word: it means money)."""
+    return _WORD.findall(text)
