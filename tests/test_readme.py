@@ -1,12 +1,14 @@
-"""Every code example in README.md runs, and what the README says about the CLI holds."""
+"""What the README says about set-up and the CLI holds.
+
+Its Python examples run, and its quoted commands parse, in ``tests/test_docs.py`` with every
+other page's.
+"""
 
 from __future__ import annotations
 
 import re
 import shlex
 from pathlib import Path
-
-import pytest
 
 from stategym.cli import COMMANDS, build_parser
 
@@ -17,28 +19,11 @@ PYTHON = [code for language, code in BLOCK.findall(README) if language == "pytho
 SET_UP = README.split("## Set-up: two commands", 1)[1].split("\n## ", 1)[0]
 BASH = [code for language, code in BLOCK.findall(SET_UP) if language == "bash"]
 """The two set-up commands: the main job, then the tests."""
-OTHER_COMMANDS = [
-    code
-    for language, code in BLOCK.findall(README)
-    if language == "bash" and code.startswith("stategym ")
-]
 
 
 def test_readme_has_examples() -> None:
     assert len(PYTHON) >= 4
     assert len(BASH) == 2  # the two set-up commands
-
-
-@pytest.mark.parametrize("command", OTHER_COMMANDS)
-def test_quoted_commands_parse(command: str) -> None:
-    # a command the README says produced a figure must at least be a valid invocation
-    build_parser().parse_args(shlex.split(command)[1:])
-
-
-@pytest.mark.parametrize("code", PYTHON, ids=[f"block{i}" for i in range(len(PYTHON))])
-def test_python_block_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # examples may write files
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
 
 
 def test_main_job_command_is_the_run_default() -> None:
