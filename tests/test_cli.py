@@ -10,13 +10,13 @@ import orjson
 import pytest
 
 import stategym.agents
-import stategym.runner
+import stategym.rollout
 from stategym import __version__, store
 from stategym.cli import COMMANDS, main
 from stategym.knobs import Knobs
 from stategym.rundir import RunDir
 from stategym.summary import summarise
-from stategym.trajectory import Trajectory, loads, read_jsonl, replay
+from stategym.trajectory import loads, read_jsonl, replay
 
 
 @pytest.fixture(autouse=True)
@@ -102,19 +102,19 @@ def test_cut_last_line_is_dropped_and_replayed(capsys: pytest.CaptureFixture[str
 
 
 def test_interrupted_run_keeps_finished_episodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = stategym.runner.run_episodes
+    real = stategym.rollout.stream
 
-    def interrupted(*args: Any, **kwargs: Any) -> Iterator[Trajectory]:
+    def interrupted(*args: Any, **kwargs: Any) -> Iterator[Any]:
         for count, trajectory in enumerate(real(*args, **kwargs)):
             if count == 2:
                 raise KeyboardInterrupt
             yield trajectory
 
-    monkeypatch.setattr(stategym.runner, "run_episodes", interrupted)
+    monkeypatch.setattr(stategym.rollout, "stream", interrupted)
     assert run("--episodes", "5") == 130
     assert [loads(line).seed for line in lines()] == [0, 1]
     assert summary()["aggregates"]["episodes"] == 2
-    monkeypatch.setattr(stategym.runner, "run_episodes", real)
+    monkeypatch.setattr(stategym.rollout, "stream", real)
     assert run("--episodes", "5") == 0
     assert [loads(line).seed for line in lines()] == list(range(5))
 
@@ -163,8 +163,9 @@ def test_llm_options_reach_the_resolver(monkeypatch: pytest.MonkeyPatch) -> None
         )
         == 0
     )
-    assert seen == {"base_url": "http://127.0.0.1:1/v1", "temperature": 0.5, "concurrency": 4}
-    assert summary()["config"]["options"] == seen
+    # --concurrency configures the rollout engine, not the agent: it is saved, not resolved
+    assert seen == {"base_url": "http://127.0.0.1:1/v1", "temperature": 0.5}
+    assert summary()["config"]["options"] == {**seen, "concurrency": 4}
 
 
 def test_run_directory_rescores_from_trajectories_alone() -> None:

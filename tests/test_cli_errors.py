@@ -312,11 +312,6 @@ def test_one_flag_convention() -> None:
     assert "--agents" in flags["stategym protocol"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run plays one knob setting per run directory (RunConfig.knobs); mixed needs "
-    "run.py and rundir.py to take a knob schedule (reported to their owners)",
-)
 def test_run_accepts_the_eval_knob_mix() -> None:
     assert main(["run", "--out", "runs/m", "--episodes", "3", "--knobs", "mixed"]) == 0
     from stategym.metrics.taskset import MIXED

@@ -8,163 +8,94 @@
         results.md           the results table ``stategym run`` printed
     runs/index.sqlite        one row per run directory (``--index``; see stategym.store)
 
-Trajectories are flushed one by one, so an interrupted run keeps every finished episode and
-at most a cut last line. :func:`read_log` is the one reader of such a file for every
-command (``run`` and ``eval`` when they resume, ``score``): a cut last line, one that does
-not end in a newline, is dropped (and reported by its line number); any other unreadable
-line is an error naming ``FILE:LINE``, and so are two copies of one episode
-(:func:`episode_key`). :func:`load_log` also rewrites the file without the cut line, so the
-next append starts on a line of its own.
+The trajectories file is read by the rollout engine's one strict reader
+(:func:`~stategym.rollout.log.read_log`, :func:`~stategym.rollout.log.load_log`, re-exported
+here): a cut last line is dropped and reported, any other unreadable line or a duplicated
+episode is an error. Which requested episodes are already there is the engine's one resume
+rule (:func:`~stategym.rollout.spec.pending`), by the identity :func:`episode_key`.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
-from stategym.errors import TrajectoryError, UsageError
 from stategym.knobs import Knobs
+from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
+from stategym.rollout.spec import IDENTITY_TAGS, trajectory_key
 from stategym.summary import QualitySummary, RunSummary
-from stategym.trajectory import Trajectory, loads, write_jsonl
+from stategym.trajectory import Trajectory, write_jsonl
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"
 RESULTS_MD = "results.md"
 SUMMARY_VERSION = 2
 """2 added ``decision_quality``; version 1 files had the same keys otherwise."""
-IDENTITY_META = ("cell", "split", "shots", "pair")
+IDENTITY_META = IDENTITY_TAGS
 """``meta`` tags of the protocol that, with the :class:`~stategym.trajectory.RunRecord`
 (sample, role, probe), tell two episodes of one task apart."""
-SHOWN_DUPLICATES = 5
-"""How many duplicated episodes an error message names."""
 
 
-@dataclass(frozen=True, slots=True)
-class Log:
-    """What :func:`read_log` found in a trajectories file.
-
-    Attributes:
-        trajectories: every readable episode, in file order.
-        cut_line: the line number of a cut last line that was dropped, or ``None``.
-    """
-
-    trajectories: list[Trajectory]
-    cut_line: int | None
-
-
-def read_log(path: Path) -> Log:
-    """Read a trajectories file strictly, except for a cut last line.
-
-    A last line that does not end in a newline and cannot be read is what an interrupted
-    append leaves: it is dropped and its number returned. Any other unreadable line is
-    corruption, not an interruption.
-
-    Raises:
-        UsageError: ``FILE:LINE: why`` for an unreadable line that is not a cut last line.
-    """
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    kept: list[Trajectory] = []
-    for index, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            kept.append(loads(line))
-        except TrajectoryError as error:
-            if index == last and not data.endswith(b"\n"):
-                return Log(kept, index + 1)
-            raise UsageError(f"{path}:{index + 1}: {error}") from None
-    return Log(kept, None)
+__all__ = [
+    "IDENTITY_META",
+    "MIXED",
+    "Log",
+    "RunConfig",
+    "RunDir",
+    "episode_key",
+    "load_log",
+    "read_log",
+    "refuse_duplicates",
+    "seed_ranges",
+]
 
 
 def episode_key(trajectory: Trajectory) -> tuple[Hashable, ...]:
-    """What makes an episode unique in a log: ``(domain, seed, knobs, agent, sample, role,
-    probe)`` and the protocol's :data:`IDENTITY_META` tags.
-
-    Repeated samples of a pass^k run differ in their sample number (``stategym eval``
-    numbers every sample, scripted or LLM), so only a copied line has a twin.
-    """
-    run = trajectory.run
-    tags = tuple(str(trajectory.meta.get(name, "")) for name in IDENTITY_META)
-    return (
-        trajectory.domain,
-        trajectory.seed,
-        trajectory.knobs.describe(),
-        trajectory.agent,
-        run.sample,
-        run.role,
-        run.probe,
-        *tags,
-    )
+    """What makes an episode unique in a log (:func:`stategym.rollout.trajectory_key`)."""
+    return trajectory_key(trajectory)
 
 
-def refuse_duplicates(path: Path, trajectories: Sequence[Trajectory]) -> None:
-    """Raise if two trajectories are copies of one episode (a file appended twice).
-
-    Raises:
-        UsageError: naming the first duplicated episodes and how many copies each has.
-    """
-    counts = Counter(episode_key(t) for t in trajectories)
-    repeated = [(key, n) for key, n in counts.items() if n > 1]
-    if not repeated:
-        return
-    named = "; ".join(
-        f"{key[0]} seed {key[1]} agent {key[3]} knobs {key[2]} sample {key[4]} ({n} copies)"
-        for key, n in repeated[:SHOWN_DUPLICATES]
-    )
-    more = (
-        f" and {len(repeated) - SHOWN_DUPLICATES} more" if len(repeated) > SHOWN_DUPLICATES else ""
-    )
-    raise UsageError(
-        f"{path} holds {len(repeated)} duplicated episode(s) (same domain, seed, knobs, agent "
-        f"and sample): {named}{more}; remove the extra lines or start afresh"
-    )
-
-
-def load_log(path: Path) -> Log:
-    """:func:`read_log` and :func:`refuse_duplicates`; rewrites the file without a cut line.
-
-    A missing file is an empty log. A file whose last line lacks its newline is rewritten
-    (atomically) so that the next append starts on a line of its own.
-    """
-    if not path.exists():
-        return Log([], None)
-    log = read_log(path)
-    refuse_duplicates(path, log.trajectories)
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        partial = path.with_suffix(".jsonl.partial")
-        write_jsonl(partial, log.trajectories)
-        os.replace(partial, path)
-    return log
+MIXED = "mixed"
+"""A run's knobs as ``--knobs mixed``: seeds cycle through the eval knob mix."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
-    """What a run plays: every trajectory in the directory matches these three.
+    """What a run plays: every trajectory in the directory matches it.
 
     Attributes:
         domain: domain name.
         agent: agent spec as given to ``--agent`` (stamped on every trajectory).
-        knobs: the tasks' knobs.
+        knobs: the tasks' knobs, or :data:`MIXED` (one setting of the eval mix per seed,
+            :data:`stategym.metrics.taskset.MIXED`).
     """
 
     domain: str
     agent: str
-    knobs: Knobs
+    knobs: Knobs | Literal["mixed"]
+
+    def knobs_of(self, seed: int) -> Knobs:
+        """The knobs of the task ``seed``."""
+        if isinstance(self.knobs, Knobs):
+            return self.knobs
+        from stategym.metrics.taskset import knob_schedule
+
+        return knob_schedule(MIXED)(seed)
+
+    def describe_knobs(self) -> str:
+        """``mixed``, or the one setting's :meth:`Knobs.describe`."""
+        return self.knobs.describe() if isinstance(self.knobs, Knobs) else MIXED
 
     def matches(self, trajectory: Trajectory) -> bool:
         return (trajectory.domain, trajectory.agent, trajectory.knobs) == (
             self.domain,
             self.agent,
-            self.knobs,
+            self.knobs_of(trajectory.seed),
         )
 
 
@@ -235,7 +166,7 @@ class RunDir:
             "config": {
                 "domain": config.domain,
                 "agent": config.agent,
-                "knobs": config.knobs.describe(),
+                "knobs": config.describe_knobs(),
                 "seeds": seed_ranges(seeds),
                 "options": options,
                 "stategym_version": version,

@@ -16,6 +16,7 @@ from stategym.llm import agent_factory
 from stategym.llm.prompt import PROMPT_VERSION
 from stategym.llm.runner import Clock, run_many
 from stategym.registry import get_domain
+from stategym.rollout import trajectory_key
 from stategym.runner import run_episode
 from stategym.trajectory import RoundKind, Usage, read_jsonl
 
@@ -278,23 +279,28 @@ def openai_error(name: str) -> type[Exception]:
     return error
 
 
-def test_eval_stream_continues_sample_numbers(endpoint: Any) -> None:
-    from stategym.llm.runner import stream_jobs
+def test_the_engine_streams_llm_specs_with_their_sample_numbers(endpoint: Any) -> None:
+    from stategym.rollout import Agents, EpisodeSpec, stream
 
     server = endpoint(two_rounds)
-    spec, knobs = "openai:mock-model", Knobs()
-    jobs = [(TRAVEL, spec, 0, knobs), (TRAVEL, spec, 0, knobs), (TRAVEL, spec, 1, knobs)]
-    options = {"client": server.client(), "concurrency": 2, "seed": 1}
-    done = {("travel", spec, 0, knobs): 1}
-    trajectories = sorted(stream_jobs(jobs, options, done), key=lambda t: t.run.sample)
-    assert sorted((t.seed, t.run.sample) for t in trajectories) == [(0, 1), (0, 2), (1, 0)]
-    assert all(t.agent == spec and t.terminated for t in trajectories)
+    agent, options = "openai:mock-model", (("seed", 1),)
+    specs = [
+        EpisodeSpec("travel", s, agent, options=options, sample=i)
+        for s, i in [(0, 1), (0, 2), (1, 0)]
+    ]
+    played = list(stream(specs, Agents({"client": server.client()}), concurrency=2))
+    assert sorted((t.seed, t.run.sample) for _, t in played) == [(0, 1), (0, 2), (1, 0)]
+    assert all(t.agent == agent and t.terminated for _, t in played)
+    assert all(spec.key() == trajectory_key(t) for spec, t in played)
+    # each sample has its own sampling seed: three first requests, three seeds
+    seeds = {r["seed"] for r in server.requests if round_of(r) == 0}
+    assert len(seeds) == 3
 
 
-def test_eval_stream_raises_what_stopped_it(endpoint: Any) -> None:
-    from stategym.llm.runner import stream_jobs
+def test_the_engine_raises_what_stopped_it(endpoint: Any) -> None:
+    from stategym.rollout import Agents, EpisodeSpec, stream
 
     server = endpoint(lambda body, number: (401, {"error": {"message": "no"}}))
-    jobs = [(TRAVEL, "openai:m", 0, Knobs())]
+    specs = [EpisodeSpec("travel", 0, "openai:m")]
     with pytest.raises(openai_error("AuthenticationError")):
-        list(stream_jobs(jobs, {"client": server.client()}))
+        list(stream(specs, Agents({"client": server.client()})))

@@ -1,31 +1,29 @@
 """``stategym eval``: play agents on domains and print the decision-quality scorecard.
 
-Every (domain, agent) plays seeds ``seed .. seed + episodes - 1`` (``--samples`` times each,
-for pass^k; each sample is numbered in the trajectory's ``run.sample``), under one knob
-setting or the ``mixed`` set. Trajectories are appended to ``OUT/trajectories.jsonl`` as
-episodes end. Running the command again resumes: episodes already in the file are reused (read by
-:func:`stategym.rundir.load_log`: a cut last line is dropped, a corrupt line or a duplicated
-episode is an error), the missing ones played, and the scorecard covers exactly the
-requested episodes. Then ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` are
-written (see :mod:`stategym.metrics.report`).
+Every (domain, agent) plays seeds ``seed .. seed + episodes - 1`` (``--samples`` times each, for
+pass^k; each sample is numbered in the trajectory's ``run.sample``), under one knob setting or
+the ``mixed`` set. Every episode is an :class:`~stategym.rollout.EpisodeSpec` played by the
+rollout engine (LLM agents ``--concurrency`` at a time); trajectories are appended to
+``OUT/trajectories.jsonl`` as episodes end. Agents are resolved, and LLM agents checked (model
+folder, endpoint), before the file is touched. Running the command again resumes: episodes
+already in the file are reused (read by :func:`stategym.rollout.load_log`: a cut last line is
+dropped, a corrupt line or a duplicated episode is an error; matched by the engine's resume
+rule, :func:`stategym.rollout.pending`), the missing ones played, and the scorecard covers
+exactly the requested episodes. Then ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md``
+are written (see :mod:`stategym.metrics.report`).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from stategym.domain import Domain
-    from stategym.knobs import Knobs
+    from stategym.rollout import Agents, EpisodeSpec
     from stategym.trajectory import Trajectory
-
-    Job = tuple[Domain, str, int, Knobs]
 
 NAME = "eval"
 HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."
@@ -93,6 +91,7 @@ def main(args: argparse.Namespace) -> int:
     from stategym.errors import UsageError
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
+    from stategym.rollout import pending, requested
 
     console = Console()
     domains = args.domains or list(all_domains())
@@ -106,20 +105,19 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(f"bad --knobs: {error}") from None
     options = llm_options(args)
+    specs = _specs(
+        domains,
+        args.agents,
+        range(args.seed, args.seed + args.episodes),
+        schedule,
+        args.samples,
+        options,
+    )
+    agents = _agents(specs)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / TRAJECTORIES
     finished = _resume(path, args.overwrite, console)
-    seeds = range(args.seed, args.seed + args.episodes)
-    jobs = [
-        (all_domains()[d], agent, seed, schedule(seed))
-        for d in domains
-        for agent in args.agents
-        for seed in seeds
-    ]
-    try:
-        finished += _play(path, jobs, args.samples, finished, options, console)
-    except KeyError as error:
-        raise UsageError(str(error.args[0])) from None
+    finished += _play(path, pending(specs, finished), agents, options, console)
     config = {
         "command": "eval",
         "domains": domains,
@@ -131,8 +129,7 @@ def main(args: argparse.Namespace) -> int:
         "resamples": args.resamples,
         "stategym_version": __version__,
     }
-    requested = _requested(finished, jobs, args.samples)
-    return _report(args.out, requested, config, args.resamples, console)
+    return _report(args.out, requested(specs, finished), config, args.resamples, console)
 
 
 def _resume(path: Path, overwrite: bool, console: Console) -> list[Trajectory]:
@@ -162,92 +159,73 @@ def _resume(path: Path, overwrite: bool, console: Console) -> list[Trajectory]:
     return log.trajectories
 
 
-def _job_key(domain: str, agent: str, seed: int, knobs: Knobs) -> tuple[str, str, int, Knobs]:
-    return (domain, agent, seed, knobs)
+def _specs(
+    domains: list[str],
+    agents: list[str],
+    seeds: range,
+    schedule: Any,
+    samples: int,
+    options: dict[str, Any],
+) -> list[EpisodeSpec]:
+    """Every requested episode: domain-major, then agent, seed and sample."""
+    from stategym.rollout import episode_specs
+
+    knobs = {seed: schedule(seed) for seed in seeds}
+    return [
+        spec
+        for domain in domains
+        for agent in agents
+        for spec in episode_specs(domain, agent, seeds, knobs, samples=samples, options=options)
+    ]
 
 
-def _requested(
-    trajectories: Sequence[Trajectory], jobs: Sequence[Job], samples: int
-) -> list[Trajectory]:
-    """The trajectories this command asked for, in file order: up to ``samples`` of each job.
+def _agents(specs: list[EpisodeSpec]) -> Agents:
+    """Every agent resolved and every LLM agent checked, before anything is written.
 
-    The file may hold more (another ``--episodes``, ``--seed`` or ``--agents`` earlier);
-    those stay in it but are not scored here.
+    Raises:
+        UsageError: an unknown agent, a missing model folder, an unreachable endpoint.
     """
-    wanted = {_job_key(d.name, a, s, k) for d, a, s, k in jobs}
-    taken: Counter[tuple[str, str, int, Knobs]] = Counter()
-    kept = []
-    for t in trajectories:
-        key = _job_key(t.domain, t.agent, t.seed, t.knobs)
-        if key in wanted and taken[key] < samples:
-            taken[key] += 1
-            kept.append(t)
-    return kept
+    from stategym.errors import UsageError
+    from stategym.rollout import Agents
+
+    agents = Agents()
+    checked: set[str] = set()
+    for spec in {(s.domain, s.agent): s for s in specs}.values():
+        try:
+            if spec.llm and spec.agent not in checked:
+                from stategym.llm import check_agent
+
+                kind, _, target = spec.agent.partition(":")
+                check_agent(kind, target, **dict(spec.options))
+                checked.add(spec.agent)
+            agents.factory(spec)
+        except KeyError as error:
+            raise UsageError(str(error.args[0])) from None
+    return agents
 
 
 def _play(
     path: Path,
-    jobs: list[Job],
-    samples: int,
-    finished: list[Trajectory],
+    specs: list[EpisodeSpec],
+    agents: Agents,
     options: dict[str, Any],
     console: Console,
 ) -> list[Trajectory]:
-    """Play every job not already finished, appending each trajectory as it ends."""
+    """Play the specs, appending each trajectory to the file as it ends."""
     from rich.progress import Progress
 
-    from stategym.trajectory import dumps
+    from stategym.rollout import stream
+    from stategym.rollout.log import Appender
 
-    done = Counter(_job_key(t.domain, t.agent, t.seed, t.knobs) for t in finished)
-    todo = [
-        (d, a, s, k)
-        for d, a, s, k in jobs
-        for _ in range(max(0, samples - done[_job_key(d.name, a, s, k)]))
-    ]
+    append = Appender(path)
     played: list[Trajectory] = []
-    with path.open("ab") as handle, Progress(console=console, transient=True) as progress:
-        task = progress.add_task("episodes", total=len(todo))
-        for trajectory in _episodes(todo, options, done):
-            handle.write(dumps(trajectory) + b"\n")
-            handle.flush()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("episodes", total=len(specs))
+        for _, trajectory in stream(specs, agents, concurrency=options.get("concurrency")):
+            append(trajectory)
             played.append(trajectory)
             progress.advance(task)
     return played
-
-
-def _episodes(todo: list[Job], options: dict[str, Any], done: Counter[Any]) -> Iterator[Trajectory]:
-    """Play the jobs in order; each trajectory is stamped with the agent spec.
-
-    LLM agents number their samples themselves (``run.sample``, which also seeds their
-    sampling); a scripted agent's samples are numbered here the same way, continuing after
-    the ones ``done`` counts, so that repeated samples of one task are told apart from a
-    duplicated line.
-    """
-    from dataclasses import replace
-
-    llm = [job for job in todo if ":" in job[1]]  # openai:MODEL, hf:PATH
-    if llm:
-        from stategym.llm.runner import stream_jobs  # concurrent, with per-sample seeds
-
-        yield from stream_jobs(llm, options, done)
-        todo = [job for job in todo if ":" not in job[1]]
-
-    from stategym.agents import resolve
-    from stategym.env import Env
-    from stategym.runner import run_episode
-
-    envs: dict[tuple[str, Knobs], Env] = {}
-    factories: dict[tuple[str, str], Any] = {}
-    numbered = Counter(done)
-    for domain, agent, seed, knobs in todo:
-        env = envs.setdefault((domain.name, knobs), Env(domain, knobs=knobs))
-        if (domain.name, agent) not in factories:
-            factories[(domain.name, agent)] = resolve(domain, agent, **options)
-        trajectory = run_episode(env, factories[(domain.name, agent)], seed)
-        key = _job_key(domain.name, agent, seed, knobs)
-        run = replace(trajectory.run, sample=numbered[key])
-        numbered[key] += 1
-        yield replace(trajectory, agent=agent, run=run)
 
 
 def _report(

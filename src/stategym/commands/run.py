@@ -1,11 +1,14 @@
 """``stategym run``: play one agent on one domain's seeded tasks into a run directory.
 
-Seeds ``seed .. seed + episodes - 1`` are played in order; each trajectory is appended to
-``OUT/trajectories.jsonl`` as its episode ends. Every trajectory is then scored (outcome and
-decision quality), ``OUT/summary.json`` and ``OUT/results.md`` are written and the run is
-recorded in the project-wide index (``--index``, default ``runs/index.sqlite``). Running the
-same command again resumes: requested seeds already in the file are reused, the missing ones
-played, and the summary covers exactly the requested seeds (``--overwrite`` starts afresh).
+Seeds ``seed .. seed + episodes - 1`` are played by the rollout engine
+(:func:`stategym.rollout.stream`): scripted agents in order, LLM agents ``--concurrency``
+episodes at a time; each trajectory is appended to ``OUT/trajectories.jsonl`` as its episode
+ends. ``--knobs mixed`` gives each seed one setting of the eval knob mix. Every trajectory is
+then scored (outcome and decision quality), ``OUT/summary.json`` and ``OUT/results.md`` are
+written and the run is recorded in the project-wide index (``--index``, default
+``runs/index.sqlite``). Running the same command again resumes: requested seeds already in the
+file are reused, the missing ones played, and the summary covers exactly the requested seeds
+(``--overwrite`` starts afresh).
 """
 
 from __future__ import annotations
@@ -21,9 +24,7 @@ from stategym.store import DEFAULT_INDEX
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from stategym.agents.base import AgentFactory
-    from stategym.domain import Domain
-    from stategym.env import Env
+    from stategym.rollout import Agents, EpisodeSpec
     from stategym.rundir import RunConfig, RunDir
     from stategym.trajectory import Trajectory
 
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("runs/demo"),
         help="run directory (default: runs/demo)",
     )
-    options.add_knobs(parser)
+    options.add_knobs(parser, mixed=True)
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -75,40 +76,54 @@ def main(args: argparse.Namespace) -> int:
 
     from stategym import store
     from stategym.commands.options import llm_options
-    from stategym.env import Env
+    from stategym.rollout import episode_specs, pending, requested
     from stategym.rundir import RunConfig, RunDir
 
     console = Console()
     options = llm_options(args)
-    domain, make_agent = _resolve(args.domain, args.agent, options)
-    config = RunConfig(domain.name, args.agent, args.knobs)
+    config = RunConfig(args.domain, args.agent, _knobs(args.knobs))
+    seeds = range(args.seed, args.seed + args.episodes)
+    knobs = {seed: config.knobs_of(seed) for seed in seeds}
+    specs = episode_specs(args.domain, args.agent, seeds, knobs, options=options)
+    agents = _agents(specs[0])
     run = RunDir(args.out)
     if args.overwrite:
         run.clear()
         store.remove(args.index, str(run.path.resolve()))
-    by_seed = {t.seed: t for t in _resume(run, config, console)}
-    seeds = range(args.seed, args.seed + args.episodes)
-    todo = [s for s in seeds if s not in by_seed]
-    if by_seed:
-        reused = len(seeds) - len(todo)
+    finished = _resume(run, config, console)
+    todo = pending(specs, finished)
+    if finished:
+        reused = len(specs) - len(todo)
         console.print(
             _plain(
-                f"resuming {run.path}: reusing {reused} of the {len(by_seed)} episode(s) "
+                f"resuming {run.path}: reusing {reused} of the {len(finished)} episode(s) "
                 f"there, playing {len(todo)} (seeds {seeds.start}-{seeds.stop - 1} requested)"
             )
         )
     interrupted = False
     try:
         if todo:
-            _play(Env(domain, knobs=args.knobs), make_agent, config, todo, run, by_seed, console)
+            _play(todo, agents, config, run, finished, options.get("concurrency"), console)
     except KeyboardInterrupt:
         interrupted = True
-    requested = [by_seed[s] for s in seeds if s in by_seed]
-    _record(run, config, requested, options, args.index, console)
+    _record(run, config, requested(specs, finished), options, args.index, console)
     if interrupted:
         console.print("[yellow]interrupted:[/] finished episodes are saved; run again to resume")
         return 130
     return 0
+
+
+def _knobs(text: str) -> Any:
+    """``--knobs``: one setting, or ``mixed``."""
+    from stategym.errors import UsageError
+    from stategym.rundir import MIXED
+
+    if text.strip() == MIXED:
+        return MIXED
+    try:
+        return Knobs.parse(text)
+    except ValueError as error:
+        raise UsageError(f"bad --knobs: {error}") from None
 
 
 def _plain(text: str) -> Any:
@@ -118,26 +133,32 @@ def _plain(text: str) -> Any:
     return Text(text)
 
 
-def _resolve(name: str, agent: str, options: dict[str, Any]) -> tuple[Domain, AgentFactory]:
-    """The domain and the agent factory.
+def _agents(spec: EpisodeSpec) -> Agents:
+    """The run's agent source, its agent resolved (and an LLM agent checked) up front.
 
     Raises:
-        UsageError: an unknown domain or agent, or an LLM agent without its extras.
+        UsageError: an unknown domain or agent, an LLM agent without its extras, a missing
+            model folder or an unreachable endpoint.
     """
-    from stategym.agents import resolve
     from stategym.errors import UnknownDomainError, UsageError
-    from stategym.registry import get_domain
+    from stategym.rollout import Agents
 
+    agents = Agents()
     try:
-        domain = get_domain(name)
-        return domain, resolve(domain, agent, **options)
+        if spec.llm:
+            from stategym.llm import check_agent
+
+            kind, _, target = spec.agent.partition(":")
+            check_agent(kind, target, **dict(spec.options))
+        agents.factory(spec)
     except (UnknownDomainError, KeyError) as error:
         raise UsageError(str(error.args[0])) from None
     except ImportError as error:  # an LLM spec without the optional packages installed
         raise UsageError(
-            f"agent {agent!r} needs a module that is missing ({error}); "
+            f"agent {spec.agent!r} needs a module that is missing ({error}); "
             "LLM agents need: pip install 'stategym[llm]'"
         ) from None
+    return agents
 
 
 def _record(
@@ -164,7 +185,7 @@ def _record(
         str(run.path.resolve()),
         config.domain,
         config.agent,
-        config.knobs.describe(),
+        config.describe_knobs(),
         summary.episodes,
         summary.goal_rate,
         __version__,
@@ -172,7 +193,7 @@ def _record(
         now,
     )
     store.upsert(index, record)
-    knobs = config.knobs.describe() if config.knobs != Knobs() else "default knobs"
+    knobs = config.describe_knobs() if config.knobs != Knobs() else "default knobs"
     title = f"{run.name}: {config.domain} / {config.agent} / {knobs}"
     grid = summary_table([((), summary, quality)], (), title=title)
     print_grids(console, [grid])
@@ -212,15 +233,15 @@ def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory
 
 
 def _play(
-    env: Env,
-    make_agent: AgentFactory,
+    specs: list[EpisodeSpec],
+    agents: Agents,
     config: RunConfig,
-    seeds: list[int],
     run: RunDir,
-    finished: dict[int, Trajectory],
+    finished: list[Trajectory],
+    concurrency: int | None,
     console: Console,
 ) -> None:
-    """Play the seeds, appending each trajectory to the run as soon as it ends."""
+    """Play the specs, appending each trajectory to the run as soon as it ends."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -230,7 +251,7 @@ def _play(
         TimeRemainingColumn,
     )
 
-    from stategym.runner import run_episodes
+    from stategym import rollout  # looked up here, so a test can stand in for the engine
 
     columns: list[Any] = [
         TextColumn("{task.description}"),
@@ -242,10 +263,10 @@ def _play(
     ]
     reached = played = 0
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task(f"{config.domain} / {config.agent}", total=len(seeds), goal="-")
-        for trajectory in run_episodes(env, make_agent, seeds, agent_name=config.agent):
+        bar = progress.add_task(f"{config.domain} / {config.agent}", total=len(specs), goal="-")
+        for _, trajectory in rollout.stream(specs, agents, concurrency=concurrency):
             run.append(trajectory)
-            finished[trajectory.seed] = trajectory
+            finished.append(trajectory)
             played += 1
             reached += bool(trajectory.outcome and trajectory.outcome.goal_reached)
             progress.update(bar, advance=1, goal=f"{reached}/{played}")

@@ -31,6 +31,9 @@ class LLMAgentFactory:
     episode's agent; it is an :data:`~stategym.agents.base.AgentFactory`.
     """
 
+    samples = True
+    """It takes ``sample=``: the rollout engine passes each episode's sample number."""
+
     def __init__(
         self,
         name: str,

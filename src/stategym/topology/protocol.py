@@ -4,8 +4,11 @@
 each cell's held-out seeds (zero-shot, and k-shot when the agent is an LLM that can take
 demonstrations), plays the expert on the same tasks for reference plans, plays the
 counterfactual probes (:mod:`stategym.topology.probes`), and returns every trajectory, each
-tagged with what it is for (``run.role`` and ``run.probe``, the rest in ``meta``). The report (:mod:`stategym.topology.report`) is
-computed from these trajectories and the cells alone, so a saved run can be re-reported.
+tagged with what it is for (``run.role`` and ``run.probe``, the rest in ``meta``). Every
+episode is an :class:`~stategym.rollout.EpisodeSpec` played by the rollout engine (an LLM
+agent's episodes concurrently, ``options["concurrency"]`` at a time); a probe's flipped task
+is rebuilt from its spec by :func:`spec_task_of`. The report (:mod:`stategym.topology.report`)
+is computed from these trajectories and the cells alone, so a saved run can be re-reported.
 """
 
 from __future__ import annotations
@@ -15,11 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from stategym.agents import resolve
-from stategym.agents.base import AgentFactory
 from stategym.env import Env
 from stategym.knobs import Knobs
 from stategym.registry import cached_task, get_domain
-from stategym.runner import play, run_episode
+from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
 from stategym.task import Task
 from stategym.topology.distance import EXPANSION_BUDGET
 from stategym.topology.probes import FLIP, flip_priorities, probes
@@ -110,21 +112,33 @@ def task_of(trajectory: Trajectory) -> Task:
     return task
 
 
-def _play(
-    domain: str, make: AgentFactory, tasks: Iterable[Task], meta: dict[str, Any]
-) -> list[Trajectory]:
-    out = []
-    env: Env | None = None
-    for task in tasks:
-        if env is None or env.knobs != task.knobs:
-            env = Env(domain, knobs=task.knobs)
-        observation, _ = env.reset(options={"task": task})
-        trajectory = play(env, make(task), observation)
-        # Role and probe go to the typed run record (the probe decides the task scored).
-        tags = {k: v for k, v in meta.items() if k not in ("role", "probe")}
-        run = replace(trajectory.run, role=meta.get("role"), probe=meta.get("probe"))
-        out.append(replace(trajectory, run=run, meta={**trajectory.meta, **tags}))
-    return out
+def spec_task_of(spec: EpisodeSpec) -> Task:
+    """The task a protocol spec plays (a probe's is the flipped task)."""
+    task = cached_task(spec.domain, spec.seed, spec.knobs)
+    if spec.probe == FLIP:
+        flipped = flip_priorities(task)
+        assert flipped is not None, "a probe spec's task always flips"
+        return flipped
+    return task
+
+
+def _specs(
+    domain: str,
+    agent: str,
+    seeds: Iterable[int],
+    knobs: Knobs,
+    role: str,
+    tags: Mapping[str, Any],
+    options: Mapping[str, Any] | None = None,
+    probe: str | None = None,
+) -> list[EpisodeSpec]:
+    pairs = plain_options(options or {})
+    # tags keep their order: they are merged into ``meta`` in it
+    tagged = tuple(tags.items())
+    return [
+        EpisodeSpec(domain, s, agent, knobs, pairs, role=role, probe=probe, tags=tagged)
+        for s in seeds
+    ]
 
 
 def _demonstrations(config: ProtocolConfig, target: str, k: int) -> str:
@@ -142,11 +156,16 @@ def _demonstrations(config: ProtocolConfig, target: str, k: int) -> str:
     return render_demonstrations(trajectories, tasks)
 
 
-def _factory(config: ProtocolConfig, domain: str, k: int) -> AgentFactory:
+def _resolve(domain: Any, agent: str, **options: Any) -> Any:
+    # this module's ``resolve``, looked up per call: the seam a test stands an agent in at
+    return resolve(domain, agent, **options)
+
+
+def _agent_options(config: ProtocolConfig, domain: str, k: int) -> dict[str, Any]:
     options = dict(config.options)
     if k:
         options["demonstrations"] = _demonstrations(config, domain, k)
-    return resolve(get_domain(domain), config.agent, **options)
+    return options
 
 
 @dataclass(frozen=True)
@@ -182,40 +201,39 @@ def run_protocol(
         cells = make_splits(config.train, config.knobs, config.compositions, config.budget)
     cells = tuple(cells)
     seeds = range(config.seed, config.seed + config.episodes)
-    trajectories: list[Trajectory] = []
+    specs: list[EpisodeSpec] = []
     for name in config.train:
-        plan_tasks = [cached_task(name, s, config.knobs) for s in range(config.plans)]
-        trajectories += _play(
-            name, resolve(get_domain(name), "expert"), plan_tasks, {"role": "plan"}
-        )
+        specs += _specs(name, "expert", range(config.plans), config.knobs, "plan", {})
     shots = [k for k in config.shots if k == 0 or config.llm]
     if len(shots) < len(config.shots):
         notes.append("k-shot demonstrations need an LLM agent; scripted agents ran zero-shot only")
     for cell in cells:
         say(f"{cell.split}: {cell.domain}")
-        tasks = [cached_task(cell.domain, s, config.knobs) for s in seeds]
-        meta = {"split": str(cell.split), "cell": cell.domain}
-        trajectories += _play(
-            cell.domain,
-            resolve(get_domain(cell.domain), "expert"),
-            tasks,
-            {**meta, "role": "reference"},
-        )
+        tags = {"split": str(cell.split), "cell": cell.domain}
+        specs += _specs(cell.domain, "expert", seeds, config.knobs, "reference", tags)
         for k in shots:
-            trajectories += _play(
+            options = _agent_options(config, cell.domain, k)
+            specs += _specs(
                 cell.domain,
-                _factory(config, cell.domain, k),
-                tasks,
-                {**meta, "role": "agent", "shots": k},
+                config.agent,
+                seeds,
+                config.knobs,
+                "agent",
+                {**tags, "shots": k},
+                options,
             )
-    trajectories += _probe_runs(config, cells, notes)
-    return ProtocolRun(config, cells, tuple(trajectories), tuple(notes))
+    specs += _probe_specs(config, cells, notes)
+    say("playing")
+    agents = Agents(resolver=_resolve)
+    concurrency = config.options.get("concurrency")
+    played = [t for _, t in stream(specs, agents, concurrency=concurrency, task_of=spec_task_of)]
+    return ProtocolRun(config, cells, tuple(requested(specs, played)), tuple(notes))
 
 
-def _probe_runs(
+def _probe_specs(
     config: ProtocolConfig, cells: tuple[Cell, ...], notes: list[str]
-) -> list[Trajectory]:
-    out: list[Trajectory] = []
+) -> list[EpisodeSpec]:
+    out: list[EpisodeSpec] = []
     missing: list[str] = []
     # Probes run without dynamics: events are scheduled against the original priority order,
     # so with them the flipped task would differ in more than the one hidden value.
@@ -227,11 +245,19 @@ def _probe_runs(
         if not pairs:
             missing.append(name)
             continue
-        make = resolve(get_domain(name), config.agent, **dict(config.options))
-        for index, (original, flipped) in enumerate(pairs):
-            meta = {"role": "probe", "split": str(Split.PROBE), "cell": name, "pair": index}
-            out += _play(name, make, [original], {**meta, "probe": "original"})
-            out += _play(name, make, [flipped], {**meta, "probe": FLIP})
+        for index, (original, _) in enumerate(pairs):
+            tags = {"split": str(Split.PROBE), "cell": name, "pair": index}
+            for probe in ("original", FLIP):
+                out += _specs(
+                    name,
+                    config.agent,
+                    [original.seed],
+                    knobs,
+                    "probe",
+                    tags,
+                    config.options,
+                    probe,
+                )
     if missing:
         notes.append(
             "no counterfactual probe (no hidden priority order that changes the best "

@@ -1,0 +1,71 @@
+"""The rollout engine: episodes as plain specs, one play loop, one resume rule.
+
+- :class:`EpisodeSpec` (:mod:`.spec`): one episode as frozen, picklable data (domain,
+  seed, knobs, agent spec and options, sample, role, probe, tags); :func:`pending` is the
+  resume rule (the specs whose episode a log does not hold yet, by :func:`trajectory_key`).
+- :mod:`.play`: the episode loop, blocking (:func:`drive`) and async (:func:`adrive`) over
+  one :class:`Episode`; :func:`run_episode` and :func:`play` for a ready environment.
+- :mod:`.engine`: :func:`stream` plays many specs (LLM agents concurrently) and yields each
+  trajectory as it ends; ``run``, ``eval`` and ``protocol`` all use it.
+- :mod:`.agents`: spec -> agent (:class:`Agents` resolves names; :class:`FixedAgent` plays a
+  ready factory).
+- :mod:`.log`: the one strict reader of a trajectories file.
+- :mod:`.tokens`: the token log of a token-in-token-out episode (ids, logprobs, mask, spans).
+"""
+
+from __future__ import annotations
+
+from stategym.rollout.agents import Agents, AgentSource, FixedAgent
+from stategym.rollout.engine import (
+    DEFAULT_CONCURRENCY,
+    play_concurrently,
+    play_in_order,
+    play_spec,
+    stream,
+)
+from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
+from stategym.rollout.play import (
+    Episode,
+    adrive,
+    drive,
+    play,
+    run_episode,
+    run_episodes,
+    spec_task,
+)
+from stategym.rollout.spec import (
+    EpisodeSpec,
+    episode_specs,
+    pending,
+    plain_options,
+    requested,
+    trajectory_key,
+)
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "AgentSource",
+    "Agents",
+    "Episode",
+    "EpisodeSpec",
+    "FixedAgent",
+    "Log",
+    "adrive",
+    "drive",
+    "episode_specs",
+    "load_log",
+    "pending",
+    "plain_options",
+    "play",
+    "play_concurrently",
+    "play_in_order",
+    "play_spec",
+    "read_log",
+    "refuse_duplicates",
+    "requested",
+    "run_episode",
+    "run_episodes",
+    "spec_task",
+    "stream",
+    "trajectory_key",
+]

@@ -1,0 +1,144 @@
+"""Playing many specs: in order, or concurrently on an event loop; finished ones streamed.
+
+:func:`stream` is what every command uses (``run``, ``eval``, ``protocol``): it yields each
+``(spec, trajectory)`` as the episode ends, so the caller appends it to its log at once and
+an interruption loses only the episodes in flight. Scripted agents play in spec order on
+one environment per domain (a step takes microseconds; no loop is worth its overhead).
+LLM agents play on an event loop in a worker thread, at most ``concurrency`` episodes in
+flight, one environment each; only the model's replies are awaited. The first error that is
+not a transient endpoint failure (retried inside the backend) cancels the episodes in flight
+and is raised as itself, after the ones finished before it were yielded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+from stategym.env import Env
+from stategym.rollout.agents import AgentSource
+from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
+from stategym.rollout.spec import EpisodeSpec
+from stategym.trajectory import Trajectory
+
+DEFAULT_CONCURRENCY = 8
+"""LLM episodes in flight when the caller does not say."""
+Finished = tuple[EpisodeSpec, Trajectory]
+
+
+def play_spec(
+    spec: EpisodeSpec, agents: AgentSource, env: Env | None = None, task_of: TaskOf = spec_task
+) -> Trajectory:
+    """Play one spec to its end (blocking), on ``env`` if given."""
+    env = env if env is not None and env.domain.name == spec.domain else Env(spec.domain)
+    return drive(Episode.start(env, agents, spec, task_of))
+
+
+def play_in_order(
+    specs: Sequence[EpisodeSpec], agents: AgentSource, task_of: TaskOf = spec_task
+) -> Iterator[Finished]:
+    """Play the specs one after another, reusing one environment per domain."""
+    envs: dict[str, Env] = {}
+    for spec in specs:
+        env = envs.get(spec.domain)
+        if env is None:
+            env = envs[spec.domain] = Env(spec.domain)
+        yield spec, play_spec(spec, agents, env, task_of)
+
+
+async def play_concurrently(
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_done: Callable[[EpisodeSpec, Trajectory], None],
+    task_of: TaskOf = spec_task,
+) -> None:
+    """Play the specs, at most ``concurrency`` at a time, calling ``on_done`` as each ends.
+
+    The first failure cancels the episodes still in flight and is raised as itself.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(spec: EpisodeSpec) -> None:
+        async with gate:
+            trajectory = await adrive(Episode.start(Env(spec.domain), agents, spec, task_of))
+        on_done(spec, trajectory)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for spec in specs:
+                group.create_task(one(spec))
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    finally:
+        await agents.aclose()
+
+
+def stream(
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    *,
+    concurrency: int | None = None,
+    task_of: TaskOf = spec_task,
+) -> Iterator[Finished]:
+    """Play every spec, yielding ``(spec, trajectory)`` as each episode ends.
+
+    LLM specs play first, ``concurrency`` at a time (default
+    :data:`DEFAULT_CONCURRENCY`), in the order they finish; then the scripted ones, in
+    order. ``concurrency=1`` plays LLM specs in order too.
+
+    Raises:
+        Whatever stopped the run (after the episodes finished before it were yielded).
+    """
+    llm = [spec for spec in specs if spec.llm]
+    scripted = [spec for spec in specs if not spec.llm]
+    if llm:
+        yield from _stream_concurrently(llm, agents, concurrency or DEFAULT_CONCURRENCY, task_of)
+    yield from play_in_order(scripted, agents, task_of)
+
+
+def _stream_concurrently(
+    specs: Sequence[EpisodeSpec], agents: AgentSource, concurrency: int, task_of: TaskOf
+) -> Iterator[Finished]:
+    """:func:`play_concurrently` on a worker thread's loop, its results handed over here."""
+    finished: queue.Queue[Finished | BaseException | None] = queue.Queue()
+    loop = asyncio.new_event_loop()
+    main: list[asyncio.Task[None]] = []
+
+    async def run() -> None:
+        main.append(asyncio.current_task())  # type: ignore[arg-type]
+        await play_concurrently(
+            specs,
+            agents,
+            concurrency=concurrency,
+            on_done=lambda spec, t: finished.put((spec, t)),
+            task_of=task_of,
+        )
+
+    def work() -> None:
+        try:
+            loop.run_until_complete(run())
+            finished.put(None)
+        except BaseException as error:  # handed to the consuming thread, which raises it
+            finished.put(error)
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=work, name="stategym-rollout", daemon=True)
+    thread.start()
+    try:
+        while (item := finished.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        # The consumer stopped early (Ctrl-C, an error writing the log): cancel what is in
+        # flight rather than letting it play on unseen.
+        if thread.is_alive() and main:
+            loop.call_soon_threadsafe(main[0].cancel)
+        thread.join()

@@ -1,0 +1,117 @@
+"""The one strict reader of a trajectories file, and the file's append rule.
+
+Trajectories are flushed one by one as episodes end, so an interrupted run keeps every
+finished episode and at most a cut last line. :func:`read_log` is the one reader of such a
+file for every command (``run``, ``eval`` and the engine when they resume, ``score``): a cut
+last line, one that does not end in a newline, is dropped (and reported by its line
+number); any other unreadable line is an error naming ``FILE:LINE``, and so are two copies
+of one episode (:func:`~stategym.rollout.spec.trajectory_key`). :func:`load_log` also
+rewrites the file without the cut line, so the next append starts on a line of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from stategym.errors import TrajectoryError, UsageError
+from stategym.rollout.spec import trajectory_key
+from stategym.trajectory import Trajectory, dumps, loads, write_jsonl
+
+SHOWN_DUPLICATES = 5
+"""How many duplicated episodes an error message names."""
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """What :func:`read_log` found in a trajectories file.
+
+    Attributes:
+        trajectories: every readable episode, in file order.
+        cut_line: the line number of a cut last line that was dropped, or ``None``.
+    """
+
+    trajectories: list[Trajectory]
+    cut_line: int | None
+
+
+def read_log(path: Path) -> Log:
+    """Read a trajectories file strictly, except for a cut last line.
+
+    A last line that does not end in a newline and cannot be read is what an interrupted
+    append leaves: it is dropped and its number returned. Any other unreadable line is
+    corruption, not an interruption.
+
+    Raises:
+        UsageError: ``FILE:LINE: why`` for an unreadable line that is not a cut last line.
+    """
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    kept: list[Trajectory] = []
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            kept.append(loads(line))
+        except TrajectoryError as error:
+            if index == last and not data.endswith(b"\n"):
+                return Log(kept, index + 1)
+            raise UsageError(f"{path}:{index + 1}: {error}") from None
+    return Log(kept, None)
+
+
+def refuse_duplicates(path: Path, trajectories: Sequence[Trajectory]) -> None:
+    """Raise if two trajectories are copies of one episode (a file appended twice).
+
+    Raises:
+        UsageError: naming the first duplicated episodes and how many copies each has.
+    """
+    counts = Counter(trajectory_key(t) for t in trajectories)
+    repeated = [(key, n) for key, n in counts.items() if n > 1]
+    if not repeated:
+        return
+    named = "; ".join(
+        f"{key[0]} seed {key[1]} agent {key[3]} knobs {key[2]} sample {key[4]} ({n} copies)"
+        for key, n in repeated[:SHOWN_DUPLICATES]
+    )
+    more = (
+        f" and {len(repeated) - SHOWN_DUPLICATES} more" if len(repeated) > SHOWN_DUPLICATES else ""
+    )
+    raise UsageError(
+        f"{path} holds {len(repeated)} duplicated episode(s) (same domain, seed, knobs, agent "
+        f"and sample): {named}{more}; remove the extra lines or start afresh"
+    )
+
+
+def load_log(path: Path) -> Log:
+    """:func:`read_log` and :func:`refuse_duplicates`; rewrites the file without a cut line.
+
+    A missing file is an empty log. A file whose last line lacks its newline is rewritten
+    (atomically) so that the next append starts on a line of its own.
+    """
+    if not path.exists():
+        return Log([], None)
+    log = read_log(path)
+    refuse_duplicates(path, log.trajectories)
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        partial = path.with_suffix(".jsonl.partial")
+        write_jsonl(partial, log.trajectories)
+        os.replace(partial, path)
+    return log
+
+
+class Appender:
+    """Appends trajectories to a file, one flushed line each (created on first write)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, trajectory: Trajectory) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("ab") as handle:  # closed, so flushed, before the next episode
+            handle.write(dumps(trajectory) + b"\n")
