@@ -4,12 +4,15 @@ The central one is :func:`agent_steps`: what an agent might send in one round, t
 typed API, the OpenAI-message API or as raw text. It mixes well-formed calls whose arguments
 reuse values the agent has seen (so some calls really change the world) with every kind of
 bad output: malformed JSON arguments, unknown tools, wrong types, missing and unexpected
-arguments, empty batches, bad messages and garbage text. Values are limited to what JSON can
-carry (no NaN, integers within 64 bits), as an LLM's output always is.
+arguments, empty batches, bad messages and garbage text, and (:func:`wild_steps`) what no
+JSON can carry: integers of any size, NaN, sets, bytes, tuples, objects, non-string keys,
+lone surrogates, nesting past the cap, oversized batches, number literals such as ``1e20``
+in JSON text, in typed objects of any shape, message dicts of any JSON-like shape and text.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -18,7 +21,15 @@ from hypothesis import strategies as st
 
 from stategym.agents.style import Style
 from stategym.knobs import Knobs
-from stategym.protocol import CallBatch, Say, ToolCall, action_to_message
+from stategym.protocol import (
+    MAX_CALLS,
+    MAX_DEPTH,
+    MAX_TEXT,
+    CallBatch,
+    Say,
+    ToolCall,
+    action_to_message,
+)
 from stategym.tools import Param, Tool
 from stategym.user import PRIORITY_PHRASES
 
@@ -215,7 +226,9 @@ bad_messages = st.one_of(
 
 @st.composite
 def agent_steps(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> Step:
-    """One round of agent output through any of the three channels."""
+    """One round of agent output through any of the three channels (a quarter of them wild)."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(wild_steps(tools, pool))
     channel = draw(st.sampled_from(("typed", "typed", "message", "text")))
     if channel == "typed":
         return "typed", draw(actions(tools, pool))
@@ -229,3 +242,180 @@ def agent_steps(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> Step:
     if draw(st.integers(0, 5)) == 0:  # cut or garbage text, as a model's output can be
         text = text[: draw(st.integers(0, len(text)))] + draw(st.text(max_size=4))
     return "text", text
+
+
+# -- wild output: what the boundary rule must convert or reject ------------------------------
+
+
+def nested(depth: int, leaf: Any = 0) -> Any:
+    """``depth`` lists one inside the other around ``leaf``."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+wild_text = st.text(
+    st.characters(exclude_categories=())
+    | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()),
+    max_size=8,
+)
+"""Text with any code point, lone surrogates often."""
+big_integers = st.sampled_from((2**63, -(2**63) - 1, 2**64 - 1, 2**64, 10**30, -(10**400)))
+wild_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | big_integers
+    | st.floats()
+    | wild_text
+    | st.binary(max_size=4)
+    | st.builds(object)
+    | st.sampled_from((Style, Knobs(), ..., 1j))
+)
+wild_values = st.recursive(
+    wild_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.frozensets(st.integers(-3, 3), max_size=3)
+        | st.dictionaries(wild_text | st.integers() | st.none() | st.booleans(), inner, max_size=3)
+    ),
+    max_leaves=10,
+) | st.sampled_from((MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 300, 5000)).map(nested)
+"""Any Python value an agent might pass, JSON or not."""
+breakers = st.one_of(
+    big_integers,
+    st.sampled_from((float("nan"), float("inf"), -float("inf"))),
+    st.frozensets(st.integers(-3, 3), min_size=1, max_size=3),
+    st.binary(max_size=3),
+    st.builds(object),
+    st.dictionaries(st.integers(), st.integers(), min_size=1, max_size=2),
+    st.sampled_from((MAX_DEPTH + 1, 5000)).map(nested),
+    st.text(max_size=3).map(lambda t: t + "\ud800"),
+    st.text(max_size=3).map(lambda t: "x" * 17_000 + t),
+)
+"""Values the boundary rule must convert (surrogates) or reject, one of each kind."""
+number_literals = st.sampled_from(
+    (
+        "1e20",
+        "-1e300",
+        "1e400",
+        "18446744073709551616",
+        "-9223372036854775809",
+        "9223372036854775807",
+        "1" * 30,
+        "1" * 400,
+        "NaN",
+        "-Infinity",
+        "-0",
+        "1E2",
+        '"\\ud800"',
+        '"\\udfff\\ud800"',
+    )
+)
+"""JSON (and not quite JSON) literals that decoders disagree about."""
+
+
+def _names(tools: tuple[Tool, ...]) -> st.SearchStrategy[Any]:
+    return st.sampled_from([t.name for t in tools] + ["finish"]) | wild_values
+
+
+@st.composite
+def wild_calls(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> ToolCall:
+    """A call with any name, arguments and id; often a real tool with one wild argument."""
+    if draw(st.booleans()):
+        tool = draw(st.sampled_from(tools))
+        arguments: Any = draw(well_formed_arguments(tool, pool))
+        if arguments:
+            arguments[draw(st.sampled_from(sorted(arguments)))] = draw(breakers | wild_values)
+        else:
+            arguments = draw(breakers | wild_values)
+        return ToolCall(tool.name, arguments, draw(st.just("") | wild_values))
+    return ToolCall(draw(_names(tools)), draw(wild_values), draw(st.just("") | wild_values))
+
+
+@st.composite
+def wild_actions(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> Any:
+    """A typed action of any shape: wild messages and batches, half-good batches, non-actions."""
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return Say(draw(wild_values | wild_text | st.just("x" * (MAX_TEXT + 1))))
+    if kind == 1:
+        return CallBatch(draw(wild_values))
+    if kind == 2:
+        good = draw(st.lists(tool_calls(tools, pool), min_size=1, max_size=3))
+        bad = draw(wild_calls(tools, pool) | wild_values)
+        good.insert(draw(st.integers(0, len(good))), bad)
+        return CallBatch(tuple(good))
+    if kind == 3:
+        return CallBatch((draw(tool_calls(tools, pool)),) * (MAX_CALLS + draw(st.integers(0, 1))))
+    if kind == 4:
+        return draw(wild_values)
+    return CallBatch(tuple(draw(st.lists(wild_calls(tools, pool), min_size=1, max_size=3))))
+
+
+def wild_messages(tools: tuple[Tool, ...]) -> st.SearchStrategy[Any]:
+    """Assistant messages of any JSON-like shape, values JSON cannot carry included."""
+    arguments = (
+        st.dictionaries(st.sampled_from(("day", "flight_id", "x")), breakers, min_size=1)
+        | wild_values
+        | wild_text
+        | number_literals.map(lambda n: '{"day": ' + n + "}")
+    )
+    function = st.fixed_dictionaries({"name": _names(tools)}, optional={"arguments": arguments})
+    entry = st.fixed_dictionaries({"function": function}, optional={"id": wild_values}) | (
+        wild_values
+    )
+    return (
+        st.fixed_dictionaries(
+            {"role": st.just("assistant") | wild_values},
+            optional={
+                "content": wild_values | wild_text,
+                "tool_calls": st.lists(entry, max_size=3) | wild_values,
+            },
+        )
+        | wild_values
+    )
+
+
+def _literal_arguments(draw: st.DrawFn, tool: Tool, pool: Pool) -> str:
+    """JSON text of well-formed arguments with one value replaced by a disputed literal."""
+    arguments = draw(well_formed_arguments(tool, pool))
+    parts = [
+        f"{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()}" for k, v in arguments.items()
+    ]
+    if parts:
+        key = orjson.dumps(draw(st.sampled_from(sorted(arguments)))).decode()
+        parts[[p.split(":")[0] for p in parts].index(key)] = f"{key}: {draw(number_literals)}"
+    return "{" + ", ".join(parts) + "}"
+
+
+@st.composite
+def wild_texts(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> str:
+    """Text: real calls with disputed number literals, deep brackets, wild messages, noise."""
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        tool = draw(st.sampled_from(tools))
+        function = {"name": tool.name, "arguments": _literal_arguments(draw, tool, pool)}
+        return orjson.dumps({"role": "assistant", "tool_calls": [{"function": function}]}).decode()
+    if kind == 1:
+        depth = draw(st.sampled_from((MAX_DEPTH, 1000, 1025, 3000)))
+        return "[" * depth + draw(number_literals) + "]" * depth
+    if kind == 2:
+        try:  # the standard library writes big integers, NaN and lone surrogates
+            return json.dumps(draw(wild_messages(tools)), ensure_ascii=False, default=repr)
+        except (RecursionError, ValueError):
+            return "[" * 3000
+    return draw(wild_text)
+
+
+@st.composite
+def wild_steps(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> Step:
+    """One round of wild output through one of the three channels."""
+    channel = draw(st.sampled_from(("typed", "message", "text")))
+    if channel == "typed":
+        return "typed", draw(wild_actions(tools, pool))
+    if channel == "message":
+        return "message", draw(wild_messages(tools))
+    return "text", draw(wild_texts(tools, pool))

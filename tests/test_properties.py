@@ -7,17 +7,24 @@
   commit changes nothing but the clock, the round counter and what scheduled events change;
   a step after the end changes nothing at all.
 * Whatever happened, the trajectory serialises, parses back to an equal object with the same
-  bytes, and replays to the same state key.
+  bytes (also through ``write_jsonl`` and ``read_jsonl``), and replays to the same state key.
+
+The agent output is drawn by :func:`strategies.agent_steps`: well-formed and broken calls,
+and a quarter of wild output (values JSON cannot carry, objects of any shape, any text).
+``HYPOTHESIS_PROFILE=thorough`` runs :data:`THOROUGH_EXAMPLES` examples per domain.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stategym.agents import agent_names, scripted
@@ -27,12 +34,27 @@ from stategym.protocol import Observation
 from stategym.registry import all_domains
 from stategym.task import EventKind
 from stategym.tools import Effect
-from stategym.trajectory import RoundKind, RoundRecord, dumps, loads, replay
+from stategym.trajectory import (
+    RoundKind,
+    RoundRecord,
+    dumps,
+    loads,
+    read_jsonl,
+    replay,
+    write_jsonl,
+)
 from strategies import Pool, agent_steps, knobs, question_phrases, styles
 
 DOMAIN_NAMES = sorted(all_domains())
 """Not imported from ``conftest``: with several ``conftest.py`` files under ``tests/`` that
 module name is ambiguous."""
+THOROUGH_EXAMPLES = 10_000
+"""Examples per domain of the any-output test under the thorough profile (issue 10)."""
+_EXAMPLES = (
+    settings(max_examples=THOROUGH_EXAMPLES)
+    if os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+    else settings()
+)
 
 
 @dataclass(frozen=True)
@@ -122,6 +144,10 @@ def check_log(env: Env) -> None:
     parsed = loads(line)
     assert parsed == trajectory
     assert dumps(parsed) == line
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "log.jsonl"
+        assert write_jsonl(path, [trajectory]) == 1
+        assert list(read_jsonl(path)) == [trajectory]
     assert replay(parsed).state_key() == env.state_key()
 
 
@@ -147,6 +173,7 @@ def _opening(domain: Domain, env: Env) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("name", DOMAIN_NAMES)
+@_EXAMPLES
 @given(data=st.data(), seed=st.integers(0, 2**32), task_knobs=knobs, style=styles)
 def test_any_agent_output_is_safe(
     name: str, data: st.DataObject, seed: int, task_knobs: Any, style: Any

@@ -2,8 +2,9 @@
 
 Computed from trajectories alone, so it applies to any agent's log. A call *parses* when a
 tool name and a JSON object of arguments could be read from it; it is *accepted* when the
-environment ran it (a known tool with well-typed arguments; a tool refusing a well-formed call
-still counts, since the format was right).
+environment accepted its format (a known tool with well-typed arguments): it ran, a tool refused
+it, or it did not run only because another call of its round was malformed (``not_run``); the
+format was right in each case.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from stategym.trajectory import RoundKind, Trajectory
+from stategym.validation import NOT_RUN
 
 UNPARSED = frozenset({"malformed_json"})
+ACCEPTED = frozenset({None, "tool", NOT_RUN})
+"""``error_kind`` values of calls whose format the environment accepted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +30,7 @@ class CallStats:
         invalid_rounds: rounds with no usable action.
         calls: tool calls emitted.
         parsed: calls with a readable name and JSON-object arguments.
-        accepted: calls the environment ran.
+        accepted: calls whose format the environment accepted.
     """
 
     rounds: int
@@ -43,7 +47,7 @@ class CallStats:
 
     @property
     def accepted_share(self) -> float:
-        """Share of emitted calls the environment ran (0 when there were none)."""
+        """Share of emitted calls whose format was accepted (0 when there were none)."""
         return self.accepted / self.calls if self.calls else 0.0
 
 
@@ -63,5 +67,5 @@ def call_stats(trajectories: Iterable[Trajectory]) -> CallStats:
             for call in record.calls:
                 calls += 1
                 parsed += bool(call.name) and call.error_kind not in UNPARSED
-                accepted += call.error_kind in (None, "tool")
+                accepted += call.error_kind in ACCEPTED
     return CallStats(rounds, tool_rounds, invalid, calls, parsed, accepted)
