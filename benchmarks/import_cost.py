@@ -1,15 +1,16 @@
 """What starting stategym costs: modules loaded and wall time, in fresh interpreters.
 
-Each case runs in ``--repeat`` new ``python -c`` processes; the time is measured inside
-the child around the statement (interpreter start-up excluded) and the median is reported,
-with the number of modules the statement added to ``sys.modules`` (all of them, and those
-of stategym itself)::
+Each case runs in ``--repeat`` new ``python -c`` processes; wall and process CPU time are
+measured inside the child around the statement (interpreter start-up excluded; CPU time is
+less distorted on a shared machine) and their medians reported, with the number of modules
+the statement added to ``sys.modules`` (all of them, and those of stategym itself)::
 
     python benchmarks/import_cost.py            # table
     python benchmarks/import_cost.py --json     # one JSON object per case
 
-Cases: ``import stategym``; ``import stategym`` then ``stategym.Env("travel")`` (the first
-domain import); the CLI's ``--help`` (building every command's parser).
+Cases: ``import gymnasium`` (for reference: ``import stategym`` imports it to register the
+Gymnasium ids); ``import stategym``; ``import stategym`` then ``stategym.Env("travel")`` (the
+first domain import); the CLI's ``--help``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import subprocess
 import sys
 
 CASES: dict[str, str] = {
+    "import gymnasium": "import gymnasium",  # for reference: what registering the ids costs
     "import stategym": "import stategym",
     'stategym.Env("travel")': 'import stategym; stategym.Env("travel")',
     "stategym --help": (
@@ -35,11 +37,11 @@ CASES: dict[str, str] = {
 _PROBE = """
 import sys, time, json
 before = set(sys.modules)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 exec(compile({statement!r}, "<case>", "exec"))
-seconds = time.perf_counter() - start
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 added = set(sys.modules) - before
-print(json.dumps({{"seconds": seconds, "modules": len(added),
+print(json.dumps({{"seconds": seconds, "cpu": cpu, "modules": len(added),
     "stategym": sorted(m for m in added if m == "stategym" or m.startswith("stategym."))}}))
 """
 
@@ -57,6 +59,7 @@ def measure(statement: str, repeat: int) -> dict[str, object]:
         runs.append(json.loads(output.splitlines()[-1]))
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpu": statistics.median(r["cpu"] for r in runs),
         "modules": statistics.median(r["modules"] for r in runs),
         "stategym_modules": len(runs[0]["stategym"]),
         "stategym": runs[0]["stategym"],
@@ -70,14 +73,14 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="name the stategym modules")
     args = parser.parse_args()
     if not args.json:
-        print(f"{'case':<26}{'median s':>10}{'modules':>9}{'stategym':>10}")
+        print(f"{'case':<26}{'wall s':>8}{'cpu s':>8}{'modules':>9}{'stategym':>10}")
     for label, statement in CASES.items():
         figures = measure(statement, args.repeat)
         if args.json:
             print(json.dumps({"case": label, **figures}))
             continue
         print(
-            f"{label:<26}{figures['seconds']:>10.3f}{figures['modules']:>9.0f}"
+            f"{label:<26}{figures['seconds']:>8.3f}{figures['cpu']:>8.3f}{figures['modules']:>9.0f}"
             f"{figures['stategym_modules']:>10}"
         )
         if args.list:

@@ -64,6 +64,7 @@ PREFIXES: dict[str, str] = {
     "stategym.agents": "agents",
     "stategym.llm": "agents",
     "stategym.runner": "rollout",
+    "stategym.rollout": "rollout",
     "stategym.llm.runner": "rollout",
     "stategym.metrics": "metrics",
     "stategym.topology": "topology",
@@ -83,8 +84,11 @@ PREFIXES: dict[str, str] = {
     "stategym.topology.report": "report",
     "stategym.cli": "cli",
     "stategym.commands": "cli",
-    "stategym": "cli",  # the package itself: the public names, and it installs the registry
 }
+
+ROOT = "stategym"
+"""The package itself (the public names; it installs the registry): the top layer. It is
+matched exactly, not as a prefix, so a module the table misses has no layer and fails."""
 
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("stategym.llm", "stategym.runner"): (
@@ -100,6 +104,8 @@ LLM_LIBRARIES = ("openai", "torch", "transformers", "tokenizers", "fastapi", "uv
 
 def layer_of(module: str) -> str | None:
     """The layer of a stategym module (longest matching prefix), ``None`` for other modules."""
+    if module == ROOT:
+        return LAYERS[-1]
     parts = module.split(".")
     for end in range(len(parts), 0, -1):
         layer = PREFIXES.get(".".join(parts[:end]))
@@ -199,6 +205,7 @@ def test_the_table_classifies_what_it_should() -> None:
     assert layer_of("stategym.topology.motifs") == "domains"
     assert layer_of("stategym.commands.run") == "cli"
     assert layer_of("numpy") is None
+    assert layer_of("stategym") == "cli" and layer_of("stategym.unlisted") is None
 
 
 def test_imports_are_read_from_every_depth() -> None:
