@@ -22,6 +22,10 @@ Figures:
   with the task cache cleared, score: what ``stategym score`` does per trajectory.
 - ``dense reward step``: one environment step with ``reward=dense_reward`` minus the same
   step with the default outcome reward, i.e. what step-level rewards add to a step.
+- ``dense reward by episode length``: the same added cost per step in episodes of 10, 50 and
+  200 rounds (``--lengths``): a travel task whose round limit is lifted, played as one gold
+  read call per round and ``finish`` at the end. An incremental reward's cost per step does
+  not grow with the length; one that re-scores the episode so far every step grows linearly.
 
 tau2-bench's evaluator takes about 0.7 s per trajectory (about 1.4 trajectories/s).
 """
@@ -31,7 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -40,10 +44,11 @@ from stategym.agents import agent_names, scripted
 from stategym.env import Env
 from stategym.metrics import dense_reward, score
 from stategym.metrics.taskset import MIXED
-from stategym.protocol import Action
+from stategym.protocol import FINISH, Action, CallBatch, ToolCall
 from stategym.registry import all_domains, cached_task, get_domain
 from stategym.runner import run_episode
 from stategym.task import Task
+from stategym.tools import Effect
 from stategym.trajectory import Trajectory, dumps, loads
 from timing import CLOCKS, quiet_gc
 
@@ -103,7 +108,7 @@ def score_from_log(lines: list[bytes]) -> int:
     return len(lines)
 
 
-def steps(items: list[Played], reward: Callable[..., float]) -> int:
+def steps(items: list[Played], reward: Callable[..., object]) -> int:
     """Replay every episode's actions in an environment with the given reward."""
     count = 0
     envs: dict[tuple[str, object], Env] = {}
@@ -119,6 +124,41 @@ def steps(items: list[Played], reward: Callable[..., float]) -> int:
     return count
 
 
+def long_episode(length: int) -> Played:
+    """A travel episode of ``length`` rounds: one scalar gold read per round, then finish."""
+    task = cached_task("travel", 0, MIXED[0])
+    node = next(
+        c
+        for c in task.truth.calls
+        if c.effect is Effect.READ and all(type(v) is not tuple for v in c.args.values())
+    )
+    read = CallBatch((ToolCall(node.tool, dict(node.args)),))
+    actions = (read,) * (length - 1) + (CallBatch((ToolCall(FINISH, {"answer": ""}),)),)
+    task = replace(task, max_rounds=length + 1)
+    return Played(run_actions(task, actions), task, actions)
+
+
+def run_actions(task: Task, actions: tuple[Action, ...]) -> Trajectory:
+    env = Env(task.domain, knobs=task.knobs)
+    env.reset(options={"task": task})
+    for action in actions:
+        env.step(action)
+    return env.trajectory
+
+
+def length_sweep(lengths: list[int], repeat: int, clock: Callable[[], float]) -> dict[int, float]:
+    """Microseconds the dense reward adds to a step, by episode length."""
+    from stategym.env import outcome_reward
+
+    added = {}
+    for length in lengths:
+        items = [long_episode(length)] * max(1, 2000 // length)
+        plain = best_rate(lambda i=items: steps(i, outcome_reward), repeat, clock)
+        dense = best_rate(lambda i=items: steps(i, dense_reward), repeat, clock)
+        added[length] = (1 / dense - 1 / plain) * 1e6
+    return added
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -131,10 +171,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
     parser.add_argument("--quick", action="store_true", help="14 tasks, 2 passes")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--lengths", default="10,50,200", help="episode lengths of the dense-reward sweep"
+    )
+    parser.add_argument(
+        "--only-lengths", action="store_true", help="run only the episode-length sweep"
+    )
     args = parser.parse_args(argv)
     seeds, repeat = (14, 2) if args.quick else (args.seeds, args.repeat)
     clock = CLOCKS[args.clock]
     domains = list(all_domains()) if args.domains == "all" else args.domains.split(",")
+    sweep = length_sweep([int(n) for n in args.lengths.split(",")], repeat, clock)
+    print(f"{'rounds per episode':28} {'dense reward, us per step':>26}")
+    for length, added_us in sweep.items():
+        print(f"{length:<28} {added_us:26.1f}")
+    if args.only_lengths:
+        return 0
     items = pool(domains, seeds)
     lines = [dumps(item.trajectory) for item in items]
     from stategym.env import outcome_reward
@@ -167,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             "tau2": TAU2,
             "steps_per_second": {"outcome": plain, "dense": dense},
             "dense_us_per_step": added_us,
+            "dense_us_per_step_by_length": {str(k): v for k, v in sweep.items()},
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))

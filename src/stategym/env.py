@@ -10,7 +10,7 @@ results and logged format errors, and the world is untouched by them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.domain import Commitment, Domain, installed_registry, lookup
@@ -58,15 +58,35 @@ Played = tuple[RoundRecord, tuple[ToolResult, ...], str | None, str | None]
 """What a round handler returns: the round's record, then the observation's tool results, the
 user's words and a round-level error (the clock is known only once the round has ended)."""
 
-RewardFn = Callable[["Env", RoundRecord, bool], float]
-"""``(env, record, done) -> reward`` for the round just played. It may put entries into
-``env.reward_info`` (emptied before each call); the step's ``info`` carries them."""
+@dataclass(frozen=True, slots=True)
+class Paid:
+    """What a round's reward function returns: the reward, and what the step's ``info``
+    carries beside it (the reward's own account of the round, e.g. the events it paid)."""
+
+    reward: float
+    info: Mapping[str, Any] = field(default_factory=dict)
 
 
-def outcome_reward(env: Env, record: RoundRecord, done: bool) -> float:
+RoundReward = Callable[[RoundRecord, "Outcome | None"], Paid]
+"""``(record, outcome) -> Paid`` for the round just played; ``outcome`` is given at the
+episode's last round. It sees the log, never the world, and keeps whatever it needs between
+rounds itself, so a reward can be incremental without a side channel."""
+
+RewardFn = Callable[[Task], RoundReward]
+"""Starts an episode's reward: called with the task at every reset; the round reward it
+returns is called once per round, in order (it must pickle: the environment does)."""
+
+
+class OutcomeReward:
     """Sparse reward: 1.0 at the end of an episode that reached its goal, else 0."""
-    outcome = env.outcome() if done else None
-    return 1.0 if outcome is not None and outcome.goal_reached else 0.0
+
+    def __call__(self, record: RoundRecord, outcome: Outcome | None) -> Paid:
+        return Paid(1.0 if outcome is not None and outcome.goal_reached else 0.0)
+
+
+def outcome_reward(task: Task) -> OutcomeReward:
+    """The default :data:`RewardFn`: the sparse outcome reward."""
+    return OutcomeReward()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +128,7 @@ class Env:
         self.domain = lookup(domain) if isinstance(domain, str) else domain
         self.knobs = knobs or Knobs()
         self.reward_fn = reward
-        self.reward_info: dict[str, Any] = {}
+        self._pay: RoundReward = OutcomeReward()
         self.agent = agent
         self._next_seed = 0
         self._tools: dict[str, Tool] = {}
@@ -153,6 +173,7 @@ class Env:
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
+        self._pay = self.reward_fn(task)
         self._next_seed = task.seed + 1
         self.world = self.domain.new_world(task)
         self.user = SimulatedUser(task, self.domain.slot_phrases, judges=not self.domain.read_only)
@@ -242,15 +263,14 @@ class Env:
         if not self._terminated and len(self.rounds) >= self.task.max_rounds:
             self._truncated = True
         done = self._terminated or self._truncated
-        self.reward_info = {}
-        reward = self.reward_fn(self, record, done)
+        paid = self._pay(record, self.outcome() if done else None)
         if record.notice is not None:
             user = _join(user, record.notice)
         observation = Observation(index, self.world.clock, results, user, error)
-        info: dict[str, Any] = dict(self.reward_info)
+        info: dict[str, Any] = dict(paid.info)
         if record.format_errors:
             info["format_errors"] = record.format_errors
-        return StepResult(observation, reward, self._terminated, self._truncated, info)
+        return StepResult(observation, paid.reward, self._terminated, self._truncated, info)
 
     def _say(self, index: int, text: str) -> Played:
         turn = self.user.respond(text)

@@ -14,6 +14,7 @@ from math import comb
 
 import numpy as np
 
+from .dimensions import DECLARED
 from .score import Scorecard
 
 PASS_KS: tuple[int, ...] = (1, 2, 4, 8)
@@ -21,10 +22,7 @@ PASS_KS: tuple[int, ...] = (1, 2, 4, 8)
 COLUMNS: tuple[str, ...] = (
     "success",
     "composite",
-    "clarification",
-    "priority",
-    "parallelism",
-    "risk",
+    *map(str, DECLARED),
     "harmful",
     "lost",
     "rounds",

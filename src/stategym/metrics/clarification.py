@@ -21,11 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stategym.task import SlotKind, Task
-from stategym.trajectory import Trajectory
+from stategym.trajectory import Outcome, Trajectory
 
+from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind
-from .gold import PRIORITIES, Gold, gold_of
-from .trace import SayView, Trace, trace
+from .gold import PRIORITIES, Gold
+from .trace import CallView, SayView, Trace
+
+DIM = Dimension.CLARIFICATION
 
 ALPHA = 0.5
 """Weight of a question about a slot a tool could have answered."""
@@ -67,63 +70,97 @@ def clarification_quality(tp: int, fn: int, fp: float) -> float:
 
 def clarification(trajectory: Trajectory, task: Task) -> float:
     """Q_clar of a finished trajectory, in [0, 1] (see the module docstring)."""
-    gold = gold_of(task)
-    scored, _ = clarification_events(trace(trajectory.rounds, gold, True), gold, 1.0)
-    return scored.quality
+    from .score import score
+
+    return score(trajectory, task).clarification.quality
 
 
-def _use_rounds(tr: Trace, gold: Gold) -> dict[str, tuple[int, bool]]:
-    """For each must-ask slot: the round it is first used, and whether that is the end."""
-    uses: dict[str, tuple[int, bool]] = {}
-    for slot in gold.must_ask:
-        gated = gold.gates.get(slot, frozenset())
-        first = next((c.round for c in tr.calls if gated.intersection(c.candidates)), None)
-        if first is not None and (tr.end is None or first <= tr.end):
-            uses[slot] = (first, False)
-        elif tr.end is not None:
-            uses[slot] = (tr.end, True)
-    return uses
+class ClarificationScorer:
+    """Clarification over the rounds of one episode (see :class:`DimensionScorer`)."""
 
+    def __init__(self, task: Task, gold: Gold, scale: float) -> None:
+        self.gold = gold
+        self.norm = scale / max(1, len(gold.must_ask))
+        self.uses: dict[str, int] = {}
+        """For each must-ask slot, the round of the first call that may stand for a node its
+        answer gates."""
+        self.asked_in_time: set[str] = set()
+        self.proposals: dict[str, int] = {}
+        self.fp = 0.0
+        self.said: list[Event] = []
+        self.missed: dict[str, Event] = {}
 
-def clarification_events(tr: Trace, gold: Gold, scale: float) -> tuple[Clarification, list[Event]]:
-    """Score clarification and emit its events (rewards multiplied by ``scale``)."""
-    norm = scale / max(1, len(gold.must_ask))
-    uses = _use_rounds(tr, gold)
-    events: list[Event] = []
-    asked_in_time: set[str] = set()
-    fp = 0.0
-    proposals: dict[str, int] = {}
-    for say in tr.says:
-        for kind, weight, subject in _read_say(say, tr, gold, uses, asked_in_time, proposals):
-            if kind is Kind.ASK_NEEDLESS:
-                fp -= weight
-            events.append(
-                Event(say.round, Dimension.CLARIFICATION, kind, weight, weight * norm, subject)
+    def add(self, tr: Trace, calls: Sequence[CallView], say: SayView | None) -> list[Event]:
+        if say is not None:
+            return self._say(tr, say)
+        new: list[Event] = []
+        for call in calls:
+            for slot in self.gold.must_ask:
+                gated = self.gold.gates.get(slot, frozenset())
+                if slot in self.uses or not gated.intersection(call.candidates):
+                    continue
+                self.uses[slot] = call.round
+                # a slot revealed before its use but not asked in time was volunteered
+                if slot in self.asked_in_time or tr.revealed.get(slot, call.round) < call.round:
+                    continue
+                event = Event(
+                    call.round, DIM, Kind.ASK_MISSED, -1.0, -self.norm, slot, call=call.position
+                )
+                self.missed[slot] = event
+                new.append(event)
+        return new
+
+    def _say(self, tr: Trace, say: SayView) -> list[Event]:
+        # the last round of an episode that is over is the use of every slot not used yet
+        end = tr.end if tr.done else None
+        new = [
+            Event(say.round, DIM, kind, weight, weight * self.norm, subject)
+            for kind, weight, subject in _read_say(
+                say, tr, self.gold, self.uses, end, self.asked_in_time, self.proposals
             )
-    # a slot revealed before its use but not asked in time was volunteered by the user
-    volunteered = {
-        s
-        for s in gold.must_ask
-        if s not in asked_in_time and s in uses and tr.revealed.get(s, uses[s][0]) < uses[s][0]
-    }
-    for slot in gold.must_ask:
-        if slot in asked_in_time or slot in volunteered or slot not in uses:
-            continue
-        at, terminal = uses[slot]
-        events.append(
-            Event(at, Dimension.CLARIFICATION, Kind.ASK_MISSED, -1.0, -norm, slot, terminal)
-        )
-    tp = len(asked_in_time)
-    fn = len(gold.must_ask) - tp - len(volunteered)
-    applicable = bool(gold.must_ask) or fp > 0
-    return Clarification(clarification_quality(tp, fn, fp), tp, fn, fp, applicable), events
+        ]
+        for event in new:
+            if event.kind is Kind.ASK_NEEDLESS:
+                self.fp -= event.value
+        self.said += new
+        return new
+
+    def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Clarification, list[Event]]:
+        gold = self.gold
+        volunteered = set()
+        for slot in gold.must_ask:
+            if slot in self.asked_in_time or slot in self.missed:
+                continue
+            use = self.uses.get(slot, tr.end)
+            if use is None:
+                continue  # not used yet: neither missed nor volunteered
+            if tr.revealed.get(slot, use) < use:
+                volunteered.add(slot)
+            else:  # never used by a call: the episode's end is its use
+                self.missed[slot] = Event(use, DIM, Kind.ASK_MISSED, -1.0, -self.norm, slot, True)
+        tp = len(self.asked_in_time)
+        fn = len(gold.must_ask) - tp - len(volunteered)
+        applicable = bool(gold.must_ask) or self.fp > 0
+        scored = Clarification(clarification_quality(tp, fn, self.fp), tp, fn, self.fp, applicable)
+        events = self.said + [self.missed[s] for s in gold.must_ask if s in self.missed]
+        return scored, events
+
+
+def running_clarification(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
+    """Q_clar from the events so far: a must-ask slot neither asked nor missed yet counts as
+    missed until the episode is over (asking it is progress)."""
+    tp, fn = counts.n(Kind.ASK_NEEDED), counts.n(Kind.ASK_MISSED)
+    fp = -counts.total.get(Kind.ASK_NEEDLESS, 0.0)
+    pending = 0 if counts.done else max(0, len(gold.must_ask) - tp - fn)
+    return clarification_quality(tp, fn + pending, fp), bool(gold.must_ask) or fp > 0
 
 
 def _read_say(
     say: SayView,
     tr: Trace,
     gold: Gold,
-    uses: dict[str, tuple[int, bool]],
+    uses: dict[str, int],
+    end: int | None,
     asked_in_time: set[str],
     proposals: dict[str, int],
 ) -> list[tuple[Kind, float, str]]:
@@ -133,8 +170,8 @@ def _read_say(
         known = tr.revealed.get(slot, say.round) < say.round
         kind = gold.kinds.get(slot)
         if slot in gold.must_ask and not known:
-            use = uses.get(slot)
-            if use is None or say.round < use[0]:
+            use = uses.get(slot, end)
+            if use is None or say.round < use:
                 asked_in_time.add(slot)
                 out.append((Kind.ASK_NEEDED, 1.0, slot))
             else:
@@ -155,10 +192,19 @@ def _read_say(
     return out
 
 
+def _applies(task: Task, gold: Gold) -> bool:
+    return bool(gold.must_ask)
+
+
+DECLARATION = DimensionSpec(DIM, "clar", _applies, ClarificationScorer, running_clarification)
+"""Clarification, declared once (see :mod:`stategym.metrics.declaration`)."""
+
 __all__: Sequence[str] = (
     "ALPHA",
+    "DECLARATION",
     "Clarification",
+    "ClarificationScorer",
     "clarification",
-    "clarification_events",
     "clarification_quality",
+    "running_clarification",
 )

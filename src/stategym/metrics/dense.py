@@ -1,38 +1,63 @@
 """Step-level rewards from the per-round events: ``Env(domain, reward=dense_reward)``.
 
-After each round the episode so far is scored and the round is paid the rewards of the
-events it caused (a needless question, an early call, a safe commit...); events known only
-at the end (a question never asked, a missed commit, the final choice) are paid at the last
-step. The step's ``info`` carries the events (``info["events"]``) and, at the last step, the
-full :class:`~stategym.metrics.Scorecard` (``info["scorecard"]``).
+Each round is paid its credit (:mod:`stategym.metrics.credit`): the change it made to the
+running composite, so an episode's rewards sum to its R, a harmful episode's return is below
+every harmless one's, and every return is in [-1, 1]. The step's ``info`` carries what the
+reward function returned with it: the events the round was paid for (``info["events"]``:
+its own, and at the last step every terminal event), its :class:`RoundCredit`
+(``info["credit"]``, with the per-call split) and, at the last step, the full
+:class:`~stategym.metrics.Scorecard` (``info["scorecard"]``).
 
-The return of an episode sums every event's reward: each dimension's positive rewards add up
-to at most ``1 / #dimensions``, so the expert's return is 1.0 (its composite); a harmful
-commit pays ``-(1 + severity)``, which keeps a harmful episode's return at or below -Harm.
+Incremental: the reward keeps one :class:`~stategym.metrics.score.EpisodeScorer` per episode
+and feeds it the round just played, so a step costs the round's own scoring, whatever the
+episode's length; the rewards and events it pays are exactly :func:`credit` of the finished
+trajectory (tested on every domain).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from stategym.trajectory import RoundRecord
+from stategym.env import Paid
+from stategym.task import Task
+from stategym.trajectory import Outcome, RoundRecord
 
+from .credit import pay_round
+from .declaration import EventCounts
 from .events import Event
-from .score import score_rounds
-
-if TYPE_CHECKING:
-    from stategym.env import Env
+from .score import EpisodeScorer
 
 
-def step_events(events: tuple[Event, ...], index: int, done: bool) -> tuple[Event, ...]:
-    """The events paid at step ``index``: its own, plus every terminal event at the end."""
-    return tuple(
-        e for e in events if (e.round == index and not e.terminal) or (done and e.terminal)
-    )
+class DenseReward:
+    """The dense reward of one episode: started by :func:`dense_reward` at every reset."""
+
+    def __init__(self, task: Task) -> None:
+        self.scorer = EpisodeScorer(task)
+        self.counts = EventCounts()
+        self.rounds: list[RoundRecord] = []
+        self.running = 0.0
+
+    def __call__(self, record: RoundRecord, outcome: Outcome | None) -> Paid:
+        """Pay the round just played (``outcome``: given at the episode's last round)."""
+        self.rounds.append(record)
+        done = outcome is not None
+        events = self.scorer.add(record, last=done)
+        if not done:
+            paid = pay_round(self.counts, self.scorer.gold, record, events, self.running)
+            self.running = paid.running
+            return Paid(paid.reward, {"events": tuple(events), "credit": paid})
+        card = self.scorer.close(self.rounds, outcome)
+        paid = pay_round(
+            self.counts, self.scorer.gold, record, events, self.running, card.composite
+        )
+        self.running = paid.running
+        settled: Sequence[Event] = [e for e in card.events if e.terminal]
+        info = {"events": (*events, *settled), "credit": paid, "scorecard": card}
+        return Paid(paid.reward, info)
 
 
-def dense_reward(env: Env, record: RoundRecord, done: bool) -> float:
-    """Reward of the round just played: the sum of its events' rewards.
+def dense_reward(task: Task) -> DenseReward:
+    """Start the dense reward of an episode of ``task`` (a :data:`stategym.env.RewardFn`).
 
     Example:
         >>> from stategym import Env, Say
@@ -40,11 +65,6 @@ def dense_reward(env: Env, record: RoundRecord, done: bool) -> float:
         >>> _ = env.reset(seed=3)
         >>> result = env.step(Say("What is your budget for this flight?"))
         >>> [e.kind.value for e in result.info["events"]], round(result.reward, 3)
-        (['ask_needed'], 0.083)
+        (['ask_needed'], 0.082)
     """
-    card = score_rounds(env.rounds, env.task, env.outcome() if done else None, agent=env.agent)
-    paid = step_events(card.events, record.index, done)
-    env.reward_info["events"] = paid
-    if done:
-        env.reward_info["scorecard"] = card
-    return sum(e.reward for e in paid)
+    return DenseReward(task)

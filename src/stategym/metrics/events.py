@@ -2,9 +2,9 @@
 
 Every metric is computed from typed events attached to the round that caused them (a needless
 question, a call issued before a value it depends on was observed, a safe commit...). The
-same events are the step-level rewards of :func:`stategym.metrics.dense_reward` and the
-list :func:`stategym.metrics.score` returns, so credit-assignment code reads exactly what
-the scorer counted.
+list :func:`stategym.metrics.score` returns is what :mod:`stategym.metrics.credit` turns
+into per-round rewards and what :func:`stategym.metrics.dense_reward` pays step by step, so
+credit-assignment code reads exactly what the scorer counted.
 """
 
 from __future__ import annotations
@@ -71,12 +71,16 @@ class Event:
         dimension: the dimension it counts toward.
         kind: what happened.
         value: its raw contribution in the metric's own units (see :class:`Kind`).
-        reward: its step-level reward: ``value`` divided by the dimension's normaliser (so
+        reward: its additive share: ``value`` divided by the dimension's normaliser (so
             each dimension's positive rewards sum to at most 1) and by the number of
-            dimensions the task has; harmful commits instead carry ``-(1 + severity)``.
+            dimensions the task has; harmful commits instead carry ``-(1 + severity)``. The
+            expert's shares sum to its R = 1; the dense reward pays the change in the
+            running composite instead (:mod:`stategym.metrics.credit`), which is bounded.
         subject: what it is about (a slot, a gold node id, an option, a constraint pair).
         terminal: known only once the episode is over (a missed question never asked, a
             missed commit, the final choice); dense rewards pay these at the last step.
+        call: the position, in its round's logged calls, of the call that caused it
+            (``None``: a message to the user, or a terminal event); per-call credit reads it.
     """
 
     round: int
@@ -86,3 +90,4 @@ class Event:
     reward: float
     subject: str = ""
     terminal: bool = False
+    call: int | None = None

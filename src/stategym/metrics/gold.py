@@ -15,8 +15,6 @@ from typing import Any
 from stategym.task import EdgeKind, GoldCall, SlotKind, Task
 from stategym.tools import Effect
 
-from .events import Dimension
-
 ASK = "ask"
 """Tool name of a gold must-ask node (its id is ``ask:<slot>``)."""
 CONFIRM = "confirm"
@@ -45,8 +43,8 @@ class Gold:
         must_ask: M*, the slots only the user knows.
         kinds: slot kinds by name.
         above: for each constraint, the constraints strictly above it in the priority order.
-        dims: the dimensions the task itself makes applicable (an agent's own actions can
-            add clarification and risk).
+        decisions: number of the task's decision points (|D|).
+        constrained: the task has constraints (priority applies).
         by_answer: the episode is judged on its ``finish`` answer, not on commitments
             (statefulness off, or a read-only domain).
         lookup: for each tool, groups of nodes with single-valued arguments, as
@@ -68,7 +66,8 @@ class Gold:
     must_ask: tuple[str, ...]
     kinds: Mapping[str, SlotKind]
     above: Mapping[str, frozenset[str]]
-    dims: tuple[Dimension, ...]
+    decisions: int
+    constrained: bool
     by_answer: bool
     lookup: Mapping[str, tuple[tuple[tuple[str, ...], dict[tuple[Any, ...], tuple[str, ...]]], ...]]
     scan: Mapping[str, tuple[str, ...]]
@@ -162,7 +161,8 @@ def _build(task: Task) -> Gold:
         must_ask=must_ask,
         kinds={s.name: s.kind for s in task.slots},
         above=_above(task),
-        dims=_task_dims(task, must_ask, required),
+        decisions=len(truth.decisions),
+        constrained=bool(task.constraints),
         by_answer=task.judged_by_answer,
         **_match_tables(truth.calls),
     )
@@ -208,18 +208,3 @@ def _above(task: Task) -> dict[str, frozenset[str]]:
         parents.setdefault(low, set()).add(high)
         parents.setdefault(high, set())
     return {c: _descendants(c, parents) for c in parents}
-
-
-def _task_dims(
-    task: Task, must_ask: tuple[str, ...], required: tuple[str, ...]
-) -> tuple[Dimension, ...]:
-    dims: list[Dimension] = []
-    if must_ask:
-        dims.append(Dimension.CLARIFICATION)
-    if task.constraints:
-        dims.append(Dimension.PRIORITY)
-    if required:
-        dims.append(Dimension.PARALLELISM)
-    if task.truth.decisions:
-        dims.append(Dimension.RISK)
-    return tuple(dims)

@@ -28,11 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stategym.task import Task
-from stategym.trajectory import Trajectory
+from stategym.trajectory import Outcome, Trajectory
 
+from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind
-from .gold import CONFIRM, Gold, gold_of
-from .trace import CallView, Trace, trace
+from .gold import CONFIRM, Gold
+from .trace import CallView, SayView, Trace
+
+DIM = Dimension.PARALLELISM
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +83,9 @@ def parallelism_quality(
 
 def parallelism(trajectory: Trajectory, task: Task) -> float:
     """Q_par of a finished trajectory, in [0, 1] (see the module docstring)."""
-    gold = gold_of(task)
-    scored, _ = parallelism_events(trace(trajectory.rounds, gold, True), gold, 1.0)
-    return scored.quality
+    from .score import score
+
+    return score(trajectory, task).parallelism.quality
 
 
 def _missing(
@@ -125,78 +128,102 @@ def _serialised(tr: Trace, gold: Gold, call: CallView) -> list[str]:
     return sorted(split)
 
 
-def _call_events(tr: Trace, gold: Gold) -> list[tuple[int, Kind, str]]:
-    """``(round, kind, subject)`` of every parallelism event, in order."""
-    out: list[tuple[int, Kind, str]] = []
-    excused = 0
-    for call in tr.calls:
-        at = call.round
-        missing = _missing(tr, gold, call.candidates, at, call.option)
-        out += [(at, Kind.CALL_EARLY, f"{node}->{call.name}") for node in missing]
-        if call.first is not None and call.first in gold.independent:
-            out.append((at, Kind.CALL_MATCHED, call.first))
-            out += [
-                (at, Kind.CALL_SERIALISED, f"{other}|{call.first}")
-                for other in _serialised(tr, gold, call)
-            ]
-        elif call.first is None:
-            informed = bool(call.candidates) and not missing and not call.malformed
-            if informed and excused < tr.changes_before[at]:
-                excused += 1
-            else:
-                out.append((at, Kind.CALL_EXTRA, call.name))
-    confirm = gold.by_tool.get(CONFIRM, ())
-    for say in tr.says:
-        if say.proposed is not None:
+class ParallelismScorer:
+    """Parallelism over the rounds of one episode (see :class:`DimensionScorer`)."""
+
+    def __init__(self, task: Task, gold: Gold, scale: float) -> None:
+        self.gold = gold
+        self.rewards = {
+            Kind.CALL_MATCHED: scale / max(1, len(gold.required)),
+            Kind.CALL_EXTRA: -scale / max(1, len(gold.required)),
+            Kind.CALL_EARLY: -scale / max(1, gold.value_edges),
+            Kind.CALL_SERIALISED: -0.5 * scale / max(1, gold.pairs),
+        }
+        self.counts = {kind: 0 for kind in self.rewards}
+        self.excused = 0
+        self.events: list[Event] = []
+
+    def _event(self, at: int, kind: Kind, subject: str, call: int | None) -> Event:
+        self.counts[kind] += 1
+        value = 1.0 if kind is Kind.CALL_MATCHED else -1.0
+        return Event(at, DIM, kind, value, self.rewards[kind], subject, call=call)
+
+    def add(self, tr: Trace, calls: Sequence[CallView], say: SayView | None) -> list[Event]:
+        gold, new = self.gold, []
+        for call in calls:
+            at, pos = call.round, call.position
+            missing = _missing(tr, gold, call.candidates, at, call.option)
+            new += [self._event(at, Kind.CALL_EARLY, f"{n}->{call.name}", pos) for n in missing]
+            if call.first is not None and call.first in gold.independent:
+                new.append(self._event(at, Kind.CALL_MATCHED, call.first, pos))
+                new += [
+                    self._event(at, Kind.CALL_SERIALISED, f"{other}|{call.first}", pos)
+                    for other in _serialised(tr, gold, call)
+                ]
+            elif call.first is None:
+                informed = bool(call.candidates) and not missing and not call.malformed
+                if informed and self.excused < tr.changes_before[at]:
+                    self.excused += 1  # a change in the world excuses one informed re-call
+                else:
+                    new.append(self._event(at, Kind.CALL_EXTRA, call.name, pos))
+        if say is not None and say.proposed is not None:
+            confirm = gold.by_tool.get(CONFIRM, ())
             missing = _missing(tr, gold, confirm, say.round, say.proposed)
-            out += [(say.round, Kind.CALL_EARLY, f"{node}->{CONFIRM}") for node in missing]
-    return out
+            new += [
+                self._event(say.round, Kind.CALL_EARLY, f"{n}->{CONFIRM}", None) for n in missing
+            ]
+        self.events += new
+        return new
 
-
-def parallelism_events(tr: Trace, gold: Gold, scale: float) -> tuple[Parallelism, list[Event]]:
-    """Score parallelism and emit its events (rewards multiplied by ``scale``)."""
-    required = len(gold.required)
-    rewards = {
-        Kind.CALL_MATCHED: scale / max(1, required),
-        Kind.CALL_EXTRA: -scale / max(1, required),
-        Kind.CALL_EARLY: -scale / max(1, gold.value_edges),
-        Kind.CALL_SERIALISED: -0.5 * scale / max(1, gold.pairs),
-    }
-    found = _call_events(tr, gold)
-    events = [
-        Event(
-            at,
-            Dimension.PARALLELISM,
-            kind,
-            1.0 if kind is Kind.CALL_MATCHED else -1.0,
-            rewards[kind],
-            subject,
+    def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Parallelism, list[Event]]:
+        gold, counts = self.gold, self.counts
+        required = len(gold.required)
+        matched, early = counts[Kind.CALL_MATCHED], counts[Kind.CALL_EARLY]
+        extra, serialised = counts[Kind.CALL_EXTRA], counts[Kind.CALL_SERIALISED]
+        parts = _parts(gold, matched, early, extra, serialised, len(tr.calls))
+        scored = Parallelism(
+            parallelism_quality(*parts), *parts, matched, early, extra, serialised, bool(required)
         )
-        for at, kind, subject in found
-    ]
-    counts = {kind: 0 for kind in rewards}
-    for _, kind, _ in found:
-        counts[kind] += 1
-    matched, early = counts[Kind.CALL_MATCHED], counts[Kind.CALL_EARLY]
-    extra, serialised = counts[Kind.CALL_EXTRA], counts[Kind.CALL_SERIALISED]
+        return scored, list(self.events)
+
+
+def _parts(
+    gold: Gold, matched: int, early: int, extra: int, serialised: int, calls: int
+) -> tuple[float, float, float, float]:
+    """``(kappa, nu, epsilon, eta)`` from the counts."""
+    required = len(gold.required)
     coverage = matched / required if required else 1.0
     violations = min(1.0, early / gold.value_edges) if gold.value_edges else 0.0
-    economy = 1.0 - extra / len(tr.calls) if tr.calls else 1.0
+    economy = 1.0 - extra / calls if calls else 1.0
     efficiency = 1.0 - serialised / gold.pairs if gold.pairs else 1.0
-    quality = parallelism_quality(coverage, violations, economy, efficiency)
-    scored = Parallelism(
-        quality,
-        coverage,
-        violations,
-        economy,
-        efficiency,
-        matched,
-        early,
-        extra,
-        serialised,
-        bool(required),
+    return coverage, violations, economy, efficiency
+
+
+def running_parallelism(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
+    """Q_par from the events so far: coverage grows with each required call matched."""
+    parts = _parts(
+        gold,
+        counts.n(Kind.CALL_MATCHED),
+        counts.n(Kind.CALL_EARLY),
+        counts.n(Kind.CALL_EXTRA),
+        counts.n(Kind.CALL_SERIALISED),
+        counts.calls,
     )
-    return scored, events
+    return parallelism_quality(*parts), bool(gold.required)
 
 
-__all__: Sequence[str] = ("Parallelism", "parallelism", "parallelism_events", "parallelism_quality")
+def _applies(task: Task, gold: Gold) -> bool:
+    return bool(gold.required)
+
+
+DECLARATION = DimensionSpec(DIM, "par", _applies, ParallelismScorer, running_parallelism)
+"""Parallelism, declared once (see :mod:`stategym.metrics.declaration`)."""
+
+__all__: Sequence[str] = (
+    "DECLARATION",
+    "Parallelism",
+    "ParallelismScorer",
+    "parallelism",
+    "parallelism_quality",
+    "running_parallelism",
+)

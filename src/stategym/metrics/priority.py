@@ -23,9 +23,12 @@ from stategym.task import Task
 from stategym.tools import Effect
 from stategym.trajectory import Outcome, Trajectory
 
+from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind
-from .gold import Gold, gold_of
-from .trace import Trace, trace
+from .gold import Gold
+from .trace import CallView, SayView, Trace
+
+DIM = Dimension.PRIORITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +73,9 @@ def priority_quality(score: int, nothing: int, best: int) -> float:
 
 def priority(trajectory: Trajectory, task: Task) -> float:
     """Q_prio of a finished trajectory, in [0, 1] (see the module docstring)."""
-    gold = gold_of(task)
-    scored, _ = priority_events(
-        trace(trajectory.rounds, gold, True), task, gold, trajectory.outcome, 1.0
-    )
-    return scored.quality
+    from .score import score
+
+    return score(trajectory, task).priority.quality
 
 
 def choice_of(task: Task, outcome: Outcome | None, by_answer: bool) -> str | None:
@@ -109,30 +110,38 @@ def inversions(task: Task, gold: Gold, choice: str | None) -> list[tuple[str, st
     return found
 
 
-def priority_events(
-    tr: Trace, task: Task, gold: Gold, outcome: Outcome | None, scale: float
-) -> tuple[Priority, list[Event]]:
-    """Score priority and emit its events (known only once the episode is over)."""
-    truth = task.truth
-    choice = choice_of(task, outcome, gold.by_answer)
-    score = truth.score(choice)
-    nothing, best = truth.score(None), truth.best_score
-    quality = priority_quality(score, nothing, best)
-    pairs = inversions(task, gold, choice)
-    applicable = bool(task.constraints)
-    scored = Priority(quality, choice, score, best, nothing, len(pairs), applicable)
-    if not tr.done or not applicable:
-        return scored, []
-    at = _choice_round(tr, choice)
-    events = [
-        Event(
-            at, Dimension.PRIORITY, Kind.CHOICE, quality, quality * scale, choice or "nothing", True
-        )
-    ]
-    events += [
-        Event(at, Dimension.PRIORITY, Kind.INVERSION, 0.0, 0.0, f"{i}>{j}", True) for i, j in pairs
-    ]
-    return scored, events
+class PriorityScorer:
+    """Priority over the rounds of one episode: all of it is known at the end."""
+
+    def __init__(self, task: Task, gold: Gold, scale: float) -> None:
+        self.task, self.gold, self.scale = task, gold, scale
+
+    def add(self, tr: Trace, calls: Sequence[CallView], say: SayView | None) -> list[Event]:
+        return []
+
+    def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Priority, list[Event]]:
+        task, gold = self.task, self.gold
+        truth = task.truth
+        choice = choice_of(task, outcome, gold.by_answer)
+        score = truth.score(choice)
+        nothing, best = truth.score(None), truth.best_score
+        quality = priority_quality(score, nothing, best)
+        pairs = inversions(task, gold, choice)
+        applicable = bool(task.constraints)
+        scored = Priority(quality, choice, score, best, nothing, len(pairs), applicable)
+        if not tr.done or not applicable:
+            return scored, []
+        at = _choice_round(tr, choice)
+        events = [
+            Event(at, DIM, Kind.CHOICE, quality, quality * self.scale, choice or "nothing", True)
+        ]
+        events += [Event(at, DIM, Kind.INVERSION, 0.0, 0.0, f"{i}>{j}", True) for i, j in pairs]
+        return scored, events
+
+
+def running_priority(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
+    """Q_prio from the events so far: 0 until the final choice is scored at the end."""
+    return counts.total.get(Kind.CHOICE, 0.0), gold.constrained
 
 
 def _choice_round(tr: Trace, choice: str | None) -> int:
@@ -146,11 +155,20 @@ def _choice_round(tr: Trace, choice: str | None) -> int:
     return commits[-1] if commits else end
 
 
+def _applies(task: Task, gold: Gold) -> bool:
+    return bool(task.constraints)
+
+
+DECLARATION = DimensionSpec(DIM, "prio", _applies, PriorityScorer, running_priority)
+"""Priority, declared once (see :mod:`stategym.metrics.declaration`)."""
+
 __all__: Sequence[str] = (
+    "DECLARATION",
     "Priority",
+    "PriorityScorer",
     "choice_of",
     "inversions",
     "priority",
-    "priority_events",
     "priority_quality",
+    "running_priority",
 )

@@ -25,6 +25,7 @@ import orjson
 from stategym.tables import Grid, markdown
 
 from .aggregate import Estimate, Row, table
+from .dimensions import LABELS
 from .litmus import litmus
 from .score import Scorecard
 
@@ -36,13 +37,11 @@ SCORECARD_VERSION = 1
 _HEADERS: tuple[tuple[str, str], ...] = (
     ("success", "success"),
     ("composite", "R"),
-    ("clarification", "clar"),
-    ("priority", "prio"),
-    ("parallelism", "par"),
-    ("risk", "risk"),
+    *((str(d), label) for d, label in LABELS.items()),
     ("harmful", "harm rate"),
     ("lost", "lost $"),
 )
+"""``(row column, header)`` of the scorecard table; one per declared dimension."""
 
 
 def cell(estimate: Estimate, digits: int = 2, *, compact: bool = False) -> str:
@@ -165,7 +164,8 @@ def write(
     rows = table(cards, resamples=resamples, seed=seed)
     with (directory / SCORES).open("wb") as handle:
         for card in cards:
-            handle.write(orjson.dumps(card) + b"\n")
+            # the dimension mapping is keyed by Dimension, a str enum orjson writes as its name
+            handle.write(orjson.dumps(card, option=orjson.OPT_NON_STR_KEYS) + b"\n")
     body = scorecard_json(cards, rows, config)
     (directory / SCORECARD).write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
     (directory / SCORECARD_MD).write_text(

@@ -3,26 +3,30 @@
 The scorecard is computed from the trajectory log and the task alone (the task is
 regenerated from the trajectory's ``(domain, seed, knobs)`` when not given), so any run can
 be re-scored offline. :func:`score_rounds` scores the rounds of an episode still being
-played, which is what the dense reward does after every step.
+played; :class:`EpisodeScorer` scores one round at a time (what the dense reward does after
+every step, at a cost that does not grow with the episode's length).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from stategym.task import Task
 from stategym.trajectory import Outcome, RoundRecord, Trajectory
 
-from .clarification import Clarification, clarification_events
+from .clarification import Clarification
 from .composite import composite_reward
-from .events import DIMENSIONS, Dimension, Event
+from .declaration import DimensionScore
+from .dimensions import DECLARED, task_dimensions
+from .events import Dimension, Event
 from .gold import gold_of
 from .outcome import OutcomeScore, outcome_from
-from .parallelism import Parallelism, parallelism_events
-from .priority import Priority, priority_events
-from .risk import Risk, risk_events
-from .trace import trace
+from .parallelism import Parallelism
+from .priority import Priority
+from .risk import Risk
+from .trace import Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +39,9 @@ class Scorecard:
         seed: task seed.
         knobs: the knobs, as ``Knobs.describe()`` writes them.
         agent: the agent's name from the trajectory.
-        clarification: D1 counts and Q_clar.
-        priority: D2 scores and Q_prio.
-        parallelism: D3 counts and Q_par.
-        risk: D4 counts, Q_risk and Harm.
+        dimensions: each declared dimension's counts and Q_d
+            (:data:`~stategym.metrics.dimensions.DECLARED` order); the typed properties
+            below read the four built-in ones.
         applicable: the dimensions R averages over.
         composite: R in [-1, 1].
         outcome: goal, money, rounds and clock.
@@ -50,14 +53,31 @@ class Scorecard:
     seed: int
     knobs: str
     agent: str
-    clarification: Clarification
-    priority: Priority
-    parallelism: Parallelism
-    risk: Risk
+    dimensions: Mapping[Dimension, DimensionScore]
     applicable: tuple[Dimension, ...]
     composite: float
     outcome: OutcomeScore
     events: tuple[Event, ...]
+
+    @property
+    def clarification(self) -> Clarification:
+        """D1 counts and Q_clar."""
+        return cast(Clarification, self.dimensions[Dimension.CLARIFICATION])
+
+    @property
+    def priority(self) -> Priority:
+        """D2 scores and Q_prio."""
+        return cast(Priority, self.dimensions[Dimension.PRIORITY])
+
+    @property
+    def parallelism(self) -> Parallelism:
+        """D3 counts and Q_par."""
+        return cast(Parallelism, self.dimensions[Dimension.PARALLELISM])
+
+    @property
+    def risk(self) -> Risk:
+        """D4 counts, Q_risk and Harm."""
+        return cast(Risk, self.dimensions[Dimension.RISK])
 
     @property
     def harm(self) -> float:
@@ -65,15 +85,10 @@ class Scorecard:
 
     def quality(self, dimension: Dimension) -> float:
         """Q_d of one dimension (1.0 for a dimension with nothing to get wrong)."""
-        return self.qualities()[dimension]
+        return self.dimensions[dimension].quality
 
     def qualities(self) -> dict[Dimension, float]:
-        return {
-            Dimension.CLARIFICATION: self.clarification.quality,
-            Dimension.PRIORITY: self.priority.quality,
-            Dimension.PARALLELISM: self.parallelism.quality,
-            Dimension.RISK: self.risk.quality,
-        }
+        return {d: scored.quality for d, scored in self.dimensions.items()}
 
     @property
     def process_violation(self) -> bool:
@@ -134,42 +149,60 @@ def score_rounds(
     agent: str = "",
 ) -> Scorecard:
     """Score the rounds played so far; the episode counts as over when ``outcome`` is given."""
-    gold = gold_of(task)
-    done = outcome is not None
-    tr = trace(rounds, gold, done)
-    scale = 1.0 / max(1, len(gold.dims))
-    clar, clar_events = clarification_events(tr, gold, scale)
-    prio, prio_events = priority_events(tr, task, gold, outcome, scale)
-    par, par_events = parallelism_events(tr, gold, scale)
-    risk, risk_list = risk_events(tr, task, gold, scale)
-    applicable = tuple(
-        d
-        for d, used in zip(
-            DIMENSIONS,
-            (clar.applicable, prio.applicable, par.applicable, risk.applicable),
-            strict=True,
+    scorer = EpisodeScorer(task)
+    for i, record in enumerate(rounds):
+        scorer.add(record, last=outcome is not None and i == len(rounds) - 1)
+    return scorer.close(rounds, outcome, agent=agent)
+
+
+class EpisodeScorer:
+    """Scores an episode one round at a time: offline scoring feeds it a whole log, the
+    dense reward each round as it is played, so both are the same computation.
+
+    Each :meth:`add` costs the round's own work (its calls against the gold tables), never
+    a pass over the rounds before it; :meth:`close` builds the scorecard once.
+    """
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        gold = gold_of(task)
+        self.gold = gold
+        self.dims = task_dimensions(task, gold)
+        scale = 1.0 / max(1, len(self.dims))
+        self.trace = Trace(gold)
+        self.scorers = {d: spec.start(task, gold, scale) for d, spec in DECLARED.items()}
+
+    def add(self, record: RoundRecord, last: bool = False) -> list[Event]:
+        """Read one round (``last``: the episode ends with it); returns the events it caused
+        (terminal ones come with :meth:`close`), dimensions in declaration order."""
+        calls, say = self.trace.add(record, last)
+        events: list[Event] = []
+        for scorer in self.scorers.values():
+            events += scorer.add(self.trace, calls, say)
+        return events
+
+    def close(
+        self, rounds: Sequence[RoundRecord], outcome: Outcome | None, *, agent: str = ""
+    ) -> Scorecard:
+        """The scorecard of the rounds added so far (``rounds``: those same rounds)."""
+        task = self.task
+        scored: dict[Dimension, DimensionScore] = {}
+        found: list[Event] = []
+        for dimension, scorer in self.scorers.items():
+            scored[dimension], events = scorer.close(self.trace, outcome)
+            found += events
+        applicable = tuple(d for d, s in scored.items() if s.applicable)
+        qualities = {d: s.quality for d, s in scored.items()}
+        harm = cast(Risk, scored[Dimension.RISK]).harm
+        return Scorecard(
+            task.id,
+            task.domain,
+            task.seed,
+            task.knobs.describe(),
+            agent,
+            scored,
+            applicable,
+            composite_reward(qualities, applicable, harm),
+            outcome_from(rounds, outcome),
+            tuple(sorted(found, key=lambda e: e.round)),
         )
-        if used
-    )
-    qualities: Mapping[Dimension, float] = {
-        Dimension.CLARIFICATION: clar.quality,
-        Dimension.PRIORITY: prio.quality,
-        Dimension.PARALLELISM: par.quality,
-        Dimension.RISK: risk.quality,
-    }
-    events = sorted(clar_events + prio_events + par_events + risk_list, key=lambda e: e.round)
-    return Scorecard(
-        task.id,
-        task.domain,
-        task.seed,
-        task.knobs.describe(),
-        agent,
-        clar,
-        prio,
-        par,
-        risk,
-        applicable,
-        composite_reward(qualities, applicable, risk.harm),
-        outcome_from(rounds, outcome),
-        tuple(events),
-    )

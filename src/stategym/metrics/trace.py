@@ -9,12 +9,12 @@ final decision was taken. It reads only the round records and the task's gold ta
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.protocol import FINISH
 from stategym.tools import Effect
-from stategym.trajectory import RoundKind, RoundRecord
+from stategym.trajectory import CallRecord, RoundKind, RoundRecord
 
 from .gold import ASK, CONFIRM, Gold
 
@@ -25,6 +25,8 @@ class CallView:
 
     Attributes:
         round: the round it was issued in.
+        position: its place in the round's calls as logged (``finish`` counted): the order
+            the agent wrote them in, which per-call credit follows.
         name: the tool name as written.
         ok: it ran without a tool or format error.
         malformed: it never ran (a format error: bad JSON, unknown tool, wrong arguments).
@@ -39,6 +41,7 @@ class CallView:
     """
 
     round: int
+    position: int
     name: str
     ok: bool
     malformed: bool
@@ -62,11 +65,17 @@ class SayView:
     understood: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Trace:
-    """What the rounds show, indexed for the metrics.
+    """What the rounds show so far, indexed for the metrics; :meth:`add` reads one more round.
+
+    The trace grows one round at a time (the dense reward feeds it each round as it is played;
+    :func:`trace` feeds it a whole log), and nothing already in it changes when a round is
+    added: every query below is about rounds before a given one, so a dimension reading round
+    ``t`` gets the same answer whether the rounds after ``t`` exist yet or not.
 
     Attributes:
+        gold: the task's gold tables.
         calls: every tool call except ``finish``, in order.
         says: every message to the user, in order.
         seen: for each gold tool node, ``(round, option)`` of every successful exact match.
@@ -84,17 +93,19 @@ class Trace:
             node's first accepted proposal.
     """
 
-    calls: tuple[CallView, ...]
-    says: tuple[SayView, ...]
-    seen: Mapping[str, tuple[tuple[int, str | None], ...]]
-    stood: Mapping[str, tuple[tuple[int, str | None], ...]]
-    revealed: Mapping[str, int]
-    accepted: tuple[tuple[int, str], ...]
-    updates: tuple[int, ...]
-    changes_before: tuple[int, ...]
-    end: int | None
-    done: bool
-    first: Mapping[str, int]
+    gold: Gold
+    calls: list[CallView] = field(default_factory=list)
+    says: list[SayView] = field(default_factory=list)
+    seen: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
+    stood: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
+    revealed: dict[str, int] = field(default_factory=dict)
+    accepted: list[tuple[int, str]] = field(default_factory=list)
+    updates: list[int] = field(default_factory=list)
+    changes_before: list[int] = field(default_factory=lambda: [0])
+    end: int | None = None
+    done: bool = False
+    first: dict[str, int] = field(default_factory=dict)
+    _finished: int | None = None
 
     def observed(self, node: str) -> int | None:
         """The round at whose end a gold node's value was first observed (``None``: never)."""
@@ -111,92 +122,79 @@ class Trace:
             r < at and o == option for r, o in self.stood.get(node, ())
         )
 
+    def add(self, record: RoundRecord, last: bool = False) -> tuple[list[CallView], SayView | None]:
+        """Read one more round (``last``: the episode ends with it); returns its calls
+        (``finish`` left out) and its message to the user, as the dimensions see them."""
+        index = record.index
+        say = self._add_say(record) if record.kind is RoundKind.SAY else None
+        for name, _ in record.notice_values:
+            self._reveal(name, index)
+        if record.notice_values:
+            self.updates.append(index)
+        views = []
+        for position, call in enumerate(record.calls):
+            if call.name == FINISH:
+                if call.error is None and self._finished is None:
+                    self._finished = index
+                continue
+            view = self._view(index, position, call)
+            views.append(view)
+            if view.ok:
+                for node in view.candidates:
+                    self.stood.setdefault(node, []).append((index, view.option))
+        self.calls += views
+        self.changes_before.append(self.changes_before[-1] + len(record.events))
+        if last:
+            self.done = True
+            self.end = index if self._finished is None else self._finished
+        return views, say
+
+    def _add_say(self, record: RoundRecord) -> SayView | None:
+        turn = record.user
+        if turn is None:
+            return None
+        index = record.index
+        say = SayView(
+            index, turn.asked, turn.priority_asked, turn.proposed, turn.accepted, turn.understood
+        )
+        self.says.append(say)
+        for name, _ in turn.values:
+            self._reveal(name, index)
+        if turn.accepted and turn.proposed is not None:
+            if not self.accepted:
+                for node in self.gold.by_tool.get(CONFIRM, ()):
+                    self.first.setdefault(node, index)
+            self.accepted.append((index, turn.proposed))
+        if len(turn.values) > len(turn.asked):  # the reply announced a change of mind
+            self.updates.append(index)
+        return say
+
+    def _reveal(self, slot: str, index: int) -> None:
+        if slot not in self.revealed:
+            self.revealed[slot] = index
+            node = f"{ASK}:{slot}"
+            if node in self.gold.nodes and self.gold.nodes[node].tool == ASK:
+                self.first.setdefault(node, index)
+
+    def _view(self, index: int, position: int, call: CallRecord) -> CallView:
+        return _view(index, position, call, self.gold, self.seen, self.first)
+
 
 def trace(rounds: Sequence[RoundRecord], gold: Gold, done: bool) -> Trace:
     """Read ``rounds`` (all of an episode, or the ones played so far) against ``gold``."""
-    calls: list[CallView] = []
-    says: list[SayView] = []
-    seen: dict[str, list[tuple[int, str | None]]] = {}
-    stood: dict[str, list[tuple[int, str | None]]] = {}
-    revealed: dict[str, int] = {}
-    accepted: list[tuple[int, str]] = []
-    updates: list[int] = []
-    changes_before = [0]
-    end: int | None = None
-    for record in rounds:
-        index = record.index
-        if record.kind is RoundKind.SAY and record.user is not None:
-            turn = record.user
-            says.append(
-                SayView(
-                    index,
-                    turn.asked,
-                    turn.priority_asked,
-                    turn.proposed,
-                    turn.accepted,
-                    turn.understood,
-                )
-            )
-            for name, _ in turn.values:
-                revealed.setdefault(name, index)
-            if turn.accepted and turn.proposed is not None:
-                accepted.append((index, turn.proposed))
-            if len(turn.values) > len(turn.asked):  # the reply announced a change of mind
-                updates.append(index)
-        for name, _ in record.notice_values:
-            revealed.setdefault(name, index)
-        if record.notice_values:
-            updates.append(index)
-        for call in record.calls:
-            if call.name == FINISH:
-                if call.error is None:
-                    end = index if end is None else end
-                continue
-            view = _view(index, call, gold, seen)
-            calls.append(view)
-            if view.ok:
-                for node in view.candidates:
-                    stood.setdefault(node, []).append((index, view.option))
-        changes_before.append(changes_before[-1] + len(record.events))
-    if done and end is None and rounds:
-        end = rounds[-1].index
-    return Trace(
-        tuple(calls),
-        tuple(says),
-        {k: tuple(v) for k, v in seen.items()},
-        {k: tuple(v) for k, v in stood.items()},
-        revealed,
-        tuple(accepted),
-        tuple(updates),
-        tuple(changes_before),
-        end if done else None,
-        done,
-        _first_observed(gold, seen, revealed, accepted),
-    )
-
-
-def _first_observed(
-    gold: Gold,
-    seen: dict[str, list[tuple[int, str | None]]],
-    revealed: dict[str, int],
-    accepted: list[tuple[int, str]],
-) -> dict[str, int]:
-    """For each gold node, the round at whose end its value was first observed."""
-    first: dict[str, int] = {}
-    for node_id, gold_node in gold.nodes.items():
-        if gold_node.tool == ASK:
-            at = revealed.get(node_id.removeprefix(f"{ASK}:"))
-        elif gold_node.tool == CONFIRM:
-            at = accepted[0][0] if accepted else None
-        else:
-            at = seen[node_id][0][0] if node_id in seen else None
-        if at is not None:
-            first[node_id] = at
-    return first
+    tr = Trace(gold)
+    for i, record in enumerate(rounds):
+        tr.add(record, last=done and i == len(rounds) - 1)
+    return tr
 
 
 def _view(
-    index: int, call: Any, gold: Gold, seen: dict[str, list[tuple[int, str | None]]]
+    index: int,
+    position: int,
+    call: CallRecord,
+    gold: Gold,
+    seen: dict[str, list[tuple[int, str | None]]],
+    first_seen: dict[str, int],
 ) -> CallView:
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     same_tool = gold.by_tool.get(call.name, ())
@@ -212,10 +210,13 @@ def _view(
         for node in exact:
             # a call covers one new node; it re-observes the nodes it covered before
             if node == first or node in seen:
+                if node not in seen:
+                    first_seen.setdefault(node, index)
                 seen.setdefault(node, []).append((index, option))
     malformed = call.error is not None and call.error_kind != "tool"
     return CallView(
         index,
+        position,
         call.name,
         ok,
         malformed,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
+from stategym.metrics.dimensions import LABELS
 from stategym.metrics.score import score
 from stategym.tables import Grid
 from stategym.topology.distance import wl_distance, wl_hash
@@ -29,24 +30,16 @@ from stategym.topology.split import Band, Cell, Split
 from stategym.trajectory import Trajectory
 
 REPORT_VERSION = 1
-MEASURES = (
-    "success",
-    "composite",
-    "clarification",
-    "priority",
-    "parallelism",
-    "risk",
-    "serialisation",
-    "unsafe_parallel",
-    "attraction",
-)
-SHORT = dict(
-    zip(
-        MEASURES,
-        ("succ", "R", "clar", "prio", "par", "risk", "serial", "unsafe", "attract"),
-        strict=True,
-    )
-)
+SHORT = {
+    "success": "succ",
+    "composite": "R",
+    **{str(d): label for d, label in LABELS.items()},
+    "serialisation": "serial",
+    "unsafe_parallel": "unsafe",
+    "attraction": "attract",
+}
+"""Each measure and its column header; the dimensions come from their declarations."""
+MEASURES = tuple(SHORT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,24 +300,7 @@ def _gaps(episodes: Sequence[Episode], cells: Sequence[Cell]) -> dict[str, Any]:
     return out
 
 
-CELL_COLUMNS = (
-    "split",
-    "domain",
-    "k",
-    "band",
-    "d",
-    "proxy",
-    "succ",
-    "R",
-    "clar",
-    "prio",
-    "par",
-    "risk",
-    "serial",
-    "unsafe",
-    "attract",
-    "expert R",
-)
+CELL_COLUMNS = ("split", "domain", "k", "band", "d", "proxy", *SHORT.values(), "expert R")
 
 
 PROTOCOL_MD = "protocol.md"
