@@ -143,6 +143,7 @@ class Matcher:
         examples = {**{k: tuple(v) for k, v in phrases.items()}, **GENERAL}
         self.intents: tuple[str, ...] = tuple(examples)
         self.weights: dict[str, tuple[float, ...]] = _train(examples, self.intents, set(GENERAL))
+        self._slots = [i for i, k in enumerate(self.intents) if k not in GENERAL]
         self._cache: dict[str, tuple[Reading, ...]] = {}
 
     def read(self, text: str) -> tuple[Reading, ...]:
@@ -158,10 +159,11 @@ class Matcher:
     def _read_sentence(self, sentence: str) -> list[Reading]:
         comparing = bool(features(sentence) & COMPARING)
         if not comparing and "@rather" in features(sentence) and " or " in sentence:
-            # "Would you rather X or Y?" weighs two slots when X and Y name different ones
-            # ("fly a day later or pay more"); a choice within one is a question about it.
+            # "Would you rather X or Y?" weighs two wishes when X and Y name different slots
+            # ("fly a day later or pay more") or one reads as weighing already; a choice
+            # within one slot ("an early flight or a late one") is a question about it.
             sides = {self.read_clause(side).intent for side in sentence.split(" or ", 1)}
-            if len(sides - set(GENERAL) - {None}) == 2:
+            if len(sides - set(GENERAL) - {None}) == 2 or PRIORITIES in sides:
                 return [Reading(sentence.strip(), PRIORITIES, math.inf, ("@rather", "or"))]
         out = []
         for clause in clauses(sentence, strict=comparing):
@@ -184,12 +186,11 @@ class Matcher:
         if self.intents[best] in GENERAL:
             # A clause that names a slot well enough asks about it, even in words the shared
             # intents also use ("What shade should I pick?" asks for the colour).
-            slots = [i for i in range(len(totals)) if self.intents[i] not in GENERAL]
-            top = max(slots, key=totals.__getitem__, default=best)
+            top = max(self._slots, key=totals.__getitem__, default=best)
             if totals[top] >= THRESHOLD:
                 best = top
-        ranked = sorted(known, key=lambda f: -self.weights[f][best])
-        evidence = tuple(f for f in ranked[:3] if self.weights[f][best] > 0)
+        weighed = sorted((-self.weights[f][best], f) for f in known)
+        evidence = tuple(f for w, f in weighed[:3] if w < 0)
         intent = self.intents[best]
         if totals[best] < THRESHOLD or intent == NOTHING:
             return Reading(clause.strip(), None, totals[best], evidence)

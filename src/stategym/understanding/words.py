@@ -31,16 +31,20 @@ _LOOSE = re.compile(
     rf"|,\s+{_ASKING}"
 )
 """Also ``and your ...`` (a second thing of the user's) and a comma before a question word."""
-_CONTRACTIONS = (
-    (re.compile(r"n['’]t\b"), " not"),
-    (re.compile(r"['’]re\b"), " are"),
-    (re.compile(r"['’]ll\b"), " will"),
-    (re.compile(r"['’]ve\b"), " have"),
-    (re.compile(r"['’]d\b"), " would"),
-    (re.compile(r"['’]m\b"), " am"),
-    (re.compile(r"['’]s\b"), " is"),
-    (re.compile(r"(?<=\w)-(?=\w)"), " "),
-)
+_JOINERS = frozenset({"and", "also", "plus", "as"})
+"""Words without which (and without a comma) a sentence is one clause: the fast path."""
+_CONTRACTIONS = re.compile(r"n['’]t\b|['’](?:re|ll|ve|d|m|s)\b|(?<=\w)-(?=\w)")
+_EXPANDED = {"n": " not", "r": " are", "l": " will", "v": " have", "d": " would", "m": " am"}
+"""A contraction by the letter after its apostrophe (``'s`` reads ``is``); a hyphen between
+letters is a space."""
+
+
+def _expanded(match: re.Match[str]) -> str:
+    found = match.group(0)
+    if found == "-":
+        return " "
+    return _EXPANDED.get(found[0] if found[0] == "n" else found[1], " is")
+
 
 IRREGULAR: dict[str, str] = {
     "flew": "fly",
@@ -160,10 +164,7 @@ def stem(word: str) -> str:
 
 def expand(text: str) -> str:
     """Lower-case ``text`` with its contractions and hyphens expanded."""
-    text = text.lower()
-    for pattern, replacement in _CONTRACTIONS:
-        text = pattern.sub(replacement, text)
-    return text
+    return _CONTRACTIONS.sub(_expanded, text.lower())
 
 
 def sentences(text: str) -> list[str]:
@@ -179,6 +180,8 @@ def clauses(sentence: str, *, strict: bool = False) -> list[str]:
     compares things ("If we can't get X and your Y, which matters more?"), whose parts are
     what is compared, not questions.
     """
+    if "," not in sentence and not _JOINERS.intersection(sentence.split()):
+        return [sentence] if sentence.strip() else []
     pattern = _STRICT if strict else _LOOSE
     return [part for part in pattern.split(sentence) if part.strip()]
 
