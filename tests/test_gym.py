@@ -185,3 +185,25 @@ def test_render_is_none_without_a_render_mode() -> None:
 def test_observation_messages_match_the_typed_observation() -> None:
     observation = Observation(0, 1, user="hi")
     assert orjson.loads(encode_messages(observation.to_messages())) == observation.to_messages()
+
+
+def test_make_takes_a_reward_function_or_its_name() -> None:
+    from stategym.metrics import dense_reward
+
+    question = '{"role": "assistant", "content": "What is your budget for this flight?"}'
+    for reward in (dense_reward, "dense"):
+        env = gymnasium.make("stategym/Travel-v0", reward=reward)
+        env.reset(seed=3)
+        _, value, _, _, info = env.step(question)
+        assert [e.kind.value for e in info["events"]] == ["ask_needed"]
+        assert value == info["credit"].reward and value > 0  # credit: docs/metrics.md
+    env = gymnasium.make("stategym/Travel-v0", reward="outcome")
+    env.reset(seed=3)
+    assert env.step(question)[1] == 0.0
+    with pytest.raises(ValueError, match="reward must be"):
+        gymnasium.make("stategym/Travel-v0", reward="dense_reward")
+
+
+def test_check_env_passes_with_the_dense_reward() -> None:
+    env = gymnasium.make("stategym/Shop-v0", reward="dense")
+    check_env(env.unwrapped)

@@ -3,8 +3,10 @@
 :class:`Env` is domain-independent. One ``step`` plays one round: a batch of tool calls run
 against the same world (no call sees another's result; the batch costs its slowest call's
 latency), or one message to the simulated user. Scheduled events fire as the clock passes
-their time. Agent output never raises: malformed or unknown calls become structured error
-results and logged format errors, and the world is untouched by them.
+their time. Agent output never raises: every value passes the boundary rule of
+:mod:`stategym.protocol`, and a batch is checked whole before any call runs
+(:mod:`stategym.validation`). Malformed or unknown calls become structured error results and
+logged format errors, a round with one runs none of its calls, and the world is untouched.
 """
 
 from __future__ import annotations
