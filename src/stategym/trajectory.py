@@ -86,6 +86,31 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenSpan:
+    """Where a round sits in its episode's token stream (token-in-token-out agents).
+
+    The stream is round 0's ``prompt_token_ids``, then per round its ``token_ids`` and
+    ``appended``; round ``k``'s prompt is the stream's first ``start`` tokens.
+
+    Attributes:
+        start: position of the round's first sampled token (the length of its prompt).
+        end: position after its last sampled token.
+        appended: the tokens fed after the sampled ones, up to the next round's prompt (the
+            observation's segment from the renderer, and an end-of-turn marker the model
+            did not reach).
+        mask: one letter per token of the round, sampled then appended: ``p`` the policy
+            sampled it (carries loss), ``o`` observation or template, ``u`` the user's words.
+        prompt_mask: round 0 only: the first prompt's mask letters.
+    """
+
+    start: int
+    end: int
+    appended: tuple[int, ...] = ()
+    mask: str = ""
+    prompt_mask: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelTurn:
     """What a model generated for one round (LLM agents only; scripted rounds have none).
 
@@ -98,6 +123,8 @@ class ModelTurn:
         prompt_token_ids: the prompt's token ids (only when asked for: large).
         finish_reason: ``stop``, ``tool_calls`` or ``length``, as the backend reported it.
         usage: the request's token counts.
+        span: where the round sits in the episode's token stream (token-in-token-out
+            agents: the local ``hf:`` agent), else ``None``.
     """
 
     text: str | None = None
@@ -107,6 +134,7 @@ class ModelTurn:
     prompt_token_ids: tuple[int, ...] | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
+    span: TokenSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,7 @@ def test_serve_over_loopback_matches_the_local_agent(
             max_tokens=REPLY_TOKENS,
             token_ids=True,
             logprobs=True,
+            tokenizer=str(model.path),  # token-in-token-out over HTTP, as the local agent
         )
         served = asyncio.run(run_many("travel", make, HELD_OUT, concurrency=2))
     for remote, local in zip(served, local_episodes, strict=True):
@@ -134,6 +135,41 @@ def test_serve_over_loopback_matches_the_local_agent(
             assert there.model.token_ids == here.model.token_ids
             assert there.model.usage == here.model.usage
             assert there.model.logprobs == pytest.approx(here.model.logprobs, abs=1e-4)
+
+
+def _prefix_breaks(trajectory: Trajectory) -> int:
+    """Rounds whose prompt is not the previous prompt + completion + observation tokens."""
+    first = trajectory.rounds[0].model
+    assert first is not None and first.prompt_token_ids is not None
+    stream = list(first.prompt_token_ids)
+    breaks = 0
+    for record in trajectory.rounds:
+        turn = record.model
+        assert turn is not None and turn.span is not None and turn.token_ids is not None
+        breaks += turn.span.start != len(stream)
+        if turn.prompt_token_ids is not None:  # logged with prompt_ids=True
+            breaks += turn.prompt_token_ids != tuple(stream)
+        stream += [*turn.token_ids, *turn.span.appended]
+        assert len(turn.span.mask) == len(turn.token_ids) + len(turn.span.appended)
+        assert turn.span.mask[: len(turn.token_ids)] == "p" * len(turn.token_ids)
+        assert "p" not in turn.span.mask[len(turn.token_ids) :]
+    return breaks
+
+
+def test_local_rollouts_are_token_in_token_out(local_episodes: list[Trajectory]) -> None:
+    assert sum(_prefix_breaks(t) for t in local_episodes) == 0
+
+
+@pytest.mark.parametrize("domain", ["travel", "meetings", "cloud", "lookup", "shop", "bank"])
+def test_every_prompt_extends_the_last_on_every_domain(tiny_model: Path, domain: str) -> None:
+    """The tiny model, every round logging its prompt: each is the previous prompt, the ids
+    sampled and the renderer's observation tokens (re-tokenising broke 78 of 174)."""
+    make = agent_factory(
+        "hf", str(tiny_model), get_domain(domain), max_tokens=32, threads=1, prompt_ids=True
+    )
+    (trajectory,) = asyncio.run(run_many(domain, make, [0]))
+    assert len(trajectory.rounds) >= 2
+    assert _prefix_breaks(trajectory) == 0
 
 
 def test_served_trajectories_score_like_scripted_ones(local_episodes: list[Trajectory]) -> None:

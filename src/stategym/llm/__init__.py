@@ -103,7 +103,8 @@ def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLM
         domain: the domain the agent plays.
         **options: ``openai``: ``base_url``, ``api_key``, ``temperature``, ``top_p``,
             ``max_tokens``, ``seed``, ``logprobs``, ``token_ids``, ``timeout``, ``retries``,
-            ``backoff``, ``extra_body``, ``client`` (a ready ``AsyncOpenAI``). ``hf``:
+            ``backoff``, ``extra_body``, ``tokenizer`` (a local tokenizer folder:
+            token-in-token-out), ``client`` (a ready ``AsyncOpenAI``). ``hf``:
             ``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``device``, ``threads``,
             ``prompt_ids``. Both: ``demonstrations`` (a rendered block, or a number k of
             expert episodes). ``None`` values mean "default"; ``concurrency`` and

@@ -11,6 +11,13 @@ What a backend reports per round (token usage, token ids, log-probabilities, tol
 errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each round's typed
 :class:`~stategym.trajectory.ModelTurn`, the run record's sample, and ``Trajectory.meta``
 (see ``docs/llm.md`` and ``docs/trajectory.md``).
+
+Token-in-token-out: with a backend that has a ``chat`` template (the local ``hf:`` agent,
+or ``openai:`` given a ``tokenizer``), the agent keeps the episode's token stream
+(:class:`~stategym.rendering.tokens.TokenStream`) and sends it as the prompt: the ids the
+model sampled as sampled, then the renderer's tokens for each observation; nothing is
+re-tokenised, and each round logs its place in the stream (:class:`TokenSpan`: span,
+appended tokens, a policy / observation / user mask letter per token).
 """
 
 from __future__ import annotations
@@ -23,8 +30,14 @@ from typing import Any, Protocol
 from stategym.domain import Domain
 from stategym.protocol import Action, Observation
 from stategym.rendering import PROMPT_VERSION, Message, make_renderer
+from stategym.rendering.tokens import (
+    ChatTemplate,
+    TokenStream,
+    first_segment,
+    observation_segment,
+)
 from stategym.task import Task
-from stategym.trajectory import MODEL_META_KEYS, ModelTurn, Trajectory, Usage
+from stategym.trajectory import MODEL_META_KEYS, ModelTurn, TokenSpan, Trajectory, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +47,13 @@ class Turn:
     Attributes:
         index: the round about to be played.
         seed: sampling seed for this reply, derived from (run seed, task, sample, round).
+        prompt_ids: the episode's token stream so far, to continue as it is (a backend with
+            a ``chat`` template: token-in-token-out); ``None``: render ``messages``.
     """
 
     index: int
     seed: int
+    prompt_ids: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +124,9 @@ class ChatAgent:
         self._demonstrations = demonstrations.count("### Example ")
         self._rounds: list[Reply] = []
         self._started = False
+        # A backend with a chat template is fed tokens, not messages (token-in-token-out).
+        self._chat: ChatTemplate | None = getattr(backend, "chat", None)
+        self.tokens: TokenStream | None = TokenStream() if self._chat is not None else None
 
     @property
     def messages(self) -> list[Message]:
@@ -126,25 +145,57 @@ class ChatAgent:
 
     def _observe(self, observation: Observation) -> Turn:
         # The reset observation is the request, which the first messages already hold.
-        if self._started:
-            self._messages.extend(self.renderer.observation_messages(observation))
+        new = self.renderer.observation_messages(observation) if self._started else []
+        self._messages.extend(new)
+        if self.tokens is not None and self._chat is not None:
+            if not self._started:
+                self.tokens.extend(first_segment(self._chat, self._messages, self._tools))
+            else:
+                closed = self._rounds[-1].meta.get("finish_reason") != "length"
+                segment = observation_segment(self._chat, new, self._tools, closed=closed)
+                self.tokens.extend(segment)
         self._started = True
         index = len(self._rounds)
         key = f"{self._seed}:{self._task_seed}:{self.sample}:{index}".encode()
-        return Turn(index, zlib.crc32(key) & 0x7FFFFFFF)
+        prompt = tuple(self.tokens.ids) if self.tokens is not None else None
+        return Turn(index, zlib.crc32(key) & 0x7FFFFFFF, prompt)
 
     def _take(self, reply: Reply) -> Action:
+        if self.tokens is not None:
+            ids = reply.meta.get("completion_token_ids")
+            if ids is None:
+                raise RuntimeError(
+                    "token-in-token-out needs the sampled token ids, and the backend "
+                    "returned none (an openai: endpoint given a tokenizer must return "
+                    "token_ids, as stategym serve does)"
+                )
+            self.tokens.sampled(ids)
         action = self.renderer.parse(reply.message)
         # The renderer's message for the action, so the conversation is what the log rebuilds.
         self._messages.append(self.renderer.action_message(action, len(self._rounds)))
         self._rounds.append(reply)
         return action
 
+    def _span(self, index: int) -> TokenSpan | None:
+        """Round ``index``'s place in the token stream (token-in-token-out agents)."""
+        if self.tokens is None or index >= len(self.tokens.spans):
+            return None
+        start, end = self.tokens.spans[index]
+        ids, mask = self.tokens.round_tokens(index)
+        first = "".join(self.tokens.mask[:start]) if index == 0 else None
+        return TokenSpan(start, end, ids[end - start :], mask, first)
+
     def annotate(self, trajectory: Trajectory, **meta: Any) -> Trajectory:
         """The trajectory with each round's model turn and the run's settings attached."""
         rounds = []
         for record, reply in zip(trajectory.rounds, self._rounds, strict=False):
             turn, rest = model_turn(reply.meta)
+            span = self._span(record.index)
+            if turn is not None and span is not None:
+                prompt = turn.prompt_token_ids
+                if record.index == 0 and self.tokens is not None:
+                    prompt = tuple(self.tokens.ids[: span.start])  # the stream's beginning
+                turn = replace(turn, span=span, prompt_token_ids=prompt)
             rounds.append(
                 replace(
                     record,

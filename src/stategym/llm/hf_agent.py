@@ -1,8 +1,12 @@
 """The local Hugging Face agent (``hf:PATH``): a causal LM on this machine, no server.
 
-The model's chat template renders the conversation and tools; the reply's text is parsed
-for tool calls (:mod:`stategym.llm.parse`). Every round logs its token usage, the generated
-token ids and their log-probabilities; ``prompt_ids=True`` also logs the prompt's ids.
+Token-in-token-out: the agent (:class:`~stategym.llm.agent.ChatAgent`) keeps the episode's
+token stream and sends it as the prompt (:attr:`Turn.prompt_ids`): the ids the model sampled
+stay as sampled and each observation's tokens come from the renderer
+(:mod:`stategym.rendering.tokens`, cut from this model's chat template), so nothing is
+re-tokenised. The reply's text is parsed for tool calls (:mod:`stategym.llm.parse`). Every
+round logs its token usage, the generated token ids, their log-probabilities and its place in
+the token stream; ``prompt_ids=True`` also logs every round's prompt ids (round 0's always).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class HFBackend:
         self.model = model
         self.sampling = sampling
         self.prompt_ids = prompt_ids
+        self.chat = model.chat
+        """The chat template the agent cuts observation tokens from (token-in-token-out)."""
 
     def describe(self) -> dict[str, Any]:
         sampling = asdict(self.sampling)
@@ -40,10 +46,12 @@ class HFBackend:
     def complete_sync(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
     ) -> Reply:
+        sampling = replace(self.sampling, seed=turn.seed)
         try:
-            generation = self.model.generate(
-                messages, tools, replace(self.sampling, seed=turn.seed)
-            )
+            if turn.prompt_ids is not None:
+                generation = self.model.generate_ids(turn.prompt_ids, sampling)
+            else:
+                generation = self.model.generate(messages, tools, sampling)
         except ContextLengthError as error:
             raise AgentStopped(f"context_length: {error}") from None
         parsed = parse(generation.text)

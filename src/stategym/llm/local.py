@@ -82,6 +82,79 @@ def check_model_dir(path: str | Path) -> None:
         raise UsageError(f"{folder} holds no model (no config.json); {hint}")
 
 
+class ChatTokenizer:
+    """A tokenizer's chat template, as the renderer's token segments need it (a
+    :class:`~stategym.rendering.tokens.ChatTemplate`): template text and tokenisation.
+
+    Args:
+        tokenizer: a Hugging Face (fast) tokenizer with a chat template.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        template = str(tokenizer.chat_template or "")
+        # Templates written for HF tool use expect arguments as objects; ours (and Qwen's)
+        # print strings verbatim, which keeps the exact text the model was trained on.
+        self._arguments_as_text = "is string" in template
+
+    @classmethod
+    def load(cls, path: str | Path) -> ChatTokenizer:
+        """The tokenizer saved in a local folder (never from a hub)."""
+        from transformers import AutoTokenizer
+
+        return cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))
+
+    @property
+    def end_of_turn(self) -> str:
+        """The text that closes an assistant turn: the tokenizer's end-of-sequence token."""
+        return str(self.tokenizer.eos_token)
+
+    def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
+        """The prompt's token ids, with the template's generation prompt appended."""
+        encoded: Any = self.tokenizer.apply_chat_template(
+            [self.prepare(m) for m in messages],
+            tools=list(tools) or None,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )
+        return list(encoded["input_ids"])
+
+    def template(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], generation: bool
+    ) -> str:
+        """The conversation as the chat template's text (the renderer cuts token segments
+        from it: :mod:`stategym.rendering.tokens`)."""
+        return str(
+            self.tokenizer.apply_chat_template(
+                [self.prepare(m) for m in messages],
+                tools=list(tools) or None,
+                add_generation_prompt=generation,
+                tokenize=False,
+            )
+        )
+
+    def tokenize(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Token ids of ``text`` (no special tokens added) and each token's character span."""
+        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        spans = [(int(a), int(b)) for a, b in encoded["offset_mapping"]]
+        return list(encoded["input_ids"]), spans
+
+    def prepare(self, message: Message) -> Message:
+        """Template-friendly copy: text content, arguments as the template expects them."""
+        prepared = dict(message)
+        content = prepared.get("content")
+        if isinstance(content, list):  # OpenAI content parts: keep the text parts
+            prepared["content"] = "".join(
+                str(p.get("text", "")) for p in content if isinstance(p, dict)
+            )
+        elif content is None:
+            prepared["content"] = ""
+        if prepared.get("tool_calls") and not self._arguments_as_text:
+            prepared["tool_calls"] = [_arguments_object(call) for call in prepared["tool_calls"]]
+        return prepared
+
+
 class LocalModel:
     """A causal LM and its tokenizer loaded from a local directory (never from a hub).
 
@@ -107,10 +180,8 @@ class LocalModel:
         self.device = device
         self.name = self.path.name
         self._stops = _stop_ids(self.tokenizer, self.model)
-        template = str(self.tokenizer.chat_template or "")
-        # Templates written for HF tool use expect arguments as objects; ours (and Qwen's)
-        # print strings verbatim, which keeps the exact text the model was trained on.
-        self._arguments_as_text = "is string" in template
+        self.chat = ChatTokenizer(self.tokenizer)
+        """The chat template and tokenizer (token segments are cut from it)."""
         self._lock = threading.Lock()  # one decode at a time: the model is not re-entrant
         # transformers renamed ``past_key_values`` to ``cache`` (5.x); take either.
         forward = inspect.signature(self.model.forward).parameters
@@ -123,39 +194,29 @@ class LocalModel:
 
     def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
         """The prompt's token ids, with the template's generation prompt appended."""
-        encoded: Any = self.tokenizer.apply_chat_template(
-            [self._prepare(m) for m in messages],
-            tools=list(tools) or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )
-        return list(encoded["input_ids"])
-
-    def _prepare(self, message: Message) -> Message:
-        """Template-friendly copy: text content, arguments as the template expects them."""
-        prepared = dict(message)
-        content = prepared.get("content")
-        if isinstance(content, list):  # OpenAI content parts: keep the text parts
-            prepared["content"] = "".join(
-                str(p.get("text", "")) for p in content if isinstance(p, dict)
-            )
-        elif content is None:
-            prepared["content"] = ""
-        if prepared.get("tool_calls") and not self._arguments_as_text:
-            prepared["tool_calls"] = [_arguments_object(call) for call in prepared["tool_calls"]]
-        return prepared
+        return self.chat.render(messages, tools)
 
     def generate(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        """Reply to a conversation.
+        """Reply to a conversation (rendered by the chat template and tokenised whole).
 
         Raises:
             ContextLengthError: the prompt leaves no room for a reply in the model's context.
         """
         started = time.perf_counter()
-        prompt = self.render(messages, tools)
+        return self.generate_ids(self.render(messages, tools), sampling, started=started)
+
+    def generate_ids(
+        self, prompt: Sequence[int], sampling: Sampling, *, started: float | None = None
+    ) -> Generation:
+        """Continue a prompt given as token ids (token-in-token-out: nothing re-tokenised).
+
+        Raises:
+            ContextLengthError: the prompt leaves no room for a reply in the model's context.
+        """
+        started = time.perf_counter() if started is None else started
+        prompt = list(prompt)
         budget = min(sampling.max_tokens, self.context - len(prompt))
         if budget <= 0:
             raise ContextLengthError(

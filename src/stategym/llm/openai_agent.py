@@ -67,6 +67,11 @@ class Settings:
     """First retry delay in seconds; doubles on each retry, capped at 30 s."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     """Server-specific request fields (e.g. vLLM's ``top_k``)."""
+    tokenizer: str | None = None
+    """A local folder with the served model's tokenizer: token-in-token-out. Each request
+    then carries the episode's token stream as ``prompt_token_ids`` (the sampled ids as
+    sampled, observations tokenised by the renderer), which ``stategym serve`` continues
+    as given; token ids are asked for (``return_token_ids``)."""
 
 
 class OpenAIBackend:
@@ -91,6 +96,12 @@ class OpenAIBackend:
         )
         self._checked = client is not None  # a given client is the test seam: nothing to reach
         self._check_lock = threading.Lock()
+        self.chat: Any = None
+        """The chat template the agent cuts observation tokens from (``tokenizer`` given)."""
+        if settings.tokenizer is not None:
+            from stategym.llm.local import ChatTokenizer
+
+            self.chat = ChatTokenizer.load(settings.tokenizer)
 
     def check(self) -> None:
         """Check the endpoint once (:func:`check_endpoint`); later calls return at once.
@@ -112,12 +123,15 @@ class OpenAIBackend:
             for k, v in asdict(self.settings).items()
             if k in ("temperature", "top_p", "max_tokens") and v is not None
         }
-        return {
+        described = {
             "backend": "openai",
             "model": self.settings.model,
             "base_url": self.settings.base_url,
             "sampling": sampling,
         }
+        if self.settings.tokenizer is not None:
+            described["tokenizer"] = self.settings.tokenizer
+        return described
 
     def _new_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
@@ -209,8 +223,10 @@ class OpenAIBackend:
         if s.logprobs:
             request["logprobs"] = True
         extra = dict(s.extra_body)
-        if s.token_ids:
+        if s.token_ids or turn.prompt_ids is not None:
             extra["return_token_ids"] = True
+        if turn.prompt_ids is not None:
+            extra["prompt_token_ids"] = list(turn.prompt_ids)
         if extra:
             request["extra_body"] = extra
         return request

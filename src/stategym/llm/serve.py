@@ -5,7 +5,9 @@ answers with ``tool_calls`` parsed from the model's text, so any OpenAI-compatib
 (and :mod:`stategym.llm.openai_agent`) can evaluate a model trained here. Like vLLM it returns
 ``prompt_token_ids`` and each choice's ``token_ids`` when the request sets
 ``return_token_ids``, and per-token ``logprobs`` when asked. Each choice also carries
-``stategym.format_errors``: malformations the parser tolerated. A request naming another
+``stategym.format_errors``: malformations the parser tolerated. A request with
+``prompt_token_ids`` (token-in-token-out clients) is continued from those ids as given; its
+``messages`` are not rendered. A request naming another
 model than the one served is answered 404 ``model_not_found``, as OpenAI does (an empty
 ``model`` is taken to mean the served one). Streaming is not supported.
 Binds to 127.0.0.1 unless told otherwise; there is no authentication.
@@ -113,10 +115,13 @@ def _complete(model: LocalModel, body: ChatRequest, served: str, number: int) ->
     choices = []
     prompt_ids: tuple[int, ...] = ()
     completion_tokens = 0
+    given = (body.model_extra or {}).get("prompt_token_ids")
     for index in range(body.n):
-        generation = model.generate(
-            body.messages, body.tools or [], replace(base, seed=seed + index)
-        )
+        sampling = replace(base, seed=seed + index)
+        if given is not None:  # token-in-token-out: continue the client's stream as it is
+            generation = model.generate_ids([int(i) for i in given], sampling)
+        else:
+            generation = model.generate(body.messages, body.tools or [], sampling)
         prompt_ids = generation.prompt_ids
         completion_tokens += len(generation.completion_ids)
         parsed = parse(generation.text)
