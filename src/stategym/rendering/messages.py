@@ -69,7 +69,7 @@ class MessageRenderer:
     """OpenAI chat messages for one episode of ``domain`` with ``knobs``.
 
     Example:
-        >>> from stategym.domains import get_domain
+        >>> from stategym.registry import get_domain
         >>> lookup = MessageRenderer(get_domain("lookup"), Knobs())
         >>> lookup.tools[-1]["function"]["parameters"]["required"]
         ['answer']
