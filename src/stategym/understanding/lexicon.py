@@ -83,6 +83,8 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("matters", "the", "most"): "@priority",
     ("take", "part"): "participate",
     ("taking", "part"): "participate",
+    ("take", "place"): "happen",
+    ("takes", "place"): "happen",
     ("me", "to", "do"): "@todo",
     ("should", "i", "do"): "@todo",
     ("find", "out"): "find",

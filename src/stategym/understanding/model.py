@@ -37,7 +37,8 @@ _PARTICLES = frozenset({"from", "to", "by", "with", "into"})
 _BOUND_ONLY = frozenset({"from", "to", "with", "into"})
 _PRONOUNS = frozenset({"it", "them", "him", "her", "me", "you", "us"})
 """Words skipped without breaking a binding ("send it to", "compare them by")."""
-_ASKERS = frozenset({"@where", "@who", "@when"})
+_ASKERS = frozenset({"@where"})
+"""Question words a trailing particle binds to: "where ... from" asks for an origin."""
 """Particles that mean nothing alone ("want to do"), only bound to a word ("fly to")."""
 COMPARING = frozenset({"@priority", "@sacrifice"})
 """Features of a sentence that weighs constraints against each other ("which matters more",
@@ -74,7 +75,7 @@ def _tokens(text: str) -> list[str]:
         for n in range(_LONGEST, 1, -1) if raw[i] in _FIRSTS else ():
             merged = QUESTION_WORDS.get(tuple(raw[i : i + n]))
             if merged is not None:
-                out.append(merged)
+                out.append(merged if merged.startswith("@") else stem(merged))
                 i += n
                 break
         else:

@@ -137,6 +137,10 @@ IRREGULAR: dict[str, str] = {
 """Irregular forms and British spellings, by the stem they share with their regular kin."""
 
 
+_BRITISH = re.compile(r"is(?=e$|ed$|es$|ing$|ation$|ations$)")
+"""British ``-ise`` spellings read as ``-ize`` ("categorised" is "categorized")."""
+
+
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The word without its inflection: ``leaving``/``leaves`` -> ``leav``, ``prices`` ->
@@ -147,6 +151,7 @@ def stem(word: str) -> str:
             return word
     if len(word) <= 3 or word.isdigit():
         return word
+    word = _BRITISH.sub("iz", word)
     suffixes = (("ings", ""), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""))
     for suffix, keep in suffixes:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
