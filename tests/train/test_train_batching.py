@@ -60,6 +60,9 @@ def test_collating_is_deterministic_and_refuses_bad_input() -> None:
     with pytest.raises(ValueError, match="side"):
         pad([[1]], side="middle")  # type: ignore[arg-type]
     assert pad([], dtype=torch.long).shape == (0, 0)
+    # a dtype numpy cannot hold is filled in float64 and converted
+    assert pad([[0.5], []], dtype=torch.bfloat16).tolist() == [[0.5], [0.0]]
+    assert pad([[0.5], []], dtype=torch.bfloat16).dtype == torch.bfloat16
     assert split(collate([])) == []
 
 

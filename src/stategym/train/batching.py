@@ -21,10 +21,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
 Side = Literal["right", "left"]
+
+_NUMPY: dict[torch.dtype, type] = {
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+    torch.long: np.int64,
+    torch.bool: np.bool_,
+}
+"""Torch dtypes numpy holds; others (bfloat16) are filled as float64 and converted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +98,24 @@ def pad(
     if side not in ("right", "left"):
         raise ValueError(f"unknown padding side {side!r}; use right or left")
     width = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), width), value, dtype=dtype)
+    # numpy fills rows from Python sequences ~7x faster than torch.tensor converts them
+    out: np.ndarray = np.full((len(rows), width), value, dtype=_NUMPY.get(dtype, np.float64))
     for i, row in enumerate(rows):
-        if row:
-            start = 0 if side == "right" else width - len(row)
-            out[i, start : start + len(row)] = torch.tensor(list(row), dtype=dtype)
-    return out
+        if len(row):
+            if side == "right":
+                out[i, : len(row)] = row
+            else:
+                out[i, width - len(row) :] = row
+    return torch.from_numpy(out).to(dtype)
+
+
+def _index(lengths: Tensor, width: int, side: Side) -> tuple[Tensor, Tensor]:
+    """``(B, L)`` attention (real tokens) and position ids, from the samples' lengths."""
+    columns = torch.arange(width).expand(len(lengths), width)
+    first = torch.zeros_like(lengths) if side == "right" else width - lengths
+    positions = columns - first.unsqueeze(1)
+    attention = (positions >= 0) & (positions < lengths.unsqueeze(1))
+    return attention, torch.where(attention, positions, torch.zeros_like(positions))
 
 
 def collate(
@@ -112,16 +133,17 @@ def collate(
         pad_id: the id padding positions hold.
         dtype: the float dtype of advantages and log-probabilities.
     """
-    lengths = [len(s.ids) for s in samples]
-    attention = pad([[True] * n for n in lengths], side=side, value=False, dtype=torch.bool)
+    lengths = torch.tensor([len(s.ids) for s in samples], dtype=torch.long)
+    width = int(lengths.max()) if len(samples) else 0
+    attention, positions = _index(lengths, width, side)
     return Batch(
         ids=pad([s.ids for s in samples], side=side, value=pad_id, dtype=torch.long),
         attention=attention,
         loss_mask=pad([s.loss_mask for s in samples], side=side, value=False, dtype=torch.bool),
         advantages=pad([s.advantages for s in samples], side=side, dtype=dtype),
         logprobs=pad([s.logprobs for s in samples], side=side, dtype=dtype),
-        positions=pad([list(range(n)) for n in lengths], side=side, dtype=torch.long),
-        lengths=torch.tensor(lengths, dtype=torch.long),
+        positions=positions,
+        lengths=lengths,
         side=side,
     )
 

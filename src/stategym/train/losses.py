@@ -61,7 +61,7 @@ class LossParts:
     """The loss and what it is made of (scalars; only ``loss`` is meant for backward).
 
     Attributes:
-        loss: ``policy + kl_coef * kl - entropy_coef * entropy``.
+        loss: ``policy + config.kl * kl - config.entropy * entropy``.
         policy: the clipped-ratio term.
         kl: the aggregated ``k3`` KL to the reference (0 without one).
         entropy: the aggregated entropy (0 without one).
