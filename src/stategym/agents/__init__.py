@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stategym.agents.base import Agent, AgentFactory, ScriptedAgent
+from stategym.agents.guard import guard_probability, guard_teacher
 from stategym.agents.random_agent import random_agent
 from stategym.agents.style import Style
 from stategym.domain import Domain
@@ -51,6 +52,9 @@ def scripted(domain: Domain, name: str) -> AgentFactory:
     """The factory for a named scripted agent in a domain."""
     if name == "random":
         return random_agent
+    p = guard_probability(name)
+    if p is not None:  # ask-pP: the exploration-guard teacher (stategym.agents.guard)
+        return guard_teacher(domain, name, p)
     style = STYLES[name]
 
     def make(task: Task) -> Agent:
@@ -77,9 +81,10 @@ def resolve(domain: Domain, spec: str, **options: object) -> AgentFactory:
         from stategym.llm import agent_factory  # heavy and optional: imported only here
 
         return agent_factory(kind, target, domain, **options)
-    if spec not in agent_names():
+    if spec not in agent_names() and guard_probability(spec) is None:
         raise KeyError(
-            f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}; "
+            f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}, "
+            "ask-pP (the expert asking each must-ask fact with probability P); "
             "LLM agents: openai:MODEL, hf:PATH"
         )
     return scripted(domain, spec)

@@ -74,7 +74,8 @@ def questions(
 
     Args:
         style: ``ask="needed"`` asks the user facts not known yet, ``"everything"`` asks
-            every question in ``asked``, ``"nothing"`` (and a privileged agent) none.
+            every question in ``asked``, ``"nothing"`` (and a privileged agent) none;
+            ``style.skip`` names facts it leaves out whatever it asks.
         known: the slot values known so far.
         asked: the expert's question for each slot it can ask about.
         user_facts: the slots only the user knows, in the order to ask them.
@@ -85,13 +86,15 @@ def questions(
         names = list(asked)
     else:
         names = [name for name in user_facts if name not in known]
+    names = [name for name in names if name not in style.skip]
     return Say(" ".join(asked[n] for n in names)) if names else None
 
 
 def assume(style: Style, values: dict[str, Value], guesses: Mapping[str, Value]) -> None:
-    """An agent that asks nothing takes ``guesses`` for the user facts it does not know."""
-    if style.ask == "nothing":
-        for name, guess in guesses.items():
+    """An agent that asks nothing takes ``guesses`` for the user facts it does not know (and
+    any agent for the facts it skips)."""
+    for name, guess in guesses.items():
+        if style.ask == "nothing" or name in style.skip:
             values.setdefault(name, guess)
 
 
@@ -125,8 +128,9 @@ def choose(options: Sequence[T], style: Style, rank: Callable[[T], Any]) -> T | 
 
 def asks_priorities(style: Style, order: tuple[str, ...] | None) -> bool:
     """Whether the agent would ask for the priority order, were it to matter: it does not
-    know it and neither guesses (ask nothing) nor takes the first fit."""
-    return order is None and style.ask != "nothing" and not style.first_fit
+    know it and neither guesses (ask nothing, or skips the order) nor takes the first fit."""
+    guesses = style.ask == "nothing" or "priorities" in style.skip
+    return order is None and not guesses and not style.first_fit
 
 
 def propose(

@@ -32,3 +32,7 @@ class Style:
     """Extra speculative calls added to every lookup round."""
     first_fit: bool = False
     """Take the first option that looks feasible instead of the best one."""
+    skip: frozenset[str] = frozenset()
+    """Facts only the user knows that this agent leaves unasked, guessing them as an agent
+    that asks nothing does (``priorities`` among them: it never asks for the order); the
+    exploration-guard teacher (:mod:`stategym.agents.guard`) draws them per task."""
