@@ -1,0 +1,110 @@
+"""Checkpoints of a run: Hugging Face folders with the optimiser's state, and resuming.
+
+``RUN/checkpoints/iter-NNNNNN/`` holds the model and tokenizer as ``save_pretrained``
+writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``serve`` and
+``protocol``), ``optimizer.pt`` and ``trainer_state.json`` (the iteration it ends). A
+checkpoint is written to a temporary folder and renamed, so an interrupted save leaves no
+half checkpoint behind; :func:`latest` is the last complete one. ``RUN/model`` is the final
+policy (a copy of the last checkpoint).
+
+Resuming is exact because nothing random carries over between iterations: every iteration
+seeds its own generator from ``(seed, iteration)`` (:func:`iteration_generator`), so the
+model and the optimiser's state are all the state there is.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zlib
+from pathlib import Path
+from typing import Any
+
+from stategym.train.policy import Policy
+
+CHECKPOINTS = "checkpoints"
+FINAL = "model"
+STATE = "trainer_state.json"
+OPTIMISER = "optimizer.pt"
+
+
+def folder_of(run: Path, iteration: int) -> Path:
+    """Where the checkpoint after ``iteration`` iterations lives."""
+    return run / CHECKPOINTS / f"iter-{iteration:06d}"
+
+
+def save(run: Path, iteration: int, policy: Policy, optimiser: Any) -> Path:
+    """Write the checkpoint after ``iteration`` iterations (atomically) and return it."""
+    import torch
+
+    folder = folder_of(run, iteration)
+    partial = folder.with_name(folder.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    policy.save(partial)
+    torch.save(optimiser.state_dict(), partial / OPTIMISER)
+    (partial / STATE).write_text(json.dumps({"iteration": iteration}) + "\n")
+    if folder.exists():
+        shutil.rmtree(folder)
+    partial.rename(folder)
+    return folder
+
+
+def latest(run: Path) -> Path | None:
+    """The last complete checkpoint of a run, or ``None``."""
+    root = run / CHECKPOINTS
+    if not root.is_dir():
+        return None
+    done = sorted(p for p in root.glob("iter-*") if p.is_dir() and (p / STATE).is_file())
+    return done[-1] if done else None
+
+
+def iteration_of(folder: Path) -> int:
+    """The iterations a checkpoint ends."""
+    return int(json.loads((folder / STATE).read_text())["iteration"])
+
+
+def restore_optimiser(folder: Path, optimiser: Any) -> None:
+    """Load a checkpoint's optimiser state into ``optimiser``."""
+    import torch
+
+    optimiser.load_state_dict(torch.load(folder / OPTIMISER, weights_only=True))
+
+
+def publish(run: Path, folder: Path) -> Path:
+    """Copy a checkpoint's model to ``RUN/model`` (the run's final policy)."""
+    final = run / FINAL
+    if final.exists():
+        shutil.rmtree(final)
+    shutil.copytree(folder, final, ignore=shutil.ignore_patterns(OPTIMISER, STATE))
+    return final
+
+
+def model_source(init: str) -> str:
+    """A run directory's final model for ``--init RUN`` (else ``init`` as given)."""
+    path = Path(init)
+    if (path / FINAL / "config.json").is_file():
+        return str(path / FINAL)
+    return init
+
+
+def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:
+    """A torch generator seeded from ``(seed, iteration, stream)`` only."""
+    import torch
+
+    key = f"{seed}:{iteration}:{stream}".encode()
+    return torch.Generator().manual_seed(zlib.crc32(key))
+
+
+__all__ = [
+    "CHECKPOINTS",
+    "FINAL",
+    "folder_of",
+    "iteration_generator",
+    "iteration_of",
+    "latest",
+    "model_source",
+    "publish",
+    "restore_optimiser",
+    "save",
+]

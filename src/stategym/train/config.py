@@ -1,0 +1,175 @@
+"""The trainer's settings: one frozen dataclass per command, saved with every run.
+
+Each field carries a one-line docstring; :func:`field_help` reads them from this module's
+source, so ``stategym train sft --help`` and ``stategym train grpo --help`` are derived from
+the dataclasses (CleanRL's habit) and the config cannot drift from its CLI. A run directory's
+``config.json`` is :func:`to_json` of the config; :func:`from_json` reads it back.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import itertools
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+Credit = Literal["outcome", "composite", "dense", "gigpo", "mc"]
+CREDITS: tuple[Credit, ...] = ("outcome", "composite", "dense", "gigpo", "mc")
+Rendering = Literal["messages", "compact"]
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """Settings every training command shares."""
+
+    out: str = "runs/train"
+    """Run directory (config.json, metrics.jsonl, checkpoints/); re-running resumes it."""
+    domain: str = "travel"
+    """Domain (or synth:SPEC) the tasks come from."""
+    knobs: str = "default"
+    """Knobs of the training and evaluation tasks (Knobs.parse syntax)."""
+    rendering: Rendering = "compact"
+    """What the model reads: compact lines with handles, or OpenAI messages."""
+    init: str = "tiny"
+    """Start model: tiny (built here from scratch), a model folder, or a Hugging Face id."""
+    seed: int = 0
+    """Seed of everything random (sampling, batch order, a tiny model's weights)."""
+    first_seed: int = 1_000_000
+    """First training task seed (evaluation uses eval_seed upwards, far below)."""
+    iterations: int = 20
+    """Optimiser iterations (SFT: steps; GRPO: generate, score, update)."""
+    lr: float = 1e-3
+    """AdamW learning rate (constant)."""
+    max_tokens: int = 48
+    """Most tokens the policy may write per round."""
+    max_length: int = 1536
+    """Episodes are cut to this many tokens (a longer one stops, truncated)."""
+    device: str = "cpu"
+    """torch device (cpu, cuda)."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Weights' dtype (bfloat16 on a GPU)."""
+    threads: int = 1
+    """Torch CPU threads (one thread is the deterministic setting)."""
+    eval_every: int = 0
+    """Held-out evaluation every this many iterations (0: only at the end)."""
+    eval_episodes: int = 8
+    """Held-out tasks per evaluation (seeds eval_seed upwards)."""
+    eval_seed: int = 0
+    """First held-out task seed."""
+    save_every: int = 5
+    """Checkpoint every this many iterations (and at the end)."""
+    progress: bool = True
+    """Draw a progress bar on stderr."""
+
+
+@dataclass(frozen=True, slots=True)
+class SFTConfig(Common):
+    """Supervised fine-tuning on scripted agents' (or a run directory's) episodes."""
+
+    agents: str = "expert"
+    """Demonstrators with weights, NAME[:W],... (scripted agents), or run:DIR for a run's log."""
+    episodes: int = 64
+    """Demonstration episodes (shared among the agents by weight)."""
+    batch_size: int = 8
+    """Episodes per optimiser step."""
+
+
+@dataclass(frozen=True, slots=True)
+class GRPOConfig(Common):
+    """GRPO-family RL: lock-step groups, per-round credit, PPO-clipped updates."""
+
+    init: str = "runs/sft"
+    """Start model: a model folder (an SFT run's checkpoint), tiny, or a Hugging Face id."""
+    credit: Credit = "outcome"
+    """Credit assignment: outcome, composite, dense, gigpo or mc."""
+    norm: Literal["std", "none", "rloo"] = "std"
+    """Group baseline: std (GRPO), none (Dr.GRPO) or rloo (leave-one-out)."""
+    group: int = 8
+    """Episodes per task (G)."""
+    tasks: int = 8
+    """Tasks per iteration."""
+    updates: int = 1
+    """Optimiser passes over each iteration's batch (PPO epochs)."""
+    minibatch: int = 16
+    """Episodes per optimiser step within a pass."""
+    clip: float = 0.2
+    """PPO ratio clip."""
+    kl: float = 0.0
+    """Coefficient of the k3 KL to the initial policy (0: no reference kept)."""
+    entropy: float = 0.0
+    """Coefficient of the entropy bonus."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts."""
+    gigpo_weight: float = 1.0
+    """Weight of GiGPO's step-level term."""
+    coarse_key: bool = False
+    """GiGPO: group steps by the world digest alone (not the round index)."""
+    mc_samples: int = 4
+    """mc: continuations sampled per decision state (K)."""
+    guard_teacher: str = ""
+    """Exploration guard: a scripted agent whose episodes join each group ("" off)."""
+    guard_fraction: float = 0.0
+    """Share of each group the guard teacher plays (rounded, at least one when > 0)."""
+
+
+Config = SFTConfig | GRPOConfig
+C = TypeVar("C", SFTConfig, GRPOConfig)
+
+
+@functools.cache
+def field_help(cls: type) -> dict[str, str]:
+    """Each field's one-line docstring, from the source of ``cls`` and its bases."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        try:
+            tree = ast.parse(inspect.getsource(klass))
+        except (OSError, TypeError):  # a class without source (a builtin base)
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                out[node.target.id] = after.value.value.strip()
+    return out
+
+
+def to_json(config: Config) -> str:
+    """The config as the run directory's ``config.json`` (kind first, fields sorted)."""
+    kind = "sft" if isinstance(config, SFTConfig) else "grpo"
+    return json.dumps({"kind": kind, **asdict(config)}, indent=2, sort_keys=True) + "\n"
+
+
+def from_json(path: Path, cls: type[C]) -> C:
+    """A config read back from ``config.json`` (unknown keys are an error)."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    data.pop("kind", None)
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{path}: unknown settings {unknown}")
+    return cls(**data)
+
+
+__all__ = [
+    "CREDITS",
+    "Common",
+    "Config",
+    "Credit",
+    "GRPOConfig",
+    "Rendering",
+    "SFTConfig",
+    "field_help",
+    "from_json",
+    "to_json",
+]

@@ -1,0 +1,238 @@
+"""GRPO-family RL, top to bottom (``stategym train grpo``).
+
+Per iteration ``k``:
+
+1. **Rollouts.** ``tasks`` training tasks (seeds ``first_seed + k * tasks ...``), ``group``
+   episodes each, all played in lock-step by :func:`stategym.train.group.play` at
+   ``temperature`` (token-in-token-out; sampled ids and log-probabilities kept). With the
+   exploration guard, ``round(guard_fraction * group)`` (at least one) of each group's
+   episodes are played by the scripted ``guard_teacher`` instead.
+2. **Scoring.** Each episode's scorecard and per-round credit
+   (:func:`stategym.metrics.credit.credit`: rewards summing to its R).
+3. **Advantages** per group, by ``credit``: ``outcome`` (the goal, 0/1), ``composite`` (R),
+   ``dense`` (return-to-go of the per-round rewards, group baseline per round index),
+   ``gigpo`` (episode advantage plus step groups of equal ``state_key()``), each normalised
+   by ``norm``; a round's advantage lands on its sampled tokens.
+4. **Updates.** ``updates`` passes over the batch in seeded minibatches of PPO's clipped
+   ratio (:func:`stategym.train.losses.policy_loss`), token-mean over policy tokens only,
+   with the ``k3`` KL to the initial policy and an entropy bonus when asked for.
+
+The "old" log-probabilities of the ratio are recomputed by the current policy in one
+forward pass before the first update (not taken from the sampler): batched left-padded
+sampling and right-padded training differ by float rounding, and a teacher's tokens were
+never sampled. So the first pass's ratio is exactly 1, and the teacher's episodes are
+trained as off-policy data weighted by their advantage under the current policy's own
+probabilities (no importance weight towards a teacher distribution we do not have). The
+sampler's log-probabilities are kept to report the sampler-to-learner drift.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stategym.errors import UsageError
+from stategym.knobs import Knobs
+from stategym.metrics.credit import credit as credit_of
+from stategym.metrics.score import score
+from stategym.train import advantages as adv
+from stategym.train import checkpoint, runlog
+from stategym.train.config import GRPOConfig
+from stategym.train.evaluate import evaluate
+from stategym.train.group import Member, Rollout, Sampling, play
+from stategym.train.policy import Policy
+
+
+def members(config: GRPOConfig, iteration: int) -> list[Member]:
+    """The iteration's episodes: ``tasks`` groups of ``group``, teachers last in a group."""
+    knobs = Knobs.parse(config.knobs)
+    guard = 0
+    if config.guard_teacher and config.guard_fraction > 0:
+        guard = min(config.group, max(1, round(config.guard_fraction * config.group)))
+    out = []
+    for t in range(config.tasks):
+        seed = config.first_seed + (iteration - 1) * config.tasks + t
+        for g in range(config.group):
+            teacher = config.guard_teacher if g >= config.group - guard else ""
+            out.append(Member(config.domain, seed, knobs, sample=g, teacher=teacher))
+    return out
+
+
+def group_advantages(
+    config: GRPOConfig, group: Sequence[Rollout], cards: Sequence[Any]
+) -> adv.PerRound:
+    """Per-round advantages of one task's episodes under ``config.credit``."""
+    credits = [credit_of(r.trajectory, r.task) for r in group]
+    lengths = [len(r.spans) for r in group]
+    rewards = [c.rewards[:n] for c, n in zip(credits, lengths, strict=True)]
+    if config.credit == "outcome":
+        successes = [c.outcome.goal_reached for c in cards]
+        return adv.per_round(adv.outcome_advantages(successes, config.norm), lengths)
+    if config.credit == "composite":
+        return adv.per_round(
+            adv.composite_advantages([c.composite for c in cards], config.norm), lengths
+        )
+    if config.credit == "dense":
+        return adv.dense_advantages(rewards, config.norm)
+    if config.credit == "gigpo":
+        keys = [r.keys for r in group]
+        coarse = (lambda key: str(key).split("|", 1)[0]) if config.coarse_key else None
+        return adv.gigpo_advantages(
+            [c.composite for c in cards], rewards, keys,
+            weight=config.gigpo_weight, norm=config.norm, coarse=coarse,
+        )  # fmt: skip
+    raise UsageError(f"credit {config.credit!r} is not implemented in this trainer yet")
+
+
+def update(
+    policy: Policy, reference: Policy | None, optimiser: Any, samples: Sequence[Any],
+    config: GRPOConfig, iteration: int,
+) -> dict[str, float]:  # fmt: skip
+    """``updates`` passes of clipped-ratio minibatch steps; the last step's loss parts."""
+    import torch
+
+    from stategym.train.batching import collate, minibatches
+    from stategym.train.losses import LossConfig, policy_loss
+
+    loss_config = LossConfig(clip=config.clip, kl=config.kl, entropy=config.entropy)
+    olds = []
+    with torch.no_grad():
+        for chunk in minibatches(len(samples), config.minibatch, seed=0):
+            batch = collate([samples[i] for i in sorted(chunk)], pad_id=policy.pad_id)
+            olds.append((sorted(chunk), policy.forward(batch)[0].cpu()))
+    old_of = {
+        i: row[: len(samples[i].ids)]
+        for chunk, lp in olds
+        for i, row in zip(chunk, lp, strict=True)
+    }
+    parts: dict[str, float] = {}
+    policy.model.train()
+    for epoch in range(config.updates):
+        for chunk in minibatches(
+            len(samples), config.minibatch, seed=config.seed * 1009 + iteration * 31 + epoch
+        ):
+            batch = collate([samples[i] for i in chunk], pad_id=policy.pad_id)
+            width = batch.ids.shape[1]
+            old = torch.stack(
+                [torch.nn.functional.pad(old_of[i], (0, width - len(old_of[i]))) for i in chunk]
+            )
+            logp, entropy = policy.forward(batch, entropy=True)
+            if not config.entropy:  # reported, not trained
+                entropy = entropy.detach()
+            ref = None
+            if reference is not None:
+                with torch.no_grad():
+                    ref = reference.forward(batch)[0]
+            device = logp.device
+            out = policy_loss(
+                logp, old.to(device), batch.advantages.to(device), batch.loss_mask.to(device),
+                loss_config, ref_logprobs=ref, entropy=entropy,
+            )  # fmt: skip
+            optimiser.zero_grad(set_to_none=True)
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+            optimiser.step()
+            parts = {
+                "loss": float(out.loss.detach()),
+                "policy_loss": float(out.policy.detach()),
+                "kl": float(out.kl.detach()),
+                "entropy": float(out.entropy.detach()),
+                "clipped": float(out.clipped),
+            }
+    policy.model.eval()
+    return parts
+
+
+def iterate(
+    policy: Policy, reference: Policy | None, optimiser: Any, config: GRPOConfig, iteration: int
+) -> dict[str, Any]:
+    """One iteration (module docstring): rollouts, scoring, advantages, updates."""
+    from stategym.rendering.tokens import TokenStream
+    from stategym.train.streams import to_sample
+
+    started = time.perf_counter()
+    sampling = Sampling(config.temperature, config.max_tokens, config.max_length, config.rendering)
+    generator = checkpoint.iteration_generator(config.seed, iteration, "rollout")
+    rollouts, timing = play(policy, members(config, iteration), sampling, generator)
+    scoring = time.perf_counter()
+    cards = [score(r.trajectory, r.task) for r in rollouts]
+    samples = []
+    for g in range(config.tasks):
+        group = rollouts[g * config.group : (g + 1) * config.group]
+        per_round = group_advantages(
+            config, group, cards[g * config.group : (g + 1) * config.group]
+        )
+        for rollout, values in zip(group, per_round, strict=True):
+            stream = TokenStream(list(rollout.ids), list(rollout.mask), list(rollout.spans))
+            samples.append(to_sample(stream, values, rollout.logprobs, config.max_length))
+    scoring = time.perf_counter() - scoring
+    backward = time.perf_counter()
+    parts = update(policy, reference, optimiser, samples, config, iteration)
+    backward = time.perf_counter() - backward
+    total = time.perf_counter() - started
+    learners = [i for i, r in enumerate(rollouts) if not r.member.teacher]
+    line: dict[str, Any] = {"iteration": iteration, **parts}
+    played = [rollouts[i] for i in learners]
+    line.update(
+        runlog.episode_metrics(
+            [cards[i] for i in learners], [r.trajectory for r in played], [r.task for r in played]
+        )
+    )
+    line["reward"] = line.get("goal_rate" if config.credit == "outcome" else "composite", 0.0)
+    line["seconds"] = round(total, 4)
+    line["tokens_per_s"] = round(timing.tokens / timing.generation, 1) if timing.generation else 0.0
+    line["share"] = {
+        "generation": round(timing.generation / total, 4),
+        "environment": round(timing.environment / total, 4),
+        "scoring": round(scoring / total, 4),
+        "backward": round(backward / total, 4),
+    }
+    return line
+
+
+def train(config: GRPOConfig) -> Path:
+    """Run (or resume) GRPO; returns the run directory."""
+    import torch
+
+    if config.group < 2:
+        raise UsageError("a group needs at least two episodes to compare")
+    torch.set_num_threads(max(1, config.threads))
+    run = runlog.open_run(config)
+    resume = checkpoint.latest(run)
+    source = checkpoint.model_source(config.init) if resume is None else str(resume)
+    policy = Policy.load(source, device=config.device, dtype=config.dtype)
+    start = 0 if resume is None else checkpoint.iteration_of(resume)
+    runlog.truncate_metrics(run, start)
+    reference = None
+    if config.kl > 0:  # the initial policy, frozen (reloaded on resume: it never changes)
+        reference = Policy.load(
+            checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
+        )
+        reference.model.requires_grad_(False)
+    optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
+    if resume is not None:
+        checkpoint.restore_optimiser(resume, optimiser)
+    with runlog.progress_bar(config.iterations, start, config.progress, "grpo") as advance:
+        for iteration in range(start + 1, config.iterations + 1):
+            line = iterate(policy, reference, optimiser, config, iteration)
+            runlog.append_metrics(run, line)
+            advance(f"goal {line['goal_rate']:.2f} R {line['composite']:.2f}")
+            if iteration % config.save_every == 0 or iteration == config.iterations:
+                checkpoint.save(run, iteration, policy, optimiser)
+            if config.eval_every and iteration % config.eval_every == 0:
+                runlog.append_metrics(
+                    run, {"iteration": iteration, "eval": evaluate(policy, config)}
+                )
+    final = checkpoint.latest(run)
+    if final is not None:
+        checkpoint.publish(run, final)
+    if not config.eval_every:
+        runlog.append_metrics(
+            run, {"iteration": config.iterations, "eval": evaluate(policy, config)}
+        )
+    return run
+
+
+__all__ = ["group_advantages", "iterate", "members", "train", "update"]

@@ -1,0 +1,217 @@
+"""The policy: a Hugging Face causal LM and its chat tokenizer, for training and for
+batched generation.
+
+:class:`Policy` loads any ``transformers`` causal LM with a chat template (a local folder,
+or a hub id where the machine can reach one), or builds the tiny from-scratch model
+(:func:`build_tiny`: a byte-level BPE trained on the demonstrations' own rendering and a
+small Qwen2, as ``stategym model init`` makes one, without the warm-up: SFT is the warm-up).
+
+:meth:`Policy.generate` continues ``B`` prompts given as token ids at once: left padding, one
+prefill, then one decoding step per token over the key/value cache, every row sampled from
+one seeded generator. It returns the sampled ids and their log-probabilities under the
+model's softmax at temperature 1 (what PPO's ratio is taken against). :meth:`Policy.forward`
+gives per-token log-probabilities (and entropies) of padded training batches.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stategym.llm.local import ChatTokenizer
+
+if TYPE_CHECKING:
+    import torch
+
+    from stategym.train.batching import Batch
+
+Chat = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+"""``(messages, tools)``: one conversation, as the tokenizer is trained on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """One row of a batched generation.
+
+    Attributes:
+        ids: the sampled ids (the end-of-turn id included when reached).
+        logprobs: each sampled id's log-probability (softmax at temperature 1).
+        stopped: the end-of-turn id was sampled (else the budget ran out).
+    """
+
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    stopped: bool
+
+
+class Policy:
+    """A causal LM with its tokenizer, on one device.
+
+    Args:
+        model: a ``transformers`` causal LM.
+        tokenizer: its (fast) tokenizer, with a chat template.
+        device: torch device.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, device: str = "cpu") -> None:
+        self.model = model.to(device)
+        self.tokenizer = tokenizer
+        self.device = device
+        self.chat = ChatTokenizer(tokenizer)
+        """The chat template observation tokens are cut from (token-in-token-out)."""
+        eos = tokenizer.eos_token_id
+        self.stops = frozenset({int(eos)} if eos is not None else ())
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (eos or 0))
+        forward = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+
+    @classmethod
+    def load(cls, source: str | Path, *, device: str = "cpu", dtype: str = "float32") -> Policy:
+        """A model folder, or a hub id (downloaded by ``transformers`` if it can be)."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        _quiet()
+        local = Path(source).is_dir()
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, local_files_only=local, dtype=getattr(torch, dtype)
+        )
+        return cls(model, tokenizer, device)
+
+    def save(self, folder: Path) -> None:
+        """Weights, config and tokenizer in Hugging Face format (loadable as ``hf:FOLDER``)."""
+        _quiet()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+
+    def forward(self, batch: Batch, *, entropy: bool = False) -> tuple[Any, Any]:
+        """Per-token log-probabilities ``(B, L)`` of a right-padded batch (and entropies,
+        ``None`` unless asked), aligned with ``batch.ids`` (position 0 holds 0)."""
+        from stategym.train.losses import token_entropy, token_logprobs
+
+        ids = batch.ids.to(self.device)
+        logits = self.model(input_ids=ids, attention_mask=batch.attention.to(self.device)).logits
+        logp = token_logprobs(logits, ids)
+        return logp, (token_entropy(logits) if entropy else None)
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        generator: torch.Generator,
+    ) -> list[Generated]:
+        """Continue every prompt at once (see the module docstring).
+
+        Args:
+            prompts: ``B`` prompts as token ids.
+            max_tokens: most new tokens per row.
+            temperature: 0 is greedy; above 0 samples from ``softmax(logits / temperature)``.
+            generator: the seeded generator every row samples from.
+        """
+        import torch
+
+        rows = len(prompts)
+        width = max(len(p) for p in prompts)
+        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((rows, width), dtype=torch.long)
+        for i, prompt in enumerate(prompts):
+            ids[i, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+            mask[i, width - len(prompt) :] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out: list[list[int]] = [[] for _ in range(rows)]
+        logps: list[list[float]] = [[] for _ in range(rows)]
+        done = [False] * rows
+        cache = None
+        with torch.inference_mode():
+            for _ in range(max_tokens):
+                step = self.model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=positions,
+                    use_cache=True,
+                    **{self._cache_arg: cache},
+                )
+                cache = step[self._cache_arg]
+                logits = step.logits[:, -1].float()
+                tokens = _sample(logits, temperature, generator)
+                logp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
+                for i in range(rows):
+                    if not done[i]:
+                        out[i].append(int(tokens[i]))
+                        logps[i].append(float(logp[i]))
+                        done[i] = int(tokens[i]) in self.stops
+                if all(done):
+                    break
+                ids = tokens[:, None].to(self.device)
+                mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
+                positions = positions[:, -1:] + 1
+        return [
+            Generated(tuple(o), tuple(lp), d) for o, lp, d in zip(out, logps, done, strict=True)
+        ]
+
+
+def _quiet() -> None:
+    """No per-file progress bars from ``transformers`` (the trainer draws its own)."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
+def _sample(logits: Any, temperature: float, generator: Any) -> Any:
+    """``(B,)`` one id per row: the argmax at temperature 0, else a sample."""
+    import torch
+
+    if temperature <= 0:
+        return torch.argmax(logits, dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probs.cpu(), 1, generator=generator)[:, 0].to(logits.device)
+
+
+@dataclass(frozen=True, slots=True)
+class TinySize:
+    """The tiny model's shape (``stategym model init``'s recipe, smaller by default)."""
+
+    vocab_size: int = 1024
+    """Tokenizer vocabulary, special tokens included."""
+    hidden_size: int = 128
+    """Width of the model."""
+    layers: int = 2
+    """Transformer blocks."""
+    heads: int = 4
+    """Attention heads."""
+    intermediate_size: int = 384
+    """Width of each MLP."""
+
+
+def build_tiny(chats: Sequence[Chat], seed: int, size: TinySize | None = None) -> Policy:
+    """A from-scratch tiny model whose tokenizer is trained on ``chats`` (no download).
+
+    The weights are seeded by ``seed``; the tokenizer is a pure function of the chats, so
+    the same chats and seed give the same policy.
+    """
+    from stategym.llm.tiny import TinyConfig, build_model, train_tokenizer
+
+    size = size or TinySize()
+    recipe = TinyConfig(
+        vocab_size=size.vocab_size,
+        hidden_size=size.hidden_size,
+        layers=size.layers,
+        heads=size.heads,
+        kv_heads=max(1, size.heads // 2),
+        intermediate_size=size.intermediate_size,
+        seed=seed,
+    )
+    tokenizer = train_tokenizer(chats, size.vocab_size)
+    return Policy(build_model(recipe, tokenizer), tokenizer)
+
+
+__all__ = ["Chat", "Generated", "Policy", "TinySize", "build_tiny"]

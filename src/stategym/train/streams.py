@@ -1,0 +1,109 @@
+"""Episodes as token streams: a scripted (or logged) episode laid out the way a
+token-in-token-out rollout lays out the policy's own.
+
+A demonstration was not sampled, so its assistant turns are tokenised once, from the
+renderer's message for each action as the chat template writes an assistant turn (its
+content and calls, then the end-of-turn marker): those tokens stand where sampled ids
+would, with the policy's mask letter, so they carry the loss. Everything else is what a live
+rollout appends: the first prompt (:func:`~stategym.rendering.tokens.first_segment`) and
+each observation's segment (:func:`~stategym.rendering.tokens.observation_segment`), cut
+from the same template. The last round's observation is not appended (no turn follows it),
+as in a live rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from stategym.llm.local import ChatTokenizer
+from stategym.rendering import make_renderer
+from stategym.rendering.base import Message, Renderer, logged_action, observation_of
+from stategym.rendering.tokens import (
+    ChatTemplate,
+    TokenStream,
+    first_segment,
+    observation_segment,
+)
+from stategym.task import Task
+from stategym.train.batching import Sample
+from stategym.train.masks import loss_mask
+from stategym.train.policy import Chat
+from stategym.trajectory import Trajectory
+
+_BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+
+
+def assistant_ids(
+    chat: ChatTemplate | ChatTokenizer, message: Message, tools: Sequence[dict[str, Any]]
+) -> list[int]:
+    """The ids of an assistant turn as the template writes it, end-of-turn marker included
+    (what a model that wrote this message would have sampled)."""
+    before = chat.template(_BASE, tools, True)
+    after = chat.template([*_BASE, message], tools, False)
+    if not after.startswith(before):
+        raise ValueError("the chat template does not extend its generation prompt")
+    cut = after.find(chat.end_of_turn, len(before))
+    if cut < 0:
+        raise ValueError("the chat template writes no end-of-turn marker for the turn")
+    ids, _ = chat.tokenize(after[len(before) : cut + len(chat.end_of_turn)])
+    return ids
+
+
+def episode_chat(trajectory: Trajectory, task: Task, renderer: Renderer) -> Chat:
+    """The episode as one conversation (system prompt first), for training a tokenizer."""
+    from stategym.rendering import transcript
+
+    messages = renderer.first_messages(task)[:1] + transcript(renderer, trajectory, task)
+    return messages, renderer.tools
+
+
+def demonstration(
+    trajectory: Trajectory, task: Task, chat: ChatTemplate | ChatTokenizer, rendering: str
+) -> TokenStream:
+    """A logged episode as the token stream a policy playing it would have made."""
+    from stategym.registry import get_domain
+
+    renderer = make_renderer(get_domain(trajectory.domain), trajectory.knobs, rendering)
+    tools = renderer.tools
+    # ChatTokenizer's end_of_turn is a read-only property; the protocol declares an attribute
+    chat = cast(ChatTemplate, chat)
+    stream = TokenStream()
+    stream.extend(first_segment(chat, renderer.first_messages(task), tools))
+    last = len(trajectory.rounds) - 1
+    for record in trajectory.rounds:
+        message = renderer.action_message(logged_action(record), record.index)
+        stream.sampled(assistant_ids(chat, message, tools))
+        if record.index < last:
+            observed = renderer.observation_messages(observation_of(record, final_say=False))
+            stream.extend(observation_segment(chat, observed, tools, closed=True))
+    return stream
+
+
+def to_sample(
+    stream: TokenStream,
+    advantages: Sequence[float] | None = None,
+    logprobs: Sequence[float] | None = None,
+    max_length: int | None = None,
+) -> Sample:
+    """A training sample: loss on the policy's tokens, round ``t``'s advantage on its span.
+
+    Args:
+        stream: the episode's tokens.
+        advantages: ``(T,)`` per round (``None``: 1 everywhere, as SFT weighs tokens).
+        logprobs: ``(L,)`` the sampling log-probabilities (``None``: zeros).
+        max_length: cut the stream to this many tokens (rounds past the cut carry nothing).
+    """
+    length = len(stream.ids) if max_length is None else min(len(stream.ids), max_length)
+    letters = "".join(stream.mask[:length])
+    spans = [(min(a, length), min(b, length)) for a, b in stream.spans]
+    mask = loss_mask(letters, spans)
+    per_round = [1.0] * len(spans) if advantages is None else list(advantages)
+    values = [0.0] * length
+    for (start, end), advantage in zip(spans, per_round, strict=True):
+        values[start:end] = [advantage] * (end - start)
+    sampled = [0.0] * length if logprobs is None else list(logprobs[:length])
+    return Sample(tuple(stream.ids[:length]), mask, tuple(values), tuple(sampled))
+
+
+__all__ = ["assistant_ids", "demonstration", "episode_chat", "to_sample"]
