@@ -75,6 +75,21 @@ def clarification(trajectory: Trajectory, task: Task) -> float:
     return score(trajectory, task).clarification.quality
 
 
+def ask_rate(trajectory: Trajectory, task: Task) -> float | None:
+    """The share of must-ask slots asked before their first use: ``TP / (TP + FN)``.
+
+    ``None`` when the task leaves nothing to ask (the rate is undefined there, not 1);
+    pool over episodes as ``sum(TP) / sum(TP + FN)`` so each slot weighs the same. A slot
+    asked after its use counts as not asked. Example: the expert asks its must-ask slots
+    (1.0); ``ask-nothing`` asks none (0.0); a task whose request states everything: ``None``.
+    """
+    from .score import score
+
+    counts = score(trajectory, task).clarification
+    slots = counts.tp + counts.fn
+    return counts.tp / slots if slots else None
+
+
 class ClarificationScorer:
     """Clarification over the rounds of one episode (see :class:`DimensionScorer`)."""
 
@@ -204,6 +219,7 @@ __all__: Sequence[str] = (
     "DECLARATION",
     "Clarification",
     "ClarificationScorer",
+    "ask_rate",
     "clarification",
     "clarification_quality",
     "running_clarification",
