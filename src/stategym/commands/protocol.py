@@ -186,8 +186,8 @@ def _run(console: Console, args: argparse.Namespace) -> int:
 def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> None:
     """Refuse unknown agents and domains before the splits are built or anything plays."""
     from stategym.agents import agent_names
-    from stategym.domains import get_domain
     from stategym.errors import UsageError
+    from stategym.registry import get_domain
 
     if not agents or not train:
         raise UsageError("give at least one agent (--agents) and one domain (--train-on)")
