@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "protocol": (
         "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
     ),
+    "train": "Train a policy: SFT on scripted or logged episodes, then GRPO with a credit flag.",
 }
 """Modules under :mod:`stategym.commands`, in the order ``--help`` shows them, with each one's
 ``HELP`` (repeated here so that ``stategym --help`` imports no command; a test checks they

@@ -17,8 +17,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-Credit = Literal["outcome", "composite", "dense", "gigpo", "mc"]
-CREDITS: tuple[Credit, ...] = ("outcome", "composite", "dense", "gigpo", "mc")
+Credit = Literal["outcome", "composite", "dense", "gigpo"]
+CREDITS: tuple[Credit, ...] = ("outcome", "composite", "dense", "gigpo")
+"""The credit flags the loop implements (``mc``'s values exist in :mod:`.values`; sampling
+its continuations from restored snapshots is not wired into the loop yet)."""
 Rendering = Literal["messages", "compact"]
 
 
@@ -76,6 +78,10 @@ class SFTConfig(Common):
     """Demonstration episodes (shared among the agents by weight)."""
     batch_size: int = 8
     """Episodes per optimiser step."""
+    tiny_width: int = 128
+    """init=tiny: the model's width (its MLP is 3x as wide)."""
+    tiny_vocab: int = 1024
+    """init=tiny: the tokenizer's vocabulary."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +91,7 @@ class GRPOConfig(Common):
     init: str = "runs/sft"
     """Start model: a model folder (an SFT run's checkpoint), tiny, or a Hugging Face id."""
     credit: Credit = "outcome"
-    """Credit assignment: outcome, composite, dense, gigpo or mc."""
+    """Credit assignment: outcome, composite, dense or gigpo."""
     norm: Literal["std", "none", "rloo"] = "std"
     """Group baseline: std (GRPO), none (Dr.GRPO) or rloo (leave-one-out)."""
     group: int = 8
@@ -108,8 +114,6 @@ class GRPOConfig(Common):
     """Weight of GiGPO's step-level term."""
     coarse_key: bool = False
     """GiGPO: group steps by the world digest alone (not the round index)."""
-    mc_samples: int = 4
-    """mc: continuations sampled per decision state (K)."""
     guard_teacher: str = ""
     """Exploration guard: a scripted agent whose episodes join each group ("" off)."""
     guard_fraction: float = 0.0

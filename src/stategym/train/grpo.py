@@ -204,7 +204,7 @@ def train(config: GRPOConfig) -> Path:
     source = checkpoint.model_source(config.init) if resume is None else str(resume)
     policy = Policy.load(source, device=config.device, dtype=config.dtype)
     start = 0 if resume is None else checkpoint.iteration_of(resume)
-    runlog.truncate_metrics(run, start)
+    runlog.truncate_metrics(run, start, config.eval_every)
     reference = None
     if config.kl > 0:  # the initial policy, frozen (reloaded on resume: it never changes)
         reference = Policy.load(

@@ -69,9 +69,17 @@ def read_metrics(run: Path) -> list[dict[str, Any]]:
     return out
 
 
-def truncate_metrics(run: Path, iteration: int) -> None:
-    """Keep the lines of iterations ``<= iteration`` (what the checkpoint covers)."""
-    kept = [m for m in read_metrics(run) if int(m["iteration"]) <= iteration]
+def truncate_metrics(run: Path, iteration: int, eval_every: int = 0) -> None:
+    """Keep the lines of iterations ``<= iteration`` (what the checkpoint covers), less the
+    end-of-run evaluation of a shorter run (an uninterrupted run has none there)."""
+    kept = [
+        m
+        for m in read_metrics(run)
+        if int(m["iteration"]) < iteration
+        or (int(m["iteration"]) == iteration and "eval" not in m)
+        or ("eval" in m and eval_every and int(m["iteration"]) % eval_every == 0)
+    ]
+    kept = [m for m in kept if int(m["iteration"]) <= iteration]
     (run / METRICS).write_text("".join(json.dumps(m, sort_keys=True) + "\n" for m in kept))
 
 

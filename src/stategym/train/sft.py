@@ -25,7 +25,7 @@ from stategym.errors import UsageError
 from stategym.train import checkpoint, runlog
 from stategym.train.config import SFTConfig
 from stategym.train.evaluate import evaluate
-from stategym.train.policy import Policy, build_tiny
+from stategym.train.policy import Policy, TinySize, build_tiny
 from stategym.train.streams import demonstration, episode_chat, to_sample
 from stategym.trajectory import Trajectory
 
@@ -86,7 +86,8 @@ def make_policy(config: SFTConfig, episodes: Sequence[tuple[Trajectory, Any]]) -
                 get_domain(trajectory.domain), trajectory.knobs, config.rendering
             )
             chats.append(episode_chat(trajectory, task, renderer))
-        return build_tiny(chats, config.seed)
+        size = TinySize(config.tiny_vocab, config.tiny_width, 2, 4, 3 * config.tiny_width)
+        return build_tiny(chats, config.seed, size)
     return Policy.load(checkpoint.model_source(config.init), dtype=config.dtype)
 
 
@@ -100,7 +101,7 @@ def train(config: SFTConfig) -> Path:
     resume = checkpoint.latest(run)
     if resume is not None:
         policy, start = Policy.load(resume, dtype=config.dtype), checkpoint.iteration_of(resume)
-        runlog.truncate_metrics(run, start)
+        runlog.truncate_metrics(run, start, config.eval_every)
     else:
         policy, start = make_policy(config, episodes), 0
         runlog.truncate_metrics(run, 0)

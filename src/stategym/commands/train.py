@@ -1,0 +1,68 @@
+"""``stategym train``: supervised fine-tuning (``sft``) and GRPO-family RL (``grpo``).
+
+Every option is a field of :class:`~stategym.train.config.SFTConfig` or
+:class:`~stategym.train.config.GRPOConfig`, its help the field's docstring (one source for
+both). The command writes the run directory (``config.json``, ``metrics.jsonl``,
+``checkpoints/``, ``model/``) and prints its path; re-running it resumes (see
+``docs/training.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import typing
+from dataclasses import MISSING, Field, fields
+from typing import Any
+
+NAME = "train"
+HELP = "Train a policy: SFT on scripted or logged episodes, then GRPO with a credit flag."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.train.config import GRPOConfig, SFTConfig
+
+    sub = parser.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
+    for name, cls in (("sft", SFTConfig), ("grpo", GRPOConfig)):
+        command = sub.add_parser(name, help=cls.__doc__, description=cls.__doc__)
+        add_config_options(command, cls)
+
+
+def add_config_options(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One option per field of the config dataclass ``cls`` (help: its docstring)."""
+    from stategym.train.config import field_help
+
+    hints = typing.get_type_hints(cls)
+    docs = field_help(cls)
+    for field in fields(cls):
+        option = "--" + field.name.replace("_", "-")
+        default = _default(field)
+        text = f"{docs.get(field.name, '')} (default: %(default)s)"
+        kind = hints[field.name]
+        if isinstance(default, bool):
+            parser.add_argument(
+                option, action=argparse.BooleanOptionalAction, default=default, help=text
+            )
+        elif typing.get_origin(kind) is typing.Literal:
+            parser.add_argument(option, choices=typing.get_args(kind), default=default, help=text)
+        else:
+            parser.add_argument(option, type=type(default), default=default, help=text)
+
+
+def _default(field: Field[Any]) -> Any:
+    if field.default is not MISSING:
+        return field.default
+    if field.default_factory is not MISSING:
+        return field.default_factory()
+    raise TypeError(f"config field {field.name} has no default")
+
+
+def main(args: argparse.Namespace) -> int:
+    from stategym.train import grpo, sft
+    from stategym.train.config import GRPOConfig, SFTConfig
+
+    if args.algorithm == "sft":
+        run = sft.train(SFTConfig(**{f.name: getattr(args, f.name) for f in fields(SFTConfig)}))
+    else:
+        run = grpo.train(GRPOConfig(**{f.name: getattr(args, f.name) for f in fields(GRPOConfig)}))
+    print(f"wrote {run} (metrics.jsonl, checkpoints/, model/)")
+    return 0

@@ -1,0 +1,93 @@
+"""``stategym train sft``: the run directory, the masks of a demonstration, resuming and
+determinism (CPU, one thread: same config and seed, same losses and checkpoint bytes)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import SMALL  # noqa: E402
+
+from stategym.train.config import SFTConfig  # noqa: E402
+from stategym.train.sft import mixture, train  # noqa: E402
+
+WEIGHTS = "model.safetensors"
+
+
+def lines(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_mixture_shares_episodes_by_weight() -> None:
+    assert mixture("expert:3,oracle:1", 8) == [("expert", 6), ("oracle", 2)]
+    assert mixture("expert,oracle", 3) == [("expert", 2), ("oracle", 1)]
+    assert sum(n for _, n in mixture("a:1,b:1,c:1", 10)) == 10
+
+
+def test_the_run_directory_holds_config_metrics_checkpoints_and_model(sft_run: Path) -> None:
+    config = json.loads((sft_run / "config.json").read_text())
+    assert config["kind"] == "sft" and config["agents"] == "expert:1,oracle:1"
+    steps = [m for m in lines(sft_run) if "eval" not in m]
+    assert [m["iteration"] for m in steps] == [1, 2]
+    assert all(m["loss"] > 0 and m["loss_tokens"] > 0 for m in steps)
+    held_out = [m["eval"] for m in lines(sft_run) if "eval" in m]
+    assert len(held_out) == 1 and 0 <= held_out[0]["goal_rate"] <= 1
+    assert (sft_run / "checkpoints" / "iter-000002" / WEIGHTS).is_file()
+    assert (sft_run / "model" / "config.json").is_file()
+
+
+def test_a_demonstration_carries_loss_on_the_assistant_turns_only(sft_run: Path) -> None:
+    from stategym.rendering import make_renderer
+    from stategym.rendering.base import logged_action, observation_of
+    from stategym.train.policy import Policy
+    from stategym.train.sft import demonstrations
+    from stategym.train.streams import demonstration, to_sample
+
+    policy = Policy.load(sft_run / "model")
+    config = SFTConfig(episodes=1)
+    ((trajectory, task),) = demonstrations(config)
+    stream = demonstration(trajectory, task, policy.chat, "compact")
+    sample = to_sample(stream)
+    renderer = make_renderer(policy_domain(trajectory.domain), trajectory.knobs, "compact")
+    renderer.first_messages(task)
+    for record, (start, end) in zip(trajectory.rounds, stream.spans, strict=True):
+        assert all(sample.loss_mask[start:end]) and len(stream.spans) == len(trajectory.rounds)
+        text = policy.tokenizer.decode(list(sample.ids[start:end]))
+        message = renderer.action_message(logged_action(record), record.index)
+        assert text == str(message.get("content") or "") + "<|im_end|>"
+        renderer.observation_messages(observation_of(record, final_say=False))  # new handles
+    masked = [i for i, keep in enumerate(sample.loss_mask) if keep]
+    assert len(masked) == sum(end - start for start, end in stream.spans)
+
+
+def policy_domain(name: str):
+    from stategym.registry import get_domain
+
+    return get_domain(name)
+
+
+def test_resuming_gives_the_uninterrupted_run_bit_for_bit(tmp_path: Path) -> None:
+    base = SFTConfig(agents="expert", **{**SMALL, "iterations": 3, "episodes": 4})
+    whole = train(replace(base, out=str(tmp_path / "whole")))
+    again = train(replace(base, out=str(tmp_path / "again")))
+    cut = replace(base, out=str(tmp_path / "cut"), iterations=1)
+    train(cut)
+    resumed = train(replace(cut, iterations=3))
+    losses = [[m["loss"] for m in lines(run) if "loss" in m] for run in (whole, again, resumed)]
+    assert losses[0] == losses[1] == losses[2] and len(losses[0]) == 3
+    weights = [(run / "model" / WEIGHTS).read_bytes() for run in (whole, again, resumed)]
+    assert weights[0] == weights[1] == weights[2]
+
+
+def test_a_run_directory_refuses_other_settings(sft_run: Path) -> None:
+    from stategym.errors import UsageError
+
+    config = json.loads((sft_run / "config.json").read_text())
+    config.pop("kind")
+    with pytest.raises(UsageError, match="other settings"):
+        train(SFTConfig(**{**config, "lr": 0.5}))
