@@ -12,10 +12,11 @@ ground truth and are computed by :func:`stategym.metrics.score`); it sums with
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stategym.metrics.dimensions import DECLARED, LABELS
 from stategym.tables import Grid
 from stategym.trajectory import Trajectory, summarise_rounds
 
@@ -105,7 +106,9 @@ def summarise(trajectories: Iterable[Trajectory]) -> RunSummary:
     return RunSummary(**totals, **counts)
 
 
-QUALITY_NAMES = ("composite", "clarification", "priority", "parallelism", "risk")
+DIMENSION_NAMES: tuple[str, ...] = tuple(str(d) for d in DECLARED)
+"""Every declared decision-quality dimension (:data:`stategym.metrics.DECLARED` order)."""
+QUALITY_NAMES = ("composite", *DIMENSION_NAMES)
 """The decision-quality means a run reports: R, then each dimension's Q (see docs/metrics.md)."""
 
 
@@ -116,29 +119,35 @@ class QualitySummary:
     Attributes:
         episodes: number of scorecards.
         composite: mean composite reward R, in [-1, 1].
-        clarification: mean Q_clar, in [0, 1].
-        priority: mean Q_prio, in [0, 1].
-        parallelism: mean Q_par, in [0, 1].
-        risk: mean Q_risk, in [0, 1].
+        dimensions: each declared dimension's mean Q_d, in [0, 1], by name (also read as
+            an attribute: ``summary.clarification``).
         harmful: episodes with at least one harmful commit.
     """
 
     episodes: int
     composite: float
-    clarification: float
-    priority: float
-    parallelism: float
-    risk: float
+    dimensions: Mapping[str, float]
     harmful: int
+
+    def __getattr__(self, name: str) -> float:
+        # the dimensions come from their declarations, so no field names them one by one
+        try:
+            return self.dimensions[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
     @property
     def harm_rate(self) -> float:
         """Share of episodes with a harmful commit (0 for an empty run)."""
         return self.harmful / self.episodes if self.episodes else 0.0
 
+    def mean(self, name: str) -> float:
+        """R (``"composite"``) or a dimension's mean Q."""
+        return self.composite if name == "composite" else self.dimensions[name]
+
     def to_json(self) -> dict[str, Any]:
         """The ``decision_quality`` object of ``summary.json``."""
-        means = {name: getattr(self, name) for name in QUALITY_NAMES}
+        means = {name: self.mean(name) for name in QUALITY_NAMES}
         return {
             "episodes": self.episodes,
             **means,
@@ -162,7 +171,8 @@ def summarise_quality(cards: Iterable[Scorecard]) -> QualitySummary:
         harmful += row["harmful"] > 0
     count = len(values["composite"])
     means = {n: math.fsum(v) / count if count else 0.0 for n, v in values.items()}
-    return QualitySummary(count, **means, harmful=harmful)
+    composite = means.pop("composite")
+    return QualitySummary(count, composite, means, harmful)
 
 
 TABLE_COLUMNS = (
@@ -177,12 +187,13 @@ TABLE_COLUMNS = (
 )
 """The outcome columns of a results table, in order; money, rounds, asks and tool calls are
 means per episode, format errors a total (see :data:`TABLE_CAPTION`)."""
-QUALITY_COLUMNS = ("R", "clar", "prio", "par", "risk", "harm rate")
+QUALITY_COLUMNS = ("R", *LABELS.values(), "harm rate")
 """The decision-quality columns, shown after the goal rate: means of :data:`QUALITY_NAMES`
 and the share of episodes with a harmful commit."""
 TABLE_CAPTION = (
-    "R: composite decision quality in [-1, 1]; clar, prio, par, risk: each dimension's mean "
-    "in [0, 1]; money, rounds, asks and tool calls: means per episode; format errors: total"
+    f"R: composite decision quality in [-1, 1]; {', '.join(LABELS.values())}: each "
+    "dimension's mean in [0, 1]; money, rounds, asks and tool calls: means per episode; "
+    "format errors: total"
 )
 
 
@@ -202,7 +213,7 @@ def table_row(summary: RunSummary) -> list[str]:
 
 def quality_row(quality: QualitySummary) -> list[str]:
     """The cells of :data:`QUALITY_COLUMNS` for one summary."""
-    means = [f"{getattr(quality, name):.3f}" for name in QUALITY_NAMES]
+    means = [f"{quality.mean(name):.3f}" for name in QUALITY_NAMES]
     return [*means, f"{quality.harm_rate:.3f}"]
 
 

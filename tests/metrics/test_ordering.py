@@ -4,6 +4,9 @@
 - Every pathological agent scores strictly below the expert, and the dimension it abuses is
   where it loses most against the expert (a tie is allowed: never committing loses risk and
   priority on exactly the same tasks, by the same amount).
+- Every adversary (issue 10 §2: fishing, padding, post-commit damage, excuse harvesting,
+  lucky guessing) scores below the expert on every stateful domain, never above it on a
+  task, and at least 0.1 below it on every task where its exploit is clearly bad.
 - The oracle (privileged, never asks) reaches the goal on every task but loses on
   clarification wherever a must-ask slot was missing (unless the user volunteered it).
 
@@ -18,7 +21,7 @@ import functools
 
 import pytest
 
-from stategym.agents import PATHOLOGICAL, scripted
+from stategym.agents import ADVERSARIES, PATHOLOGICAL, scripted
 from stategym.env import Env
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.metrics.taskset import MIXED
@@ -27,6 +30,7 @@ from stategym.runner import run_episode
 from stategym.trajectory import Trajectory
 
 DOMAIN_NAMES = sorted(all_domains())
+STATEFUL_NAMES = [n for n in DOMAIN_NAMES if not get_domain(n).read_only]
 
 TASKS = 70
 """Tasks per domain: ten of each mixed knob setting."""
@@ -110,3 +114,32 @@ def test_the_oracle_reaches_the_goal_but_loses_on_clarification_where_slots_were
             assert card.clarification.quality == 1.0, card.task_id
     has_missing = any(cached_task(name, s, MIXED[s % len(MIXED)]).must_ask for s in range(TASKS))
     assert missing > 0 or not has_missing
+
+
+CLEARLY_BAD = 0.1
+"""How far below the expert an adversary must score on a task where its exploit is clearly
+bad: three or more rejected proposals, an episode never finished, data destroyed."""
+
+
+def _clearly_bad(trajectory: Trajectory, card: Scorecard) -> bool:
+    rejected = sum(1 for e in card.events if e.subject.startswith("rejected:"))
+    unfinished = any(e.subject == "no finish" for e in card.events)
+    destroyed = any(e.kind.value == "commit_harmful" for e in card.events)
+    return rejected >= 3 or unfinished or destroyed
+
+
+@pytest.mark.parametrize("agent", ADVERSARIES)
+@pytest.mark.parametrize("name", STATEFUL_NAMES)
+def test_adversaries_score_below_the_expert_and_a_tenth_below_where_clearly_bad(name, agent):
+    """Issue 10 §2: every exploit the metric once paid for now costs, on every stateful
+    domain; where it is clearly bad, at least a tenth of R on that very task."""
+    if _same_actions(name, agent):
+        pytest.skip(f"{name} gives {agent} nothing to do differently from the expert")
+    played = _played(name, agent)
+    cards = [card for _, card in played]
+    assert sum(c.composite for c in cards) / len(cards) < 1.0
+    expert = [card for _, card in _played(name, "expert")]
+    for (trajectory, card), best in zip(played, expert, strict=True):
+        assert card.composite <= best.composite, card.task_id
+        if _clearly_bad(trajectory, card):
+            assert card.composite <= best.composite - CLEARLY_BAD, card.task_id

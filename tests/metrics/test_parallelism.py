@@ -23,7 +23,7 @@ from metrics_toy import (
     trajectory,
 )
 
-from stategym.metrics import Kind, score
+from stategym.metrics import Dimension, Kind, score
 from stategym.metrics.parallelism import parallelism_quality
 
 ASK, CONFIRM, PAY, FINISH = (
@@ -83,7 +83,7 @@ def test_a_guessed_dependency_costs_the_same_whether_right_or_wrong():
     right, right_events = _par(_guessing(True))
     wrong, wrong_events = _par(_guessing(False))
     assert right.early == wrong.early == 2
-    assert right.violations == wrong.violations == pytest.approx(2 / 7)
+    assert right.violations == wrong.violations == pytest.approx(2 / 3)  # value paths 3 deep
     early = [(e.round, e.subject) for e in right_events if e.kind is Kind.CALL_EARLY]
     assert early == [(1, "profile->search"), (1, "profile->search")]
     assert [(e.round, e.subject) for e in wrong_events if e.kind is Kind.CALL_EARLY] == early
@@ -111,11 +111,14 @@ def test_a_change_in_the_world_excuses_one_informed_recheck():
     assert _par(unexcused, the_task)[0].extra == 1
 
 
-def test_paying_in_the_same_round_as_the_hold_is_an_early_call():
+def test_paying_in_the_same_round_as_the_hold_is_unverified_and_counted_once():
+    """A commit's unobserved preconditions are risk's concern (UNVERIFIED), not also an
+    early call of D3: counted twice, commit-same-round lost more on parallelism than on the
+    risk it abuses once a guess cost a step of the value path (issue 10 §2)."""
     rounds = [*expert_rounds()[:3], calls(0, hold("A"), pay("A")), FINISH]
     scored, events = _par(rounds)
-    assert scored.early == 1
-    assert [e.subject for e in events if e.kind is Kind.CALL_EARLY] == ["hold->pay"]
+    assert scored.early == 0
+    assert [e.kind for e in events if e.dimension is Dimension.RISK] == [Kind.COMMIT_UNVERIFIED]
 
 
 def test_proposing_before_holding_is_an_early_proposal():

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from stategym.agents.adversary import Adversary, LuckyGuesser, look_ahead
 from stategym.agents.base import Agent, AgentFactory, ScriptedAgent
 from stategym.agents.guard import guard_probability, guard_teacher
 from stategym.agents.random_agent import random_agent
 from stategym.agents.style import Style
 from stategym.domain import Domain
+from stategym.env import Env
 from stategym.task import Task
 
 STYLES: dict[str, Style] = {
@@ -30,6 +32,13 @@ STYLES: dict[str, Style] = {
     "spray": Style(spray=4),
     "shotgun": Style(commit="shotgun"),
     "confirm-spam": Style(confirm="spam"),
+    # the adversaries (issue 10 section 2): the expert with one exploit of the metric added
+    "fishing": Style(fish=3),
+    "padding": Style(pad="empty"),
+    "invalid-padding": Style(pad="invalid"),
+    "post-commit-damage": Style(damage=True),
+    "excuse-harvest": Style(harvest=True),
+    "lucky-guess": Style(lucky=True),
 }
 """Scripted agents that are the domain expert with some habits changed."""
 
@@ -47,6 +56,16 @@ PATHOLOGICAL: tuple[str, ...] = (
 )
 """The agents that game one dimension each; every one must score below the expert."""
 
+ADVERSARIES: tuple[str, ...] = (
+    "fishing",
+    "padding",
+    "invalid-padding",
+    "post-commit-damage",
+    "excuse-harvest",
+    "lucky-guess",
+)
+"""The agents that exploit a hole the metric once had; every one must score below the expert."""
+
 
 def scripted(domain: Domain, name: str) -> AgentFactory:
     """The factory for a named scripted agent in a domain."""
@@ -55,11 +74,20 @@ def scripted(domain: Domain, name: str) -> AgentFactory:
     p = guard_probability(name)
     if p is not None:  # ask-pP: the exploration-guard teacher (stategym.agents.guard)
         return guard_teacher(domain, name, p)
-    style = STYLES[name]
+    return styled(domain, STYLES[name], name)
+
+
+def styled(domain: Domain, style: Style, name: str = "styled") -> AgentFactory:
+    """The factory for the domain expert playing ``style`` (an adversarial habit wraps it)."""
 
     def make(task: Task) -> Agent:
         agent = domain.expert(task, style)
         agent.name = name
+        if style.lucky:
+            plan = look_ahead(Env(domain, knobs=task.knobs), task, domain.expert(task, style))
+            return LuckyGuesser(name, plan)
+        if style.adversarial:
+            return Adversary(agent, task, style, domain.available_tools(task.knobs))
         return agent
 
     return make
@@ -91,6 +119,7 @@ def resolve(domain: Domain, spec: str, **options: object) -> AgentFactory:
 
 
 __all__ = [
+    "ADVERSARIES",
     "PATHOLOGICAL",
     "STYLES",
     "Agent",
@@ -100,4 +129,5 @@ __all__ = [
     "agent_names",
     "resolve",
     "scripted",
+    "styled",
 ]

@@ -36,3 +36,22 @@ class Style:
     """Facts only the user knows that this agent leaves unasked, guessing them as an agent
     that asks nothing does (``priorities`` among them: it never asks for the order); the
     exploration-guard teacher (:mod:`stategym.agents.guard`) draws them per task."""
+
+    # the adversaries (issue 10): the expert with one exploit added, played by
+    # stategym.agents.adversary for every domain alike; the domain experts ignore these
+    fish: int = 0
+    """Before proposing its choice, propose this many options the user rejects."""
+    pad: Literal["none", "empty", "invalid"] = "none"
+    """Play empty rounds instead of finishing, or ten invalid rounds before finishing."""
+    damage: bool = False
+    """After the last commit, destroy what the episode created (delete the snapshot...)."""
+    harvest: bool = False
+    """After each change of the world, re-read something the change did not touch."""
+    lucky: bool = False
+    """Play the expert's rounds with each read-only round merged into the one before,
+    guessing (rightly) every value it would have waited for."""
+
+    @property
+    def adversarial(self) -> bool:
+        """Some habit above is on (the agent is the expert wrapped by an adversary)."""
+        return bool(self.fish or self.pad != "none" or self.damage or self.harvest or self.lucky)

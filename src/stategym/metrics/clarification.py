@@ -10,9 +10,11 @@ does, by the episode's final decision; a slot the user volunteered (a change of 
 announced) before its use, unasked, drops out of M*. FN = |M*| - TP. FP: the weight of
 needless questions: 1 for a slot that is given, irrelevant or already known (asked or
 volunteered before), 1 for a repeated proposal (the same option again with no change of mind
-announced in between), 1 for a message the user could not use (nothing asked, nothing
-proposed), and ``ALPHA`` = 0.5 for a slot a tool could have told. A must-ask slot asked after
-its use is neither TP nor FP.
+announced in between), 1 for a proposal the user rejects (unless its reply announces a change
+of mind: the user is not an oracle to query for the answer, and every reason to reject an
+option is a fact the agent could ask or look up), 1 for a message the user could not use
+(nothing asked, nothing proposed), and ``ALPHA`` = 0.5 for a slot a tool could have told. A
+must-ask slot asked after its use is neither TP nor FP.
 """
 
 from __future__ import annotations
@@ -201,6 +203,10 @@ def _read_say(
         last = proposals.get(say.proposed)
         if last is not None and not any(last < u < say.round for u in tr.updates):
             out.append((Kind.ASK_NEEDLESS, -1.0, f"propose:{say.proposed}"))
+        elif say.accepted is False and say.round not in tr.updates:
+            # the user is not an oracle: what it rejects follows from its slots, its
+            # priorities and the world, all of which the agent can ask or look up
+            out.append((Kind.ASK_NEEDLESS, -1.0, f"rejected:{say.proposed}"))
         proposals[say.proposed] = say.round
     if not say.asked and not say.priority_asked and say.proposed is None:
         out.append((Kind.ASK_NEEDLESS, -1.0, "unusable message"))

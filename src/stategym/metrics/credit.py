@@ -24,14 +24,15 @@ so that:
 
 Alignment. Round ``t`` is the agent's ``t``-th turn (one assistant message): the user's
 reply and the tool results are that round's observation and earn nothing of their own. An
-invalid round (a format error) causes no event, so it is paid 0 unless it is the last
-round. Rounds past an episode's end (a shorter member of a group) are absorbing zeros for
-the trainer. Inside a round, :attr:`RoundCredit.calls` splits the round's reward over its
-calls: the calls in the order they are logged, which is the order the agent wrote them (the
-order of their tokens); call ``j`` is paid the change in the running composite from adding
-its own events and counting it as played; ``finish`` causes no event and counts as no call.
-:attr:`RoundCredit.rest` is the part no call caused: a message's events, and at the last
-round the settlement ``R - R_(after its calls)``.
+invalid round (a format error, an empty batch) is a wasted round (parallelism's economy),
+paid the fall in the running composite it causes. Rounds past an episode's end (a shorter
+member of a group) are absorbing zeros for the trainer. Inside a round,
+:attr:`RoundCredit.calls` splits the round's reward over its calls: the calls in the order
+they are logged, which is the order the agent wrote them (the order of their tokens); call
+``j`` is paid the change in the running composite from adding its own events and counting it
+as played; ``finish`` causes no event and counts as no call. :attr:`RoundCredit.rest` is the
+part no call caused: a message's events, and at the last round the settlement ``R - R_(after
+its calls)``.
 
 Example: the expert on a travel task is paid its R of 1.0 over its rounds:
 

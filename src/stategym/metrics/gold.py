@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.task import EdgeKind, GoldCall, SlotKind, Task
+from stategym.task import EdgeKind, Event, GoldCall, SlotKind, Task
 from stategym.tools import Effect
 
 ASK = "ask"
@@ -40,6 +40,9 @@ class Gold:
         independent: for each required node, the required nodes with no path to or from it.
         pairs: number of unordered independent pairs among required nodes.
         value_edges: number of PIPE and DECIDE edges.
+        depth: the most dependent steps on one path of value edges (PIPE, DECIDE) ending at
+            a required or confirmation node: the rounds a chain of lookups must wait, of
+            which a guessed value skips one.
         must_ask: M*, the slots only the user knows.
         kinds: slot kinds by name.
         above: for each constraint, the constraints strictly above it in the priority order.
@@ -47,6 +50,7 @@ class Gold:
         constrained: the task has constraints (priority applies).
         by_answer: the episode is judged on its ``finish`` answer, not on commitments
             (statefulness off, or a read-only domain).
+        events: the task's schedule of changes (what each fired event changed).
         lookup: for each tool, groups of nodes with single-valued arguments, as
             ``(argument names, {argument values: node ids})``, so matching a call is a
             dictionary lookup rather than a scan (a call has many same-tool nodes).
@@ -63,12 +67,14 @@ class Gold:
     independent: Mapping[str, frozenset[str]]
     pairs: int
     value_edges: int
+    depth: int
     must_ask: tuple[str, ...]
     kinds: Mapping[str, SlotKind]
     above: Mapping[str, frozenset[str]]
     decisions: int
     constrained: bool
     by_answer: bool
+    events: tuple[Event, ...]
     lookup: Mapping[str, tuple[tuple[tuple[str, ...], dict[tuple[Any, ...], tuple[str, ...]]], ...]]
     scan: Mapping[str, tuple[str, ...]]
     _needed: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
@@ -158,12 +164,14 @@ def _build(task: Task) -> Gold:
         independent=independent,
         pairs=pairs,
         value_edges=value_edges,
+        depth=_depth((*required, *by_tool.get(CONFIRM, ())), value_preds),
         must_ask=must_ask,
         kinds={s.name: s.kind for s in task.slots},
         above=_above(task),
         decisions=len(truth.decisions),
         constrained=bool(task.constraints),
         by_answer=task.judged_by_answer,
+        events=task.events,
         **_match_tables(truth.calls),
     )
 
@@ -188,6 +196,19 @@ def _match_tables(calls: tuple[GoldCall, ...]) -> dict[str, Any]:
         },
         "scan": {tool: tuple(ids) for tool, ids in scan.items()},
     }
+
+
+def _depth(ends: tuple[str, ...], preds: Mapping[str, set[str]]) -> int:
+    """The most nodes with predecessors on one path (over ``preds``) ending at one of ``ends``."""
+    memo: dict[str, int] = {}
+
+    def depth(node: str) -> int:
+        if node not in memo:
+            memo[node] = 0  # a cycle (none expected) ends the path
+            memo[node] = 1 + max(map(depth, preds[node])) if preds[node] else 0
+        return memo[node]
+
+    return max(map(depth, ends), default=0)
 
 
 def _descendants(node: str, children: Mapping[str, set[str]]) -> frozenset[str]:

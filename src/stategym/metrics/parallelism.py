@@ -6,14 +6,18 @@ Formula (``docs/metrics.md``)::
 
 - coverage ``kappa = matched / |required|``: required nodes are the gold read and write calls;
   a call matches a node when its arguments are acceptable and it succeeds.
-- violations ``nu = min(1, V / |value edges|)``: V counts, for every call, each value it
-  depends on (PIPE or DECIDE edges into every node the call may stand for) that was not
-  observed in an earlier round. A call whose guessed argument keeps it from matching still
-  stands for every node of its tool, so a guess costs the same whether it was right or wrong.
-- economy ``epsilon = 1 - extra / calls``: a call is extra when it covers no new gold node,
-  unless it is an informed call (a well-formed call of a gold tool, no violation) excused by a
-  change of the world: each scheduled event fired so far excuses one such call (a fare that
-  jumped is held again).
+- violations ``nu = min(1, V / L)``: V counts the early calls (commits left out: their
+  unobserved preconditions are risk's) and proposals: one issued when none of the nodes it
+  may stand for had every value it needs (PIPE or DECIDE edges) observed in an earlier round;
+  L is the depth of the value graph (:attr:`Gold.depth`), so each guess costs one of the
+  rounds a chain of lookups must wait. A call whose guessed argument keeps it from matching
+  still stands for every node of its tool, so a guess costs the same whether it was right or
+  wrong.
+- economy ``epsilon = 1 - (extra + wasted) / (calls + wasted)``: a call is extra when it
+  covers no new gold node, unless it is an informed call (a well-formed call of a gold tool,
+  no violation) that re-reads what a fired event changed (each event excuses one: a fare
+  that jumped is held again); a round is wasted when it has no usable action, and an episode
+  never finished wastes one more at its end.
 - round efficiency ``eta = 1 - serialised / independent pairs``: a pair of required nodes
   with no path between them is serialised when the later one was already callable (every
   predecessor observed) in the round the earlier one was issued.
@@ -28,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stategym.task import Task
+from stategym.tools import Effect
 from stategym.trajectory import Outcome, Trajectory
 
 from .declaration import DimensionSpec, EventCounts
@@ -49,9 +54,10 @@ class Parallelism:
         economy: epsilon.
         efficiency: eta.
         matched: required nodes covered.
-        early: values used before they were observed (V).
+        early: calls (and proposals) issued before a value they need was observed (V).
         extra: calls penalised as extra.
         serialised: independent pairs split across rounds.
+        wasted: rounds with no usable action, and the end of an episode never finished.
         applicable: the task has required calls.
     """
 
@@ -64,6 +70,7 @@ class Parallelism:
     early: int
     extra: int
     serialised: int
+    wasted: int
     applicable: bool
 
 
@@ -91,13 +98,53 @@ def parallelism(trajectory: Trajectory, task: Task) -> float:
 def _missing(
     tr: Trace, gold: Gold, candidates: tuple[str, ...], at: int, option: str | None
 ) -> list[str]:
-    """Values every candidate node needs that were not observed before round ``at``."""
-    if not candidates:
-        return []
-    needed = gold.needed(candidates)
-    if not needed:
-        return []
-    return [node for node in sorted(needed) if not tr.observed_before(node, at, option)]
+    """The values the call could not have had before round ``at``: empty when some node it
+    may stand for had every value it needs observed, else those of its first such node.
+
+    A call with a guessed argument matches no node and stands for every node of its tool;
+    it was informed only if one of them was ready, so a guess is early whether or not it
+    happens to hit (a spray of guessed calendars before any person was looked up).
+    """
+    first: list[str] | None = None
+    for node in candidates:
+        missing = [
+            pred
+            for pred in sorted(gold.value_preds[node])
+            if not tr.observed_before(pred, at, option)
+        ]
+        if not missing:
+            return []
+        if first is None:
+            first = missing
+    return first or []
+
+
+def _rereads(tr: Trace, gold: Gold, call: CallView, event: int) -> bool:
+    """Whether ``call`` re-reads what the fired ``event`` changed: a change in the world
+    (``table[key]``) whose key the call names or observes; a change of mind about a slot
+    that gates a node the call stands for, or whose new value the call passes."""
+    change = gold.events[event]
+    if change.slot:
+        gated = gold.gates.get(change.slot, frozenset())
+        return bool(gated.intersection(call.candidates)) or change.value in _scalars(call.arguments)
+    return bool(change.key) and (
+        change.key in _scalars(call.arguments) or change.key in _scalars(call.content)
+    )
+
+
+def _scalars(value: object) -> set[object]:
+    """Every string and number inside a JSON value (what a call passed or observed)."""
+    found: set[object] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, str | int | float) and not isinstance(item, bool):
+            found.add(item)
+    return found
 
 
 def _ready_round(tr: Trace, gold: Gold, node: str) -> int | None:
@@ -136,11 +183,13 @@ class ParallelismScorer:
         self.rewards = {
             Kind.CALL_MATCHED: scale / max(1, len(gold.required)),
             Kind.CALL_EXTRA: -scale / max(1, len(gold.required)),
-            Kind.CALL_EARLY: -scale / max(1, gold.value_edges),
+            Kind.ROUND_WASTED: -scale / max(1, len(gold.required)),
+            Kind.CALL_EARLY: -scale / max(1, gold.depth),
             Kind.CALL_SERIALISED: -0.5 * scale / max(1, gold.pairs),
         }
         self.counts = {kind: 0 for kind in self.rewards}
-        self.excused = 0
+        self.excused: set[int] = set()
+        """Fired events (their order of firing) that already excused a re-read."""
         self.events: list[Event] = []
 
     def _event(self, at: int, kind: Kind, subject: str, call: int | None) -> Event:
@@ -150,50 +199,80 @@ class ParallelismScorer:
 
     def add(self, tr: Trace, calls: Sequence[CallView], say: SayView | None) -> list[Event]:
         gold, new = self.gold, []
+        if tr.wasted and tr.wasted[-1] == tr.last:
+            new.append(self._event(tr.last, Kind.ROUND_WASTED, "invalid round", None))
         for call in calls:
             at, pos = call.round, call.position
-            missing = _missing(tr, gold, call.candidates, at, call.option)
-            new += [self._event(at, Kind.CALL_EARLY, f"{n}->{call.name}", pos) for n in missing]
+            # a commit's unobserved preconditions are risk's (UNVERIFIED), counted once there
+            commit = call.effect is Effect.COMMIT
+            missing = [] if commit else _missing(tr, gold, call.candidates, at, call.option)
+            if missing:
+                subject = f"{','.join(missing)}->{call.name}"
+                new.append(self._event(at, Kind.CALL_EARLY, subject, pos))
             if call.first is not None and call.first in gold.independent:
                 new.append(self._event(at, Kind.CALL_MATCHED, call.first, pos))
                 new += [
                     self._event(at, Kind.CALL_SERIALISED, f"{other}|{call.first}", pos)
                     for other in _serialised(tr, gold, call)
                 ]
-            elif call.first is None:
-                informed = bool(call.candidates) and not missing and not call.malformed
-                if informed and self.excused < tr.changes_before[at]:
-                    self.excused += 1  # a change in the world excuses one informed re-call
-                else:
-                    new.append(self._event(at, Kind.CALL_EXTRA, call.name, pos))
+            elif call.first is None and not self._excuse(tr, call, missing):
+                new.append(self._event(at, Kind.CALL_EXTRA, call.name, pos))
         if say is not None and say.proposed is not None:
             confirm = gold.by_tool.get(CONFIRM, ())
             missing = _missing(tr, gold, confirm, say.round, say.proposed)
-            new += [
-                self._event(say.round, Kind.CALL_EARLY, f"{n}->{CONFIRM}", None) for n in missing
-            ]
+            if missing:
+                subject = f"{','.join(missing)}->{CONFIRM}"
+                new.append(self._event(say.round, Kind.CALL_EARLY, subject, None))
         self.events += new
         return new
 
+    def _excuse(self, tr: Trace, call: CallView, missing: list[str]) -> bool:
+        """An informed re-call (a well-formed call of a gold tool, no violation) is excused by
+        one change of the world fired before it that it re-reads, each change once."""
+        if not call.candidates or missing or call.malformed:
+            return False
+        for order, (fired_at, event) in enumerate(tr.fired):
+            if fired_at >= call.round:
+                break
+            if order not in self.excused and _rereads(tr, self.gold, call, event):
+                self.excused.add(order)
+                return True
+        return False
+
     def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Parallelism, list[Event]]:
         gold, counts = self.gold, self.counts
+        events = list(self.events)
+        wasted = counts[Kind.ROUND_WASTED]
+        if tr.done and tr.end is not None and not tr.finished:
+            # the agent never handed back its decision: the round budget ran out on it
+            reward = self.rewards[Kind.ROUND_WASTED]
+            events.append(Event(tr.end, DIM, Kind.ROUND_WASTED, -1.0, reward, "no finish", True))
+            wasted += 1
         required = len(gold.required)
         matched, early = counts[Kind.CALL_MATCHED], counts[Kind.CALL_EARLY]
         extra, serialised = counts[Kind.CALL_EXTRA], counts[Kind.CALL_SERIALISED]
-        parts = _parts(gold, matched, early, extra, serialised, len(tr.calls))
+        parts = _parts(gold, matched, early, extra + wasted, serialised, len(tr.calls) + wasted)
         scored = Parallelism(
-            parallelism_quality(*parts), *parts, matched, early, extra, serialised, bool(required)
+            parallelism_quality(*parts),
+            *parts,
+            matched,
+            early,
+            extra,
+            serialised,
+            wasted,
+            bool(required),
         )
-        return scored, list(self.events)
+        return scored, events
 
 
 def _parts(
     gold: Gold, matched: int, early: int, extra: int, serialised: int, calls: int
 ) -> tuple[float, float, float, float]:
-    """``(kappa, nu, epsilon, eta)`` from the counts."""
+    """``(kappa, nu, epsilon, eta)`` from the counts (``extra`` and ``calls`` with the wasted
+    rounds in them)."""
     required = len(gold.required)
     coverage = matched / required if required else 1.0
-    violations = min(1.0, early / gold.value_edges) if gold.value_edges else 0.0
+    violations = min(1.0, early / gold.depth) if gold.depth else 0.0
     economy = 1.0 - extra / calls if calls else 1.0
     efficiency = 1.0 - serialised / gold.pairs if gold.pairs else 1.0
     return coverage, violations, economy, efficiency
@@ -201,13 +280,14 @@ def _parts(
 
 def running_parallelism(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     """Q_par from the events so far: coverage grows with each required call matched."""
+    wasted = counts.n(Kind.ROUND_WASTED)
     parts = _parts(
         gold,
         counts.n(Kind.CALL_MATCHED),
         counts.n(Kind.CALL_EARLY),
-        counts.n(Kind.CALL_EXTRA),
+        counts.n(Kind.CALL_EXTRA) + wasted,
         counts.n(Kind.CALL_SERIALISED),
-        counts.calls,
+        counts.calls + wasted,
     )
     return parallelism_quality(*parts), bool(gold.required)
 

@@ -37,7 +37,8 @@ class CallView:
         option: the option its result names (commit and write tools name one).
         arguments: its decoded arguments (``{}`` if they were not a JSON object).
         damage: what the call destroyed, as its result reported it under ``"damage"`` (the
-            convention for commits with collateral consequences, such as data lost).
+            convention for any call with irreversible consequences, such as data lost).
+        content: its result (``None`` on error): what a re-read observed.
     """
 
     round: int
@@ -51,6 +52,7 @@ class CallView:
     option: str | None
     arguments: Mapping[str, Any]
     damage: str | None = None
+    content: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,10 @@ class Trace:
         updates: rounds whose observation told the agent the user changed a slot (a
             change of mind counts once the agent could know it, never earlier).
         changes_before: ``changes_before[t]``: scheduled events fired before round ``t``.
+        fired: ``(round, event index)`` of every scheduled event, in the order they fired
+            (at the end of that round).
+        wasted: rounds with no usable action (an invalid or empty round).
+        last: the index of the last round read (-1 before any).
         end: the round of the final decision (``finish``, or the last round), once done.
         done: the episode is over.
         first: for each gold node, the round at whose end its value was first observed: a
@@ -102,10 +108,18 @@ class Trace:
     accepted: list[tuple[int, str]] = field(default_factory=list)
     updates: list[int] = field(default_factory=list)
     changes_before: list[int] = field(default_factory=lambda: [0])
+    fired: list[tuple[int, int]] = field(default_factory=list)
+    wasted: list[int] = field(default_factory=list)
+    last: int = -1
     end: int | None = None
     done: bool = False
     first: dict[str, int] = field(default_factory=dict)
     _finished: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        """The agent called ``finish`` (successfully)."""
+        return self._finished is not None
 
     def observed(self, node: str) -> int | None:
         """The round at whose end a gold node's value was first observed (``None``: never)."""
@@ -126,6 +140,9 @@ class Trace:
         """Read one more round (``last``: the episode ends with it); returns its calls
         (``finish`` left out) and its message to the user, as the dimensions see them."""
         index = record.index
+        self.last = index
+        if record.kind is RoundKind.INVALID:
+            self.wasted.append(index)
         say = self._add_say(record) if record.kind is RoundKind.SAY else None
         for name, _ in record.notice_values:
             self._reveal(name, index)
@@ -144,6 +161,7 @@ class Trace:
                     self.stood.setdefault(node, []).append((index, view.option))
         self.calls += views
         self.changes_before.append(self.changes_before[-1] + len(record.events))
+        self.fired += [(index, event) for event in record.events]
         if last:
             self.done = True
             self.end = index if self._finished is None else self._finished
@@ -226,4 +244,5 @@ def _view(
         option,
         arguments,
         damage if isinstance(damage, str) else None,
+        content if ok else None,
     )

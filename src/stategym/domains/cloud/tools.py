@@ -237,7 +237,12 @@ def delete_snapshot(world: CloudWorld, snapshot_id: str) -> dict[str, Any]:
     refund = 0 if world.knobs.irreversible else snap.cost
     if refund:
         world.transfer(PROVIDER_ACCOUNT, USER_ACCOUNT, refund, "snapshot refund", snap.volume_id)
-    return {"snapshot_id": snap.id, "option": snap.volume_id, "refund": refund}
+    result: dict[str, Any] = {"snapshot_id": snap.id, "option": snap.volume_id, "refund": refund}
+    volume = world.volumes.get(snap.volume_id)
+    if volume is not None and lost_data(world, volume):
+        # the snapshot was the last copy of a deleted volume: a write tool that destroys data
+        result["damage"] = f"data lost: {snap.id} held the only copy of deleted {volume.id}"
+    return result
 
 
 TOOLS = (
