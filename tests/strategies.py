@@ -39,17 +39,18 @@ Step = tuple[Channel, Any]
 
 knobs = st.builds(Knobs, st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
 
-styles = st.builds(
-    Style,
-    **{
-        name: st.sampled_from(get_args(hint))
-        if get_origin(hint) is Literal
-        else st.booleans()
-        if hint is bool
-        else st.integers(0, 3)
-        for name, hint in get_type_hints(Style).items()
-    },
-)
+
+def _habit(hint: Any) -> st.SearchStrategy[Any]:
+    if get_origin(hint) is Literal:
+        return st.sampled_from(get_args(hint))
+    if hint is bool:
+        return st.booleans()
+    if get_origin(hint) is frozenset:  # facts left unasked
+        return st.frozensets(st.sampled_from(("priorities", "budget", "deadline")), max_size=2)
+    return st.integers(0, 3)
+
+
+styles = st.builds(Style, **{name: _habit(hint) for name, hint in get_type_hints(Style).items()})
 """Any combination of scripted-agent habits (the expert and every pathological variant)."""
 
 scalars = (
