@@ -11,10 +11,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from conftest import SMALL  # noqa: E402
-
-from stategym.train.config import SFTConfig  # noqa: E402
-from stategym.train.sft import mixture, train  # noqa: E402
+from conftest import SMALL
+from stategym.train.config import SFTConfig
+from stategym.train.sft import mixture, train
 
 WEIGHTS = "model.safetensors"
 
