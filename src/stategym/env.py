@@ -22,6 +22,7 @@ from stategym.protocol import (
     FINISH,
     MAX_MESSAGE,
     MAX_TEXT,
+    RAW_LIMIT,
     Action,
     CallBatch,
     Observation,
@@ -59,6 +60,7 @@ GIVE_UP_AFTER = 3
 Played = tuple[RoundRecord, tuple[ToolResult, ...], str | None, str | None]
 """What a round handler returns: the round's record, then the observation's tool results, the
 user's words and a round-level error (the clock is known only once the round has ended)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Paid:
@@ -488,7 +490,8 @@ def _raw_text(message: Any) -> str:
     """An unusable message as bounded text for the log (:func:`~stategym.protocol.kept_text`)."""
     if isinstance(message, str):
         return kept_text(str.__str__(message))
-    return kept_text(json_text(message))
+    # a bound on the walk too: a message far longer than the log keeps is described instead
+    return kept_text(json_text(message, 4 * RAW_LIMIT))
 
 
 def _join(first: str | None, second: str) -> str:

@@ -371,10 +371,11 @@ def describe(value: Any) -> str:
     return kept_text(f"<{_REPR.repr(value)}>")
 
 
-def json_text(value: Any) -> str:
-    """Compact JSON text of a value if the rule accepts it, else :func:`describe`'s text."""
+def json_text(value: Any, limit: int = MAX_MESSAGE) -> str:
+    """Compact JSON text of a value if the rule accepts it (within ``limit`` bytes), else
+    :func:`describe`'s text."""
     try:
-        return orjson.dumps(to_json(value, MAX_MESSAGE)).decode()
+        return orjson.dumps(to_json(value, limit)).decode()
     except AgentFormatError:
         return describe(value)
 
