@@ -1,11 +1,20 @@
-"""The deterministic simulated user, on the travel domain's phrase table."""
+"""The deterministic simulated user, on the travel domain's phrase table; and, on every
+domain, what its answers reveal, how it reads proposals naming a runner-up, and what it says
+to questions no single fact answers."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 import pytest
 
-from stategym import Env, Knobs
-from stategym.registry import get_domain
+from stategym import Env, Knobs, run_episode
+from stategym.agents import resolve
+from stategym.agents.base import Agent
+from stategym.metrics.score import score
+from stategym.protocol import Action, Observation, Say
+from stategym.registry import all_domains, get_domain
 from stategym.task import SlotKind, Task
 from stategym.user import SimulatedUser, normalise
 
@@ -105,7 +114,7 @@ def test_priority_questions_reveal_the_order(question: str) -> None:
         user, task = _user(seed)
         turn = user.respond(question)
         assert turn.priority_asked and "priorities" in turn.asked
-        texts = {c.id: c.text for c in task.constraints if c.kind != "policy"}
+        texts = {c.id: user.constraint_words(c) for c in task.constraints if c.kind != "policy"}
         ranked = [texts[c] for c in task.priority_order() if c in texts]
         assert "what matters most is" in turn.reply
         positions = [turn.reply.index(text) for text in ranked]
@@ -174,3 +183,123 @@ def test_hidden_slots_are_given_when_hidden_info_is_off() -> None:
 def test_normalise_strips_plurals_and_punctuation() -> None:
     assert normalise("What are your DATES?!") == " what are your date "
     assert normalise("class glass bus") == " class glass bus "
+
+
+SYNTHETIC = "synth:chain2+askgate3+conflict"
+EVERY_DOMAIN = [*sorted(all_domains()), SYNTHETIC]
+
+
+def _users(name: str, seeds: range) -> Iterator[SimulatedUser]:
+    domain = get_domain(name)
+    for seed in seeds:
+        task = domain.generate(seed, Knobs())
+        yield SimulatedUser(task, domain.slot_phrases, judges=not domain.read_only)
+
+
+def _states(text: str, value: object) -> bool:
+    word = str(value).strip()
+    return bool(word) and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.I) is not None
+
+
+@pytest.mark.parametrize("name", EVERY_DOMAIN)
+def test_the_priority_answer_states_no_slot_value_it_was_not_asked(name: str) -> None:
+    """Only the order: "what matters most is the fare type, then ...", never "a refundable
+    fare", so every slot the agent needs must still be asked for."""
+    ranked = 0
+    for user in _users(name, range(150)):
+        turn = user.respond("If you can't have everything, what matters most to you?")
+        assert turn.priority_asked
+        assert {n for n, _ in turn.values} <= {"priorities"}
+        for slot in user.task.slots:
+            if slot.kind is not SlotKind.GIVEN and slot.name != "priorities":
+                assert not _states(turn.reply, slot.value), (slot.name, turn.reply)
+        ranked += "what matters most is" in turn.reply
+    assert ranked > 0
+
+
+def test_the_priority_answer_names_a_constraint_by_its_slot_only_when_its_words_state_it() -> None:
+    user, task = _user(0)
+    by_id = {c.id: c for c in task.constraints}
+    assert user.constraint_words(by_id["refundable"]) == "the fare type"
+    assert user.constraint_words(by_id["within_budget"]) == by_id["within_budget"].text
+
+
+def _two_options(task: Task) -> tuple[str, str]:
+    best = task.truth.best[0]
+    other = next(o for o in sorted(task.truth.satisfaction) if o != best)
+    return best, other
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "I propose {best}. I also looked at {other}.",
+        "Shall I book {best}? I also considered {other}, but it is dearer.",
+        "Shall I book {best} rather than {other}?",
+        "Instead of {other}, shall I book {best}?",
+        "I recommend {best}; {other} is the runner-up.",
+        "Shall I book {best}? {other} would be my backup.",
+    ],
+)
+def test_a_runner_up_named_beside_the_choice_is_context_not_a_second_proposal(
+    template: str,
+) -> None:
+    user, task = _user(0)
+    best, other = _two_options(task)
+    turn = user.respond(template.format(best=best, other=other))
+    assert (turn.proposed, turn.accepted) == (best, True)
+    assert "one option" not in turn.reply and turn.asked == ()
+
+
+def test_two_options_both_named_as_the_choice_are_still_refused() -> None:
+    user, task = _user(0)
+    best, other = _two_options(task)
+    for text in (f"Shall I book {best} or {other}?", f"Should I take {best}, or {other}?"):
+        turn = user.respond(text)
+        assert turn.proposed is None and "one option" in turn.reply
+
+
+class _RunnerUp:
+    """The expert, naming a runner-up after every proposal it makes."""
+
+    def __init__(self, expert: Agent, task: Task) -> None:
+        self.name = "expert+runner-up"
+        self._expert = expert
+        self._task = task
+
+    def act(self, observation: Observation) -> Action:
+        action = self._expert.act(observation)
+        best = self._task.truth.best
+        if isinstance(action, Say) and best and best[0] in action.text:
+            other = next(o for o in sorted(self._task.truth.satisfaction) if o != best[0])
+            return Say(f"{action.text} I also looked at {other}.")
+        return action
+
+
+def test_naming_a_runner_up_costs_the_expert_nothing_on_travel_seed_0() -> None:
+    """The issue's reproduction: R was 0.851, the runner-up read as a second proposal."""
+    env = Env("travel")
+    expert = resolve(env.domain, "expert")
+    plain = run_episode(env, expert, 0)
+    task = env.task
+    named = run_episode(env, lambda t: _RunnerUp(expert(t), t), 0)
+    assert any("also looked at" in (r.say or "") for r in named.rounds)
+    assert score(named, task).composite == score(plain, task).composite == 1.0
+
+
+OPEN_QUESTIONS = (
+    "Which flight should I book?",
+    "What are all your constraints?",
+    "What do you recommend?",
+    "Tell me everything I need to know.",
+)
+
+
+@pytest.mark.parametrize("question", OPEN_QUESTIONS)
+def test_a_question_no_fact_answers_gets_what_the_user_can_tell(question: str) -> None:
+    user, task = _user(0)
+    turn = user.respond(question)
+    assert turn.open and turn.understood and turn.asked == () and turn.values == ()
+    assert "don't understand" not in turn.reply and "I can tell you about" in turn.reply
+    assert "my budget" in turn.reply and "which of my wishes matters most" in turn.reply
+    assert not any(_states(turn.reply, s.value) for s in task.slots if s.name != "priorities")

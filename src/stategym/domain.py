@@ -46,7 +46,8 @@ class Domain:
         name: short name (``travel``).
         title: one line for ``stategym list``.
         tools: every tool, in the order the model sees them.
-        slot_phrases: for each slot, phrases a question to the user may use to refer to it.
+        slot_phrases: for each slot, phrases a question to the user may use to refer to it;
+            the first names the slot as the user would ("my budget").
         generate: ``(seed, knobs) -> Task``, a pure function.
         new_world: builds the episode's world over the task's shared base.
         commitments: what the world is committed to (active bookings, sent invitations).

@@ -47,6 +47,7 @@ from stategym.trajectory import (
     RoundRecord,
     Trajectory,
 )
+from stategym.understanding.answers import match_answer, normalise_answer
 from stategym.user import SimulatedUser, UserState
 from stategym.validation import NOT_RUN, Ready, batch_problem, call_id, check_call, rejected
 from stategym.world import USER_ACCOUNT, WorldSnapshot
@@ -444,8 +445,10 @@ class Env:
                 not truth.best and not options
             )
         else:
-            answer = (self._answer or "").strip()
-            goal = answer in truth.best or (not truth.best and answer.lower() in ("none", ""))
+            answer = normalise_answer(self._answer or "")
+            goal = match_answer(self._answer, truth.best) is not None or (
+                not truth.best and answer in ("none", "")
+            )
             goal = goal and self._answer is not None
         spent = sum(c.amount for c in self.world.charges if c.source == USER_ACCOUNT)
         refunded = sum(c.amount for c in self.world.charges if c.target == USER_ACCOUNT)

@@ -1,42 +1,41 @@
 """The deterministic simulated user.
 
 It holds the task's hidden slots and true priorities and reads the agent's messages without
-an LLM: a message is normalised to lower-case word tokens (with a crude plural strip) and
-matched against each slot's phrase table, so "What's the most you can spend?", "Any price
-limit?" and "What is your budget?" all reach the ``budget`` slot. It answers every slot it
-recognises, reveals its priority order when asked which constraint matters more, confirms or
-rejects a concrete proposal (a message naming exactly one option) against its true
-constraints, announces scheduled changes of mind, and says when it does not understand.
+an LLM, through the intent model of :mod:`stategym.understanding`: each clause of a message
+goes to the slot or intent it asks about, in words the domain's phrase table need not contain
+("What's the most you're prepared to pay?" reaches ``budget``). The user answers every slot it
+was asked about, ranks its preferences when asked which matters more (naming each by its
+topic, never by a hidden value), says what it can tell when asked something no fact answers
+(which option to pick, all its constraints at once), confirms or rejects a concrete proposal
+against its true constraints, announces scheduled changes of mind, and says when it does not
+understand.
+
+A proposal is the one option a message names outside alternative context: an option named in
+a clause with words such as "also", "instead", "rather than", "runner-up" or "backup" is
+context ("I propose AQ123; I also looked at AQ348" proposes AQ123). Two options both named as
+the choice ("AQ123 or AQ348?") are refused: the choice is the agent's.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
-from stategym.task import Task, Value
+from stategym.task import Constraint, Task, Value
+from stategym.understanding import CHOICE, OVERVIEW, PRIORITIES, Reading, matcher_for
+from stategym.understanding.intents import PRIORITY_PHRASES
 
 _WORD = re.compile(r"[a-z0-9]+")
-
-PRIORITY_PHRASES: tuple[str, ...] = (
-    "more important",
-    "most important",
-    "matter more",
-    "matter most",
-    "priority",
-    "prioritize",
-    "prioritise",
-    "trade off",
-    "tradeoff",
-    "rather have",
-    "would you rather",
-    "come first",
-    "compromise",
+_PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
+_ASIDE_WORDS = (
+    "also alternatively alternative alternatives instead other another runner backup fallback "
+    "second than over versus vs compared unlike besides except not nor considered rejected looked"
 )
+_ASIDE = frozenset(_ASIDE_WORDS.split())
+"""Words that make an option named in the same clause context rather than the proposal."""
 
 
 def normalise(text: str) -> str:
@@ -48,46 +47,11 @@ def normalise(text: str) -> str:
     return " " + " ".join(words) + " "
 
 
-@functools.lru_cache(maxsize=1024)
-def _compile(phrases: tuple[str, ...]) -> tuple[str, ...]:
-    # Cached: a domain's phrase tables are the same in every episode, and compiling them was
-    # most of the cost of a reset.
-    return tuple(normalise(p) for p in phrases)
-
-
 @functools.lru_cache(maxsize=4096)
 def _option_keys(options: tuple[str, ...]) -> Mapping[str, str]:
-    """Each option by its normalised id; cached because a task can have hundreds of options
-    and every episode of it needs the same (read-only) table."""
-    return MappingProxyType({normalise(option): option for option in options})
-
-
-def _mentioned(words: str, phrases: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """Slots (in table order) a phrase of which occurs in ``words``, not counting occurrences
-    inside a longer matched phrase: "event date" asks about the event, not about the date."""
-    spans = {
-        name: [(start, start + len(p)) for p in hits for start in _starts(words, p)]
-        for name, slot_phrases in phrases.items()
-        if (hits := [p for p in slot_phrases if p in words])
-    }
-    found = [span for slot_spans in spans.values() for span in slot_spans]
-    return tuple(
-        name
-        for name, slot_spans in spans.items()
-        if any(not _inside(span, found) for span in slot_spans)
-    )
-
-
-def _starts(words: str, phrase: str) -> list[int]:
-    starts, start = [], words.find(phrase)
-    while start != -1:
-        starts.append(start)
-        start = words.find(phrase, start + 1)
-    return starts
-
-
-def _inside(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
-    return any(a <= span[0] and span[1] <= b and b - a > span[1] - span[0] for a, b in others)
+    """Each option by its normalised id (one token); cached because a task can have hundreds
+    of options and every episode of it needs the same (read-only) table."""
+    return MappingProxyType({normalise(option).strip(): option for option in options})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +59,16 @@ class UserTurn:
     """How the user read one agent message, and what it replied.
 
     Attributes:
-        asked: slots the message asked about, in table order.
+        asked: slots the message asked about, in the task's slot order.
         priority_asked: the message asked which constraint matters more.
-        proposed: the option the message proposed, if it named exactly one.
+        proposed: the option the message proposed, if it named exactly one as its choice.
         accepted: the user's verdict on the proposal (``None``: no proposal).
         understood: the user found something to answer.
         reply: what the user said.
         values: slot values the reply revealed.
+        open: the message asked something no single fact answers (which option to pick,
+            every constraint at once); the reply said what the user can tell. Such a message
+            is understood, so it is not an unusable one.
     """
 
     asked: tuple[str, ...]
@@ -111,6 +78,7 @@ class UserTurn:
     understood: bool
     reply: str
     values: tuple[tuple[str, Value], ...] = ()
+    open: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +88,22 @@ class UserState:
     pending: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """The options a message names: the one it proposes, and whether it proposed several."""
+
+    option: str | None
+    several: bool
+    named: bool
+
+
 class SimulatedUser:
     """Answers the agent on behalf of the task's hidden facts.
 
     Args:
         task: the task whose slots and truth the user holds.
-        slot_phrases: for each slot, the phrases a question may use to refer to it.
+        slot_phrases: for each slot, the phrases a question may use to refer to it; the
+            first names the slot as the user would ("my budget").
         judges: whether the user judges proposals; a user who asked a question it cannot
             answer itself (the lookup domain) does not, or it would give the answer away.
     """
@@ -134,25 +112,14 @@ class SimulatedUser:
         self, task: Task, slot_phrases: Mapping[str, tuple[str, ...]], *, judges: bool = True
     ) -> None:
         self.task = task
-        self._slot_phrases = {
-            slot.name: _compile(slot_phrases.get(slot.name, (slot.name.replace("_", " "),)))
-            for slot in task.slots
-        }
-        self._priority = _compile(PRIORITY_PHRASES)
+        self.judges = judges
+        self._matcher = matcher_for(slot_phrases)
+        self._phrases = slot_phrases
+        self._order = {slot.name: i for i, slot in enumerate(task.slots)}
         self._options = _option_keys(tuple(task.truth.satisfaction)) if judges else {}
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
-
-    def __getstate__(self) -> dict[str, Any]:
-        # The option table is a shared read-only view, which cannot pickle: it is rebuilt
-        # (from the same cache) when the user unpickles, so environments pickle.
-        return {**self.__dict__, "_options": bool(self._options)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        judges = state["_options"]
-        self._options = _option_keys(tuple(self.task.truth.satisfaction)) if judges else {}
 
     def state(self) -> UserState:
         return UserState(tuple(self.values.items()), self.confirmed, tuple(self.pending))
@@ -177,38 +144,89 @@ class SimulatedUser:
         said = " ".join(self.task.slot(n).say(self.values[n]) for n in names)
         return f"Change of plan: {said}", tuple((n, self.values[n]) for n in names)
 
+    def read(self, text: str, proposal: Proposal | None = None) -> tuple[Reading, ...]:
+        """How the user reads ``text``: one reading per clause, with the words that decided
+        it (the sentences naming an option are the proposal's and are not read here)."""
+        if (proposal or self._proposal(text)).named:
+            text = " ".join(
+                s
+                for s in _sentences(text)
+                if not self._names_option(s) and not _CONFIRMING.match(s)
+            )
+        return self._matcher.read(text)
+
     def respond(self, text: str) -> UserTurn:
-        words = normalise(text)
-        proposed = [option for key, option in self._options.items() if key in words]
-        priority_asked = any(p in words for p in self._priority)
-        asked = _mentioned(words, self._slot_phrases)
-        if priority_asked and "priorities" in self.values:
-            asked += ("priorities",)
+        proposal = self._proposal(text)
+        readings = self.read(text, proposal)
+        intents = {r.intent for r in readings}
+        asked = tuple(sorted((i for i in intents if i in self._order), key=self._order.__getitem__))
+        priority_asked = PRIORITIES in intents
+        if priority_asked and PRIORITIES in self.values and PRIORITIES not in asked:
+            asked += (PRIORITIES,)
+        open_asked = bool(intents & {CHOICE, OVERVIEW}) and not proposal.named
         parts: list[str] = []
         changed, changed_values = self.announce()
         if changed:
             parts.append(changed)
-        accepted: bool | None = None
-        option = proposed[0] if len(proposed) == 1 else None
-        if len(proposed) > 1:
-            parts.append("Please propose one option, not several.")
-        elif option is not None:
-            accepted = option in self.task.truth.best
-            if accepted:
-                self.confirmed = option
-                parts.append(f"Yes, {option} works for me. Please go ahead.")
-            else:
-                parts.append(f"No, {option} does not work for me: {self._objection(option)}")
+        accepted = self._judge(proposal, parts)
         if priority_asked:
             parts.append(self._priorities())
-        parts.extend(self.task.slot(n).say(self.values[n]) for n in asked if n != "priorities")
-        understood = bool(asked or priority_asked or proposed)
+        parts.extend(self.task.slot(n).say(self.values[n]) for n in asked if n != PRIORITIES)
+        if open_asked:
+            parts.append(self._what_i_can_tell(CHOICE in intents))
+        understood = bool(asked or priority_asked or proposal.named or open_asked)
         if not understood:
             parts.append("Sorry, I don't understand what you need from me.")
         values = changed_values + tuple((n, self.values[n]) for n in asked)
         return UserTurn(
-            asked, priority_asked, option, accepted, understood, " ".join(parts), values
+            asked,
+            priority_asked,
+            proposal.option,
+            accepted,
+            understood,
+            " ".join(parts),
+            values,
+            open_asked,
         )
+
+    def _judge(self, proposal: Proposal, parts: list[str]) -> bool | None:
+        if proposal.several:
+            parts.append("Please propose one option, not several.")
+            return None
+        option = proposal.option
+        if option is None:
+            return None
+        accepted = option in self.task.truth.best
+        if accepted:
+            self.confirmed = option
+            parts.append(f"Yes, {option} works for me. Please go ahead.")
+        else:
+            parts.append(f"No, {option} does not work for me: {self._objection(option)}")
+        return accepted
+
+    def _names_option(self, text: str) -> bool:
+        return any(w in self._options for w in normalise(text).split())
+
+    def _proposal(self, text: str) -> Proposal:
+        """The option ``text`` proposes: those it names, less those named as context."""
+        if not self._options or not self._names_option(text):
+            return _NO_PROPOSAL
+        chosen: list[str] = []
+        named = False
+        for piece in _PIECE.split(text):
+            words = normalise(piece).split()
+            options = [(i, self._options[w]) for i, w in enumerate(words) if w in self._options]
+            if not options:
+                continue
+            named = True
+            asides = [i for i, w in enumerate(words) if w in _ASIDE]
+            for i, option in options:
+                # context: an aside word before it, or beside it when it is alone in the clause
+                if any(a < i for a in asides) or (asides and len(options) == 1):
+                    continue
+                if option not in chosen:
+                    chosen.append(option)
+        return Proposal(chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, named)
 
     def _objection(self, option: str) -> str:
         truth = self.task.truth
@@ -219,9 +237,75 @@ class SimulatedUser:
                 return f"I need {constraint.text}."
         return "I would prefer another option."
 
+    def _describe(self, slot: str) -> str:
+        phrases = self._phrases.get(slot)
+        return phrases[0] if phrases else slot.replace("_", " ")
+
+    def constraint_words(self, constraint: Constraint) -> str:
+        """A constraint in words that state no slot's value: its own words, unless they would
+        ("a refundable fare" states the fare type), then the slot it is about."""
+        slot = constraint.topic
+        if slot in self.values and _states(constraint.text, (self.values[slot], self._given(slot))):
+            return self._describe(slot)
+        return constraint.text
+
+    def _given(self, slot: str) -> Value:
+        return self.task.slot(slot).value
+
     def _priorities(self) -> str:
         by_id = {c.id: c for c in self.task.constraints}
-        order = [by_id[c].text for c in self.task.priority_order() if by_id[c].kind != "policy"]
+        order = [
+            self.constraint_words(by_id[c])
+            for c in self.task.priority_order()
+            if by_id[c].kind != "policy"
+        ]
         if not order:
             return "I have no particular priorities."
         return "If I can't have everything, what matters most is " + ", then ".join(order) + "."
+
+    def _what_i_can_tell(self, choice: bool) -> str:
+        facts = [self._describe(s.name) for s in self.task.slots if s.name != PRIORITIES]
+        if PRIORITIES in self.values:
+            facts.append("which of my wishes matters most")
+        if not facts:
+            return "I have nothing more to tell you."
+        listed = ", ".join(facts[:-1]) + (" and " if len(facts) > 1 else "") + facts[-1]
+        tell = f"I can tell you about {listed}; just ask."
+        if not choice:
+            return tell
+        if not self.judges:
+            return "Finding that out is what I'm asking you to do. " + tell
+        return "That choice is yours: propose one option and I'll say if it works for me. " + tell
+
+
+_NO_PROPOSAL = Proposal(None, False, False)
+_CONFIRMING = re.compile(
+    r"\s*(?:shall|should|can|may|could) (?:i|we)\b|\s*(?:do|would) you (?:like|want) me to\b"
+    r"|\s*(?:is that|is it|is this) (?:ok|okay|fine|alright)\b|\s*(?:ok|okay)\?",
+    re.IGNORECASE,
+)
+"""How a proposal asks for the go-ahead ("Shall I place the order?"): beside a named option,
+such a sentence is the proposal's, not a question about a slot."""
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.?!;])\s+|\n+", text) if s.strip()]
+
+
+def _states(text: str, values: Sequence[Value]) -> bool:
+    """Whether ``text`` states one of ``values`` (as a whole word, case aside)."""
+    for value in values:
+        word = str(value).strip()
+        if word and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.IGNORECASE):
+            return True
+    return False
+
+
+__all__ = [
+    "PRIORITY_PHRASES",
+    "Proposal",
+    "SimulatedUser",
+    "UserState",
+    "UserTurn",
+    "normalise",
+]

@@ -183,7 +183,7 @@ PARAPHRASES: dict[str, dict[str, tuple[str, ...]]] = {
 PRIORITY_QUESTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "cloud": {
         "What matters most to you?": (),
-        "Would you rather keep the detach-free option or the idle one?": ("idle_min",),
+        "Would you rather keep the detach-free option or the idle one?": (),
     },
     "meetings": {
         "What matters most to you?": (),
@@ -191,4 +191,4 @@ PRIORITY_QUESTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 """For each domain: ways to ask for the priority order besides the expert's question, each with
-the slots its words also name (``idle`` names the idle threshold)."""
+the slots its words also ask about (a slot a comparison only names is not asked)."""

@@ -2,8 +2,9 @@
 
 Every domain's simulated user states a slot value in a fixed sentence of its own ("My budget
 is $900.") and ranks preferences in one sentence every domain shares ("If I can't have
-everything, what matters most is X, then Y."). The domains differ only in the sentences and
-the words of their preferences, which they pass in; the bookkeeping is here.
+everything, what matters most is X, then Y."), naming a preference by words that state no
+slot value ("the fare type", not "a refundable fare"). The domains differ only in the
+sentences and the words of their preferences, which they pass in; the bookkeeping is here.
 """
 
 from __future__ import annotations

@@ -208,7 +208,7 @@ def _read_say(
             # priorities and the world, all of which the agent can ask or look up
             out.append((Kind.ASK_NEEDLESS, -1.0, f"rejected:{say.proposed}"))
         proposals[say.proposed] = say.round
-    if not say.asked and not say.priority_asked and say.proposed is None:
+    if not say.asked and not say.priority_asked and say.proposed is None and not say.open:
         out.append((Kind.ASK_NEEDLESS, -1.0, "unusable message"))
     return out
 

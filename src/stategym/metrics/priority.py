@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from stategym.task import Task
 from stategym.tools import Effect
 from stategym.trajectory import Outcome, Trajectory
+from stategym.understanding.answers import match_answer
 
 from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind
@@ -84,8 +85,7 @@ def choice_of(task: Task, outcome: Outcome | None, by_answer: bool) -> str | Non
     if outcome is None:
         return None
     if by_answer:
-        answer = (outcome.answer or "").strip()
-        return answer if answer in truth.satisfaction else None
+        return match_answer(outcome.answer, truth.satisfaction)
     committed = [o for o in outcome.committed if o in truth.satisfaction]
     if not committed:
         # an option outside the table (sold out at the end) still counts as a commitment

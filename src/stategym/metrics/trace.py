@@ -65,6 +65,7 @@ class SayView:
     proposed: str | None
     accepted: bool | None
     understood: bool
+    open: bool = False
 
 
 @dataclass(slots=True)
@@ -173,7 +174,13 @@ class Trace:
             return None
         index = record.index
         say = SayView(
-            index, turn.asked, turn.priority_asked, turn.proposed, turn.accepted, turn.understood
+            index,
+            turn.asked,
+            turn.priority_asked,
+            turn.proposed,
+            turn.accepted,
+            turn.understood,
+            turn.open,
         )
         self.says.append(say)
         for name, _ in turn.values:

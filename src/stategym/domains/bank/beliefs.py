@@ -24,7 +24,7 @@ NO_LIMIT = 10**9
 
 def _preference(phrase: str) -> str | None:
     """The preference a phrase of the user's ranking speaks of."""
-    if phrase.startswith("the payment arriving by day"):
+    if phrase.startswith("the payment arriving by day") or phrase == "the due date":
         return "on_time"
     if phrase == "leaving my savings untouched":
         return "keep_savings"

@@ -41,9 +41,9 @@ def _preference(phrase: str) -> str | None:
     """The preference a phrase of the user's ranking speaks of."""
     if phrase.startswith("the optional attendees"):
         return "optional_attend"
-    if phrase.endswith(" slot"):
+    if phrase.endswith(" slot") or phrase == "the time of day":
         return "time_of_day"
-    if phrase.startswith("a room with"):
+    if phrase.startswith("a room with") or phrase == "the room equipment":
         return "room_feature"
     return None
 

@@ -37,7 +37,7 @@ def _preference(phrase: str) -> str | None:
     """The preference a phrase of the user's ranking speaks of."""
     if phrase == "an eco-certified product":
         return "eco"
-    if phrase.startswith("delivery "):
+    if phrase.startswith("delivery ") or phrase == "the delivery deadline":
         return "on_time"
     if phrase.startswith("the ") and phrase.endswith(" brand"):
         return "brand"

@@ -23,13 +23,68 @@ from .surface import Surface, make_surface
 from .tools import lookup_tools, source_tools, state_tools
 from .world import SynthWorld
 
+# How a question may name each slot; the first phrase names the slot as the user would.
+# The user's intent model trains on these (stategym.understanding): inflections and
+# synonyms are the model's, so a table lists the ways of asking, not every wording.
 SLOT_PHRASES: dict[str, tuple[str, ...]] = {
-    "limit": ("budget", "spend", "afford", "price limit", "maximum price", "how much", "price cap"),
-    "category": ("category", "what kind", "which kind"),
-    "level": ("grade", "level", "tier"),
-    "ref": ("reference",),
-    "tail": ("routing code", "routing"),
-    "extra": ("contact", "reach you"),
+    "limit": (
+        "my budget",
+        "spend",
+        "afford",
+        "price limit",
+        "maximum price",
+        "how much",
+        "price cap",
+        "spending cap",
+        "most you would pay",
+        "upper limit on cost",
+        "what amount to stay under",
+        "how expensive",
+    ),
+    "category": (
+        "the category",
+        "what kind",
+        "which kind",
+        "which type",
+        "what sort",
+        "class of item",
+    ),
+    "level": (
+        "the minimum grade",
+        "level",
+        "tier",
+        "minimum grade",
+        "lowest acceptable grade",
+        "quality grade",
+        "quality level",
+        "grade requirement",
+    ),
+    "ref": (
+        "my reference",
+        "reference",
+        "reference number",
+        "reference code",
+        "ref",
+        "reference id",
+        "booking reference",
+    ),
+    "tail": (
+        "my routing code",
+        "routing code",
+        "routing",
+        "route code",
+        "routing number",
+    ),
+    "extra": (
+        "how to reach me",
+        "contact",
+        "reach you",
+        "contact details",
+        "get in touch",
+        "phone or email",
+        "how to contact you",
+        "when can we contact you",
+    ),
 }
 
 

@@ -23,9 +23,9 @@ def _preference(phrase: str) -> str | None:
     """The preference a phrase of the user's ranking speaks of."""
     if phrase.startswith("to avoid the"):
         return "avoid_event"
-    if phrase == "a refundable fare":
+    if phrase in ("a refundable fare", "the fare type"):
         return "refundable"
-    if phrase.endswith("departure"):
+    if phrase.endswith("departure") or phrase == "my departure time":
         return "departure"
     return None
 

@@ -1,0 +1,175 @@
+"""The simulated user's matcher (``stategym.understanding``): words, clauses, the model's
+determinism and explanations, the held-out questions it must understand and never train on,
+and the exact-match answer rule."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from stategym.registry import get_domain
+from stategym.understanding import CHOICE, OVERVIEW, PRIORITIES, Matcher, matcher_for
+from stategym.understanding.answers import match_answer, normalise_answer
+from stategym.understanding.intents import GENERAL
+from stategym.understanding.words import clauses, expand, sentences, stem
+
+FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
+HELDOUT = json.loads(FIXTURE.read_text())
+SYNTHETIC = "synth:chain2+askgate3+conflict"
+PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "understanding"
+
+
+def _table(name: str) -> dict[str, tuple[str, ...]]:
+    return dict(get_domain(SYNTHETIC if name == "synthetic" else name).slot_phrases)
+
+
+def _plain(text: str) -> str:
+    return " ".join(stem(w) for w in expand(text).replace("?", " ").split())
+
+
+def _questions(spec: dict[str, object]) -> list[str]:
+    slots = spec["slots"]
+    assert isinstance(slots, dict)
+    out = [q for qs in slots.values() for q in qs]
+    out += [q for q, _ in spec.get("compound", [])]  # type: ignore[attr-defined]
+    return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
+def test_no_heldout_question_is_in_the_training_set(name: str) -> None:
+    trained = {_plain(p) for phrases in _table(name).values() for p in phrases}
+    trained |= {_plain(p) for phrases in GENERAL.values() for p in phrases}
+    leaked = [q for q in _questions(HELDOUT["domains"][name]) if _plain(q) in trained]
+    assert leaked == []
+
+
+def test_the_heldout_fixture_has_fifteen_questions_for_every_slot_of_every_domain() -> None:
+    for name, spec in HELDOUT["domains"].items():
+        held = set(_table(name)) - {PRIORITIES}
+        assert set(spec["slots"]) == held, name
+        assert all(len(qs) >= 15 for qs in spec["slots"].values()), name
+
+
+def test_stems_join_inflections_and_irregular_forms() -> None:
+    assert stem("leaving") == stem("leaves") == stem("left") == stem("leave")
+    assert stem("prices") == stem("price") == stem("pricing")
+    assert stem("flew") == stem("flying") == stem("fly")
+    assert stem("colour") == stem("color")
+
+
+def test_clauses_cut_joined_questions_but_not_alternatives() -> None:
+    text = expand("What's your budget, and do you need a refundable fare? Morning or evening?")
+    assert [c for s in sentences(text) for c in clauses(s)] == [
+        "what is your budget",
+        "do you need a refundable fare",
+        "morning or evening",
+    ]
+    comparing = "if we cannot get the optional people and your preferred time, which wins"
+    assert clauses(comparing, strict=True) == [comparing]
+
+
+def test_training_is_deterministic_and_cached_per_table() -> None:
+    table = _table("travel")
+    assert Matcher(table).weights == Matcher(dict(table)).weights
+    assert matcher_for(table) is matcher_for(table)
+
+
+def test_readings_say_why() -> None:
+    matcher = matcher_for(_table("travel"))
+    (reading,) = matcher.read("What's the most you're prepared to pay for the fare?")
+    assert reading.intent == "budget" and reading.evidence
+    assert all(matcher.weights[f][matcher.intents.index("budget")] > 0 for f in reading.evidence)
+
+
+@pytest.mark.parametrize(
+    ("question", "intent"),
+    [
+        ("Which flight should I book?", CHOICE),
+        ("What are all your constraints?", OVERVIEW),
+        ("If you can't have everything, what comes first?", PRIORITIES),
+        ("Would you rather fly a day later or pay more?", PRIORITIES),
+        ("Would you rather take an early flight or a late one?", "departure"),
+        ("Which matters more: a refundable fare or the departure time?", PRIORITIES),
+    ],
+)
+def test_shared_intents_and_comparisons(question: str, intent: str) -> None:
+    assert [r.intent for r in matcher_for(_table("travel")).read(question)] == [intent]
+
+
+def test_nothing_to_answer_is_not_understood() -> None:
+    matcher = matcher_for(_table("travel"))
+    for message in ("Thanks, one moment.", "zxqv wrrt", "", "Okay."):
+        assert all(r.intent is None for r in matcher.read(message))
+
+
+def test_the_package_imports_nothing_but_itself_and_the_standard_library() -> None:
+    allowed = {"__future__", "collections", "dataclasses", "functools", "math", "re"}
+    for path in PACKAGE.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            assert set(names) <= allowed, (path.name, names)
+
+
+@pytest.mark.parametrize(
+    ("answer", "read"),
+    [
+        ("The answer is T123.", "t123"),
+        ("t123", "t123"),
+        ("  T123 ", "t123"),
+        ("Answer: T123", "t123"),
+        ("Final answer: 1,500", "1500"),
+        ("3.5", "3.5"),
+        ("None.", "none"),
+        ("the T123", "t123"),
+        ("T123 or T124", "t123 or t124"),
+    ],
+)
+def test_answers_are_normalised_as_qa_benchmarks_do(answer: str, read: str) -> None:
+    assert normalise_answer(answer) == read
+
+
+def test_a_normalised_answer_still_matches_exactly() -> None:
+    options = ("T123", "T124", "1500")
+    assert match_answer("the answer is t123.", options) == "T123"
+    assert match_answer("1,500", options) == "1500"
+    assert match_answer("T123 or T124", options) is None
+    assert match_answer("T1234", options) is None
+    assert match_answer(None, options) is None
+
+
+def _benchmark() -> ModuleType:
+    path = Path(__file__).parents[1] / "benchmarks" / "user_understanding.py"
+    spec = importlib.util.spec_from_file_location("user_understanding", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_user_understands_the_heldout_questions() -> None:
+    """The measured floor (see ``benchmarks/user_understanding.py``): at least 80% of every
+    slot's held-out questions (95% over all slots), few wrong-slot answers, and the priority,
+    open and unclear questions read as such. The goal is 90% on every slot and no wrong
+    answer; the numbers below are what the matcher reaches today, kept from slipping."""
+    results = _benchmark().measure(HELDOUT)
+    slots = [t for rows in results.values() for row, t in rows.items() if not row.startswith("(")]
+    assert all(t.rate >= 0.8 for t in slots)
+    assert sum(t.rate for t in slots) / len(slots) >= 0.95
+    assert sum(t.wrong for rows in results.values() for t in rows.values()) <= 30
+    for row in ("(priorities)", "(open)", "(compound)"):
+        tallies = [rows[row] for rows in results.values() if row in rows and rows[row].total]
+        assert sum(t.right for t in tallies) >= 0.8 * sum(t.total for t in tallies), row
+    assert results["(all)"]["(unclear)"].rate >= 0.9
