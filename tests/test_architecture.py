@@ -82,6 +82,8 @@ PREFIXES: dict[str, str] = {
     "stategym.tables": "report",
     "stategym.metrics.report": "report",
     "stategym.topology.report": "report",
+    # the experiments play, score and write run directories with tables and plots
+    "stategym.experiments": "report",
     "stategym.cli": "cli",
     "stategym.commands": "cli",
 }

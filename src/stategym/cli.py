@@ -39,6 +39,9 @@ COMMANDS: dict[str, str] = {
         "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
     ),
     "train": "Train a policy: SFT on scripted or logged episodes, then GRPO with a credit flag.",
+    "experiment": (
+        "Run an experiment of the project's claims (e0-e4): tables, intervals and plots."
+    ),
 }
 """Modules under :mod:`stategym.commands`, in the order ``--help`` shows them, with each one's
 ``HELP`` (repeated here so that ``stategym --help`` imports no command; a test checks they

@@ -1,0 +1,101 @@
+"""``stategym experiment``: run one of issue 12's experiments and write its run directory.
+
+Examples::
+
+    stategym experiment e0 --quick --seeds 0,1,2 --out runs/e0
+    stategym experiment e3 --smoke --seeds 0 --out runs/e3-smoke
+
+One budget flag picks the configuration (:mod:`stategym.experiments.configs`): ``--smoke``
+(seconds, proves every file is written; never quote its numbers), ``--quick`` (the default,
+a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.json``,
+``raw.json``, ``table.md`` and ``plots/``; the CPU time of the run is in ``results.json``.
+Experiments that need training runs (E1, E2, E4) refuse with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "experiment"
+HELP = "Run an experiment of the project's claims (e0-e4): tables, intervals and plots."
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    from stategym.commands.options import whole_numbers
+
+    seeds = whole_numbers(text)
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct seeds, got {text!r}")
+    return seeds
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.commands import options
+    from stategym.experiments import EXPERIMENTS
+
+    parser.add_argument("name", choices=EXPERIMENTS, help="which experiment")
+    budget = parser.add_mutually_exclusive_group()
+    for name, what in (
+        ("smoke", "seconds; proves the pipeline, numbers never quoted"),
+        ("quick", "laptop CPU, at most 30 minutes (default)"),
+        ("standard", "at most 90 minutes of CPU"),
+        ("full", "the largest task counts"),
+    ):
+        budget.add_argument(
+            f"--{name}",
+            dest="budget",
+            action="store_const",
+            const=name,
+            help=what,
+        )
+    parser.set_defaults(budget="quick")
+    parser.add_argument(
+        "--seeds",
+        type=_seeds,
+        default=(0, 1, 2),
+        help="comma-separated seeds: independent task-seed blocks (default: 0,1,2)",
+    )
+    parser.add_argument(
+        "--out",
+        type=options.output_dir,
+        default=None,
+        help="run directory (default: runs/NAME)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.console import Console
+
+    from stategym.errors import UsageError
+    from stategym.experiments.pending import NEEDS_TRAINING
+
+    if args.name in NEEDS_TRAINING:
+        raise UsageError(NEEDS_TRAINING[args.name])
+    out: Path = args.out or Path("runs") / args.name
+    console = Console()
+    start = time.process_time()
+    with console.status(f"{args.name} ({args.budget}): playing"):
+        written = _run(args.name, args.budget, args.seeds, out, start)
+    console.print(f"{args.name}: CPU {time.process_time() - start:.1f} s; wrote {out}")
+    for path in written:
+        console.print(f"  {path}")
+    return 0
+
+
+def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float) -> list[Path]:
+    import time
+
+    if name == "e0":
+        from stategym.experiments import e0
+        from stategym.experiments.configs import E0
+
+        result = e0.run(E0[budget], seeds)  # type: ignore[index]
+        return e0.write(result, out, time.process_time() - start)
+    from stategym.experiments import e3
+    from stategym.experiments.configs import E3
+
+    run = e3.run(E3[budget], seeds)  # type: ignore[index]
+    return e3.write(run, out, time.process_time() - start)

@@ -1,0 +1,19 @@
+"""The experiments of issue 12: the project's claims measured, one command each.
+
+``stategym experiment NAME --smoke|--quick|--standard|--full --seeds 0,1,2 --out DIR`` runs
+one of them and writes a run directory: ``results.json`` (the configuration, every estimate
+with its 95% interval, the CPU time), ``raw.json`` (the per-task numbers the estimates come
+from), ``table.md`` and ``plots/*.png|svg``.
+
+- :mod:`.e0`: final-answer success and decision quality disagree (scripted agents).
+- :mod:`.e3`: score against tool-topology distance for zero-shot baselines (the protocol).
+- E1, E2, E4 (and E3's fine-tuning arm) need training runs; :mod:`.pending` says so.
+
+Shared pieces: :mod:`.configs` (a frozen dataclass per experiment per budget),
+:mod:`.intervals` (bootstrap over seeds and tasks), :mod:`.plots`, :mod:`.output`.
+"""
+
+from __future__ import annotations
+
+EXPERIMENTS: tuple[str, ...] = ("e0", "e1", "e2", "e3", "e4")
+"""Every experiment name the command takes."""

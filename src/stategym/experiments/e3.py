@@ -1,0 +1,244 @@
+"""E3's baselines: score against tool-topology distance, zero-shot, through the protocol.
+
+The protocol (:mod:`stategym.topology.protocol`) builds the splits once from the training
+topology and plays each agent on every cell; seed ``s`` is an independent block of
+evaluation seeds ``EVAL_SEED + s*episodes ..``. Per agent: goal rate and R in each distance
+band (paired bootstrap over seed blocks and episodes), the least-squares slope of R against
+the cell's distance (the same bootstrap), and the collapse index and template attraction of
+the protocol's report (computed per seed block; their interval is over seed blocks only).
+Scripted agents have no in-context learning, so the k-shot arm is empty here, and the
+n-episode fine-tuning arm needs training runs (:data:`~stategym.experiments.pending.FINE_TUNING`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from stategym.experiments.configs import E3Config
+from stategym.experiments.intervals import interval, replicate_weights
+from stategym.experiments.output import (
+    PLOTS,
+    RAW,
+    RESULTS,
+    TABLE,
+    config_json,
+    estimate_json,
+    write_json,
+)
+from stategym.experiments.pending import FINE_TUNING
+from stategym.experiments.plots import band_bars, score_vs_distance
+from stategym.metrics import score
+from stategym.metrics.aggregate import Estimate, bootstrap
+from stategym.metrics.report import cell
+from stategym.tables import Grid, markdown
+from stategym.topology.protocol import EVAL_SEED, ProtocolConfig, run_protocol, task_of
+from stategym.topology.report import build_report
+from stategym.topology.split import Band, Cell, make_splits
+
+MEASURES = ("success", "composite")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    """One agent's E3 numbers.
+
+    Attributes:
+        bands: ``band -> measure -> estimate``.
+        slope: slope of R against distance, and its interval.
+        collapse: the protocol's collapse index, mean over seed blocks and interval.
+        attraction: template attraction over the unseen cells, likewise.
+        values: ``(seeds, episodes, MEASURES)``: every episode's numbers, cells in order.
+        reports: the protocol's report of each seed block.
+    """
+
+    bands: dict[str, dict[str, Estimate]]
+    slope: Estimate
+    collapse: Estimate
+    attraction: Estimate
+    values: NDArray
+    reports: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class E3Result:
+    """What E3 measured: the configuration, the seed blocks, the cells, each agent."""
+
+    config: E3Config
+    seeds: tuple[int, ...]
+    cells: tuple[Cell, ...]
+    agents: dict[str, AgentResult]
+
+
+def first_seed(config: E3Config, block: int) -> int:
+    """The first evaluation seed of a seed block."""
+    return EVAL_SEED + block * config.episodes
+
+
+def play(config: E3Config, agent: str, cells: Sequence[Cell], seeds: Sequence[int]) -> Any:
+    """``(values (seeds, cells*episodes, MEASURES), reports)`` of one agent."""
+    values, reports = [], []
+    order = {(c.domain, str(c.split)): i for i, c in enumerate(cells)}
+    for block in seeds:
+        protocol = ProtocolConfig(
+            agent=agent,
+            train=config.train,
+            episodes=config.episodes,
+            seed=first_seed(config, block),
+            probes=config.probes,
+            compositions=config.compositions,
+        )
+        run = run_protocol(protocol, cells)
+        reports.append(build_report(run))
+        played = [t for t in run.trajectories if t.run.role == "agent"]
+        played.sort(key=lambda t: (order[(str(t.meta["cell"]), str(t.meta["split"]))], t.seed))
+        cards = [score(t, task_of(t)) for t in played]
+        values.append([[float(c.outcome.goal_reached), c.composite] for c in cards])
+    return np.asarray(values, dtype=np.float64), tuple(reports)
+
+
+def _over_seeds(reports: Sequence[dict[str, Any]], pick: Any, resamples: int) -> Estimate:
+    found = [v for v in (pick(r) for r in reports) if v is not None]
+    return bootstrap(found, resamples=resamples, seed=0)
+
+
+def _attraction(report: dict[str, Any]) -> float | None:
+    bands = report["bands"].get("0", {})
+    shares = [b["attraction"] for b in bands.values() if "attraction" in b]
+    return float(np.mean(shares)) if shares else None
+
+
+def summarise(
+    config: E3Config, cells: Sequence[Cell], values: NDArray, reports: tuple[dict[str, Any], ...]
+) -> AgentResult:
+    """The bands, slope, collapse and attraction of one agent's episodes."""
+    seeds, episodes, _ = values.shape
+    weights = replicate_weights(seeds, episodes, config.resamples)
+    full = np.ones((1, seeds, episodes))
+    all_weights = np.concatenate([full, weights])  # replicate 0: the full data
+    bands = np.repeat([str(c.placement.band) for c in cells], config.episodes)
+    distance = np.repeat([c.placement.distance for c in cells], config.episodes)
+    by_band: dict[str, dict[str, Estimate]] = {}
+    for band in (str(b) for b in Band):
+        mask = (bands == band).astype(np.float64)
+        if not mask.any():
+            continue
+        w = all_weights * mask
+        means = np.einsum("sem,rse->mr", values, w) / w.sum(axis=(1, 2))
+        by_band[band] = {m: interval(means[i, 0], means[i, 1:]) for i, m in enumerate(MEASURES)}
+    x = np.broadcast_to(distance, (seeds, episodes))
+    y = values[:, :, MEASURES.index("composite")]
+    slopes = np.array([_weighted_slope(x, y, w) for w in all_weights])
+    return AgentResult(
+        by_band,
+        interval(slopes[0], slopes[1:]),
+        _over_seeds(reports, lambda r: r["collapse"]["agent"]["0"]["index"], config.resamples),
+        _over_seeds(reports, _attraction, config.resamples),
+        values,
+        reports,
+    )
+
+
+def _weighted_slope(x: NDArray, y: NDArray, w: NDArray) -> float:
+    mx, my = (w * x).sum() / w.sum(), (w * y).sum() / w.sum()
+    sxx = (w * (x - mx) ** 2).sum()
+    return float((w * (x - mx) * (y - my)).sum() / sxx) if sxx > 0 else float("nan")
+
+
+def run(config: E3Config, seeds: Sequence[int]) -> E3Result:
+    """Build the splits once, play every agent on every seed block, summarise."""
+    default = ProtocolConfig(agent="expert", train=config.train)
+    cells = tuple(make_splits(config.train, default.knobs, config.compositions, default.budget))
+    agents = {}
+    for agent in config.agents:
+        values, reports = play(config, agent, cells, seeds)
+        agents[agent] = summarise(config, cells, values, reports)
+    return E3Result(config, tuple(seeds), cells, agents)
+
+
+def grids(result: E3Result) -> list[Grid]:
+    """One table: each agent's bands, slope, collapse index and attraction."""
+    bands = [str(b) for b in Band if any(str(b) in a.bands for a in result.agents.values())]
+    headers = (
+        "agent",
+        *(f"{b}: goal / R" for b in bands),
+        "slope of R on distance",
+        "collapse index",
+        "attraction",
+    )
+    rows = []
+    for agent, mine in result.agents.items():
+        per_band = [
+            " / ".join(cell(mine.bands[b][m]) for m in MEASURES) if b in mine.bands else "-"
+            for b in bands
+        ]
+        rows.append(
+            (agent, *per_band, cell(mine.slope), cell(mine.collapse), cell(mine.attraction))
+        )
+    caption = (
+        "bands and slope: paired bootstrap over seed blocks and episodes; collapse index and "
+        f"attraction: bootstrap over seed blocks. {FINE_TUNING}."
+    )
+    return [
+        Grid("E3: zero-shot score against topology distance", headers, tuple(rows), caption=caption)
+    ]
+
+
+def write(result: E3Result, out: Path, cpu_seconds: float) -> list[Path]:
+    """Write the run directory (see :mod:`stategym.experiments`); the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = {
+        "experiment": "e3",
+        "config": config_json(result.config),
+        "seeds": list(result.seeds),
+        "first_seeds": {str(s): first_seed(result.config, s) for s in result.seeds},
+        "cpu_seconds": cpu_seconds,
+        "not_run": [FINE_TUNING],
+        "cells": [c.to_dict() for c in result.cells],
+        "agents": {
+            agent: {
+                "bands": {
+                    b: {m: estimate_json(e) for m, e in per.items()} for b, per in r.bands.items()
+                },
+                "slope": estimate_json(r.slope),
+                "collapse": estimate_json(r.collapse),
+                "attraction": estimate_json(r.attraction),
+                "reports": list(r.reports),
+            }
+            for agent, r in result.agents.items()
+        },
+    }
+    raw = {
+        "shape": ["seeds", "episodes (cells in order, then seed)", "measures"],
+        "measures": list(MEASURES),
+        "agents": {agent: r.values for agent, r in result.agents.items()},
+    }
+    written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
+    (out / TABLE).write_text(markdown(grids(result)))
+    return [*written, out / TABLE, *_plots(result, out / PLOTS)]
+
+
+def _plots(result: E3Result, folder: Path) -> list[Path]:
+    episodes = result.config.episodes
+    series = {}
+    for agent, r in result.agents.items():
+        per_cell = r.values[:, :, MEASURES.index("composite")].reshape(
+            len(result.seeds), len(result.cells), episodes
+        )
+        means = per_cell.mean(axis=(0, 2))
+        series[agent] = [
+            (c.placement.distance, float(m)) for c, m in zip(result.cells, means, strict=True)
+        ]
+    title = f"E3 zero-shot ({result.config.budget})"
+    bands = {
+        agent: {b: e["composite"] for b, e in r.bands.items()} for agent, r in result.agents.items()
+    }
+    return [
+        *score_vs_distance(series, folder / "r_vs_distance", title),
+        *band_bars(bands, folder / "bands", title, "R"),
+    ]

@@ -1,0 +1,87 @@
+"""Bootstrap intervals over seeds AND tasks: resample seed blocks, then tasks within each.
+
+A seed block is an independent set of tasks (E0: task seeds ``s*N .. s*N+N-1``). One
+bootstrap replicate draws as many blocks as there are, with replacement, and within each
+drawn block as many tasks as it holds, with replacement; a replicate is stored as a weight
+per (block, task): how often it was drawn. Every agent is evaluated on the same tasks, so
+all agents share the replicates (a paired bootstrap): that is what lets a rank correlation
+across agents be resampled. Intervals are percentile intervals at 95%; the generator is
+seeded, so the same numbers give the same intervals, bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import rankdata
+
+from stategym.metrics.aggregate import Estimate
+
+LEVEL = 0.95
+
+
+def replicate_weights(blocks: int, tasks: int, resamples: int, seed: int = 0) -> NDArray:
+    """Weights of shape ``(resamples, blocks, tasks)``; each replicate's weights sum to
+    ``blocks * tasks``.
+
+    >>> w = replicate_weights(3, 5, 4)
+    >>> w.shape, bool((w.sum(axis=(1, 2)) == 15).all())
+    ((4, 3, 5), True)
+    """
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(0, blocks, size=(resamples, blocks))
+    within = rng.integers(0, tasks, size=(resamples, blocks, tasks))
+    flat = (picked[:, :, None] * tasks + within).reshape(resamples, -1)
+    weights = np.stack([np.bincount(row, minlength=blocks * tasks) for row in flat])
+    return weights.reshape(resamples, blocks, tasks).astype(np.float64)
+
+
+def interval(point: float, replicates: NDArray) -> Estimate:
+    """The point estimate with the percentile interval of its finite replicates."""
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == 0:
+        return Estimate(float(point), float(point), float(point), 0)
+    tail = (1.0 - LEVEL) / 2.0
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
+    return Estimate(float(point), float(low), float(high), int(replicates.size))
+
+
+def weighted_means(values: NDArray, weights: NDArray) -> NDArray:
+    """Means of ``values`` ``(..., blocks, tasks)`` under each replicate's weights:
+    ``(..., resamples)``."""
+    return np.einsum("...bt,rbt->...r", values, weights) / weights[0].sum()
+
+
+def spearman(x: NDArray, y: NDArray) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN when either is constant.
+
+    >>> spearman(np.array([1.0, 2.0, 3.0]), np.array([0.1, 0.5, 0.2]))
+    0.5
+    """
+    rx, ry = rankdata(x), rankdata(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+@dataclass(frozen=True, slots=True)
+class Correlation:
+    """A rank correlation across agents and its bootstrap interval.
+
+    Attributes:
+        estimate: Spearman's rho on the full data and its interval (``n``: replicates in
+            which it was defined).
+        agents: how many agents were ranked.
+    """
+
+    estimate: Estimate
+    agents: int
+
+
+def rank_correlation(goal: NDArray, quality: NDArray) -> Correlation:
+    """Spearman's rho across agents, ``goal`` and ``quality`` shaped ``(agents,
+    1 + resamples)`` (column 0: the full data; the rest: the replicates)."""
+    rhos = np.array([spearman(goal[:, r], quality[:, r]) for r in range(1, goal.shape[1])])
+    return Correlation(interval(spearman(goal[:, 0], quality[:, 0]), rhos), goal.shape[0])
