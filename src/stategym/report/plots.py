@@ -1,0 +1,289 @@
+"""The report's plots: matplotlib figures rendered to inline SVG text.
+
+Every plot uses the Okabe-Ito palette (distinguishable with the common colour-vision
+deficiencies) and, because a report may be printed in grey, a marker or hatch per series
+as well. The SVG is deterministic for the same inputs: no date in its metadata, a fixed
+hash salt per plot (so element ids do not clash between the plots of one page), and text
+kept as text (``svg.fonttype = none``) with maths parsing off, so an agent's name is drawn
+as written and escaped by the SVG writer, never interpreted.
+
+matplotlib is imported here only; the report command checks it is installed first.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from stategym.metrics.aggregate import Row
+from stategym.metrics.dimensions import LABELS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+OKABE_ITO: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
+HATCHES: tuple[str, ...] = ("", "//", "..", "xx", "\\\\", "--", "++", "oo")
+BAR_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("success", "goal"),
+    ("composite", "R"),
+    *((str(d), label) for d, label in LABELS.items()),
+    ("harmful", "harm rate"),
+)
+"""``(row column, axis label)`` of the per-dimension bars: one per declared dimension."""
+SKIPPED_CURVES = frozenset({"iteration"})
+MAX_CURVES = 24
+"""Most training curves drawn (the first ones in key order); more would be unreadable."""
+
+
+def colour(index: int) -> str:
+    return OKABE_ITO[index % len(OKABE_ITO)]
+
+
+@contextmanager
+def _style(salt: str) -> Iterator[None]:
+    import matplotlib
+
+    with matplotlib.rc_context(
+        {
+            "svg.hashsalt": f"stategym-{salt}",
+            "svg.fonttype": "none",
+            "text.parse_math": False,
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+        }
+    ):
+        yield
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    # a bare Figure, not pyplot: no global figure registry, no GUI backend
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def to_svg(figure: Figure) -> str:
+    """The figure as an ``<svg>`` element (no XML prolog or doctype, which HTML does not
+    take inline)."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _half_widths(means: Sequence[float], lows: Sequence[float], highs: Sequence[float]) -> Any:
+    below = [m - lo for m, lo in zip(means, lows, strict=True)]
+    return [below, [hi - m for m, hi in zip(means, highs, strict=True)]]
+
+
+def dimension_bars(rows: Sequence[Row]) -> str:
+    """Per domain, each agent's goal rate, R, each dimension and harm rate with 95% bars."""
+    domains = list(dict.fromkeys(r.domain for r in rows))
+    agents = list(dict.fromkeys(r.agent for r in rows))
+    with _style("bars"):
+        figure = _figure(9.0, 2.6 * len(domains) + 0.6)
+        axes = figure.subplots(len(domains), 1, squeeze=False)[:, 0]
+        width = 0.8 / max(len(agents), 1)
+        for ax, domain in zip(axes, domains, strict=True):
+            for a, agent in enumerate(agents):
+                row = next((r for r in rows if (r.domain, r.agent) == (domain, agent)), None)
+                if row is None:
+                    continue
+                est = [row.columns[c] for c, _ in BAR_COLUMNS]
+                xs = [i + (a - (len(agents) - 1) / 2) * width for i in range(len(est))]
+                means = [e.mean for e in est]
+                ax.bar(
+                    xs,
+                    means,
+                    width,
+                    yerr=_half_widths(means, [e.low for e in est], [e.high for e in est]),
+                    color=colour(a),
+                    hatch=HATCHES[a % len(HATCHES)],
+                    edgecolor="white",
+                    ecolor="#333333",
+                    capsize=2,
+                    label=agent,
+                )
+            ax.set_xticks(range(len(BAR_COLUMNS)), [label for _, label in BAR_COLUMNS])
+            lowest = min((r.columns[c].low for r in rows for c, _ in BAR_COLUMNS), default=0.0)
+            ax.set_ylim(min(0.0, lowest) - 0.05, 1.05)  # R goes below 0 when harm dominates
+            ax.axhline(0, color="#333333", linewidth=0.8)
+            ax.set_title(f"{domain}: mean with 95% interval", loc="left")
+        axes[0].legend(ncols=min(len(agents), 5), fontsize=7, loc="lower left", framealpha=0.9)
+        return to_svg(figure)
+
+
+def goal_against_r(rows: Sequence[Row]) -> str:
+    """Goal rate against R per agent and domain: points off the diagonal are where the
+    final answer and decision quality disagree."""
+    agents = list(dict.fromkeys(r.agent for r in rows))
+    domains = list(dict.fromkeys(r.domain for r in rows))
+    with _style("scatter"):
+        figure = _figure(6.0, 4.6)
+        ax = figure.subplots()
+        ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1, label="goal = R")
+        for row in rows:
+            a, d = agents.index(row.agent), domains.index(row.domain)
+            r, g = row.columns["composite"], row.columns["success"]
+            ax.errorbar(
+                [r.mean],
+                [g.mean],
+                xerr=_half_widths([r.mean], [r.low], [r.high]),
+                yerr=_half_widths([g.mean], [g.low], [g.high]),
+                marker=MARKERS[d % len(MARKERS)],
+                color=colour(a),
+                markersize=7,
+                capsize=2,
+                linewidth=1,
+                label=f"{row.agent} ({row.domain})",
+            )
+        ax.set_xlim(-1.05, 1.05)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel("R (composite decision quality)")
+        ax.set_ylabel("goal rate (final answer)")
+        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), framealpha=0.9)
+        return to_svg(figure)
+
+
+def harm_and_lost(rows: Sequence[Row]) -> str:
+    """Harm rate and money lost per agent and domain, with 95% intervals."""
+    names = [f"{r.agent} ({r.domain})" for r in rows]
+    agents = list(dict.fromkeys(r.agent for r in rows))
+    colours = [colour(agents.index(r.agent)) for r in rows]
+    with _style("harm"):
+        figure = _figure(9.0, 0.25 * len(rows) + 1.2)
+        left, right = figure.subplots(1, 2, sharey=True)
+        for ax, column, title in (
+            (left, "harmful", "harm rate"),
+            (right, "lost", "money lost per episode"),
+        ):
+            est = [r.columns[column] for r in rows]
+            means = [e.mean for e in est]
+            ax.barh(
+                range(len(rows)),
+                means,
+                xerr=_half_widths(means, [e.low for e in est], [e.high for e in est]),
+                color=colours,
+                ecolor="#333333",
+                capsize=2,
+            )
+            ax.set_title(title, loc="left")
+        left.set_yticks(range(len(rows)), names)
+        left.invert_yaxis()
+        left.set_xlim(0, 1.05)
+        return to_svg(figure)
+
+
+def _curve_keys(lines: Sequence[Mapping[str, float]]) -> list[str]:
+    keys = sorted({k for line in lines for k in line} - SKIPPED_CURVES)
+    return keys[:MAX_CURVES]
+
+
+def training_curves(
+    train: Sequence[Mapping[str, float]], evals: Sequence[Mapping[str, float]], title: str
+) -> str:
+    """One small panel per numeric key of the metric lines against the iteration; the
+    held-out evaluation's keys are drawn as their own panels (``eval: KEY``)."""
+    series = [("", train, _curve_keys(train)), ("eval: ", evals, _curve_keys(evals))]
+    panels = [(prefix, lines, key) for prefix, lines, keys in series for key in keys]
+    columns = 4
+    rows = max(1, -(-len(panels) // columns))
+    with _style("curves"):
+        figure = _figure(10.0, 1.9 * rows + 0.5)
+        axes = figure.subplots(rows, columns, squeeze=False).ravel()
+        for ax, (prefix, lines, key) in zip(
+            axes, panels, strict=False
+        ):  # spare axes are hidden below
+            points = [
+                (line.get("iteration", float(i + 1)), line[key])
+                for i, line in enumerate(lines)
+                if key in line
+            ]
+            index = 1 if prefix else 0
+            ax.plot(
+                [x for x, _ in points],
+                [y for _, y in points],
+                color=colour(index),
+                marker=MARKERS[index] if len(points) < 40 else None,
+                markersize=3,
+                linewidth=1.2,
+            )
+            ax.set_title(f"{prefix}{key}", loc="left", fontsize=8)
+            ax.tick_params(labelsize=7)
+        for ax in axes[len(panels) :]:
+            ax.set_visible(False)
+        figure.suptitle(title, x=0.01, ha="left", fontsize=9)
+        return to_svg(figure)
+
+
+def _distance_points(report: Mapping[str, Any]) -> list[tuple[float, float]]:
+    cells = [c for c in report.get("cells", []) if c.get("shots", 0) == min_shots(report)]
+    return [
+        (float(c["distance"]), float(c["composite"]))
+        for c in cells
+        if isinstance(c.get("distance"), int | float)
+        and isinstance(c.get("composite"), int | float)
+    ]
+
+
+def min_shots(report: Mapping[str, Any]) -> int:
+    shots = [c.get("shots", 0) for c in report.get("cells", [])]
+    return min(shots, default=0)
+
+
+def collapse_index(report: Mapping[str, Any]) -> float | None:
+    """The agent's collapse index at its fewest shots, if the report has one."""
+    own = report.get("collapse", {}).get("agent", {})
+    entry = own.get(str(min_shots(report))) if isinstance(own, Mapping) else None
+    index = entry.get("index") if isinstance(entry, Mapping) else None
+    return float(index) if isinstance(index, int | float) else None
+
+
+def score_against_distance(reports: Mapping[str, Mapping[str, Any]]) -> str:
+    """R of each protocol cell against its topology distance from training, per agent,
+    with each agent's collapse index in the legend."""
+    with _style("protocol"):
+        figure = _figure(7.0, 4.0)
+        ax: Axes = figure.subplots()
+        for a, (agent, report) in enumerate(reports.items()):
+            points = _distance_points(report)
+            index = collapse_index(report)
+            label = agent if index is None else f"{agent} (collapse {index:.2f})"
+            ax.scatter(
+                [x for x, _ in points],
+                [y for _, y in points],
+                color=colour(a),
+                marker=MARKERS[a % len(MARKERS)],
+                alpha=0.85,
+                label=label,
+            )
+        ax.set_xlabel("topology distance from the training topologies")
+        ax.set_ylabel("R per cell")
+        ax.set_ylim(-1.05, 1.05)
+        ax.legend(fontsize=7, framealpha=0.9)
+        return to_svg(figure)
+
+
+_ID = re.compile(r'id="([^"]+)"')
+
+
+def ids(svg: str) -> list[str]:
+    """The element ids of an SVG (a test checks two plots of one page share none)."""
+    return _ID.findall(svg)

@@ -1,0 +1,173 @@
+"""Reading run directories for the report: what each kind of run left on disk, typed.
+
+Three kinds of directory are recognised by the files they hold (nothing is re-run):
+
+- an **episode run** (``stategym run`` / ``eval``): ``trajectories.jsonl``, read with the
+  strict reader :func:`stategym.rollout.read_log` (a cut last line is dropped and noted,
+  never rewritten: the report only reads);
+- a **training run** (``stategym train``): ``config.json`` and ``metrics.jsonl``, one
+  object per iteration (every numeric key is kept; ``"eval"`` lines are held-out evaluations);
+- a **protocol run** (``stategym protocol``): ``cells.json`` and one folder per agent with
+  its ``report.json`` (and its ``trajectories.jsonl``, which is read as an episode run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stategym.errors import UsageError
+from stategym.rollout.log import read_log, refuse_duplicates
+from stategym.trajectory import Trajectory
+
+TRAJECTORIES = "trajectories.jsonl"
+TRAIN_CONFIG = "config.json"
+TRAIN_METRICS = "metrics.jsonl"
+PROTOCOL_CELLS = "cells.json"
+PROTOCOL_REPORT = "report.json"
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRun:
+    """The trajectories of one run directory.
+
+    Attributes:
+        path: the directory.
+        trajectories: every readable episode, in file order.
+        notes: what the reader dropped (a cut last line), for the page to say.
+    """
+
+    path: Path
+    trajectories: tuple[Trajectory, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingRun:
+    """The per-iteration metrics of one training run.
+
+    Attributes:
+        path: the directory.
+        config: the run's ``config.json``.
+        train: the numeric values of each training line, by key (``iteration`` included).
+        eval: the same for the held-out evaluation lines.
+    """
+
+    path: Path
+    config: Mapping[str, Any]
+    train: tuple[Mapping[str, float], ...]
+    eval: tuple[Mapping[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolRun:
+    """The per-agent protocol reports of one protocol run.
+
+    Attributes:
+        path: the directory.
+        reports: ``agent -> report.json``, in the order ``cells.json`` lists the agents.
+        episodes: the agents' trajectories, as one episode run per agent.
+    """
+
+    path: Path
+    reports: Mapping[str, Mapping[str, Any]]
+    episodes: tuple[EpisodeRun, ...]
+
+
+Run = EpisodeRun | TrainingRun | ProtocolRun
+
+
+def read_run(path: Path) -> Run:
+    """The run in ``path``, by the files it holds.
+
+    Raises:
+        UsageError: ``path`` is not a folder, or holds none of the files of a known run.
+    """
+    if not path.is_dir():
+        raise UsageError(f"{path} is not a run directory")
+    if (path / PROTOCOL_CELLS).is_file():
+        return read_protocol(path)
+    if (path / TRAJECTORIES).is_file():
+        return read_episodes(path)
+    if (path / TRAIN_METRICS).is_file():
+        return read_training(path)
+    raise UsageError(
+        f"{path} holds no {TRAJECTORIES}, {TRAIN_METRICS} or {PROTOCOL_CELLS}: not a run directory"
+    )
+
+
+def read_episodes(path: Path) -> EpisodeRun:
+    """The trajectories of ``path/trajectories.jsonl``."""
+    file = path / TRAJECTORIES
+    log = read_log(file)
+    refuse_duplicates(file, log.trajectories)
+    notes = () if log.cut_line is None else (f"ignored {file}:{log.cut_line}, a cut last line",)
+    return EpisodeRun(path, tuple(log.trajectories), notes)
+
+
+def _numbers(line: Mapping[str, Any]) -> dict[str, float]:
+    """The finite numbers of one metrics line, nested objects flattened as ``a.b``."""
+    found: dict[str, float] = {}
+    for key, value in line.items():
+        if isinstance(value, int | float) and math.isfinite(value):  # a bool is an int
+            found[key] = float(value)
+        elif isinstance(value, Mapping):
+            found.update({f"{key}.{k}": v for k, v in _numbers(value).items()})
+    return found
+
+
+def _is_eval(line: Mapping[str, Any]) -> bool:
+    kind = line.get("eval")
+    return kind is True or isinstance(kind, str | Mapping) or line.get("kind") == "eval"
+
+
+def read_training(path: Path) -> TrainingRun:
+    """The config and metric lines of a training run (a cut last line is dropped)."""
+    config_file = path / TRAIN_CONFIG
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    train: list[dict[str, float]] = []
+    evals: list[dict[str, float]] = []
+    text = (path / TRAIN_METRICS).read_text()
+    lines = text.split("\n")
+    for index, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError:
+            if index == len(lines) - 1:  # an interrupted append, as the trainer drops it
+                break
+            raise UsageError(f"{path / TRAIN_METRICS}:{index + 1}: not JSON") from None
+        if not isinstance(line, dict):
+            raise UsageError(f"{path / TRAIN_METRICS}:{index + 1}: not a JSON object")
+        if _is_eval(line):
+            inner = line["eval"] if isinstance(line.get("eval"), Mapping) else line
+            evals.append({**_numbers(inner), **_numbers({"iteration": line.get("iteration")})})
+        else:
+            train.append(_numbers(line))
+    return TrainingRun(path, config, tuple(train), tuple(evals))
+
+
+def read_protocol(path: Path) -> ProtocolRun:
+    """The per-agent reports (and trajectories) of a protocol run."""
+    cells = json.loads((path / PROTOCOL_CELLS).read_text())
+    agents: Sequence[str] = cells.get("agents", [])
+    reports: dict[str, Mapping[str, Any]] = {}
+    episodes: list[EpisodeRun] = []
+    folders = sorted(p for p in path.iterdir() if (p / PROTOCOL_REPORT).is_file())
+    by_agent = {}
+    for folder in folders:
+        report = json.loads((folder / PROTOCOL_REPORT).read_text())
+        by_agent[str(report.get("config", {}).get("agent", folder.name))] = (folder, report)
+    for agent in [*agents, *sorted(set(by_agent) - set(agents))]:
+        if agent not in by_agent:
+            continue
+        folder, report = by_agent[agent]
+        reports[agent] = report
+        if (folder / TRAJECTORIES).is_file():
+            episodes.append(read_episodes(folder))
+    return ProtocolRun(path, reports, tuple(episodes))
