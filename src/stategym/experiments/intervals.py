@@ -20,6 +20,8 @@ from scipy.stats import rankdata
 from stategym.metrics.aggregate import Estimate
 
 LEVEL = 0.95
+ROUNDING = 1e-9
+"""How far apart two sums of the same numbers may be from summation order alone."""
 
 
 def replicate_weights(blocks: int, tasks: int, resamples: int, seed: int = 0) -> NDArray:
@@ -44,8 +46,14 @@ def interval(point: float, replicates: NDArray) -> Estimate:
     if finite.size == 0:
         return Estimate(float(point), float(point), float(point), 0)
     tail = (1.0 - LEVEL) / 2.0
-    low, high = np.quantile(finite, [tail, 1.0 - tail])
-    return Estimate(float(point), float(low), float(high), int(replicates.size))
+    low, high = (float(q) for q in np.quantile(finite, [tail, 1.0 - tail]))
+    # A replicate sums the same numbers in another order, so a constant column can land a
+    # rounding error off its mean; snap such ends to the mean instead of excluding it.
+    if abs(low - point) <= ROUNDING:
+        low = min(low, float(point))
+    if abs(high - point) <= ROUNDING:
+        high = max(high, float(point))
+    return Estimate(float(point), low, high, int(replicates.size))
 
 
 def weighted_means(values: NDArray, weights: NDArray) -> NDArray:

@@ -74,7 +74,11 @@ def _figure(panels: int, columns: int, size: tuple[float, float]) -> tuple[Figur
 
 
 def _errors(points: Sequence[Estimate]) -> list[list[float]]:
-    return [[p.mean - p.low for p in points], [p.high - p.mean for p in points]]
+    # max(0, ...): an interval that excludes its point (a ratio's can) draws no bar that side
+    return [
+        [max(0.0, p.mean - p.low) for p in points],
+        [max(0.0, p.high - p.mean) for p in points],
+    ]
 
 
 def goal_vs_quality(
