@@ -49,12 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import importlib.util
-
     from stategym.errors import UsageError
 
-    if importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("stategym report needs matplotlib: pip install 'stategym[plot]'")
+    try:
+        import matplotlib  # noqa: F401  (checked before any run directory is read)
+    except ImportError:
+        raise UsageError("stategym report needs matplotlib: pip install 'stategym[plot]'") from None
+    from stategym import __version__
     from stategym.report import Options, write
 
     options = Options(
@@ -62,6 +63,7 @@ def main(args: argparse.Namespace) -> int:
         viewer_limit=args.viewer_episodes,
         resamples=args.resamples,
         seed=args.bootstrap_seed,
+        version=__version__,
     )
     out = write(args.runs, args.out, options)
     print(f"wrote {out}")

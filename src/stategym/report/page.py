@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stategym import __version__
 from stategym.metrics.aggregate import Row, table
 from stategym.metrics.credit import credit
 from stategym.metrics.report import litmus_grid, scorecard_grid
@@ -38,12 +37,15 @@ class Options:
             ones in file order; 0 embeds every episode. The scorecard always uses all.
         resamples: bootstrap resamples of the intervals.
         seed: seed of the bootstrap generator.
+        version: the stategym version shown in the header (the command passes its own;
+            the report layer does not import the package root).
     """
 
     title: str = "stategym report"
     viewer_limit: int = DEFAULT_VIEWER_LIMIT
     resamples: int = 1000
     seed: int = 0
+    version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +81,11 @@ def _overview(scored: Sequence[_Scored], options: Options) -> tuple[str, list[Ro
     return markup.section("overview", "Overview", parts), rows
 
 
-def _training(run: TrainingRun) -> str:
+def _training(run: TrainingRun, key: str) -> str:
     shown = {k: v for k, v in run.config.items() if isinstance(v, str | int | float | bool)}
     parts = [markup.definition_list(sorted(shown.items()))]
     if run.train or run.eval:
-        curves = plots.training_curves(run.train, run.eval, f"{run.path.name}: per iteration")
+        curves = plots.training_curves(run.train, run.eval, f"{run.path.name}: per iteration", key)
         parts.append(
             markup.figure(curves, "Every numeric key of metrics.jsonl against the iteration.")
         )
@@ -92,7 +94,7 @@ def _training(run: TrainingRun) -> str:
     return markup.section(f"training-{run.path.name}", f"Training: {run.path}", parts)
 
 
-def _protocol(run: ProtocolRun) -> str:
+def _protocol(run: ProtocolRun, key: str) -> str:
     rows = []
     for agent, report in run.reports.items():
         index = plots.collapse_index(report)
@@ -114,7 +116,7 @@ def _protocol(run: ProtocolRun) -> str:
     parts = [
         markup.table(grid),
         markup.figure(
-            plots.score_against_distance(run.reports),
+            plots.score_against_distance(run.reports, key),
             "R per protocol cell against its topology distance from the training topologies.",
         ),
     ]
@@ -203,19 +205,20 @@ def build(paths: Sequence[Path], options: Options = Options()) -> str:
     scored = [_score(r) for r in episode_runs]
     overview, _ = _overview(scored, options)
     sections = [overview]
-    sections += [_training(r) for r in runs if isinstance(r, TrainingRun)]
-    sections += [_protocol(r) for r in protocol_runs]
+    trainings = [r for r in runs if isinstance(r, TrainingRun)]
+    sections += [_training(r, f"curves{i}") for i, r in enumerate(trainings)]
+    sections += [_protocol(r, f"protocol{i}") for i, r in enumerate(protocol_runs)]
     protocol_scored = [_score(e) for r in protocol_runs for e in r.episodes]
     viewer, data = _viewer([*scored, *protocol_scored], options)
     sections.append(viewer)
     notes = [
         n for r in [*episode_runs, *(e for p in protocol_runs for e in p.episodes)] for n in r.notes
     ]
-    return _document(options.title, paths, notes, sections, data)
+    return _document(options, paths, notes, sections, data)
 
 
 def _document(
-    title: str,
+    options: Options,
     paths: Sequence[Path],
     notes: Sequence[str],
     sections: Sequence[str],
@@ -230,6 +233,8 @@ def _document(
         for anchor, label in (("overview", "Overview"), ("episodes", "Episodes"))
     )
     runs = ", ".join(markup.text(p) for p in paths)
+    title = options.title
+    version = f" · stategym {markup.text(options.version)}" if options.version else ""
     warn = "".join(f'<p class="notes">{markup.text(n)}</p>' for n in notes)
     return (
         "<!DOCTYPE html>\n"
@@ -237,8 +242,8 @@ def _document(
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{markup.text(title)}</title><style>{STYLE}</style></head>\n<body>"
-        f"<header><h1>{markup.text(title)}</h1><p>runs: {runs} · stategym "
-        f"{markup.text(__version__)}</p><nav>{nav}</nav>{warn}</header>\n<main>"
+        f"<header><h1>{markup.text(title)}</h1><p>runs: {runs}{version}</p>"
+        f"<nav>{nav}</nav>{warn}</header>\n<main>"
         + "\n".join(s for s in sections if s)
         + "</main>\n"
         + "\n".join(data)

@@ -3,7 +3,8 @@
 Every plot uses the Okabe-Ito palette (distinguishable with the common colour-vision
 deficiencies) and, because a report may be printed in grey, a marker or hatch per series
 as well. The SVG is deterministic for the same inputs: no date in its metadata, a fixed
-hash salt per plot (so element ids do not clash between the plots of one page), and text
+hash salt, every id prefixed with the plot's ``tag`` (a name unique in the page, so the
+ids of one page's plots never clash), and text
 kept as text (``svg.fonttype = none``) with maths parsing off, so an agent's name is drawn
 as written and escaped by the SVG writer, never interpreted.
 
@@ -79,13 +80,18 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def to_svg(figure: Figure) -> str:
+_REFERENCES = re.compile(r'(id="|url\(#|href="#)([^")]+)')
+
+
+def to_svg(figure: Figure, prefix: str) -> str:
     """The figure as an ``<svg>`` element (no XML prolog or doctype, which HTML does not
-    take inline)."""
+    take inline), every id and reference to one prefixed with ``prefix``: matplotlib
+    numbers ids per figure (``patch_1``), and one page holds many figures."""
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
-    return text[text.index("<svg") :]
+    svg = text[text.index("<svg") :]
+    return _REFERENCES.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg)
 
 
 def _half_widths(means: Sequence[float], lows: Sequence[float], highs: Sequence[float]) -> Any:
@@ -93,11 +99,11 @@ def _half_widths(means: Sequence[float], lows: Sequence[float], highs: Sequence[
     return [below, [hi - m for m, hi in zip(means, highs, strict=True)]]
 
 
-def dimension_bars(rows: Sequence[Row]) -> str:
+def dimension_bars(rows: Sequence[Row], tag: str = "bars") -> str:
     """Per domain, each agent's goal rate, R, each dimension and harm rate with 95% bars."""
     domains = list(dict.fromkeys(r.domain for r in rows))
     agents = list(dict.fromkeys(r.agent for r in rows))
-    with _style("bars"):
+    with _style(tag):
         figure = _figure(9.0, 2.6 * len(domains) + 0.6)
         axes = figure.subplots(len(domains), 1, squeeze=False)[:, 0]
         width = 0.8 / max(len(agents), 1)
@@ -127,15 +133,15 @@ def dimension_bars(rows: Sequence[Row]) -> str:
             ax.axhline(0, color="#333333", linewidth=0.8)
             ax.set_title(f"{domain}: mean with 95% interval", loc="left")
         axes[0].legend(ncols=min(len(agents), 5), fontsize=7, loc="lower left", framealpha=0.9)
-        return to_svg(figure)
+        return to_svg(figure, tag)
 
 
-def goal_against_r(rows: Sequence[Row]) -> str:
+def goal_against_r(rows: Sequence[Row], tag: str = "scatter") -> str:
     """Goal rate against R per agent and domain: points off the diagonal are where the
     final answer and decision quality disagree."""
     agents = list(dict.fromkeys(r.agent for r in rows))
     domains = list(dict.fromkeys(r.domain for r in rows))
-    with _style("scatter"):
+    with _style(tag):
         figure = _figure(6.0, 4.6)
         ax = figure.subplots()
         ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1, label="goal = R")
@@ -159,15 +165,15 @@ def goal_against_r(rows: Sequence[Row]) -> str:
         ax.set_xlabel("R (composite decision quality)")
         ax.set_ylabel("goal rate (final answer)")
         ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), framealpha=0.9)
-        return to_svg(figure)
+        return to_svg(figure, tag)
 
 
-def harm_and_lost(rows: Sequence[Row]) -> str:
+def harm_and_lost(rows: Sequence[Row], tag: str = "harm") -> str:
     """Harm rate and money lost per agent and domain, with 95% intervals."""
     names = [f"{r.agent} ({r.domain})" for r in rows]
     agents = list(dict.fromkeys(r.agent for r in rows))
     colours = [colour(agents.index(r.agent)) for r in rows]
-    with _style("harm"):
+    with _style(tag):
         figure = _figure(9.0, 0.25 * len(rows) + 1.2)
         left, right = figure.subplots(1, 2, sharey=True)
         for ax, column, title in (
@@ -188,7 +194,7 @@ def harm_and_lost(rows: Sequence[Row]) -> str:
         left.set_yticks(range(len(rows)), names)
         left.invert_yaxis()
         left.set_xlim(0, 1.05)
-        return to_svg(figure)
+        return to_svg(figure, tag)
 
 
 def _curve_keys(lines: Sequence[Mapping[str, float]]) -> list[str]:
@@ -197,7 +203,10 @@ def _curve_keys(lines: Sequence[Mapping[str, float]]) -> list[str]:
 
 
 def training_curves(
-    train: Sequence[Mapping[str, float]], evals: Sequence[Mapping[str, float]], title: str
+    train: Sequence[Mapping[str, float]],
+    evals: Sequence[Mapping[str, float]],
+    title: str,
+    tag: str = "curves",
 ) -> str:
     """One small panel per numeric key of the metric lines against the iteration; the
     held-out evaluation's keys are drawn as their own panels (``eval: KEY``)."""
@@ -205,7 +214,7 @@ def training_curves(
     panels = [(prefix, lines, key) for prefix, lines, keys in series for key in keys]
     columns = 4
     rows = max(1, -(-len(panels) // columns))
-    with _style("curves"):
+    with _style(tag):
         figure = _figure(10.0, 1.9 * rows + 0.5)
         axes = figure.subplots(rows, columns, squeeze=False).ravel()
         for ax, (prefix, lines, key) in zip(
@@ -230,7 +239,7 @@ def training_curves(
         for ax in axes[len(panels) :]:
             ax.set_visible(False)
         figure.suptitle(title, x=0.01, ha="left", fontsize=9)
-        return to_svg(figure)
+        return to_svg(figure, tag)
 
 
 def _distance_points(report: Mapping[str, Any]) -> list[tuple[float, float]]:
@@ -256,10 +265,10 @@ def collapse_index(report: Mapping[str, Any]) -> float | None:
     return float(index) if isinstance(index, int | float) else None
 
 
-def score_against_distance(reports: Mapping[str, Mapping[str, Any]]) -> str:
+def score_against_distance(reports: Mapping[str, Mapping[str, Any]], tag: str = "protocol") -> str:
     """R of each protocol cell against its topology distance from training, per agent,
     with each agent's collapse index in the legend."""
-    with _style("protocol"):
+    with _style(tag):
         figure = _figure(7.0, 4.0)
         ax: Axes = figure.subplots()
         for a, (agent, report) in enumerate(reports.items()):
@@ -278,7 +287,7 @@ def score_against_distance(reports: Mapping[str, Mapping[str, Any]]) -> str:
         ax.set_ylabel("R per cell")
         ax.set_ylim(-1.05, 1.05)
         ax.legend(fontsize=7, framealpha=0.9)
-        return to_svg(figure)
+        return to_svg(figure, tag)
 
 
 _ID = re.compile(r'id="([^"]+)"')
