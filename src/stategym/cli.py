@@ -42,6 +42,9 @@ COMMANDS: dict[str, str] = {
     "experiment": (
         "Run an experiment of the project's claims (e0-e4): tables, intervals and plots."
     ),
+    "report": (
+        "Write a self-contained HTML report (scorecard, plots, trajectory viewer) of run dirs."
+    ),
 }
 """Modules under :mod:`stategym.commands`, in the order ``--help`` shows them, with each one's
 ``HELP`` (repeated here so that ``stategym --help`` imports no command; a test checks they
