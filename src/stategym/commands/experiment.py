@@ -87,15 +87,19 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float) -> list[Path]:
     import time
+    from typing import cast
 
+    from stategym.experiments.configs import Budget
+
+    level = cast(Budget, budget)  # argparse allows only the four budget names
     if name == "e0":
         from stategym.experiments import e0
         from stategym.experiments.configs import E0
 
-        result = e0.run(E0[budget], seeds)  # type: ignore[index]
+        result = e0.run(E0[level], seeds)
         return e0.write(result, out, time.process_time() - start)
     from stategym.experiments import e3
     from stategym.experiments.configs import E3
 
-    run = e3.run(E3[budget], seeds)  # type: ignore[index]
+    run = e3.run(E3[level], seeds)
     return e3.write(run, out, time.process_time() - start)
