@@ -13,6 +13,7 @@ and is raised as itself, after the ones finished before it were yielded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -139,6 +140,7 @@ def _stream_concurrently(
     finally:
         # The consumer stopped early (Ctrl-C, an error writing the log): cancel what is in
         # flight rather than letting it play on unseen.
-        if thread.is_alive() and main:
-            loop.call_soon_threadsafe(main[0].cancel)
+        if main:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing is in flight
+                loop.call_soon_threadsafe(main[0].cancel)
         thread.join()
