@@ -6,9 +6,10 @@ mixed knob schedule (every single knob off, all off, all on, cycling by task see
 (domain, agent): goal rate, R, each declared dimension's Q_d, the harmful-commit rate and the
 lucky-success rate (successes with a process violation / successes, as
 :func:`stategym.metrics.litmus.litmus` defines it). Across agents: Spearman's rank
-correlation between goal rate and R, per domain and pooled (each agent's means averaged over
-the domains). Every interval is a paired bootstrap over seed blocks and tasks
-(:mod:`stategym.experiments.intervals`).
+correlation between goal rate and R, per domain and pooled. Pooled numbers average each
+agent's per-domain numbers over the domains (the lucky-success rate too: a mean of the
+domains' rates, not one ratio of pooled counts), replicate by replicate. Every interval is
+a paired bootstrap over seed blocks and tasks (:mod:`stategym.experiments.intervals`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from stategym.metrics.dimensions import DECLARED
 from stategym.metrics.report import cell
 from stategym.metrics.score import Scorecard
 from stategym.metrics.taskset import knob_schedule
-from stategym.rollout import Agents, episode_specs, stream
+from stategym.rollout import Agents, episode_specs, requested, stream
 from stategym.tables import Grid, markdown
 
 DIMENSIONS: tuple[str, ...] = tuple(map(str, DECLARED))
@@ -106,7 +107,9 @@ def play(config: E0Config, domain: str, seeds: Sequence[int]) -> NDArray:
             {s: schedule(s) for s in task_seeds(block, config.tasks)},
         )
     ]
-    rows = [per_task(score(trajectory)) for _, trajectory in stream(specs, Agents())]
+    played = [trajectory for _, trajectory in stream(specs, Agents())]
+    # requested() puts them in spec order, whatever order the engine finished them in
+    rows = [per_task(score(trajectory)) for trajectory in requested(specs, played)]
     return np.asarray(rows, dtype=np.float64).reshape(
         len(agents), len(seeds), config.tasks, len(PER_TASK)
     )
