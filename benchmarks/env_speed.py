@@ -36,11 +36,11 @@ import orjson
 
 import stategym
 from stategym.agents import scripted
-from stategym.domain import Domain
-from stategym.env import Env
-from stategym.protocol import Action, CallBatch, action_to_message
+from stategym.kernel.domain import Domain
+from stategym.kernel.env import Env
+from stategym.kernel.protocol import Action, CallBatch, action_to_message
 from stategym.registry import all_domains, cached_task, get_domain
-from stategym.task import Task
+from stategym.kernel.task import Task
 from timing import CLOCKS, quiet_gc
 
 clock = CLOCKS["cpu"]

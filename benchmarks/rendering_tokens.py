@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from statistics import mean
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.registry import all_domains
 from stategym.rendering import make_renderer, transcript
 from stategym.rendering.messages import message_line

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.llm import agent_factory
 from stategym.llm.calls import call_stats
 from stategym.llm.runner import Clock, run_many

@@ -41,15 +41,15 @@ from pathlib import Path
 import orjson
 
 from stategym.agents import agent_names, scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.metrics import dense_reward, score
 from stategym.metrics.taskset import MIXED
-from stategym.protocol import FINISH, Action, CallBatch, ToolCall
+from stategym.kernel.protocol import FINISH, Action, CallBatch, ToolCall
 from stategym.registry import all_domains, cached_task, get_domain
 from stategym.runner import run_episode
-from stategym.task import Task
-from stategym.tools import Effect
-from stategym.trajectory import Trajectory, dumps, loads
+from stategym.kernel.task import Task
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import Trajectory, dumps, loads
 from timing import CLOCKS, quiet_gc
 
 TARGET = 2000.0
@@ -148,7 +148,7 @@ def run_actions(task: Task, actions: tuple[Action, ...]) -> Trajectory:
 
 def length_sweep(lengths: list[int], repeat: int, clock: Callable[[], float]) -> dict[int, float]:
     """Microseconds the dense reward adds to a step, by episode length."""
-    from stategym.env import outcome_reward
+    from stategym.kernel.env import outcome_reward
 
     added = {}
     for length in lengths:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     items = pool(domains, seeds)
     lines = [dumps(item.trajectory) for item in items]
-    from stategym.env import outcome_reward
+    from stategym.kernel.env import outcome_reward
 
     figures = {
         "score (task in memory)": best_rate(lambda: score_in_memory(items), repeat, clock),

@@ -24,7 +24,7 @@ from typing import Any
 
 from stategym import Knobs
 from stategym.registry import get_domain
-from stategym.user import SimulatedUser, UserTurn
+from stategym.kernel.user import SimulatedUser, UserTurn
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions.json"
 SYNTHETIC = "synth:chain2+askgate3+conflict"

@@ -12,7 +12,7 @@ import warnings
 import pytest
 from hypothesis import HealthCheck, settings
 
-from stategym.domain import Domain
+from stategym.kernel.domain import Domain
 from stategym.registry import all_domains
 
 # Hypothesis imports its failing-example patcher only once a test has failed; its

@@ -20,8 +20,8 @@ import orjson
 from hypothesis import strategies as st
 
 from stategym.agents.style import Style
-from stategym.knobs import Knobs
-from stategym.protocol import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import (
     MAX_CALLS,
     MAX_DEPTH,
     MAX_TEXT,
@@ -30,8 +30,8 @@ from stategym.protocol import (
     ToolCall,
     action_to_message,
 )
-from stategym.tools import Param, Tool
-from stategym.user import PRIORITY_PHRASES
+from stategym.kernel.tools import Param, Tool
+from stategym.kernel.user import PRIORITY_PHRASES
 
 Channel = Literal["typed", "message", "text"]
 Step = tuple[Channel, Any]

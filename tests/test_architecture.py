@@ -37,19 +37,7 @@ LAYERS: tuple[str, ...] = (
 
 PREFIXES: dict[str, str] = {
     # kernel: the environment and what it is made of; it knows domains only as Domain objects
-    "stategym.env": "kernel",
-    "stategym.world": "kernel",
-    "stategym.user": "kernel",
-    "stategym.understanding": "kernel",
-    "stategym.task": "kernel",
-    "stategym.tools": "kernel",
-    "stategym.provenance": "kernel",
-    "stategym.trajectory": "kernel",
-    "stategym.protocol": "kernel",
-    "stategym.validation": "kernel",
-    "stategym.knobs": "kernel",
-    "stategym.errors": "kernel",
-    "stategym.domain": "kernel",
+    "stategym.kernel": "kernel",
     "stategym.agents.base": "kernel",  # the Agent protocol a Domain's expert returns
     "stategym.agents.style": "kernel",  # the Style a Domain's expert takes
     # domains and what they are built from
@@ -199,7 +187,7 @@ def test_the_kernel_and_the_metrics_import_no_domain_registry_or_llm_library(lay
 
 def test_the_table_classifies_what_it_should() -> None:
     # a slip in the table (a prefix shadowed by a longer one) would silently move a module
-    assert layer_of("stategym.env") == "kernel"
+    assert layer_of("stategym.kernel.env") == "kernel"
     assert layer_of("stategym.domains.synthetic.tools") == "domains"
     assert layer_of("stategym.agents.random_agent") == "agents"
     assert layer_of("stategym.metrics.score") == "metrics"
@@ -273,7 +261,7 @@ def test_gymnasium_ids_are_the_domains_own() -> None:
 
 def test_a_task_carries_what_scoring_needs_from_its_domain() -> None:
     # the metrics read Task.read_only instead of asking the registry for the domain
-    from stategym.knobs import Knobs
+    from stategym.kernel.knobs import Knobs
     from stategym.registry import all_domains, get_domain
 
     synthetic = get_domain("synth:chain1+askgate+conflict")

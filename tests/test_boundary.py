@@ -19,11 +19,11 @@ import pytest
 import stategym  # noqa: F401  (registers the Gymnasium ids)
 from stategym import CallBatch, Env, Knobs, Say, ToolCall, call, calls
 from stategym.agents import scripted
-from stategym.domain import Domain
-from stategym.errors import AgentFormatError
+from stategym.kernel.domain import Domain
+from stategym.kernel.errors import AgentFormatError
 from stategym.gym import StateGymEnv, encode_messages
 from stategym.metrics import score
-from stategym.protocol import (
+from stategym.kernel.protocol import (
     CUT,
     INT_RANGE,
     MAX_ARGUMENT_BYTES,
@@ -38,8 +38,8 @@ from stategym.protocol import (
     to_json,
 )
 from stategym.runner import run_episode
-from stategym.trajectory import dumps, loads, read_jsonl, replay, write_jsonl
-from stategym.validation import NOT_RUN
+from stategym.kernel.trajectory import dumps, loads, read_jsonl, replay, write_jsonl
+from stategym.kernel.validation import NOT_RUN
 
 
 def _nested(depth: int, leaf: Any = 0) -> Any:

@@ -13,10 +13,10 @@ import stategym.agents
 import stategym.rollout
 from stategym import __version__, store
 from stategym.cli import COMMANDS, main
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.rundir import RunDir
 from stategym.summary import summarise
-from stategym.trajectory import loads, read_jsonl, replay
+from stategym.kernel.trajectory import loads, read_jsonl, replay
 
 
 @pytest.fixture(autouse=True)

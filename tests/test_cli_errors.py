@@ -315,7 +315,7 @@ def test_one_flag_convention() -> None:
 def test_run_accepts_the_eval_knob_mix() -> None:
     assert main(["run", "--out", "runs/m", "--episodes", "3", "--knobs", "mixed"]) == 0
     from stategym.metrics.taskset import MIXED
-    from stategym.trajectory import read_jsonl
+    from stategym.kernel.trajectory import read_jsonl
 
     knobs = [t.knobs for t in read_jsonl(Path("runs/m/trajectories.jsonl"))]
     assert knobs == [MIXED[s % len(MIXED)] for s in range(3)]
@@ -356,7 +356,7 @@ def test_serve_answers_404_for_a_model_it_does_not_serve(stub_server: str) -> No
 
 def test_the_endpoint_check_names_the_models_served(stub_server: str) -> None:
     pytest.importorskip("openai")
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.llm.openai_agent import check_endpoint
 
     check_endpoint("tiny", stub_server)  # served: passes

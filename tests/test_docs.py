@@ -130,7 +130,7 @@ def _printed_matrix() -> tuple[list[str], dict[tuple[str, str], str]]:
 
 
 def test_protocol_distance_matrix_is_todays() -> None:
-    from stategym.knobs import Knobs
+    from stategym.kernel.knobs import Knobs
     from stategym.registry import all_domains, get_domain
     from stategym.topology import domain_topology
     from stategym.topology.distance import edit_distance

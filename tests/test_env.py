@@ -14,14 +14,14 @@ import pytest
 
 from stategym import CallBatch, Env, Knobs, Say, ToolCall, call, calls
 from stategym.agents import STYLES, scripted
-from stategym.domain import Domain
-from stategym.env import GIVE_UP_AFTER, USER_LATENCY
-from stategym.errors import UnknownDomainError
-from stategym.protocol import Action, action_to_message
+from stategym.kernel.domain import Domain
+from stategym.kernel.env import GIVE_UP_AFTER, USER_LATENCY
+from stategym.kernel.errors import UnknownDomainError
+from stategym.kernel.protocol import Action, action_to_message
 from stategym.runner import run_episode
-from stategym.task import EventKind
-from stategym.tools import Tool
-from stategym.trajectory import dumps, replay
+from stategym.kernel.task import EventKind
+from stategym.kernel.tools import Tool
+from stategym.kernel.trajectory import dumps, replay
 
 AGENTS = ("expert", "oracle", "serial", "random")
 KNOB_SETS = (Knobs(), Knobs.all_off(), Knobs(dynamics=False, hidden_info=False))
@@ -76,7 +76,7 @@ from stategym import Env, Knobs
 from stategym.agents import scripted
 from stategym.registry import all_domains
 from stategym.runner import run_episode
-from stategym.trajectory import dumps
+from stategym.kernel.trajectory import dumps
 digest = hashlib.sha256()
 for domain in all_domains().values():
     for knobs in (Knobs(), Knobs.all_off()):

@@ -15,13 +15,13 @@ from collections.abc import Callable
 import pytest
 
 from stategym.agents import resolve
-from stategym.domain import Domain, lookup
-from stategym.env import Env
-from stategym.errors import StateGymError
-from stategym.knobs import Knobs
-from stategym.protocol import Action, Observation
+from stategym.kernel.domain import Domain, lookup
+from stategym.kernel.env import Env
+from stategym.kernel.errors import StateGymError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Action, Observation
 from stategym.registry import DOMAINS, get_domain
-from stategym.trajectory import dumps
+from stategym.kernel.trajectory import dumps
 
 SYNTHETIC = ("synth:chain2+fanout3+askgate+verifycommit", "synth:chain1+askgate+conflict")
 NAMES = (*DOMAINS, *SYNTHETIC)
@@ -128,8 +128,8 @@ def test_an_environment_unpickles_in_a_fresh_process() -> None:
 
 
 def test_no_registry_installed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import stategym.domain
+    import stategym.kernel.domain
 
-    monkeypatch.setattr(stategym.domain, "_REGISTRY", None)
+    monkeypatch.setattr(stategym.kernel.domain, "_REGISTRY", None)
     with pytest.raises(StateGymError, match="no domain registry installed"):
         Env("travel")

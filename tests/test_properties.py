@@ -28,13 +28,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stategym.agents import agent_names, scripted
-from stategym.domain import Domain
-from stategym.env import Env
-from stategym.protocol import Observation
+from stategym.kernel.domain import Domain
+from stategym.kernel.env import Env
+from stategym.kernel.protocol import Observation
 from stategym.registry import all_domains
-from stategym.task import EventKind
-from stategym.tools import Effect
-from stategym.trajectory import (
+from stategym.kernel.task import EventKind
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import (
     RoundKind,
     RoundRecord,
     dumps,

@@ -13,9 +13,9 @@ import pytest
 
 from stategym.agents import scripted
 from stategym.cli import main
-from stategym.env import Env
-from stategym.knobs import Knobs
-from stategym.protocol import Action, Observation, Say
+from stategym.kernel.env import Env
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Action, Observation, Say
 from stategym.registry import get_domain
 from stategym.rollout import (
     Agents,
@@ -30,8 +30,8 @@ from stategym.rollout import (
     trajectory_key,
 )
 from stategym.runner import run_episode
-from stategym.task import Task
-from stategym.trajectory import dumps
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import dumps
 
 
 @pytest.fixture(autouse=True)
@@ -160,7 +160,7 @@ def test_run_knobs_mixed_resumes_by_each_seeds_setting() -> None:
 
     assert main(["run", "--out", "runs/m", "--episodes", "3", "--knobs", "mixed"]) == 0
     assert main(["run", "--out", "runs/m", "--episodes", "9", "--knobs", "mixed"]) == 0
-    from stategym.trajectory import read_jsonl
+    from stategym.kernel.trajectory import read_jsonl
 
     knobs = [(t.seed, t.knobs) for t in read_jsonl(Path("runs/m/trajectories.jsonl"))]
     assert knobs == [(s, MIXED[s % len(MIXED)]) for s in range(9)]

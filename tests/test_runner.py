@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from stategym import CallBatch, Env, Observation, call
-from stategym.errors import AgentStopped
-from stategym.protocol import Action
+from stategym.kernel.errors import AgentStopped
+from stategym.kernel.protocol import Action
 from stategym.runner import play, run_episode
-from stategym.task import Task
+from stategym.kernel.task import Task
 
 
 class StopsAfterOneRound:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from stategym.errors import UsageError
-from stategym.knobs import Knobs
+from stategym.kernel.errors import UsageError
+from stategym.kernel.knobs import Knobs
 from stategym.rundir import RunDir, load_log, read_log, seed_ranges
 from stategym.summary import summarise, summarise_quality
-from stategym.trajectory import (
+from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     CallRecord,
     Outcome,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stategym.domain import Domain
-from stategym.errors import AgentFormatError
-from stategym.tools import Effect, Tool, finish_tool_schema, tool
+from stategym.kernel.domain import Domain
+from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.tools import Effect, Tool, finish_tool_schema, tool
 
 
 @tool(effect=Effect.WRITE, latency=3)

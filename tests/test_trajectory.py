@@ -9,13 +9,13 @@ import pytest
 
 from stategym import Env, Knobs
 from stategym.agents import scripted
-from stategym.domain import Domain
-from stategym.errors import TrajectoryError
+from stategym.kernel.domain import Domain
+from stategym.kernel.errors import TrajectoryError
 from stategym.metrics import score
-from stategym.protocol import CallBatch
+from stategym.kernel.protocol import CallBatch
 from stategym.registry import cached_task
 from stategym.runner import run_episodes
-from stategym.trajectory import (
+from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     ModelTurn,
     RoundKind,

@@ -1,4 +1,4 @@
-"""The simulated user's matcher (``stategym.understanding``): words, clauses, the model's
+"""The simulated user's matcher (``stategym.kernel.understanding``): words, clauses, the model's
 determinism and explanations, the held-out questions it must understand and never train on,
 and the exact-match answer rule."""
 
@@ -14,10 +14,10 @@ from types import ModuleType
 import pytest
 
 from stategym.registry import get_domain
-from stategym.understanding import CHOICE, OVERVIEW, PRIORITIES, Matcher, matcher_for
-from stategym.understanding.answers import match_answer, normalise_answer
-from stategym.understanding.intents import GENERAL
-from stategym.understanding.words import clauses, expand, sentences, stem
+from stategym.kernel.understanding import CHOICE, OVERVIEW, PRIORITIES, Matcher, matcher_for
+from stategym.kernel.understanding.answers import match_answer, normalise_answer
+from stategym.kernel.understanding.intents import GENERAL
+from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())

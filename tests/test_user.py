@@ -13,10 +13,10 @@ from stategym import Env, Knobs, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
 from stategym.metrics.score import score
-from stategym.protocol import Action, Observation, Say
+from stategym.kernel.protocol import Action, Observation, Say
 from stategym.registry import all_domains, get_domain
-from stategym.task import SlotKind, Task
-from stategym.user import SimulatedUser, normalise
+from stategym.kernel.task import SlotKind, Task
+from stategym.kernel.user import SimulatedUser, normalise
 
 PARAPHRASES: dict[str, tuple[str, ...]] = {
     "budget": (

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stategym.world import USER_ACCOUNT, Charge, Table, World
+from stategym.kernel.world import USER_ACCOUNT, Charge, Table, World
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,14 +4,14 @@ agentic RL."""
 from __future__ import annotations
 
 from stategym import registry as _registry
-from stategym.domain import use_registry as _use_registry
-from stategym.env import Env
-from stategym.errors import AgentFormatError, StateGymError, ToolError
+from stategym.kernel.domain import use_registry as _use_registry
+from stategym.kernel.env import Env
+from stategym.kernel.errors import AgentFormatError, StateGymError, ToolError
 from stategym.gym import register_envs as _register_envs
-from stategym.knobs import Knobs
-from stategym.protocol import CallBatch, Observation, Say, StepResult, ToolCall, call, calls
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import CallBatch, Observation, Say, StepResult, ToolCall, call, calls
 from stategym.runner import run_episode
-from stategym.trajectory import Trajectory, replay
+from stategym.kernel.trajectory import Trajectory, replay
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from stategym import __version__
-from stategym.errors import TrajectoryError, UnknownDomainError, UsageError
+from stategym.kernel.errors import TrajectoryError, UnknownDomainError, UsageError
 
 COMMANDS: dict[str, str] = {
     "list": "List domains, scripted agents and knobs.",

@@ -18,8 +18,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from stategym.knobs import Knobs
-from stategym.task import Constraint, Event, EventKind, SlotKind, Value
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Constraint, Event, EventKind, SlotKind, Value
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

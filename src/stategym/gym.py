@@ -26,10 +26,10 @@ Spaces:
 * ``action_space``: ``Text(max_length=MAX_ACTION, charset=CHARSET)``, the JSON text of an
   assistant message (what ``sample()`` draws is almost never a usable one). ``step`` also
   takes longer text, any Unicode and a dict; the caps that apply are the environment's
-  (:data:`stategym.protocol.MAX_MESSAGE` characters, :data:`~stategym.protocol.MAX_CALLS`
+  (:data:`stategym.kernel.protocol.MAX_MESSAGE` characters, :data:`~stategym.kernel.protocol.MAX_CALLS`
   calls...).
 
-``reward`` is a :data:`stategym.env.RewardFn` or a name in :data:`REWARDS` (``"outcome"``, the
+``reward`` is a :data:`stategym.kernel.env.RewardFn` or a name in :data:`REWARDS` (``"outcome"``, the
 default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`). :func:`register_envs`,
 run by ``import stategym``, registers every domain's ``env_id`` with a string entry point, so
 no environment is built until ``gymnasium.make`` asks for one.
@@ -45,8 +45,8 @@ import gymnasium
 import orjson
 from gymnasium import spaces
 
-from stategym.env import Env, RewardFn, outcome_reward
-from stategym.knobs import Knobs
+from stategym.kernel.env import Env, RewardFn, outcome_reward
+from stategym.kernel.knobs import Knobs
 
 CHARSET = "".join(chr(code) for code in range(32, 128))
 """Printable ASCII and DEL: JSON text escaped to ASCII never needs any other character."""
@@ -109,15 +109,15 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         domain: the domain's registered name.
         knobs: knobs as an object or as text (``"dynamics=off,hidden_info=off"``).
         stateful: override one knob (likewise the four after it); ``None`` keeps ``knobs``.
-        irreversible: see :class:`~stategym.knobs.Knobs`.
-        hidden_info: see :class:`~stategym.knobs.Knobs`.
-        priorities: see :class:`~stategym.knobs.Knobs`.
-        dynamics: see :class:`~stategym.knobs.Knobs`.
+        irreversible: see :class:`~stategym.kernel.knobs.Knobs`.
+        hidden_info: see :class:`~stategym.kernel.knobs.Knobs`.
+        priorities: see :class:`~stategym.kernel.knobs.Knobs`.
+        dynamics: see :class:`~stategym.kernel.knobs.Knobs`.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the last round as text).
         reward: a reward function or its name (:data:`REWARDS`); default ``"outcome"``.
 
     Attributes:
-        core: the wrapped :class:`stategym.env.Env` (trajectory, outcome, state key).
+        core: the wrapped :class:`stategym.kernel.env.Env` (trajectory, outcome, state key).
     """
 
     # Gymnasium declares ``metadata`` as a plain class attribute; render_fps is required by its
@@ -162,7 +162,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode: ``seed`` picks the task (``None``: the task after the last one).
 
-        ``options`` are :meth:`stategym.env.Env.reset`'s (``{"task": Task}`` plays a given task).
+        ``options`` are :meth:`stategym.kernel.env.Env.reset`'s (``{"task": Task}`` plays a given task).
         """
         super().reset(seed=seed)
         observation, core_info = self.core.reset(seed=seed, options=options)

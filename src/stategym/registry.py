@@ -1,4 +1,4 @@
-"""The registry: domain names to :class:`~stategym.domain.Domain` objects, seeds to tasks.
+"""The registry: domain names to :class:`~stategym.kernel.domain.Domain` objects, seeds to tasks.
 
 It is the one module that knows which domains exist. The list below is explicit and each
 domain is imported on first use, so importing the registry is cheap. ``synth:<spec>[@<surface>]``
@@ -6,7 +6,7 @@ names a synthetic domain (:mod:`stategym.domains.synthetic`), composed from topo
 on demand and cached by its canonical name.
 
 The kernel never imports this module: it works on ``Domain`` objects, and
-``import stategym`` hands it this registry (:func:`stategym.domain.use_registry`) to turn the
+``import stategym`` hands it this registry (:func:`stategym.kernel.domain.use_registry`) to turn the
 names users pass (``Env("travel")``, a trajectory's ``domain``) into domains and tasks.
 See ``docs/architecture.md``.
 """
@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 import importlib
 
-from stategym.domain import Domain
-from stategym.errors import UnknownDomainError
-from stategym.knobs import Knobs
-from stategym.task import Task
+from stategym.kernel.domain import Domain
+from stategym.kernel.errors import UnknownDomainError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Task
 
 SYNTHETIC = "synth:"
 """Prefix of a synthetic domain's name."""

@@ -25,11 +25,11 @@ from typing import Any, Literal
 
 import orjson
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
 from stategym.rollout.spec import IDENTITY_TAGS, trajectory_key
 from stategym.summary import QualitySummary, RunSummary
-from stategym.trajectory import Trajectory, write_jsonl
+from stategym.kernel.trajectory import Trajectory, write_jsonl
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"
@@ -37,7 +37,7 @@ RESULTS_MD = "results.md"
 SUMMARY_VERSION = 2
 """2 added ``decision_quality``; version 1 files had the same keys otherwise."""
 IDENTITY_META = IDENTITY_TAGS
-"""``meta`` tags of the protocol that, with the :class:`~stategym.trajectory.RunRecord`
+"""``meta`` tags of the protocol that, with the :class:`~stategym.kernel.trajectory.RunRecord`
 (sample, role, probe), tell two episodes of one task apart."""
 
 

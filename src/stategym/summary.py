@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from stategym.metrics.dimensions import DECLARED, LABELS
 from stategym.tables import Grid
-from stategym.trajectory import Trajectory, summarise_rounds
+from stategym.kernel.trajectory import Trajectory, summarise_rounds
 
 if TYPE_CHECKING:
     from stategym.metrics.score import Scorecard

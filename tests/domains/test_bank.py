@@ -14,9 +14,9 @@ from stategym.domains.bank.tools import QUOTE_TICKS
 from stategym.domains.bank.world import PAYEE_ACCOUNT, parse_route
 from stategym.metrics.score import score
 from stategym.registry import get_domain
-from stategym.task import EdgeKind, SlotKind, Task
-from stategym.tools import Effect
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import EdgeKind, SlotKind, Task
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import Trajectory
 
 DOMAIN = get_domain("bank")
 

@@ -13,9 +13,9 @@ from stategym.agents import resolve
 from stategym.domains.cloud.world import DATA_LOSS
 from stategym.metrics.score import score
 from stategym.registry import get_domain
-from stategym.task import EdgeKind, EventKind, SlotKind
-from stategym.tools import Effect
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import EdgeKind, EventKind, SlotKind
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import Trajectory
 
 DOMAIN = get_domain("cloud")
 

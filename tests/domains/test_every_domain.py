@@ -29,10 +29,10 @@ from stategym.domains.shop.expert import QUESTIONS as SHOP_QUESTIONS
 from stategym.domains.travel.expert import QUESTIONS as TRAVEL_QUESTIONS
 from stategym.metrics.score import score
 from stategym.registry import all_domains
-from stategym.task import EdgeKind, SlotKind, Task
-from stategym.tools import Effect
-from stategym.trajectory import RoundKind, Trajectory, dumps
-from stategym.user import SimulatedUser, normalise
+from stategym.kernel.task import EdgeKind, SlotKind, Task
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import RoundKind, Trajectory, dumps
+from stategym.kernel.user import SimulatedUser, normalise
 
 DOMAINS = sorted(all_domains())
 COMMITTING = [name for name in DOMAINS if not all_domains()[name].read_only]

@@ -14,11 +14,11 @@ from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
 from stategym.domains.lookup.tools import search
 from stategym.metrics.score import score
-from stategym.protocol import Say
+from stategym.kernel.protocol import Say
 from stategym.registry import get_domain
-from stategym.task import EdgeKind, SlotKind
-from stategym.tools import Effect
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import EdgeKind, SlotKind
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import Trajectory
 
 DOMAIN = get_domain("lookup")
 KNOB_VARIANTS = (

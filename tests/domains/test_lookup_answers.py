@@ -1,4 +1,4 @@
-"""Lookup's exact match reads answers as QA benchmarks do (``stategym.understanding.answers``):
+"""Lookup's exact match reads answers as QA benchmarks do (``stategym.kernel.understanding.answers``):
 the issue's reproduction scored a lower-case id, a trailing full stop or "The answer is X." as
 garbage (R = 0.22)."""
 
@@ -12,8 +12,8 @@ from stategym import Env, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
 from stategym.metrics.score import score
-from stategym.protocol import Action, CallBatch, Observation, ToolCall
-from stategym.task import Task
+from stategym.kernel.protocol import Action, CallBatch, Observation, ToolCall
+from stategym.kernel.task import Task
 
 
 class _Rewording:

@@ -29,9 +29,9 @@ from stategym.domains.meetings.timegrid import (
 )
 from stategym.domains.meetings.tools import ROOM_RATE
 from stategym.registry import cached_task, get_domain
-from stategym.task import EventKind, SlotKind, Task
-from stategym.user import SimulatedUser
-from stategym.world import USER_ACCOUNT
+from stategym.kernel.task import EventKind, SlotKind, Task
+from stategym.kernel.user import SimulatedUser
+from stategym.kernel.world import USER_ACCOUNT
 
 DOMAIN = get_domain("meetings")
 

@@ -41,10 +41,10 @@ from stategym.generation import (
     priorities_kind,
     priorities_sentences,
 )
-from stategym.knobs import Knobs
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, ToolResult, call
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall, ToolResult, call
 from stategym.registry import get_domain
-from stategym.task import (
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     Event,

@@ -11,7 +11,7 @@ import pytest
 from stategym import Env, Knobs, call, calls
 from stategym.domains.shop.tools import CART_TICKS, RESTOCKING_PCT
 from stategym.registry import get_domain
-from stategym.task import EdgeKind, SlotKind
+from stategym.kernel.task import EdgeKind, SlotKind
 
 DOMAIN = get_domain("shop")
 

@@ -10,7 +10,7 @@ HEAVY = ("openai", "torch", "transformers", "tokenizers", "fastapi", "uvicorn", 
 
 def test_importing_stategym_imports_no_llm_library() -> None:
     code = (
-        "import sys, stategym, stategym.env, stategym.agents, stategym.cli\n"
+        "import sys, stategym, stategym.kernel.env, stategym.agents, stategym.cli\n"
         "from stategym import Env\n"
         "env = Env('travel'); env.reset(seed=0)\n"
         "stategym.cli.build_parser()\n"

@@ -11,14 +11,14 @@ import pytest
 pytest.importorskip("openai")
 from llm_fixtures import completion, http, round_of
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.llm import agent_factory
 from stategym.llm.prompt import PROMPT_VERSION
 from stategym.llm.runner import Clock, run_many
 from stategym.registry import get_domain
 from stategym.rollout import trajectory_key
 from stategym.runner import run_episode
-from stategym.trajectory import RoundKind, Usage, read_jsonl
+from stategym.kernel.trajectory import RoundKind, Usage, read_jsonl
 
 TRAVEL = get_domain("travel")
 LOOKUPS = [("get_profile", "{}"), ("get_travel_policy", "{}")]
@@ -255,7 +255,7 @@ def test_resume_refuses_a_file_of_another_run(endpoint: Any, tmp_path: Path) -> 
 
 
 def test_blocking_act_works_with_the_plain_runner(endpoint: Any) -> None:
-    from stategym.env import Env
+    from stategym.kernel.env import Env
 
     env = Env("travel")
     trajectory = run_episode(env, factory(endpoint(two_rounds)), 4)

@@ -24,7 +24,7 @@ from stategym.llm.runner import run_many
 from stategym.llm.serve import BackgroundServer
 from stategym.llm.tiny import RECIPE_FILE
 from stategym.registry import get_domain
-from stategym.trajectory import Trajectory, replay
+from stategym.kernel.trajectory import Trajectory, replay
 
 TRAVEL = get_domain("travel")
 HELD_OUT = [0, 1]
@@ -72,7 +72,7 @@ def test_an_untrained_model_does_not(tiny_model: Path, tmp_path: Path) -> None:
     config = AutoConfig.from_pretrained(tiny_model)
     AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(tiny_model).save_pretrained(tmp_path)
-    from stategym.env import Env
+    from stategym.kernel.env import Env
 
     env = Env("travel")
     env.reset(seed=0)
@@ -175,7 +175,7 @@ def test_every_prompt_extends_the_last_on_every_domain(tiny_model: Path, domain:
 def test_served_trajectories_score_like_scripted_ones(local_episodes: list[Trajectory]) -> None:
     metrics = pytest.importorskip("stategym.metrics")
     from stategym.agents import scripted
-    from stategym.env import Env
+    from stategym.kernel.env import Env
     from stategym.runner import run_episode
 
     env = Env("travel")
@@ -195,7 +195,7 @@ def _without_timing(trajectory: Trajectory) -> Any:
 
 
 def test_sampling_is_seeded(model: LocalModel) -> None:
-    from stategym.env import Env
+    from stategym.kernel.env import Env
 
     env = Env("travel")
     env.reset(seed=3)

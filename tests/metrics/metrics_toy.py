@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     DecisionPoint,
@@ -35,8 +35,8 @@ from stategym.task import (
     Task,
     priority_weights,
 )
-from stategym.tools import Effect
-from stategym.trajectory import (
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     CallRecord,
     Outcome,
@@ -44,7 +44,7 @@ from stategym.trajectory import (
     RoundRecord,
     Trajectory,
 )
-from stategym.user import UserTurn
+from stategym.kernel.user import UserTurn
 
 CONSTRAINTS = ("policy", "budget", "booked", "early")
 PRIORITY = (("policy", "budget"), ("budget", "booked"), ("booked", "early"))

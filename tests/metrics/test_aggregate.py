@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.metrics import score
 from stategym.metrics.aggregate import bootstrap, pass_hat_k, row, table
 from stategym.registry import get_domain

@@ -12,7 +12,7 @@ from rich.console import Console
 import stategym.commands.eval as eval_command
 import stategym.commands.score as score_command
 from stategym.cli import build_parser, main
-from stategym.errors import UsageError
+from stategym.kernel.errors import UsageError
 
 
 def _lines(path):

@@ -85,7 +85,7 @@ def test_a_parallel_round_splits_its_reward_over_its_calls_in_logged_order():
 
 
 def test_a_message_and_an_invalid_round_are_paid_as_whole_rounds():
-    from stategym.trajectory import RoundKind, RoundRecord
+    from stategym.kernel.trajectory import RoundKind, RoundRecord
 
     invalid = RoundRecord(0, 0, 1, RoundKind.INVALID, format_errors=("bad_json",))
     paid, _ = _paid([say(0, asked=("seat",)), invalid, calls(0, PROFILE), finish(0)])

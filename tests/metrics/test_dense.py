@@ -16,13 +16,13 @@ from dataclasses import replace
 import pytest
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.metrics import dense_reward, score
 from stategym.metrics.trace import Trace
-from stategym.protocol import FINISH, MAX_CALLS, CallBatch, ToolCall
+from stategym.kernel.protocol import FINISH, MAX_CALLS, CallBatch, ToolCall
 from stategym.registry import all_domains, get_domain
 from stategym.runner import run_episode
-from stategym.trajectory import RoundKind
+from stategym.kernel.trajectory import RoundKind
 
 STATEFUL = [n for n in sorted(all_domains()) if not get_domain(n).read_only]
 

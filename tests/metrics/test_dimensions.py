@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.metrics import DECLARED, Dimension, score
 from stategym.metrics.aggregate import COLUMNS
 from stategym.metrics.declaration import EventCounts, by_dimension

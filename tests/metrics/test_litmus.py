@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.metrics import score
 from stategym.metrics.litmus import litmus
 from stategym.metrics.taskset import MIXED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import stategym.metrics
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.metrics import outcome_of, score
 from stategym.registry import get_domain
 from stategym.runner import run_episode

@@ -19,7 +19,7 @@ from metrics_toy import (
 
 from stategym.metrics import Kind, score
 from stategym.metrics.risk import risk_quality
-from stategym.tools import Effect
+from stategym.kernel.tools import Effect
 
 
 def _card(rounds, the_task=None):

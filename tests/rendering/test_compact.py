@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym.agents import scripted
-from stategym.env import Env
-from stategym.knobs import Knobs
+from stategym.kernel.env import Env
+from stategym.kernel.knobs import Knobs
 from stategym.metrics import score
-from stategym.protocol import Action, CallBatch, Say, ToolCall, call, calls
+from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall, call, calls
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, MessageRenderer
 from stategym.rendering.handles import Handles, is_entity

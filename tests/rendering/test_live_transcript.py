@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from stategym.agents import scripted
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.llm.agent import ChatAgent, Reply, Turn
-from stategym.protocol import Action
+from stategym.kernel.protocol import Action
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, make_renderer, transcript
-from stategym.trajectory import RoundKind
+from stategym.kernel.trajectory import RoundKind
 
 DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
 BAD_MESSAGES = [

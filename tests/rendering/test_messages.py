@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stategym.env import Env
-from stategym.knobs import Knobs
+from stategym.kernel.env import Env
+from stategym.kernel.knobs import Knobs
 from stategym.llm.agent import ChatAgent
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import RENDERINGS, MessageRenderer, make_renderer

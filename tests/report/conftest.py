@@ -10,10 +10,10 @@ import pytest
 
 from stategym import Env
 from stategym.agents import resolve
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall
+from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
 from stategym.rollout import run_episode
-from stategym.task import Task
-from stategym.trajectory import write_jsonl
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import write_jsonl
 
 PWN = "document.title='pwned'"
 HOSTILE_TEXTS = (

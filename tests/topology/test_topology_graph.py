@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from stategym.domain import Domain
-from stategym.knobs import Knobs
-from stategym.task import EdgeKind
-from stategym.tools import Effect
+from stategym.kernel.domain import Domain
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import EdgeKind
+from stategym.kernel.tools import Effect
 from stategym.topology.draw import draw, to_svg
 from stategym.topology.graph import ABSTAIN, Link, describe, domain_topology, task_topology
 

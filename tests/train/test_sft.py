@@ -84,7 +84,7 @@ def test_resuming_gives_the_uninterrupted_run_bit_for_bit(tmp_path: Path) -> Non
 
 
 def test_a_run_directory_refuses_other_settings(sft_run: Path) -> None:
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
 
     config = json.loads((sft_run / "config.json").read_text())
     config.pop("kind")

@@ -16,7 +16,7 @@ from stategym.agents import resolve
 from stategym.metrics.credit import credit
 from stategym.train.advantages import dense_advantages
 from stategym.train.masks import call_advantages, loss_mask, token_advantages
-from stategym.trajectory import RoundKind
+from stategym.kernel.trajectory import RoundKind
 
 
 def _group_advantages():

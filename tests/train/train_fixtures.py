@@ -22,8 +22,8 @@ from stategym.agents import resolve
 from stategym.rendering import make_renderer
 from stategym.rendering.base import Message, logged_action, observation_of
 from stategym.rendering.tokens import TokenStream, first_segment, observation_segment
-from stategym.task import Task
-from stategym.trajectory import RoundKind, Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RoundKind, Trajectory
 
 END = "<|end|>\n"
 

@@ -10,9 +10,9 @@ from stategym.agents.base import Agent, AgentFactory, ScriptedAgent
 from stategym.agents.guard import guard_probability, guard_teacher
 from stategym.agents.random_agent import random_agent
 from stategym.agents.style import Style
-from stategym.domain import Domain
-from stategym.env import Env
-from stategym.task import Task
+from stategym.kernel.domain import Domain
+from stategym.kernel.env import Env
+from stategym.kernel.task import Task
 
 STYLES: dict[str, Style] = {
     "expert": Style(),

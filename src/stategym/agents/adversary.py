@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
-from stategym.env import Env
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall
-from stategym.task import Task
-from stategym.tools import Effect, Tool
+from stategym.kernel.env import Env
+from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
+from stategym.kernel.task import Task
+from stategym.kernel.tools import Effect, Tool
 
 from .base import Agent
 from .style import Style

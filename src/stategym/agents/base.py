@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Protocol
 
-from stategym.protocol import Action, CallBatch, Observation, ToolCall
-from stategym.task import Task
+from stategym.kernel.protocol import Action, CallBatch, Observation, ToolCall
+from stategym.kernel.task import Task
 
 Script = Generator[Action, Observation, None]
 

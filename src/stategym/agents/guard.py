@@ -19,8 +19,8 @@ import hashlib
 import re
 from dataclasses import replace
 
-from stategym.domain import Domain
-from stategym.task import SlotKind, Task
+from stategym.kernel.domain import Domain
+from stategym.kernel.task import SlotKind, Task
 
 from .base import Agent, AgentFactory
 from .style import Style

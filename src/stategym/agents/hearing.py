@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from stategym.protocol import Observation
-from stategym.task import Value
+from stategym.kernel.protocol import Observation
+from stategym.kernel.task import Value
 
 Answers = tuple[tuple[str, re.Pattern[str], Callable[[str], Value]], ...]
 """For each slot: its name, the pattern of the user's answer (group 1 is the value), and the

@@ -21,8 +21,8 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall, call
-from stategym.task import Task, Value, final_values
+from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall, call
+from stategym.kernel.task import Task, Value, final_values
 
 from .base import Script
 from .hearing import Knowledge

@@ -10,8 +10,8 @@ import random
 from typing import Any
 
 from stategym.agents.base import Script, ScriptedAgent
-from stategym.protocol import Action, CallBatch, Observation, Say, ToolCall
-from stategym.task import Task
+from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
+from stategym.kernel.task import Task
 
 MESSAGES = (
     "What is your budget?",

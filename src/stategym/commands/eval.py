@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from stategym.rollout import Agents, EpisodeSpec
-    from stategym.trajectory import Trajectory
+    from stategym.kernel.trajectory import Trajectory
 
 NAME = "eval"
 HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."
@@ -88,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
 
     from stategym import __version__
     from stategym.commands.options import llm_options
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
     from stategym.rollout import pending, requested
@@ -185,7 +185,7 @@ def _agents(specs: list[EpisodeSpec]) -> Agents:
     Raises:
         UsageError: an unknown agent, a missing model folder, an unreachable endpoint.
     """
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.rollout import Agents
 
     agents = Agents()

@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.experiments.pending import NEEDS_TRAINING
 
     if args.name in NEEDS_TRAINING:

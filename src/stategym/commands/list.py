@@ -18,7 +18,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from stategym.agents import agent_names
-    from stategym.knobs import Knobs
+    from stategym.kernel.knobs import Knobs
     from stategym.registry import all_domains
 
     console = Console()

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 
 LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
 """Options passed to the agent resolver when given; scripted agents ignore them."""

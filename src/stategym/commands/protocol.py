@@ -131,7 +131,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.protocol import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
-    from stategym.trajectory import write_jsonl
+    from stategym.kernel.trajectory import write_jsonl
 
     agents: list[str] = args.agents
     options = llm_options(args)
@@ -186,7 +186,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
 def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> None:
     """Refuse unknown agents and domains before the splits are built or anything plays."""
     from stategym.agents import agent_names
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.registry import get_domain
 
     if not agents or not train:
@@ -223,10 +223,10 @@ def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
 def _rereport(console: Console, folder: Path) -> int:
     import orjson
 
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.topology.protocol import ProtocolConfig, ProtocolRun
     from stategym.topology.split import Cell
-    from stategym.trajectory import read_jsonl
+    from stategym.kernel.trajectory import read_jsonl
 
     path = folder / "cells.json"
     if not path.is_file():

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
 
     try:
         import matplotlib  # noqa: F401  (checked before any run directory is read)

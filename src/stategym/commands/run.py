@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.store import DEFAULT_INDEX
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from stategym.rollout import Agents, EpisodeSpec
     from stategym.rundir import RunConfig, RunDir
-    from stategym.trajectory import Trajectory
+    from stategym.kernel.trajectory import Trajectory
 
 NAME = "run"
 HELP = "Run an agent on seeded tasks of one domain; write trajectories and a summary."
@@ -115,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _knobs(text: str) -> Any:
     """``--knobs``: one setting, or ``mixed``."""
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.rundir import MIXED
 
     if text.strip() == MIXED:
@@ -140,7 +140,7 @@ def _agents(spec: EpisodeSpec) -> Agents:
         UsageError: an unknown domain or agent, an LLM agent without its extras, a missing
             model folder or an unreachable endpoint.
     """
-    from stategym.errors import UnknownDomainError, UsageError
+    from stategym.kernel.errors import UnknownDomainError, UsageError
     from stategym.rollout import Agents
 
     agents = Agents()
@@ -212,7 +212,7 @@ def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory
     Raises:
         UsageError: the file is corrupt, holds duplicated episodes, or another run's episodes.
     """
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
 
     finished, dropped = run.load()
     if dropped:

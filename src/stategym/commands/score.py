@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from stategym import __version__
-    from stategym.errors import StateGymError, UsageError
+    from stategym.kernel.errors import StateGymError, UsageError
     from stategym.metrics import report, score
     from stategym.rundir import read_log, refuse_duplicates
     from stategym.tables import print_grids

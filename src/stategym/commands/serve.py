@@ -66,7 +66,7 @@ def _check_port(host: str, port: int) -> None:
     """Refuse an address this machine cannot listen on (in use, not ours)."""
     import socket
 
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
 
     try:
         with socket.create_server((host, port)):

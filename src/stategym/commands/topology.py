@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
 
     console = Console()
     if args.matrix:
@@ -84,7 +84,7 @@ def _show(console: Console, args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from stategym.errors import UsageError
+    from stategym.kernel.errors import UsageError
     from stategym.registry import get_domain
     from stategym.topology import describe, domain_topology, task_topology, wl_hash
     from stategym.topology.draw import draw

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stategym.domain import Domain
-from stategym.errors import UsageError
-from stategym.knobs import Knobs
+from stategym.kernel.domain import Domain
+from stategym.kernel.errors import UsageError
+from stategym.kernel.knobs import Knobs
 from stategym.llm.agent import Backend, ChatAgent
 from stategym.llm.prompt import PROMPT_VERSION, render_demonstrations
-from stategym.task import Task
+from stategym.kernel.task import Task
 
 RUNNER_OPTIONS = frozenset({"concurrency", "samples"})
 """Options that configure the runner, not the agent; accepted here and ignored."""
@@ -81,7 +81,7 @@ def expert_demonstrations(
 ) -> str:
     """``k`` expert episodes on seeds from ``first_seed``, rendered for the system prompt."""
     from stategym.agents import scripted
-    from stategym.env import Env
+    from stategym.kernel.env import Env
     from stategym.runner import run_episode
 
     env = Env(domain, knobs=knobs)

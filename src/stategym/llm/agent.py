@@ -9,7 +9,7 @@ action, which the environment logs as a format error: model output never raises.
 
 What a backend reports per round (token usage, token ids, log-probabilities, tolerated parse
 errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each round's typed
-:class:`~stategym.trajectory.ModelTurn`, the run record's sample, and ``Trajectory.meta``
+:class:`~stategym.kernel.trajectory.ModelTurn`, the run record's sample, and ``Trajectory.meta``
 (see ``docs/llm.md`` and ``docs/trajectory.md``).
 
 Token-in-token-out: with a backend that has a ``chat`` template (the local ``hf:`` agent,
@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from stategym.domain import Domain
-from stategym.protocol import Action, Observation
+from stategym.kernel.domain import Domain
+from stategym.kernel.protocol import Action, Observation
 from stategym.rendering import PROMPT_VERSION, Message, make_renderer
 from stategym.rendering.tokens import (
     ChatTemplate,
@@ -36,8 +36,8 @@ from stategym.rendering.tokens import (
     first_segment,
     observation_segment,
 )
-from stategym.task import Task
-from stategym.trajectory import MODEL_META_KEYS, ModelTurn, TokenSpan, Trajectory, Usage
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import MODEL_META_KEYS, ModelTurn, TokenSpan, Trajectory, Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from stategym.trajectory import RoundKind, Trajectory
-from stategym.validation import NOT_RUN
+from stategym.kernel.trajectory import RoundKind, Trajectory
+from stategym.kernel.validation import NOT_RUN
 
 UNPARSED = frozenset({"malformed_json"})
 ACCEPTED = frozenset({None, "tool", NOT_RUN})

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from stategym.errors import AgentStopped
+from stategym.kernel.errors import AgentStopped
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.local import ContextLengthError, LocalModel, Message, Sampling
 from stategym.llm.parse import parse

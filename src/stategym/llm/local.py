@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from stategym.errors import UsageError
+from stategym.kernel.errors import UsageError
 
 if TYPE_CHECKING:
     import torch

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from stategym.errors import AgentStopped, UsageError
+from stategym.kernel.errors import AgentStopped, UsageError
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.prompt import Message
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from stategym.errors import AgentFormatError
-from stategym.protocol import read_json
+from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.protocol import read_json
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.llm.local import LocalModel, Sampling
 from stategym.llm.parse import Parsed, parse
 from stategym.rendering import MessageRenderer, transcript
@@ -59,7 +59,7 @@ def probe(
 ) -> ProbeResult:
     """Probe ``model`` on the expert's episodes of ``seeds`` (see the module docstring)."""
     from stategym.agents import scripted
-    from stategym.env import Env
+    from stategym.kernel.env import Env
     from stategym.runner import run_episode
 
     env = Env(domain, knobs=knobs or Knobs())

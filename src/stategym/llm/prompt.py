@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stategym.domain import Domain
-from stategym.knobs import Knobs
+from stategym.kernel.domain import Domain
+from stategym.kernel.knobs import Knobs
 from stategym.rendering import PROMPT_VERSION, Message, MessageRenderer, make_renderer
 from stategym.rendering import transcript as _transcript
 from stategym.rendering.messages import render_demonstrations as _demonstrations
-from stategym.task import Task
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 
 __all__ = [
     "PROMPT_VERSION",

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stategym.domain import Domain
-from stategym.knobs import Knobs
+from stategym.kernel.domain import Domain
+from stategym.kernel.knobs import Knobs
 from stategym.llm.agent import ChatAgent
 from stategym.rollout import FixedAgent, episode_specs, load_log, pending, play_concurrently
 from stategym.rollout import requested as in_spec_order
 from stategym.rollout.log import Appender
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 ChatAgentFactory = Callable[..., ChatAgent]
 """``(task, sample=0) -> ChatAgent``; what :func:`stategym.llm.agent_factory` returns."""

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class TinyConfig:
 def expert_chats(config: TinyConfig) -> list[tuple[list[Message], list[dict[str, Any]]]]:
     """The expert's episodes on the training seeds, as (messages, tools) chats."""
     from stategym.agents import scripted
-    from stategym.env import Env
+    from stategym.kernel.env import Env
     from stategym.runner import run_episode
 
     env = Env(config.domain, knobs=Knobs.parse(config.knobs))

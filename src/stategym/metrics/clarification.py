@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stategym.task import SlotKind, Task
-from stategym.trajectory import Outcome, Trajectory
+from stategym.kernel.task import SlotKind, Task
+from stategym.kernel.trajectory import Outcome, Trajectory
 
 from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind

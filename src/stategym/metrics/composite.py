@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from stategym.task import Task
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 
 from .events import Dimension
 

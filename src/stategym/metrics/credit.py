@@ -50,9 +50,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from stategym.protocol import FINISH
-from stategym.task import Task
-from stategym.trajectory import RoundRecord, Trajectory
+from stategym.kernel.protocol import FINISH
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RoundRecord, Trajectory
 
 from .composite import composite_reward
 from .declaration import EventCounts

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from stategym.task import Task
-from stategym.trajectory import Outcome
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Outcome
 
 from .events import Dimension, Event, Kind
 from .gold import Gold

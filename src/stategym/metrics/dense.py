@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stategym.env import Paid
-from stategym.task import Task
-from stategym.trajectory import Outcome, RoundRecord
+from stategym.kernel.env import Paid
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Outcome, RoundRecord
 
 from .credit import pay_round
 from .declaration import EventCounts
@@ -57,7 +57,7 @@ class DenseReward:
 
 
 def dense_reward(task: Task) -> DenseReward:
-    """Start the dense reward of an episode of ``task`` (a :data:`stategym.env.RewardFn`).
+    """Start the dense reward of an episode of ``task`` (a :data:`stategym.kernel.env.RewardFn`).
 
     Example:
         >>> from stategym import Env, Say

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stategym.task import Task
+from stategym.kernel.task import Task
 
 from .clarification import DECLARATION as CLARIFICATION
 from .declaration import DimensionSpec, by_dimension

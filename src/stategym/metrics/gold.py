@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.task import EdgeKind, Event, GoldCall, SlotKind, Task
-from stategym.tools import Effect
+from stategym.kernel.task import EdgeKind, Event, GoldCall, SlotKind, Task
+from stategym.kernel.tools import Effect
 
 ASK = "ask"
 """Tool name of a gold must-ask node (its id is ``ask:<slot>``)."""
@@ -23,7 +23,7 @@ USER_NODES = (ASK, CONFIRM)
 VALUE_EDGES = (EdgeKind.PIPE, EdgeKind.DECIDE)
 """Edges along which a returned value flows into a later decision."""
 PRIORITIES = "priorities"
-"""The slot a question about priorities reaches (see :mod:`stategym.user`)."""
+"""The slot a question about priorities reaches (see :mod:`stategym.kernel.user`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stategym.trajectory import Outcome, RoundRecord, Trajectory
-from stategym.world import USER_ACCOUNT
+from stategym.kernel.trajectory import Outcome, RoundRecord, Trajectory
+from stategym.kernel.world import USER_ACCOUNT
 
 
 @dataclass(frozen=True, slots=True)

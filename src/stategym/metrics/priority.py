@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stategym.task import Task
-from stategym.tools import Effect
-from stategym.trajectory import Outcome, Trajectory
-from stategym.understanding.answers import match_answer
+from stategym.kernel.task import Task
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import Outcome, Trajectory
+from stategym.kernel.understanding.answers import match_answer
 
 from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind

@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stategym.task import DecisionPoint, Task
-from stategym.tools import Effect
-from stategym.trajectory import Outcome, Trajectory
+from stategym.kernel.task import DecisionPoint, Task
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import Outcome, Trajectory
 
 from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind

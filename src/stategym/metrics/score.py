@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from stategym.task import Task
-from stategym.trajectory import Outcome, RoundRecord, Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Outcome, RoundRecord, Trajectory
 
 from .clarification import Clarification
 from .composite import composite_reward
@@ -134,7 +134,7 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
         (1.0, True)
     """
     if task is None:  # the metrics import no domain: the kernel's installed registry has them
-        from stategym.domain import installed_registry
+        from stategym.kernel.domain import installed_registry
 
         registry = installed_registry()
         task = registry.cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 
 MIXED: tuple[Knobs, ...] = (
     Knobs(),

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.protocol import FINISH
-from stategym.tools import Effect
-from stategym.trajectory import CallRecord, RoundKind, RoundRecord
+from stategym.kernel.protocol import FINISH
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import CallRecord, RoundKind, RoundRecord
 
 from .gold import ASK, CONFIRM, Gold
 

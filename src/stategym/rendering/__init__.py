@@ -15,8 +15,8 @@ renderer, so what a live agent saw and what the log rebuilds are equal.
 
 from __future__ import annotations
 
-from stategym.domain import Domain
-from stategym.knobs import Knobs
+from stategym.kernel.domain import Domain
+from stategym.kernel.knobs import Knobs
 from stategym.rendering.base import Message, Renderer, observation_of, transcript
 from stategym.rendering.compact import CompactRenderer
 from stategym.rendering.messages import PROMPT_VERSION, MessageRenderer, offered_tools

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from stategym.protocol import Action, CallBatch, Observation, ToolResult
-from stategym.task import Task
-from stategym.trajectory import RoundKind, RoundRecord, Trajectory
+from stategym.kernel.protocol import Action, CallBatch, Observation, ToolResult
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory
 
 Message = dict[str, Any]
 """One OpenAI-style chat message."""
@@ -26,7 +26,7 @@ Message = dict[str, Any]
 EMPTY_ACTION_ERROR = "empty action: send tool calls or a message to the user"
 """The error of an invalid round in a version 1 log, which did not record the text."""
 GOODBYE = "I'll handle this myself. Goodbye."
-"""What the user adds when it gives up (``stategym.env.GIVE_UP_AFTER`` confusing messages)."""
+"""What the user adds when it gives up (``stategym.kernel.env.GIVE_UP_AFTER`` confusing messages)."""
 
 
 class Renderer(Protocol):

@@ -4,7 +4,7 @@ What OpenAI-compatible endpoints (and chat templates in the Hermes/Qwen style) t
 function schemas, an assistant message with ``tool_calls`` for a tool round and ``content``
 for a message to the user, one ``role: tool`` message per result. The tools and the prompt's
 ending rule come from the domain and the task's knobs through
-:meth:`~stategym.domain.Domain.judges_answer`, the rule the environment enforces: an episode
+:meth:`~stategym.kernel.domain.Domain.judges_answer`, the rule the environment enforces: an episode
 judged on its answer (stateless knobs, or a read-only domain such as ``lookup``) requires
 ``finish(answer)`` and gets the look-up wording.
 
@@ -19,14 +19,14 @@ from typing import Any
 
 import orjson
 
-from stategym.domain import Domain
-from stategym.errors import AgentFormatError
-from stategym.knobs import Knobs
-from stategym.protocol import Action, CallBatch, Observation, action_from_message, action_to_message
+from stategym.kernel.domain import Domain
+from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Action, CallBatch, Observation, action_from_message, action_to_message
 from stategym.rendering.base import Message, Renderer, transcript
-from stategym.task import Task
-from stategym.tools import finish_tool_schema
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.tools import finish_tool_schema
+from stategym.kernel.trajectory import Trajectory
 
 PROMPT_VERSION = 2
 """Bump on any change to the wording below, to transcripts or to tool rendering.

@@ -18,15 +18,15 @@ from typing import Any
 
 import orjson
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.metrics.credit import Credit
 from stategym.metrics.events import Event, Kind
 from stategym.metrics.score import Scorecard
-from stategym.provenance import Origin
-from stategym.task import Event as TaskEvent
-from stategym.task import Task
+from stategym.kernel.provenance import Origin
+from stategym.kernel.task import Event as TaskEvent
+from stategym.kernel.task import Task
 from stategym.topology.executed import executed_topology
-from stategym.trajectory import CallRecord, RoundRecord, Trajectory
+from stategym.kernel.trajectory import CallRecord, RoundRecord, Trajectory
 
 MAX_TEXT = 2000
 """Characters kept of one tool result, model text or message."""

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stategym.errors import UsageError
+from stategym.kernel.errors import UsageError
 from stategym.rollout.log import read_log, refuse_duplicates
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 TRAJECTORIES = "trajectories.jsonl"
 TRAIN_CONFIG = "config.json"

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from stategym.agents.base import Agent, AgentFactory
 from stategym.rollout.spec import EpisodeSpec
-from stategym.task import Task
+from stategym.kernel.task import Task
 
 Resolver = Callable[..., AgentFactory]
 """``(domain, agent spec, **options) -> factory``, as :func:`stategym.agents.resolve`."""

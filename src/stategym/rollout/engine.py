@@ -18,11 +18,11 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from stategym.env import Env
+from stategym.kernel.env import Env
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
 from stategym.rollout.spec import EpisodeSpec
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 DEFAULT_CONCURRENCY = 8
 """LLM episodes in flight when the caller does not say."""

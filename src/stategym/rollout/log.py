@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stategym.errors import TrajectoryError, UsageError
+from stategym.kernel.errors import TrajectoryError, UsageError
 from stategym.rollout.spec import trajectory_key
-from stategym.trajectory import Trajectory, dumps, loads, write_jsonl
+from stategym.kernel.trajectory import Trajectory, dumps, loads, write_jsonl
 
 SHOWN_DUPLICATES = 5
 """How many duplicated episodes an error message names."""

@@ -7,7 +7,7 @@ agent (``act`` or ``await aact``): everything else (stepping, an agent that stop
 truncation it causes, the LLM's annotations and timing) is the episode's, so the blocking
 and the concurrent paths write the same trajectory for the same episode.
 
-An agent that raises :class:`~stategym.errors.AgentStopped` (an LLM whose context the
+An agent that raises :class:`~stategym.kernel.errors.AgentStopped` (an LLM whose context the
 conversation outgrew) ends the episode there, truncated, like the round limit.
 """
 
@@ -19,13 +19,13 @@ from dataclasses import replace
 from typing import Any
 
 from stategym.agents.base import Agent, AgentFactory
-from stategym.env import Env
-from stategym.errors import AgentStopped
-from stategym.protocol import Action, Observation
+from stategym.kernel.env import Env
+from stategym.kernel.errors import AgentStopped
+from stategym.kernel.protocol import Action, Observation
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.spec import EpisodeSpec
-from stategym.task import Task
-from stategym.trajectory import RunRecord, Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RunRecord, Trajectory
 
 TaskOf = Callable[[EpisodeSpec], Task]
 """``spec -> task``: how a spec's task is made (default :func:`spec_task`; the protocol

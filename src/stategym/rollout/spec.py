@@ -15,8 +15,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.knobs import Knobs
-from stategym.trajectory import Trajectory
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import Trajectory
 
 RUNNER_OPTIONS = frozenset({"concurrency", "samples"})
 """Options that configure the engine, not the agent; never part of a spec."""

@@ -15,10 +15,10 @@ graph in front of it or replays one template everywhere.
 
 from __future__ import annotations
 
-from stategym.protocol import FINISH
-from stategym.provenance import Source
+from stategym.kernel.protocol import FINISH
+from stategym.kernel.provenance import Source
 from stategym.topology.graph import ASK, CONFIRM, Builder, Topology
-from stategym.trajectory import RoundKind, Trajectory
+from stategym.kernel.trajectory import RoundKind, Trajectory
 
 SAY = "say"
 NEXT = "next"

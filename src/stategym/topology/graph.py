@@ -26,9 +26,9 @@ from enum import StrEnum
 
 import networkx as nx
 
-from stategym.domain import Domain
-from stategym.knobs import Knobs
-from stategym.task import GoldCall, Task
+from stategym.kernel.domain import Domain
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import GoldCall, Task
 
 
 class Link(StrEnum):

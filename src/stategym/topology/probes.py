@@ -23,10 +23,10 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import replace
 
-from stategym.domain import Domain, GoldGraph
-from stategym.knobs import Knobs
+from stategym.kernel.domain import Domain, GoldGraph
+from stategym.kernel.knobs import Knobs
 from stategym.registry import get_domain
-from stategym.task import (
+from stategym.kernel.task import (
     GroundTruth,
     SlotKind,
     Task,

@@ -27,7 +27,7 @@ from stategym.topology.executed import executed_topology
 from stategym.topology.graph import Topology, task_topology
 from stategym.topology.protocol import ProtocolRun, task_of
 from stategym.topology.split import Band, Cell, Split
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 REPORT_VERSION = 1
 SHORT = {

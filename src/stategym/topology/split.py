@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.registry import all_domains, get_domain
 from stategym.topology.distance import EXPANSION_BUDGET, edit_distance, wl_distance, wl_hash
 from stategym.topology.graph import Topology, domain_topology

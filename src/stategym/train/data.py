@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.rendering import RENDERINGS, make_renderer
 from stategym.rendering.tokens import ChatTemplate
-from stategym.task import Task
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.metrics.score import score
 from stategym.train.config import Config
 from stategym.train.group import Member, Sampling, play

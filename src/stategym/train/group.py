@@ -24,18 +24,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.env import Env
-from stategym.errors import AgentStopped
-from stategym.knobs import Knobs
+from stategym.kernel.env import Env
+from stategym.kernel.errors import AgentStopped
+from stategym.kernel.knobs import Knobs
 from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.llm.parse import parse
-from stategym.protocol import Action, Observation
+from stategym.kernel.protocol import Action, Observation
 from stategym.rendering.tokens import TokenStream
 from stategym.rollout import Episode, adrive, drive
-from stategym.task import Task
+from stategym.kernel.task import Task
 from stategym.train.policy import Generated, Policy
 from stategym.train.streams import demonstration
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 
 @dataclass(frozen=True, slots=True)

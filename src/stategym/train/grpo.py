@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stategym.errors import UsageError
-from stategym.knobs import Knobs
+from stategym.kernel.errors import UsageError
+from stategym.kernel.knobs import Knobs
 from stategym.metrics.credit import credit as credit_of
 from stategym.metrics.score import score
 from stategym.train import advantages as adv

@@ -21,13 +21,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from stategym.errors import UsageError
+from stategym.kernel.errors import UsageError
 from stategym.metrics.gold import gold_of
 from stategym.metrics.litmus import litmus
 from stategym.metrics.score import Scorecard
-from stategym.task import Task
+from stategym.kernel.task import Task
 from stategym.train.config import Config, to_json
-from stategym.trajectory import RoundKind, Trajectory
+from stategym.kernel.trajectory import RoundKind, Trajectory
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"

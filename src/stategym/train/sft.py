@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stategym.errors import UsageError
+from stategym.kernel.errors import UsageError
 from stategym.train import checkpoint, runlog
 from stategym.train.config import SFTConfig
 from stategym.train.evaluate import evaluate
 from stategym.train.policy import Policy, TinySize, build_tiny
 from stategym.train.streams import demonstration, episode_chat, to_sample
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 
 def mixture(spec: str, episodes: int) -> list[tuple[str, int]]:
@@ -55,8 +55,8 @@ def mixture(spec: str, episodes: int) -> list[tuple[str, int]]:
 def demonstrations(config: SFTConfig) -> list[tuple[Trajectory, Any]]:
     """The (trajectory, task) pairs to learn from."""
     from stategym.agents import resolve
-    from stategym.env import Env
-    from stategym.knobs import Knobs
+    from stategym.kernel.env import Env
+    from stategym.kernel.knobs import Knobs
     from stategym.registry import cached_task
     from stategym.rollout import load_log, run_episode
 

@@ -25,11 +25,11 @@ from stategym.rendering.tokens import (
     first_segment,
     observation_segment,
 )
-from stategym.task import Task
+from stategym.kernel.task import Task
 from stategym.train.batching import Sample
 from stategym.train.masks import loss_mask
 from stategym.train.policy import Chat
-from stategym.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory
 
 _BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 

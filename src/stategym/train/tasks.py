@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.rollout import EpisodeSpec, episode_specs
-from stategym.task import Task
-from stategym.trajectory import Trajectory
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 
 TRAIN_SEED = 1_000_000
 """First training seed of a family (evaluation uses seeds from 0, far below)."""

@@ -24,9 +24,9 @@ never expire.
 
 from __future__ import annotations
 
-from stategym.domain import Commitment, Domain
-from stategym.task import Task
-from stategym.world import World
+from stategym.kernel.domain import Commitment, Domain
+from stategym.kernel.task import Task
+from stategym.kernel.world import World
 
 from .expert import bank_expert
 from .generator import generate, regold
@@ -34,7 +34,7 @@ from .tools import TOOLS
 from .world import BankWorld
 
 # How a question may name each slot; the first phrase names the slot as the user would.
-# The user's intent model trains on these (stategym.understanding): inflections and
+# The user's intent model trains on these (stategym.kernel.understanding): inflections and
 # synonyms are the model's, so a table lists the ways of asking, not every wording.
 SLOT_PHRASES: dict[str, tuple[str, ...]] = {
     "fee_cap": (

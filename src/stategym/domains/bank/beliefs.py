@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.agents.hearing import Answers, hear
-from stategym.protocol import Observation
-from stategym.task import Value
+from stategym.kernel.protocol import Observation
+from stategym.kernel.task import Value
 
 from .rules import FINE, PREFERENCES, USE, Terms, active_preferences, route_satisfies
 from .world import Account, FxRate, Invoice, RailTerms, route_cost, route_id

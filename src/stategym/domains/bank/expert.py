@@ -27,8 +27,8 @@ from stategym.agents.playbook import (
 )
 from stategym.agents.style import Style
 from stategym.generation import order_matters
-from stategym.protocol import CallBatch, Observation, ToolCall, call
-from stategym.task import Task, Value
+from stategym.kernel.protocol import CallBatch, Observation, ToolCall, call
+from stategym.kernel.task import Task, Value
 
 from .beliefs import NO_LIMIT, Beliefs, Route
 from .rules import FINE, USE

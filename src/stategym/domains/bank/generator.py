@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     Event,

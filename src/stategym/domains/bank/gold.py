@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stategym.knobs import Knobs
-from stategym.task import DecisionPoint, EdgeKind, GoldCall, GoldEdge, Precondition
-from stategym.tools import Effect
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import DecisionPoint, EdgeKind, GoldCall, GoldEdge, Precondition
+from stategym.kernel.tools import Effect
 
 from .world import Invoice, Rail
 

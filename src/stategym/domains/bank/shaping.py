@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 
 from .rules import FEASIBLE, Terms, route_satisfies
 from .world import Account, FxRate, RailTerms, route_cost, route_id

@@ -9,9 +9,9 @@ pass after those writes have taken effect (state preconditions, ``ORDER``), and 
 
 from __future__ import annotations
 
-from stategym.knobs import Knobs
-from stategym.task import DecisionPoint, EdgeKind, GoldCall, GoldEdge, Precondition
-from stategym.tools import Effect
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import DecisionPoint, EdgeKind, GoldCall, GoldEdge, Precondition
+from stategym.kernel.tools import Effect
 
 from .world import CloudBase
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from stategym.errors import ToolError
-from stategym.tools import Effect, tool
-from stategym.world import USER_ACCOUNT
+from stategym.kernel.errors import ToolError
+from stategym.kernel.tools import Effect, tool
+from stategym.kernel.world import USER_ACCOUNT
 
 from .world import PROVIDER_ACCOUNT, CloudWorld, Snapshot, Volume, lost_data
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from stategym.knobs import Knobs
-from stategym.world import USER_ACCOUNT, Table, World
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.world import USER_ACCOUNT, Table, World
 
 PROVIDER_ACCOUNT = "provider"
 DATA_LOSS = "dataloss"

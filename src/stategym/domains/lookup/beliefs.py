@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.protocol import CallBatch, Observation
+from stategym.kernel.protocol import CallBatch, Observation
 
 SUBJECT_TYPES = {
     "maker": "product",

@@ -17,8 +17,8 @@ from typing import Any
 from stategym.agents.base import Script, ScriptedAgent
 from stategym.agents.playbook import finish, rounds
 from stategym.agents.style import Style
-from stategym.protocol import Action, Observation, Say, ToolCall, call
-from stategym.task import Task
+from stategym.kernel.protocol import Action, Observation, Say, ToolCall, call
+from stategym.kernel.task import Task
 
 from .beliefs import SUBJECT_TYPES, Beliefs
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import random
 
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     GroundTruth,

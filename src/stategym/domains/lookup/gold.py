@@ -7,8 +7,8 @@ answer). There are no writes, no commits and no user nodes.
 
 from __future__ import annotations
 
-from stategym.task import EdgeKind, GoldCall, GoldEdge
-from stategym.tools import Effect
+from stategym.kernel.task import EdgeKind, GoldCall, GoldEdge
+from stategym.kernel.tools import Effect
 
 from .questions import Question
 

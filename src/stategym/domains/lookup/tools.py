@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stategym.errors import ToolError
-from stategym.tools import Effect, tool
+from stategym.kernel.errors import ToolError
+from stategym.kernel.tools import Effect, tool
 
 from .world import KINDS, LookupWorld, facts
 

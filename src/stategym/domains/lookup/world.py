@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stategym.knobs import Knobs
-from stategym.world import USER_ACCOUNT, Table, World
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.world import USER_ACCOUNT, Table, World
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.agents.hearing import Answers, hear
-from stategym.protocol import Observation
-from stategym.task import Value
+from stategym.kernel.protocol import Observation
+from stategym.kernel.task import Value
 
 from .spec import split_names
 from .timegrid import (

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from stategym.knobs import Knobs
-from stategym.task import Event, EventKind
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Event, EventKind
 
 from .shape import Calendars
 from .timegrid import Option, window

@@ -26,8 +26,8 @@ from stategym.agents.playbook import (
 )
 from stategym.agents.style import Style
 from stategym.generation import order_matters
-from stategym.protocol import CallBatch, Observation, ToolCall, call
-from stategym.task import Task, Value
+from stategym.kernel.protocol import CallBatch, Observation, ToolCall, call
+from stategym.kernel.task import Task, Value
 
 from .beliefs import Beliefs
 from .generator import ROOM_NAMES

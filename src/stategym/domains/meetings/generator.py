@@ -15,10 +15,10 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from stategym.domain import GoldGraph
+from stategym.kernel.domain import GoldGraph
 from stategym.generation import order_matters
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     EventKind,
     GroundTruth,
     Request,

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from stategym.generation import priorities_kind, priorities_sentences
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     DecisionPoint,
@@ -23,7 +23,7 @@ from stategym.task import (
     SlotKind,
     Value,
 )
-from stategym.tools import Effect
+from stategym.kernel.tools import Effect
 
 from .events import EventPlan
 from .shape import Calendars

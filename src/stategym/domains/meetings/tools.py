@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from stategym.errors import ToolError
-from stategym.tools import Effect, tool
-from stategym.world import USER_ACCOUNT
+from stategym.kernel.errors import ToolError
+from stategym.kernel.tools import Effect, tool
+from stategym.kernel.world import USER_ACCOUNT
 
 from .timegrid import CELL, CLOSE, FULL, OPEN, Availability, cells, clock, minutes, option_id, span
 from .world import FACILITIES_ACCOUNT, Hold, Invitation, MeetingsWorld, Person, RoomBooking

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.agents.hearing import Answers, hear
-from stategym.protocol import Observation
-from stategym.task import Value
+from stategym.kernel.protocol import Observation
+from stategym.kernel.task import Value
 
 from .generator import ANY_BRAND, ANY_DAY, PREFERENCES, active_preferences, satisfied
 

@@ -28,8 +28,8 @@ from stategym.agents.playbook import (
 )
 from stategym.agents.style import Style
 from stategym.generation import order_matters
-from stategym.protocol import CallBatch, Observation, call
-from stategym.task import Task, Value
+from stategym.kernel.protocol import CallBatch, Observation, call
+from stategym.kernel.task import Task, Value
 
 from .beliefs import DIAMOND, NO_LIMIT, Beliefs, OfferView
 from .generator import ANY_BRAND, ANY_DAY

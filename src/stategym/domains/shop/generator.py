@@ -21,8 +21,8 @@ from stategym.generation import (
     priorities_kind,
     priorities_sentences,
 )
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     Event,

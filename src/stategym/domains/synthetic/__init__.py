@@ -1,7 +1,7 @@
 """Synthetic domains composed from motifs, reachable as ``synth:<spec>`` (see
 :mod:`stategym.topology.motifs` for the spec language).
 
-Each spec builds a full :class:`~stategym.domain.Domain`: generated typed tools, a task
+Each spec builds a full :class:`~stategym.kernel.domain.Domain`: generated typed tools, a task
 generator with ground truth, and a generic non-privileged expert honouring
 :class:`~stategym.agents.style.Style`, so every per-domain check runs on synthetic domains too.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 
-from stategym.domain import Commitment, Domain
-from stategym.errors import UnknownDomainError
-from stategym.knobs import Knobs
-from stategym.task import Task
+from stategym.kernel.domain import Commitment, Domain
+from stategym.kernel.errors import UnknownDomainError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Task
 from stategym.topology.motifs import Spec
-from stategym.world import World
+from stategym.kernel.world import World
 
 from .expert import synth_expert
 from .generator import generate
@@ -24,7 +24,7 @@ from .tools import lookup_tools, source_tools, state_tools
 from .world import SynthWorld
 
 # How a question may name each slot; the first phrase names the slot as the user would.
-# The user's intent model trains on these (stategym.understanding): inflections and
+# The user's intent model trains on these (stategym.kernel.understanding): inflections and
 # synonyms are the model's, so a table lists the ways of asking, not every wording.
 SLOT_PHRASES: dict[str, tuple[str, ...]] = {
     "limit": (

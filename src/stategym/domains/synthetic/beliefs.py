@@ -9,8 +9,8 @@ from typing import Any
 
 from stategym.agents.hearing import Answers, hear
 from stategym.generation import order_matters
-from stategym.protocol import Observation
-from stategym.task import Value
+from stategym.kernel.protocol import Observation
+from stategym.kernel.task import Value
 from stategym.topology.motifs import Spec
 
 from .generator import CATEGORIES, PREFS

@@ -28,8 +28,8 @@ from stategym.agents.playbook import (
     worth,
 )
 from stategym.agents.style import Style
-from stategym.protocol import CallBatch, Observation, ToolCall, call
-from stategym.task import Task
+from stategym.kernel.protocol import CallBatch, Observation, ToolCall, call
+from stategym.kernel.task import Task
 from stategym.topology.motifs import Spec
 
 from .beliefs import Beliefs, View

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     DecisionPoint,
     EdgeKind,
     GoldCall,
@@ -17,7 +17,7 @@ from stategym.task import (
     Precondition,
     Value,
 )
-from stategym.tools import Effect
+from stategym.kernel.tools import Effect
 from stategym.topology.motifs import Spec
 
 from .surface import Surface

@@ -2,7 +2,7 @@
 
 Tool names, argument names and descriptions come from the :class:`Surface`; what each tool
 does comes from the motif it belongs to. Schemas are built exactly as the :func:`tool`
-decorator builds them, from typed :class:`~stategym.tools.Param` objects.
+decorator builds them, from typed :class:`~stategym.kernel.tools.Param` objects.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from stategym.errors import ToolError
-from stategym.tools import Effect, Param, Tool
+from stategym.kernel.errors import ToolError
+from stategym.kernel.tools import Effect, Param, Tool
 from stategym.topology.motifs import Spec
-from stategym.world import USER_ACCOUNT
+from stategym.kernel.world import USER_ACCOUNT
 
 from .surface import Surface
 from .world import VENDOR_ACCOUNT, Hold, Prepared, Purchase, SynthBase, SynthWorld

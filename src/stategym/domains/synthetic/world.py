@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from stategym.knobs import Knobs
+from stategym.kernel.knobs import Knobs
 from stategym.topology.motifs import Spec
-from stategym.world import USER_ACCOUNT, Table, World
+from stategym.kernel.world import USER_ACCOUNT, Table, World
 
 VENDOR_ACCOUNT = "vendor"
 

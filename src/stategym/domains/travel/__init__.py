@@ -3,9 +3,9 @@ move, holds that expire and payments that cannot be undone."""
 
 from __future__ import annotations
 
-from stategym.domain import Commitment, Domain
-from stategym.task import Task
-from stategym.world import World
+from stategym.kernel.domain import Commitment, Domain
+from stategym.kernel.task import Task
+from stategym.kernel.world import World
 
 from .expert import travel_expert
 from .generator import generate
@@ -13,7 +13,7 @@ from .tools import TOOLS
 from .world import TravelWorld
 
 # How a question may name each slot; the first phrase names the slot as the user would.
-# The user's intent model trains on these (stategym.understanding): inflections and
+# The user's intent model trains on these (stategym.kernel.understanding): inflections and
 # synonyms are the model's, so a table lists the ways of asking, not every wording.
 SLOT_PHRASES: dict[str, tuple[str, ...]] = {
     "budget": (

@@ -25,8 +25,8 @@ from stategym.agents.playbook import (
 )
 from stategym.agents.style import Style
 from stategym.generation import order_matters
-from stategym.protocol import CallBatch, Observation, ToolCall, call
-from stategym.task import Task
+from stategym.kernel.protocol import CallBatch, Observation, ToolCall, call
+from stategym.kernel.task import Task
 
 from .beliefs import Beliefs, FlightView
 from .generator import CITIES

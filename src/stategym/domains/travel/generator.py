@@ -17,8 +17,8 @@ from stategym.generation import (
     priorities_kind,
     priorities_sentences,
 )
-from stategym.knobs import Knobs
-from stategym.task import (
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
     DecisionPoint,
@@ -37,7 +37,7 @@ from stategym.task import (
     best_options,
     priority_weights,
 )
-from stategym.tools import Effect
+from stategym.kernel.tools import Effect
 
 from .world import CityEvent, Flight, Policy, Profile, TravelBase
 

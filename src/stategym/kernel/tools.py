@@ -15,7 +15,7 @@ an OpenAI function schema once, at import time::
         \"\"\"
 
 Argument checking happens in :meth:`Tool.bind`, which raises
-:class:`~stategym.errors.AgentFormatError` so that a wrong call becomes a structured error
+:class:`~stategym.kernel.errors.AgentFormatError` so that a wrong call becomes a structured error
 observation, never a crash.
 """
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, get_args, get_origin
 
-from stategym.errors import AgentFormatError
+from stategym.kernel.errors import AgentFormatError
 
 
 class Effect(StrEnum):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from stategym.knobs import Knobs
-from stategym.tools import Effect
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.tools import Effect
 
 Value = str | int | float | bool
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from stategym.errors import StateGymError, UnknownDomainError
-from stategym.knobs import Knobs
-from stategym.task import DecisionPoint, GoldCall, GoldEdge, Task
-from stategym.tools import Effect, Tool
-from stategym.world import World
+from stategym.kernel.errors import StateGymError, UnknownDomainError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import DecisionPoint, GoldCall, GoldEdge, Task
+from stategym.kernel.tools import Effect, Tool
+from stategym.kernel.world import World
 
 if TYPE_CHECKING:
     from stategym.agents.base import Agent

@@ -6,7 +6,7 @@
 :class:`Ready` call (a known tool, its arguments decoded by the boundary rule and bound to
 the signature) or into the :class:`CallRecord` of its format error. If any call of a batch
 is malformed, none of them runs: :func:`rejected` logs the well-formed ones as
-:data:`NOT_RUN`. A :class:`~stategym.errors.ToolError` is not a format error: it is raised
+:data:`NOT_RUN`. A :class:`~stategym.kernel.errors.ToolError` is not a format error: it is raised
 while a well-formed call runs, and fails that call only.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from stategym.errors import AgentFormatError
-from stategym.protocol import (
+from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.protocol import (
     FINISH,
     JSON,
     MAX_CALLS,
@@ -31,9 +31,9 @@ from stategym.protocol import (
     to_json,
     too_many_calls,
 )
-from stategym.provenance import Origin, Provenance
-from stategym.tools import Tool
-from stategym.trajectory import CallRecord
+from stategym.kernel.provenance import Origin, Provenance
+from stategym.kernel.tools import Tool
+from stategym.kernel.trajectory import CallRecord
 
 NOT_RUN = "not_run"
 """``error_kind`` of a well-formed call that did not run because another call of its round

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from stategym.errors import AgentFormatError
+from stategym.kernel.errors import AgentFormatError
 
 FINISH = "finish"
 """Name of the built-in tool that ends an episode."""
@@ -128,8 +128,8 @@ class ToolResult:
         name: the tool that was called (as the agent spelled it).
         content: the tool's JSON result, or ``None`` on error.
         error: ``None`` on success; otherwise the message the agent sees.
-        error_kind: ``"tool"`` for a :class:`~stategym.errors.ToolError`, or the
-            :class:`~stategym.errors.AgentFormatError` kind for a format error.
+        error_kind: ``"tool"`` for a :class:`~stategym.kernel.errors.ToolError`, or the
+            :class:`~stategym.kernel.errors.AgentFormatError` kind for a format error.
     """
 
     call_id: str
@@ -275,7 +275,7 @@ def to_json(value: Any, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
         >>> to_json({"day": 2**64})
         Traceback (most recent call last):
         ...
-        stategym.errors.AgentFormatError: an integer of 65 bits is outside the signed 64-bit range
+        stategym.kernel.errors.AgentFormatError: an integer of 65 bits is outside the signed 64-bit range
 
     Raises:
         AgentFormatError: ``bad_value`` or ``too_large``.

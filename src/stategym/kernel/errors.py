@@ -40,7 +40,7 @@ class AgentFormatError(StateGymError):
         kind: a short machine-readable label (``malformed_json``, ``unknown_tool``,
             ``missing_argument``, ``unexpected_argument``, ``wrong_type``, ``empty_action``,
             ``episode_over``, ``bad_message``, and from the boundary rule of
-            :func:`stategym.protocol.to_json`: ``bad_value``, ``too_large``).
+            :func:`stategym.kernel.protocol.to_json`: ``bad_value``, ``too_large``).
     """
 
     def __init__(self, kind: str, message: str) -> None:

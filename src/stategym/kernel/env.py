@@ -4,8 +4,8 @@
 against the same world (no call sees another's result; the batch costs its slowest call's
 latency), or one message to the simulated user. Scheduled events fire as the clock passes
 their time. Agent output never raises: every value passes the boundary rule of
-:mod:`stategym.protocol`, and a batch is checked whole before any call runs
-(:mod:`stategym.validation`). Malformed or unknown calls become structured error results and
+:mod:`stategym.kernel.protocol`, and a batch is checked whole before any call runs
+(:mod:`stategym.kernel.validation`). Malformed or unknown calls become structured error results and
 logged format errors, a round with one runs none of its calls, and the world is untouched.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.domain import Commitment, Domain, installed_registry, lookup
-from stategym.errors import AgentFormatError, ToolError
-from stategym.knobs import Knobs
-from stategym.protocol import (
+from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
+from stategym.kernel.errors import AgentFormatError, ToolError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import (
     FINISH,
     MAX_MESSAGE,
     MAX_TEXT,
@@ -36,10 +36,10 @@ from stategym.protocol import (
     kept_text,
     read_json,
 )
-from stategym.provenance import Origin, Provenance, Source
-from stategym.task import EventKind, Task, Value
-from stategym.tools import Tool, finish_tool_schema
-from stategym.trajectory import (
+from stategym.kernel.provenance import Origin, Provenance, Source
+from stategym.kernel.task import EventKind, Task, Value
+from stategym.kernel.tools import Tool, finish_tool_schema
+from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     CallRecord,
     Outcome,
@@ -47,10 +47,10 @@ from stategym.trajectory import (
     RoundRecord,
     Trajectory,
 )
-from stategym.understanding.answers import match_answer, normalise_answer
-from stategym.user import SimulatedUser, UserState
-from stategym.validation import NOT_RUN, Ready, batch_problem, call_id, check_call, rejected
-from stategym.world import USER_ACCOUNT, WorldSnapshot
+from stategym.kernel.understanding.answers import match_answer, normalise_answer
+from stategym.kernel.user import SimulatedUser, UserState
+from stategym.kernel.validation import NOT_RUN, Ready, batch_problem, call_id, check_call, rejected
+from stategym.kernel.world import USER_ACCOUNT, WorldSnapshot
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
@@ -110,7 +110,7 @@ class Env:
 
     Args:
         domain: a domain, or its name (resolved by the registry ``import stategym``
-            installs: :func:`stategym.domain.lookup`).
+            installs: :func:`stategym.kernel.domain.lookup`).
         knobs: which properties generated tasks have.
         reward: per-round reward function (default: sparse outcome reward).
         agent: the agent's name, stamped on trajectories.
@@ -200,9 +200,9 @@ class Env:
     def step(self, action: Action) -> StepResult:
         """Play one round. Never raises on agent output.
 
-        A batch is checked whole before any call runs (:mod:`stategym.validation`): if one
+        A batch is checked whole before any call runs (:mod:`stategym.kernel.validation`): if one
         call is malformed, none runs. A message to the user longer than
-        :data:`~stategym.protocol.MAX_TEXT` characters is a ``too_large`` invalid round.
+        :data:`~stategym.kernel.protocol.MAX_TEXT` characters is a ``too_large`` invalid round.
         """
         if isinstance(action, Say):
             text = action.text
@@ -480,7 +480,7 @@ class Env:
 
 def _decode_message(message: Any) -> Any:
     """The message itself, or the value its JSON text encodes (text at most
-    :data:`~stategym.protocol.MAX_MESSAGE` characters, surrogates cleaned first)."""
+    :data:`~stategym.kernel.protocol.MAX_MESSAGE` characters, surrogates cleaned first)."""
     if not isinstance(message, str):
         return message
     if len(message) > MAX_MESSAGE:
@@ -490,7 +490,7 @@ def _decode_message(message: Any) -> Any:
 
 
 def _raw_text(message: Any) -> str:
-    """An unusable message as bounded text for the log (:func:`~stategym.protocol.kept_text`)."""
+    """An unusable message as bounded text for the log (:func:`~stategym.kernel.protocol.kept_text`)."""
     if isinstance(message, str):
         return kept_text(str.__str__(message))
     # a bound on the walk too: a message far longer than the log keeps is described instead

@@ -1,7 +1,7 @@
 """The deterministic simulated user.
 
 It holds the task's hidden slots and true priorities and reads the agent's messages without
-an LLM, through the intent model of :mod:`stategym.understanding`: each clause of a message
+an LLM, through the intent model of :mod:`stategym.kernel.understanding`: each clause of a message
 goes to the slot or intent it asks about, in words the domain's phrase table need not contain
 ("What's the most you're prepared to pay?" reaches ``budget``). The user answers every slot it
 was asked about, ranks its preferences when asked which matters more (naming each by its
@@ -23,10 +23,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
-from stategym.task import Constraint, Task, Value
-from stategym.understanding import CHOICE, OVERVIEW, PRIORITIES, Reading, matcher_for
-from stategym.understanding.intents import PRIORITY_PHRASES
+from stategym.kernel.task import Constraint, Task, Value
+from stategym.kernel.understanding import CHOICE, OVERVIEW, PRIORITIES, Reading, matcher_for
+from stategym.kernel.understanding.intents import PRIORITY_PHRASES
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -120,6 +121,19 @@ class SimulatedUser:
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The matcher and the option table are shared, read-only caches (one per domain, one
+        # per task): a copy rebuilds them rather than copying them or failing to pickle the
+        # option table's mapping proxy.
+        state = self.__dict__.copy()
+        del state["_matcher"], state["_options"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._matcher = matcher_for(self._phrases)
+        self._options = _option_keys(tuple(self.task.truth.satisfaction)) if self.judges else {}
 
     def state(self) -> UserState:
         return UserState(tuple(self.values.items()), self.confirmed, tuple(self.pending))

@@ -1,7 +1,7 @@
 """The matcher: a naive Bayes intent model over stems and synonym sets, one per phrase table.
 
 Training. Every phrase of a domain's table (and of the shared intents in
-:mod:`~stategym.understanding.intents`) is one example of its slot or intent. An example's
+:mod:`~stategym.kernel.understanding.intents`) is one example of its slot or intent. An example's
 features are its stems, the synonym sets those stems belong to, and ``from``/``to``/``by``
 bound to the word before them (``fly+from`` is the origin, ``fly+to`` the destination). The
 weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
@@ -11,7 +11,7 @@ weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
 with ``n(f, k)`` the examples of ``k`` showing ``f`` and ``n(k)`` the examples of ``k``.
 Training is a pure function of the table, so every process builds the same model.
 
-Reading. A message is cut into clauses (:func:`~stategym.understanding.words.clauses`); a
+Reading. A message is cut into clauses (:func:`~stategym.kernel.understanding.words.clauses`); a
 clause goes to the intent with the highest total weight of its known features, if that total
 reaches :data:`THRESHOLD` (otherwise it is not understood). Unknown words weigh nothing, so a
 clause is read by the words the model knows. Each reading keeps the features that weighed most

@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pydantic
 
-from stategym.errors import TrajectoryError
-from stategym.knobs import Knobs
-from stategym.protocol import JSON, Action, CallBatch, Say, ToolCall
-from stategym.provenance import Origin
-from stategym.tools import Effect
-from stategym.user import UserTurn
-from stategym.world import Charge
+from stategym.kernel.errors import TrajectoryError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import JSON, Action, CallBatch, Say, ToolCall
+from stategym.kernel.provenance import Origin
+from stategym.kernel.tools import Effect
+from stategym.kernel.user import UserTurn
+from stategym.kernel.world import Charge
 
 if TYPE_CHECKING:
-    from stategym.env import Env
+    from stategym.kernel.env import Env
 
 TRAJECTORY_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -357,7 +357,7 @@ def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
     The returned environment's ``state_key()`` equals ``trajectory.digest`` when the
     environment is deterministic (it is: this is tested for every domain).
     """
-    from stategym.env import Env
+    from stategym.kernel.env import Env
 
     env = env or Env(trajectory.domain, knobs=trajectory.knobs)
     env.reset(seed=trajectory.seed)
