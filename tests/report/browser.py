@@ -61,8 +61,12 @@ def render(page: Path, fragment: str = "") -> Rendered:
     return Rendered(done.stdout, console)
 
 
-def screenshot(page: Path, out: Path, fragment: str = "", size: str = "1300,2400") -> Path:
-    """A PNG of ``page`` at ``size`` (width,height)."""
+def screenshot(page: Path, out: Path, fragment: str = "", size: str = "1300,2400") -> int:
+    """Save a PNG of ``page`` at ``size`` (width,height) to ``out``; how many distinct
+    colours it has (a blank page has one or two)."""
+    from PIL import Image  # pillow comes with matplotlib
+
     url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
     _run(f"--window-size={size}", f"--screenshot={out}", url)
-    return out
+    with Image.open(out) as image:
+        return len(image.convert("RGB").getcolors(maxcolors=1 << 20) or ())

@@ -11,9 +11,9 @@ import pytest
 from stategym import Env
 from stategym.agents import resolve
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
-from stategym.rollout import run_episode
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import write_jsonl
+from stategym.rollout import run_episode
 
 PWN = "document.title='pwned'"
 HOSTILE_TEXTS = (

@@ -58,7 +58,8 @@ def test_the_only_code_is_the_reports_own_script(page: str) -> None:
     code = [text for attrs, text in census.scripts if attrs.get("type") != "application/json"]
     assert code == [SCRIPT]
     data = [attrs for attrs, _ in census.scripts if attrs.get("type") == "application/json"]
-    assert len(data) == 1 + 2 + 8  # the index, then one block per episode
+    # the index, one block per episode, one per task (travel seeds 0-3, shared by the runs)
+    assert len(data) == 1 + (2 + 8) + 4
     assert all(set(attrs) == {"type", "id"} for attrs in data)
 
 
@@ -97,5 +98,4 @@ def test_chromium_renders_the_hostile_episode_and_runs_none_of_it(
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in rendered.dom
     assert HOSTILE_AGENT.replace("<", "&lt;").replace(">", "&gt;") in rendered.dom
     assert "<img" not in rendered.dom and "<svg onload" not in rendered.dom
-    shot = screenshot(out, tmp_path / "hostile.png", "episode=0")
-    assert shot.stat().st_size > 10_000
+    assert screenshot(out, tmp_path / "hostile.png", "episode=0") > 20  # not a blank page

@@ -75,9 +75,11 @@ def test_the_viewer_gets_one_block_per_episode(page: str) -> None:
     index = json.loads(blocks["episode-index"])
     assert [e["n"] for e in index] == list(range(8 + 2))  # eval, then the protocol's
     first = json.loads(blocks["ep-0"])
-    assert first["task"]["request"] and first["rounds"][0]["i"] == 0
+    assert json.loads(blocks[first["task"]])["request"] and first["rounds"][0]["i"] == 0
     assert sum(r["reward"] for r in first["rounds"]) == pytest.approx(index[0]["R"], abs=1e-3)
-    kinds = {slot[1] for e in range(8) for slot in json.loads(blocks[f"ep-{e}"])["task"]["slots"]}
+    tasks = {json.loads(blocks[f"ep-{e}"])["task"] for e in range(10)}
+    assert tasks == {f"task-{k}" for k in range(4)}  # travel seeds 0-3, whoever played them
+    kinds = {slot[1] for t in tasks for slot in json.loads(blocks[t])["slots"]}
     assert "missing" in kinds
     harmful = [e for e in index if e["risk"] == "harmful"]
     assert all(e["R"] < 0 for e in harmful)
@@ -89,7 +91,7 @@ def test_the_viewer_limit_embeds_the_first_episodes_of_each_group(
     blocks = _blocks(build([runs["eval"]], Options(viewer_limit=1)))
     index = json.loads(blocks["episode-index"])
     assert [(e["agent"], e["seed"]) for e in index] == [("expert", 0), ("serial", 0)]
-    assert set(blocks) == {"episode-index", "ep-0", "ep-1"}
+    assert set(blocks) == {"episode-index", "ep-0", "ep-1", "task-0"}  # one task, seed 0
 
 
 def test_json_blocks_cannot_close_their_script() -> None:
@@ -151,6 +153,19 @@ def test_chromium_renders_tables_plots_and_an_opened_episode(
     assert "Episode 4: serial on travel seed 0" in dom
     assert len(re.findall(r'<div class="round (calls|say|invalid)">', dom)) >= 3
     assert 'class="call"' in dom and "Call graph: executed and gold" in dom
-    for name in ("overview.png", "viewer.png"):
-        shot = screenshot(out, tmp_path / name, "episode=4" if name == "viewer.png" else "")
-        assert shot.stat().st_size > 10_000
+    assert 'data-detail-top="' in dom  # where a cropped screenshot of the episode starts
+    for name, fragment in (("overview.png", ""), ("viewer.png", "episode=4")):
+        assert screenshot(out, tmp_path / name, fragment) > 20  # not a blank page
+
+
+def test_a_cut_last_line_is_named_and_the_log_left_as_it_is(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    run = tmp_path / "cut"
+    run.mkdir()
+    data = (runs["eval"] / "trajectories.jsonl").read_bytes()
+    cut = data + data.splitlines(keepends=True)[0][:50]  # an interrupted append
+    (run / "trajectories.jsonl").write_bytes(cut)
+    page = build([run], Options(resamples=10))
+    assert f"ignored {run / 'trajectories.jsonl'}:9, a cut last line" in page
+    assert (run / "trajectories.jsonl").read_bytes() == cut  # the report only reads

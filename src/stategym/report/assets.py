@@ -1,11 +1,12 @@
 """The report page's inline style sheet and viewer script (no file is fetched at view time).
 
-The script reads two kinds of data block: ``episode-index`` (one short entry per episode,
-what the filters and the list use) and ``ep-N`` (one episode's task and rounds, parsed only
-when it is opened), so a report of thousands of episodes opens quickly. It builds every
-element with ``createElement`` and puts every string in with ``textContent``: no data ever
-passes through ``innerHTML``, an attribute handler or a URL. ``#episode=N`` in the address
-opens episode ``N`` on load (links and the browser tests use it).
+The script reads three kinds of data block: ``episode-index`` (one short entry per episode,
+what the filters and the list use), ``ep-N`` (one episode's rounds) and ``task-K`` (the
+task an ``ep-N`` names), both parsed only when the episode is opened, so a report of
+thousands of episodes opens quickly. It builds every element with ``createElement`` and
+puts every string in with ``textContent``: no data ever passes through ``innerHTML``, an
+attribute handler or a URL. ``#episode=N`` in the address opens episode ``N`` on load
+(links and the browser tests use it).
 """
 
 from __future__ import annotations
@@ -261,6 +262,7 @@ SCRIPT = r"""
     var block = document.getElementById("ep-" + n);
     if (!entry || !block) { return; }
     var d = JSON.parse(block.textContent);
+    d.task = JSON.parse(document.getElementById(d.task).textContent);
     state.open = n;
     var view = field("detail");
     view.textContent = "";
@@ -303,7 +305,11 @@ SCRIPT = r"""
   options("f-risk", "risk");
   renderList();
   var wanted = /^#episode=(\d+)$/.exec(window.location.hash);
-  if (wanted) { openEpisode(parseInt(wanted[1], 10)); }
+  if (wanted) {
+    openEpisode(parseInt(wanted[1], 10));
+    // where the opened episode starts, for screenshots cropped to it (docs/report.md)
+    document.body.dataset.detailTop = String(Math.round(field("detail").offsetTop));
+  }
   document.body.dataset.viewer = "ready";
 })();
 """

@@ -1,7 +1,9 @@
 """What the trajectory viewer is given: plain JSON per episode, from its log and its task.
 
 Each episode has a short **index entry** (what the filters and the list read) and a
-**detail** object (the task and every round, read only when the episode is opened). Both
+**detail** object (every round, read only when the episode is opened), which names its
+task's **task view** (request, slots, constraints, gold graph), one per task however many
+agents played it. All three
 are plain data built from the trajectory, its scorecard and the regenerated task; nothing
 here is HTML, and every string from an agent or a model stays a JSON string for the page's
 script to put in the document as text (``textContent``), never as markup.
@@ -19,14 +21,14 @@ from typing import Any
 import orjson
 
 from stategym.kernel.knobs import Knobs
-from stategym.metrics.credit import Credit
-from stategym.metrics.events import Event, Kind
-from stategym.metrics.score import Scorecard
 from stategym.kernel.provenance import Origin
 from stategym.kernel.task import Event as TaskEvent
 from stategym.kernel.task import Task
-from stategym.topology.executed import executed_topology
 from stategym.kernel.trajectory import CallRecord, RoundRecord, Trajectory
+from stategym.metrics.credit import Credit
+from stategym.metrics.events import Event, Kind
+from stategym.metrics.score import Scorecard
+from stategym.topology.executed import NEXT, executed_topology
 
 MAX_TEXT = 2000
 """Characters kept of one tool result, model text or message."""
@@ -150,7 +152,7 @@ def _round(
     }
 
 
-def _task(task: Task) -> dict[str, Any]:
+def task_view(task: Task) -> dict[str, Any]:
     truth = task.truth
     return {
         "request": task.request.text,
@@ -179,14 +181,24 @@ def _task(task: Task) -> dict[str, Any]:
 def _executed(trajectory: Trajectory) -> dict[str, Any]:
     graph = executed_topology(trajectory)
     names = graph.names
+    edges = []
+    for a, b, kind in graph.graph.edges(data="label"):
+        # "next" joins every node of a round to every node of the next: the timeline shows
+        # the schedule already, and those edges grow with the square of the batch size
+        kept = "+".join(k for k in str(kind).split("+") if k != NEXT)
+        if kept:
+            edges.append([names[a], names[b], kept])
     return {
         "nodes": [[names[n], label] for n, label in graph.graph.nodes(data="label")],
-        "edges": [[names[a], names[b], kind] for a, b, kind in graph.graph.edges(data="label")],
+        "edges": edges,
     }
 
 
-def detail(trajectory: Trajectory, task: Task, card: Scorecard, credit: Credit) -> dict[str, Any]:
-    """Everything the viewer shows of one opened episode."""
+def detail(
+    trajectory: Trajectory, task: Task, card: Scorecard, credit: Credit, task_block: str
+) -> dict[str, Any]:
+    """Everything the viewer shows of one opened episode; its task is the block
+    ``task_block`` (:func:`task_view`), shared by every episode of that task."""
     by_round: dict[int, list[Event]] = {}
     for event in card.events:
         by_round.setdefault(event.round, []).append(event)
@@ -194,7 +206,7 @@ def detail(trajectory: Trajectory, task: Task, card: Scorecard, credit: Credit) 
     terminal = [e for e in card.events if e.round > last or e.round < 0]
     outcome = trajectory.outcome
     return {
-        "task": _task(task),
+        "task": task_block,
         "rounds": [_round(r, task, by_round.get(r.index, []), credit) for r in trajectory.rounds],
         "terminal": [_event(e) for e in terminal],
         "outcome": None

@@ -21,7 +21,7 @@ from stategym.topology.protocol import task_of
 
 from . import markup, plots
 from .assets import SCRIPT, STYLE
-from .episodes import detail, index_entry
+from .episodes import detail, index_entry, task_view
 from .runs import EpisodeRun, ProtocolRun, Run, TrainingRun, read_run
 
 DEFAULT_VIEWER_LIMIT = 100
@@ -126,6 +126,7 @@ def _protocol(run: ProtocolRun, key: str) -> str:
 def _viewer(scored: Sequence[_Scored], options: Options) -> tuple[str, list[str]]:
     entries: list[dict[str, object]] = []
     blocks: list[str] = []
+    tasks: dict[str, str] = {}  # task id -> its block's id
     for s in scored:
         taken: dict[tuple[str, str], int] = {}
         for trajectory, card in zip(s.run.trajectories, s.cards, strict=True):
@@ -135,8 +136,12 @@ def _viewer(scored: Sequence[_Scored], options: Options) -> tuple[str, list[str]
             taken[group] = taken.get(group, 0) + 1
             number = len(entries)
             task = task_of(trajectory)
+            if card.task_id not in tasks:
+                tasks[card.task_id] = f"task-{len(tasks)}"
+                blocks.append(markup.json_script(tasks[card.task_id], task_view(task)))
             entries.append(index_entry(number, trajectory, card))
-            data = detail(trajectory, task, card, credit(trajectory, task, card))
+            paid = credit(trajectory, task, card)
+            data = detail(trajectory, task, card, paid, tasks[card.task_id])
             blocks.append(markup.json_script(f"ep-{number}", data))
     total = sum(len(s.cards) for s in scored)
     note = (

@@ -104,7 +104,8 @@ def dimension_bars(rows: Sequence[Row], tag: str = "bars") -> str:
     domains = list(dict.fromkeys(r.domain for r in rows))
     agents = list(dict.fromkeys(r.agent for r in rows))
     with _style(tag):
-        figure = _figure(9.0, 2.6 * len(domains) + 0.6)
+        # wider with more agents, so each bar stays a few pixels wide
+        figure = _figure(min(18.0, 6.0 + 0.6 * len(agents)), 2.6 * len(domains) + 0.6)
         axes = figure.subplots(len(domains), 1, squeeze=False)[:, 0]
         width = 0.8 / max(len(agents), 1)
         for ax, domain in zip(axes, domains, strict=True):

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.rollout.log import read_log, refuse_duplicates
 from stategym.kernel.trajectory import Trajectory
+from stategym.rollout.log import read_log, refuse_duplicates
 
 TRAJECTORIES = "trajectories.jsonl"
 TRAIN_CONFIG = "config.json"
