@@ -69,8 +69,8 @@ def main(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from stategym.kernel.errors import UsageError
     from stategym.experiments.pending import NEEDS_TRAINING
+    from stategym.kernel.errors import UsageError
 
     if args.name in NEEDS_TRAINING:
         raise UsageError(NEEDS_TRAINING[args.name])
