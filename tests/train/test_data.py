@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from stategym import Env, run_episode
+from stategym.kernel.protocol import Action
+from stategym.kernel.trajectory import write_jsonl
 from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.llm.local import ChatTokenizer
-from stategym.kernel.protocol import Action
 from stategym.registry import get_domain
 from stategym.rendering import make_renderer, transcript
 from stategym.train.data import (
@@ -32,7 +33,6 @@ from stategym.train.data import (
 )
 from stategym.train.streams import demonstration
 from stategym.train.tasks import task_family
-from stategym.kernel.trajectory import write_jsonl
 
 FAMILY = task_family("ask-or-act")
 DOMAINS = ("travel", FAMILY.domain)

@@ -32,6 +32,7 @@ def lines(run: Path) -> list[dict]:
 
 def test_lock_step_rollouts_keep_the_sampled_tokens_and_every_credit_applies(sft_run: Path) -> None:
     from stategym.metrics.score import score
+    from stategym.train import mc
     from stategym.train.checkpoint import iteration_generator
     from stategym.train.group import Sampling, play
     from stategym.train.grpo import group_advantages, members
@@ -51,8 +52,9 @@ def test_lock_step_rollouts_keep_the_sampled_tokens_and_every_credit_applies(sft
                 assert record.model is not None and record.model.token_ids is not None
                 assert rollout.ids[start:end] == tuple(record.model.token_ids)
     cards = [score(r.trajectory, r.task) for r in rollouts]
+    values = mc.values(policy, rollouts, 3, 2, Sampling(1.0, 16, 1400), iteration_generator(0, 2))
     for credit in CREDITS:
-        per_round = group_advantages(replace(config, credit=credit), rollouts, cards)
+        per_round = group_advantages(replace(config, credit=credit), rollouts, cards, values)
         assert [len(a) for a in per_round] == [len(r.spans) for r in rollouts]
 
 

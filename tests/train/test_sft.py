@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 
 from conftest import SMALL
 from stategym.train.config import SFTConfig
-from stategym.train.sft import mixture, train
+from stategym.train.sft import demonstrations, train
 
 WEIGHTS = "model.safetensors"
 
@@ -22,10 +22,12 @@ def lines(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_mixture_shares_episodes_by_weight() -> None:
-    assert mixture("expert:3,oracle:1", 8) == [("expert", 6), ("oracle", 2)]
-    assert mixture("expert,oracle", 3) == [("expert", 2), ("oracle", 1)]
-    assert sum(n for _, n in mixture("a:1,b:1,c:1", 10)) == 10
+def test_a_family_schedules_the_demonstrations_knobs() -> None:
+    config = SFTConfig(family="ask-or-act", agents="expert", episodes=4, first_seed=10)
+    played = demonstrations(config)
+    assert [t.seed for t, _ in played] == [10, 11, 12, 13]
+    assert all(t.domain.startswith("synth:askgate") for t, _ in played)
+    assert [t.knobs.hidden_info for t, _ in played] == [True, False, True, False]
 
 
 def test_the_run_directory_holds_config_metrics_checkpoints_and_model(sft_run: Path) -> None:
@@ -44,7 +46,6 @@ def test_a_demonstration_carries_loss_on_the_assistant_turns_only(sft_run: Path)
     from stategym.rendering import make_renderer
     from stategym.rendering.base import logged_action, observation_of
     from stategym.train.policy import Policy
-    from stategym.train.sft import demonstrations
     from stategym.train.streams import demonstration, to_sample
 
     policy = Policy.load(sft_run / "model")

@@ -13,10 +13,10 @@ from train_fixtures import TinyChat, expert_stream
 
 from stategym import Env, run_episode
 from stategym.agents import resolve
+from stategym.kernel.trajectory import RoundKind
 from stategym.metrics.credit import credit
 from stategym.train.advantages import dense_advantages
 from stategym.train.masks import call_advantages, loss_mask, token_advantages
-from stategym.kernel.trajectory import RoundKind
 
 
 def _group_advantages():

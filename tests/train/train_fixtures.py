@@ -19,11 +19,11 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from stategym import Env, run_episode
 from stategym.agents import resolve
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RoundKind, Trajectory
 from stategym.rendering import make_renderer
 from stategym.rendering.base import Message, logged_action, observation_of
 from stategym.rendering.tokens import TokenStream, first_segment, observation_segment
-from stategym.kernel.task import Task
-from stategym.kernel.trajectory import RoundKind, Trajectory
 
 END = "<|end|>\n"
 

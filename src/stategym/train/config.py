@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-Credit = Literal["outcome", "composite", "dense", "gigpo"]
-CREDITS: tuple[Credit, ...] = ("outcome", "composite", "dense", "gigpo")
-"""The credit flags the loop implements (``mc``'s values exist in :mod:`.values`; sampling
-its continuations from restored snapshots is not wired into the loop yet)."""
+Credit = Literal["outcome", "composite", "dense", "gigpo", "mc"]
+CREDITS: tuple[Credit, ...] = ("outcome", "composite", "dense", "gigpo", "mc")
+"""The credit flags the loop implements."""
 Rendering = Literal["messages", "compact"]
 
 
@@ -34,6 +33,8 @@ class Common:
     """Domain (or synth:SPEC) the tasks come from."""
     knobs: str = "default"
     """Knobs of the training and evaluation tasks (Knobs.parse syntax)."""
+    family: str = ""
+    """Task family (ask-or-act, ...): its domain and per-seed knobs replace domain/knobs."""
     rendering: Rendering = "compact"
     """What the model reads: compact lines with handles, or OpenAI messages."""
     init: str = "tiny"
@@ -91,7 +92,7 @@ class GRPOConfig(Common):
     init: str = "runs/sft"
     """Start model: a model folder (an SFT run's checkpoint), tiny, or a Hugging Face id."""
     credit: Credit = "outcome"
-    """Credit assignment: outcome, composite, dense or gigpo."""
+    """Credit assignment: outcome, composite, dense, gigpo or mc."""
     norm: Literal["std", "none", "rloo"] = "std"
     """Group baseline: std (GRPO), none (Dr.GRPO) or rloo (leave-one-out)."""
     group: int = 8
@@ -112,6 +113,8 @@ class GRPOConfig(Common):
     """Sampling temperature of the rollouts."""
     gigpo_weight: float = 1.0
     """Weight of GiGPO's step-level term."""
+    mc_samples: int = 4
+    """mc: continuations sampled from each decision state (K)."""
     coarse_key: bool = False
     """GiGPO: group steps by the world digest alone (not the round index)."""
     guard_teacher: str = ""

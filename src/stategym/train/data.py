@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stategym.kernel.knobs import Knobs
-from stategym.rendering import RENDERINGS, make_renderer
-from stategym.rendering.tokens import ChatTemplate
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
+from stategym.rendering import RENDERINGS, make_renderer
+from stategym.rendering.tokens import ChatTemplate
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
+    from stategym.llm.local import ChatTokenizer
     from stategym.train.batching import Sample
     from stategym.train.policy import Chat
 
@@ -141,7 +142,7 @@ def run_demonstrations(run: Path) -> list[Demonstration]:
 
 def sequences(
     demonstrations: Iterable[Demonstration],
-    chat: ChatTemplate,
+    chat: ChatTemplate | ChatTokenizer,
     rendering: str,
     max_length: int | None = None,
 ) -> list[Sample]:

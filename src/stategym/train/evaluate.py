@@ -1,7 +1,8 @@
 """Held-out evaluation during training: the greedy policy on evaluation seeds.
 
 The tasks are seeds ``eval_seed .. eval_seed + eval_episodes - 1`` (far below the training
-seeds), played in one lock-step group at temperature 0, and summarised by
+seeds; with a ``family``, each seed's knobs from its schedule), played in one lock-step
+group at temperature 0, and summarised by
 :func:`stategym.train.runlog.episode_metrics`: the scorecard numbers ``stategym eval``
 averages. (``stategym eval --agents hf:RUN/model`` plays the same policy one episode at a
 time through the ``hf:`` agent, and so also scores the saved checkpoint.)
@@ -11,21 +12,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from stategym.kernel.knobs import Knobs
 from stategym.metrics.score import score
 from stategym.train.config import Config
 from stategym.train.group import Member, Sampling, play
 from stategym.train.policy import Policy
 from stategym.train.runlog import episode_metrics
+from stategym.train.tasks import setting
 
 
 def evaluate(policy: Policy, config: Config) -> dict[str, Any]:
     """The held-out metrics of the greedy policy."""
     from stategym.train.checkpoint import iteration_generator
 
-    knobs = Knobs.parse(config.knobs)
     seeds = range(config.eval_seed, config.eval_seed + config.eval_episodes)
-    members = [Member(config.domain, seed, knobs) for seed in seeds]
+    members = []
+    for seed in seeds:
+        domain, knobs = setting(config.family, config.domain, config.knobs, seed)
+        members.append(Member(domain, seed, knobs))
     sampling = Sampling(0.0, config.max_tokens, config.max_length, config.rendering)
     rollouts, _ = play(policy, members, sampling, iteration_generator(config.seed, 0, "eval"))
     cards = [score(r.trajectory, r.task) for r in rollouts]

@@ -27,15 +27,15 @@ from typing import Any
 from stategym.kernel.env import Env
 from stategym.kernel.errors import AgentStopped
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Action, Observation
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.llm.parse import parse
-from stategym.kernel.protocol import Action, Observation
 from stategym.rendering.tokens import TokenStream
 from stategym.rollout import Episode, adrive, drive
-from stategym.kernel.task import Task
 from stategym.train.policy import Generated, Policy
 from stategym.train.streams import demonstration
-from stategym.kernel.trajectory import Trajectory
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,10 @@ class Member:
         knobs: the task's knobs.
         sample: which of the task's episodes (seeds the agent's per-round seed).
         teacher: a scripted agent's name to play it ("" : the policy).
+        prefix: replies replayed as the first rounds before the policy samples (a
+            continuation from a logged state: the environment is deterministic given the
+            actions, so replaying them restores the state, and the agent's renderer and
+            token stream with it).
     """
 
     domain: str
@@ -55,6 +59,7 @@ class Member:
     knobs: Knobs
     sample: int = 0
     teacher: str = ""
+    prefix: tuple[Generated, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +161,13 @@ class _Batcher:
 class _MemberBackend:
     """One member's :class:`~stategym.llm.agent.Backend`: its requests go to the batcher."""
 
-    def __init__(self, batcher: _Batcher, index: int, env: Env) -> None:
+    def __init__(
+        self, batcher: _Batcher, index: int, env: Env, prefix: tuple[Generated, ...] = ()
+    ) -> None:
         self.batcher = batcher
         self.index = index
         self.env = env
+        self.prefix = prefix
         self.chat = batcher.policy.chat
         self.keys: list[str] = []
 
@@ -174,7 +182,10 @@ class _MemberBackend:
         if len(prompt) + self.batcher.sampling.max_tokens > self.batcher.sampling.max_length:
             raise AgentStopped(f"context_length: {len(prompt)} tokens in the episode")
         self.keys.append(self.env.state_key())
-        generated = await self.batcher.ask(self.index, tuple(prompt))
+        if turn.index < len(self.prefix):  # replayed: no batch waits on it
+            generated = self.prefix[turn.index]
+        else:
+            generated = await self.batcher.ask(self.index, tuple(prompt))
         stops = self.batcher.policy.stops
         text_ids = (
             generated.ids[:-1]
@@ -233,7 +244,7 @@ async def _play_learners(
         member = members[index]
         env = Env(member.domain, knobs=member.knobs)
         observation, _ = env.reset(seed=member.seed)
-        backend = _MemberBackend(batcher, index, env)
+        backend = _MemberBackend(batcher, index, env, member.prefix)
         agent = ChatAgent(
             "policy", backend, env.domain, env.task, sample=member.sample, rendering=rendering
         )

@@ -34,39 +34,51 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.knobs import Knobs
 from stategym.metrics.credit import credit as credit_of
 from stategym.metrics.score import score
 from stategym.train import advantages as adv
-from stategym.train import checkpoint, runlog
+from stategym.train import checkpoint, mc, runlog
+from stategym.train.calls import call_spans
 from stategym.train.config import GRPOConfig
 from stategym.train.evaluate import evaluate
 from stategym.train.group import Member, Rollout, Sampling, play
 from stategym.train.policy import Policy
+from stategym.train.tasks import setting
+from stategym.train.values import mc_advantages
 
 
 def members(config: GRPOConfig, iteration: int) -> list[Member]:
     """The iteration's episodes: ``tasks`` groups of ``group``, teachers last in a group."""
-    knobs = Knobs.parse(config.knobs)
     guard = 0
     if config.guard_teacher and config.guard_fraction > 0:
         guard = min(config.group, max(1, round(config.guard_fraction * config.group)))
     out = []
     for t in range(config.tasks):
         seed = config.first_seed + (iteration - 1) * config.tasks + t
+        domain, knobs = setting(config.family, config.domain, config.knobs, seed)
         for g in range(config.group):
             teacher = config.guard_teacher if g >= config.group - guard else ""
-            out.append(Member(config.domain, seed, knobs, sample=g, teacher=teacher))
+            out.append(Member(domain, seed, knobs, sample=g, teacher=teacher))
     return out
 
 
 def group_advantages(
-    config: GRPOConfig, group: Sequence[Rollout], cards: Sequence[Any]
+    config: GRPOConfig,
+    group: Sequence[Rollout],
+    cards: Sequence[Any],
+    values: Sequence[Sequence[float | None]] | None = None,
 ) -> adv.PerRound:
-    """Per-round advantages of one task's episodes under ``config.credit``."""
-    credits = [credit_of(r.trajectory, r.task) for r in group]
+    """Per-round advantages of one task's episodes under ``config.credit``.
+
+    ``values`` are ``mc``'s estimated ``V(s_t)`` per episode (:func:`stategym.train.mc.values`).
+    """
+    credits = [credit_of(r.trajectory, r.task, c) for r, c in zip(group, cards, strict=True)]
     lengths = [len(r.spans) for r in group]
     rewards = [c.rewards[:n] for c, n in zip(credits, lengths, strict=True)]
+    if config.credit == "mc":
+        if values is None:
+            raise UsageError("mc credit needs the continuations' values")
+        return mc_advantages(rewards, values)
     if config.credit == "outcome":
         successes = [c.outcome.goal_reached for c in cards]
         return adv.per_round(adv.outcome_advantages(successes, config.norm), lengths)
@@ -90,7 +102,7 @@ def update(
     policy: Policy, reference: Policy | None, optimiser: Any, samples: Sequence[Any],
     config: GRPOConfig, iteration: int,
 ) -> dict[str, float]:  # fmt: skip
-    """``updates`` passes of clipped-ratio minibatch steps; the last step's loss parts."""
+    """``updates`` passes of clipped-ratio minibatch steps; the loss parts' mean over the steps."""
     import torch
 
     from stategym.train.batching import collate, minibatches
@@ -107,7 +119,8 @@ def update(
         for chunk, lp in olds
         for i, row in zip(chunk, lp, strict=True)
     }
-    parts: dict[str, float] = {}
+    totals: dict[str, float] = {}
+    steps = 0
     policy.model.train()
     for epoch in range(config.updates):
         for chunk in minibatches(
@@ -141,33 +154,72 @@ def update(
                 "entropy": float(out.entropy.detach()),
                 "clipped": float(out.clipped),
             }
+            for name, value in parts.items():
+                totals[name] = totals.get(name, 0.0) + value
+            steps += 1
     policy.model.eval()
-    return parts
+    # the mean over every minibatch step of every pass: the last step alone is one
+    # minibatch's noise (and, with several passes, only the most off-policy one)
+    return {name: total / steps for name, total in totals.items()}
+
+
+def sample_of(
+    policy: Policy, rollout: Rollout, card: Any, advantages: Sequence[float], config: GRPOConfig
+) -> Any:
+    """The rollout as a training sample; with ``dense``/``gigpo`` a parallel round's calls
+    get their own shares (:func:`stategym.train.masks.token_advantages`)."""
+    from stategym.rendering.tokens import TokenStream
+    from stategym.train.streams import to_sample
+
+    stream = TokenStream(list(rollout.ids), list(rollout.mask), list(rollout.spans))
+    calls: list[tuple[tuple[int, int], ...]] | None = None
+    shares: list[tuple[float, ...]] | None = None
+    if config.credit in ("dense", "gigpo"):
+        paid = credit_of(rollout.trajectory, rollout.task, card).rounds
+        calls, shares = [], []
+
+        def decode(ids: list[int]) -> str:
+            return str(policy.tokenizer.decode(ids, skip_special_tokens=False))
+
+        for span, record, round_credit in zip(
+            rollout.spans, rollout.trajectory.rounds, paid, strict=False
+        ):
+            split = None
+            if len(record.calls) > 1:
+                split = call_spans(rollout.ids, span, len(record.calls), decode)
+            calls.append(split or ())
+            shares.append(round_credit.calls if split else ())
+    return to_sample(stream, advantages, rollout.logprobs, config.max_length, calls, shares)
 
 
 def iterate(
     policy: Policy, reference: Policy | None, optimiser: Any, config: GRPOConfig, iteration: int
 ) -> dict[str, Any]:
     """One iteration (module docstring): rollouts, scoring, advantages, updates."""
-    from stategym.rendering.tokens import TokenStream
-    from stategym.train.streams import to_sample
-
     started = time.perf_counter()
     sampling = Sampling(config.temperature, config.max_tokens, config.max_length, config.rendering)
     generator = checkpoint.iteration_generator(config.seed, iteration, "rollout")
     rollouts, timing = play(policy, members(config, iteration), sampling, generator)
     scoring = time.perf_counter()
     cards = [score(r.trajectory, r.task) for r in rollouts]
+    scored = time.perf_counter()
+    values: list[list[float | None]] | None = None
+    if config.credit == "mc":
+        values = mc.values(policy, rollouts, config.group, config.mc_samples, sampling, generator)
+    continuing = time.perf_counter() - scored
+    advantaged = time.perf_counter()
     samples = []
-    for g in range(config.tasks):
-        group = rollouts[g * config.group : (g + 1) * config.group]
+    for g in range(0, len(rollouts), config.group):
+        group = rollouts[g : g + config.group]
         per_round = group_advantages(
-            config, group, cards[g * config.group : (g + 1) * config.group]
-        )
-        for rollout, values in zip(group, per_round, strict=True):
-            stream = TokenStream(list(rollout.ids), list(rollout.mask), list(rollout.spans))
-            samples.append(to_sample(stream, values, rollout.logprobs, config.max_length))
-    scoring = time.perf_counter() - scoring
+            config, group, cards[g : g + config.group],
+            None if values is None else values[g : g + config.group],
+        )  # fmt: skip
+        for rollout, card, advantages in zip(group, cards[g : g + config.group], per_round,
+                                             strict=True):  # fmt: skip
+            samples.append(sample_of(policy, rollout, card, advantages, config))
+    # scoring's share: the scorecards, the credit and the advantages (not the continuations)
+    scoring = (scored - scoring) + (time.perf_counter() - advantaged)
     backward = time.perf_counter()
     parts = update(policy, reference, optimiser, samples, config, iteration)
     backward = time.perf_counter() - backward
@@ -187,6 +239,7 @@ def iterate(
         "generation": round(timing.generation / total, 4),
         "environment": round(timing.environment / total, 4),
         "scoring": round(scoring / total, 4),
+        "continuations": round(continuing / total, 4),
         "backward": round(backward / total, 4),
     }
     return line

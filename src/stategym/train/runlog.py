@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RoundKind, Trajectory
 from stategym.metrics.gold import gold_of
 from stategym.metrics.litmus import litmus
 from stategym.metrics.score import Scorecard
-from stategym.kernel.task import Task
 from stategym.train.config import Config, to_json
-from stategym.kernel.trajectory import RoundKind, Trajectory
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"

@@ -1,12 +1,13 @@
 """Supervised fine-tuning on demonstrations, top to bottom (``stategym train sft``).
 
-1. Demonstrations: scripted agents (``expert``, the privileged ``oracle``, any styled agent,
-   or a weighted mixture ``expert:3,oracle:1``) play ``episodes`` training tasks (seeds from
-   ``first_seed``), or a run directory's logged episodes are read (``run:DIR``). Each is laid
-   out as the token stream a policy playing it would have made
+1. Demonstrations (:mod:`stategym.train.data`): scripted agents (``expert``, the privileged
+   ``oracle``, any styled agent, or a weighted mixture ``expert:3,oracle:1`` dealt to the
+   seeds by a seeded shuffle) play ``episodes`` training tasks (seeds from ``first_seed``,
+   knobs from ``family``'s schedule when set), or a run directory's logged episodes are read
+   (``run:DIR``). Each is laid out as the token stream a policy playing it would have made
    (:func:`stategym.train.streams.demonstration`): loss only on the assistant turns.
 2. Policy: ``tiny`` builds the from-scratch model, its tokenizer trained on these episodes
-   in the run's rendering; otherwise a model folder or a Hugging Face id.
+   in both renderings; otherwise a model folder or a Hugging Face id.
 3. Steps: each iteration draws ``batch_size`` episodes (a generator seeded by the run's seed
    and the iteration) and takes one AdamW step on the mean negative log-likelihood of
    their loss tokens.
@@ -22,72 +23,38 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.train import checkpoint, runlog
+from stategym.train import checkpoint, data, runlog
 from stategym.train.config import SFTConfig
+from stategym.train.data import Demonstration
 from stategym.train.evaluate import evaluate
 from stategym.train.policy import Policy, TinySize, build_tiny
-from stategym.train.streams import demonstration, episode_chat, to_sample
-from stategym.kernel.trajectory import Trajectory
+from stategym.train.tasks import setting
 
 
-def mixture(spec: str, episodes: int) -> list[tuple[str, int]]:
-    """``NAME[:W],...`` as (agent, episodes) pairs, episodes shared by weight (largest
-    remainder, ties to the earlier agent).
+def demonstrations(config: SFTConfig) -> list[Demonstration]:
+    """The (trajectory, task) pairs to learn from (:mod:`stategym.train.data`).
 
-    >>> mixture("expert:3,oracle:1", 8)
-    [('expert', 6), ('oracle', 2)]
+    ``run:DIR`` reads a run's log; otherwise the mixture ``agents`` plays ``episodes``
+    task seeds from ``first_seed``, dealt to the agents by a shuffle seeded by ``seed``,
+    each with its knobs (the family's schedule when ``family`` is set).
     """
-    pairs = []
-    for item in spec.split(","):
-        name, _, weight = item.strip().partition(":")
-        pairs.append((name, float(weight) if weight else 1.0))
-    total = sum(w for _, w in pairs)
-    if not pairs or total <= 0 or any(w < 0 for _, w in pairs):
-        raise UsageError(f"bad agent mixture {spec!r}; use NAME[:WEIGHT],...")
-    exact = [episodes * w / total for _, w in pairs]
-    counts = [int(x) for x in exact]
-    order = sorted(range(len(pairs)), key=lambda i: (-(exact[i] - counts[i]), i))
-    for i in order[: episodes - sum(counts)]:
-        counts[i] += 1
-    return [(name, n) for (name, _), n in zip(pairs, counts, strict=True)]
-
-
-def demonstrations(config: SFTConfig) -> list[tuple[Trajectory, Any]]:
-    """The (trajectory, task) pairs to learn from."""
-    from stategym.agents import resolve
-    from stategym.kernel.env import Env
-    from stategym.kernel.knobs import Knobs
-    from stategym.registry import cached_task
-    from stategym.rollout import load_log, run_episode
-
     if config.agents.startswith("run:"):
-        log = load_log(Path(config.agents[4:]) / "trajectories.jsonl")
-        return [(t, cached_task(t.domain, t.seed, t.knobs)) for t in log.trajectories]
-    env = Env(config.domain, knobs=Knobs.parse(config.knobs))
-    out = []
-    seed = config.first_seed
-    for name, count in mixture(config.agents, config.episodes):
-        factory = resolve(env.domain, name)
-        for _ in range(count):
-            out.append((run_episode(env, factory, seed), env.task))
-            seed += 1
-    return out
+        return data.run_demonstrations(Path(config.agents[4:]))
+    seeds = range(config.first_seed, config.first_seed + config.episodes)
+    schedule = {s: setting(config.family, config.domain, config.knobs, s) for s in seeds}
+    domains = {domain for domain, _ in schedule.values()}
+    if len(domains) != 1:  # a family or a domain: one domain either way
+        raise UsageError(f"demonstrations from several domains {sorted(domains)}")
+    knobs = {s: k for s, (_, k) in schedule.items()}
+    return data.play_demonstrations(domains.pop(), config.agents, seeds, knobs, seed=config.seed)
 
 
-def make_policy(config: SFTConfig, episodes: Sequence[tuple[Trajectory, Any]]) -> Policy:
-    """The start policy: resumed, built from scratch, or loaded."""
-    from stategym.registry import get_domain
-    from stategym.rendering import make_renderer
-
+def make_policy(config: SFTConfig, episodes: Sequence[Demonstration]) -> Policy:
+    """The start policy: built from scratch (its tokenizer trained on the episodes in both
+    renderings, :func:`stategym.train.data.tokenizer_chats`) or loaded."""
     if config.init == "tiny":
-        chats = []
-        for trajectory, task in episodes:
-            renderer = make_renderer(
-                get_domain(trajectory.domain), trajectory.knobs, config.rendering
-            )
-            chats.append(episode_chat(trajectory, task, renderer))
         size = TinySize(config.tiny_vocab, config.tiny_width, 2, 4, 3 * config.tiny_width)
-        return build_tiny(chats, config.seed, size)
+        return build_tiny(data.tokenizer_chats(episodes), config.seed, size)
     return Policy.load(checkpoint.model_source(config.init), dtype=config.dtype)
 
 
@@ -107,12 +74,7 @@ def train(config: SFTConfig) -> Path:
         runlog.truncate_metrics(run, 0)
     policy.model.to(config.device)
     policy.device = config.device
-    samples = [
-        to_sample(
-            demonstration(t, task, policy.chat, config.rendering), max_length=config.max_length
-        )
-        for t, task in episodes
-    ]
+    samples = data.sequences(episodes, policy.chat, config.rendering, config.max_length)
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
         checkpoint.restore_optimiser(resume, optimiser)
@@ -173,4 +135,4 @@ def step(
     }
 
 
-__all__ = ["demonstrations", "make_policy", "mixture", "step", "train"]
+__all__ = ["demonstrations", "make_policy", "step", "train"]

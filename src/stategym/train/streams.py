@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 from stategym.llm.local import ChatTokenizer
 from stategym.rendering import make_renderer
 from stategym.rendering.base import Message, Renderer, logged_action, observation_of
@@ -25,11 +27,9 @@ from stategym.rendering.tokens import (
     first_segment,
     observation_segment,
 )
-from stategym.kernel.task import Task
 from stategym.train.batching import Sample
-from stategym.train.masks import loss_mask
+from stategym.train.masks import loss_mask, token_advantages
 from stategym.train.policy import Chat
-from stategym.kernel.trajectory import Trajectory
 
 _BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 
@@ -85,6 +85,8 @@ def to_sample(
     advantages: Sequence[float] | None = None,
     logprobs: Sequence[float] | None = None,
     max_length: int | None = None,
+    calls: Sequence[Sequence[tuple[int, int]]] | None = None,
+    shares: Sequence[Sequence[float]] | None = None,
 ) -> Sample:
     """A training sample: loss on the policy's tokens, round ``t``'s advantage on its span.
 
@@ -93,15 +95,22 @@ def to_sample(
         advantages: ``(T,)`` per round (``None``: 1 everywhere, as SFT weighs tokens).
         logprobs: ``(L,)`` the sampling log-probabilities (``None``: zeros).
         max_length: cut the stream to this many tokens (rounds past the cut carry nothing).
+        calls: per-call credit: ``T`` sequences of each round's call spans (empty: the
+            round is not split), with ``shares`` (:func:`~stategym.train.masks.token_advantages`).
+        shares: ``T`` sequences of the rounds' call shares, matching ``calls``.
     """
     length = len(stream.ids) if max_length is None else min(len(stream.ids), max_length)
     letters = "".join(stream.mask[:length])
-    spans = [(min(a, length), min(b, length)) for a, b in stream.spans]
+
+    def cut(span: tuple[int, int]) -> tuple[int, int]:
+        return min(span[0], length), min(span[1], length)
+
+    spans = [cut(span) for span in stream.spans]
     mask = loss_mask(letters, spans)
     per_round = [1.0] * len(spans) if advantages is None else list(advantages)
-    values = [0.0] * length
-    for (start, end), advantage in zip(spans, per_round, strict=True):
-        values[start:end] = [advantage] * (end - start)
+    if calls is not None:
+        calls = [[cut(c) for c in round_calls] for round_calls in calls]
+    values = token_advantages(length, spans, per_round, calls, shares)
     sampled = [0.0] * length if logprobs is None else list(logprobs[:length])
     return Sample(tuple(stream.ids[:length]), mask, tuple(values), tuple(sampled))
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stategym.kernel.knobs import Knobs
-from stategym.rollout import EpisodeSpec, episode_specs
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
+from stategym.rollout import EpisodeSpec, episode_specs
 
 TRAIN_SEED = 1_000_000
 """First training seed of a family (evaluation uses seeds from 0, far below)."""
@@ -95,6 +95,21 @@ FAMILIES: Mapping[str, TaskFamily] = {
     "ask-or-act-heldout": TaskFamily("ask-or-act-heldout", "synth:askgate2", _EASY, first_seed=0),
 }
 """The families :func:`task_family` knows (see the module docstring)."""
+
+
+def setting(family: str, domain: str, knobs: str, seed: int) -> tuple[str, Knobs]:
+    """The domain and knobs of task ``seed`` for a trainer's settings.
+
+    With a family, its domain and its schedule (``family.knobs(seed)``); otherwise
+    ``domain`` and ``knobs`` parsed (the same for every seed).
+
+    >>> setting("ask-or-act", "travel", "default", 3)[1].hidden_info
+    False
+    """
+    if family:
+        chosen = task_family(family)
+        return chosen.domain, chosen.knobs(seed)
+    return domain, Knobs.parse(knobs)
 
 
 def task_family(name: str) -> TaskFamily:
@@ -166,5 +181,6 @@ __all__ = [
     "TaskFamily",
     "behaviour",
     "measure",
+    "setting",
     "task_family",
 ]
