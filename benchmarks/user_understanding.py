@@ -10,6 +10,10 @@ and get an answer saying what the user can tell; "unclear" messages must reach n
     python benchmarks/user_understanding.py            # the table
     python benchmarks/user_understanding.py --misses   # also every question not understood
     python benchmarks/user_understanding.py --json out.json
+    python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions_v2.json
+
+``--fixture`` measures another set of the same structure; ``heldout_questions_v2.json`` is the
+second, blind set, written after the matcher was tuned on the first.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from stategym import Knobs
-from stategym.registry import get_domain
 from stategym.kernel.user import SimulatedUser, UserTurn
+from stategym.registry import get_domain
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions.json"
 SYNTHETIC = "synth:chain2+askgate3+conflict"
@@ -154,8 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--misses", action="store_true", help="list every question missed")
     parser.add_argument("--json", type=Path, help="also write the tallies here")
+    parser.add_argument(
+        "--fixture", type=Path, default=FIXTURE, help="the held-out questions to measure"
+    )
     args = parser.parse_args(argv)
-    results = measure(json.loads(FIXTURE.read_text()))
+    results = measure(json.loads(args.fixture.read_text()))
     print(report(results, args.misses))
     if args.json:
         data = {d: {r: asdict(t) for r, t in rows.items()} for d, rows in results.items()}
