@@ -39,8 +39,8 @@ from stategym.agents import scripted
 from stategym.kernel.domain import Domain
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import Action, CallBatch, action_to_message
-from stategym.registry import all_domains, cached_task, get_domain
 from stategym.kernel.task import Task
+from stategym.registry import all_domains, cached_task, get_domain
 from timing import CLOCKS, quiet_gc
 
 clock = CLOCKS["cpu"]

@@ -42,14 +42,14 @@ import orjson
 
 from stategym.agents import agent_names, scripted
 from stategym.kernel.env import Env
-from stategym.metrics import dense_reward, score
-from stategym.metrics.taskset import MIXED
 from stategym.kernel.protocol import FINISH, Action, CallBatch, ToolCall
-from stategym.registry import all_domains, cached_task, get_domain
-from stategym.runner import run_episode
 from stategym.kernel.task import Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Trajectory, dumps, loads
+from stategym.metrics import dense_reward, score
+from stategym.metrics.taskset import MIXED
+from stategym.registry import all_domains, cached_task, get_domain
+from stategym.runner import run_episode
 from timing import CLOCKS, quiet_gc
 
 TARGET = 2000.0

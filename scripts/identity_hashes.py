@@ -27,10 +27,10 @@ from pathlib import Path
 from stategym.agents import resolve
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import dumps
 from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
 from stategym.runner import run_episode
-from stategym.kernel.trajectory import dumps
 
 AGENTS = ("expert", "serial", "random")
 SYNTHETIC = ("synth:chain2+fanout3+askgate+verifycommit", "synth:chain1+askgate+conflict")

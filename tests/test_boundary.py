@@ -19,10 +19,9 @@ import pytest
 import stategym  # noqa: F401  (registers the Gymnasium ids)
 from stategym import CallBatch, Env, Knobs, Say, ToolCall, call, calls
 from stategym.agents import scripted
+from stategym.gym import StateGymEnv, encode_messages
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import AgentFormatError
-from stategym.gym import StateGymEnv, encode_messages
-from stategym.metrics import score
 from stategym.kernel.protocol import (
     CUT,
     INT_RANGE,
@@ -37,9 +36,10 @@ from stategym.kernel.protocol import (
     decode_json,
     to_json,
 )
-from stategym.runner import run_episode
 from stategym.kernel.trajectory import dumps, loads, read_jsonl, replay, write_jsonl
 from stategym.kernel.validation import NOT_RUN
+from stategym.metrics import score
+from stategym.runner import run_episode
 
 
 def _nested(depth: int, leaf: Any = 0) -> Any:

@@ -14,9 +14,9 @@ import stategym.rollout
 from stategym import __version__, store
 from stategym.cli import COMMANDS, main
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import loads, read_jsonl, replay
 from stategym.rundir import RunDir
 from stategym.summary import summarise
-from stategym.kernel.trajectory import loads, read_jsonl, replay
 
 
 @pytest.fixture(autouse=True)

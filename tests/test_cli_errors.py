@@ -314,8 +314,8 @@ def test_one_flag_convention() -> None:
 
 def test_run_accepts_the_eval_knob_mix() -> None:
     assert main(["run", "--out", "runs/m", "--episodes", "3", "--knobs", "mixed"]) == 0
-    from stategym.metrics.taskset import MIXED
     from stategym.kernel.trajectory import read_jsonl
+    from stategym.metrics.taskset import MIXED
 
     knobs = [t.knobs for t in read_jsonl(Path("runs/m/trajectories.jsonl"))]
     assert knobs == [MIXED[s % len(MIXED)] for s in range(3)]

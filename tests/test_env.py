@@ -18,10 +18,10 @@ from stategym.kernel.domain import Domain
 from stategym.kernel.env import GIVE_UP_AFTER, USER_LATENCY
 from stategym.kernel.errors import UnknownDomainError
 from stategym.kernel.protocol import Action, action_to_message
-from stategym.runner import run_episode
 from stategym.kernel.task import EventKind
 from stategym.kernel.tools import Tool
 from stategym.kernel.trajectory import dumps, replay
+from stategym.runner import run_episode
 
 AGENTS = ("expert", "oracle", "serial", "random")
 KNOB_SETS = (Knobs(), Knobs.all_off(), Knobs(dynamics=False, hidden_info=False))

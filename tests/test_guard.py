@@ -8,9 +8,9 @@ from stategym import Env, run_episode
 from stategym.agents import resolve
 from stategym.agents.guard import draw, guard_probability, must_ask, skipped
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import Trajectory
 from stategym.metrics.score import score
 from stategym.registry import all_domains, cached_task
-from stategym.kernel.trajectory import Trajectory
 
 DOMAINS = [*all_domains(), "synth:askgate3+conflict"]
 SEEDS = range(6)

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import stategym
 from stategym import Env, Knobs
 from stategym.agents import scripted
-from stategym.kernel.domain import Domain
 from stategym.gym import CHARSET, MAX_OBSERVATION, StateGymEnv, encode_messages, register_envs
+from stategym.kernel.domain import Domain
 from stategym.kernel.protocol import Observation, action_to_message
 from stategym.runner import run_episode
 

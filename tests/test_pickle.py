@@ -20,8 +20,8 @@ from stategym.kernel.env import Env
 from stategym.kernel.errors import StateGymError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import Action, Observation
-from stategym.registry import DOMAINS, get_domain
 from stategym.kernel.trajectory import dumps
+from stategym.registry import DOMAINS, get_domain
 
 SYNTHETIC = ("synth:chain2+fanout3+askgate+verifycommit", "synth:chain1+askgate+conflict")
 NAMES = (*DOMAINS, *SYNTHETIC)

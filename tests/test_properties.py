@@ -31,7 +31,6 @@ from stategym.agents import agent_names, scripted
 from stategym.kernel.domain import Domain
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import Observation
-from stategym.registry import all_domains
 from stategym.kernel.task import EventKind
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import (
@@ -43,6 +42,7 @@ from stategym.kernel.trajectory import (
     replay,
     write_jsonl,
 )
+from stategym.registry import all_domains
 from strategies import Pool, agent_steps, knobs, question_phrases, styles
 
 DOMAIN_NAMES = sorted(all_domains())

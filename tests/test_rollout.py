@@ -16,6 +16,8 @@ from stategym.cli import main
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import Action, Observation, Say
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import dumps
 from stategym.registry import get_domain
 from stategym.rollout import (
     Agents,
@@ -30,8 +32,6 @@ from stategym.rollout import (
     trajectory_key,
 )
 from stategym.runner import run_episode
-from stategym.kernel.task import Task
-from stategym.kernel.trajectory import dumps
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,10 @@ from stategym import store
 from stategym.cli import build_parser, main
 from stategym.commands import run as run_command
 from stategym.kernel.errors import UsageError
+from stategym.kernel.trajectory import loads
 from stategym.metrics import score
 from stategym.rundir import RunDir
 from stategym.summary import summarise_quality
-from stategym.kernel.trajectory import loads
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from stategym import CallBatch, Env, Observation, call
 from stategym.kernel.errors import AgentStopped
 from stategym.kernel.protocol import Action
-from stategym.runner import play, run_episode
 from stategym.kernel.task import Task
+from stategym.runner import play, run_episode
 
 
 class StopsAfterOneRound:

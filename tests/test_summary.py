@@ -9,8 +9,6 @@ import pytest
 
 from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
-from stategym.rundir import RunDir, load_log, read_log, seed_ranges
-from stategym.summary import summarise, summarise_quality
 from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     CallRecord,
@@ -21,6 +19,8 @@ from stategym.kernel.trajectory import (
     dumps,
     write_jsonl,
 )
+from stategym.rundir import RunDir, load_log, read_log, seed_ranges
+from stategym.summary import summarise, summarise_quality
 
 
 def episode(seed: int, outcome: Outcome | None, rounds: tuple[RoundRecord, ...] = ()) -> Trajectory:

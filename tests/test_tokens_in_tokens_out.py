@@ -19,6 +19,7 @@ import pytest
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import CallBatch, Trajectory
 from stategym.llm import LLMAgentFactory
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.parse import parse
@@ -26,7 +27,6 @@ from stategym.registry import all_domains, get_domain
 from stategym.rendering.tokens import OBSERVATION, POLICY, USER
 from stategym.rollout import FixedAgent, episode_specs, play_in_order
 from stategym.runner import run_episode
-from stategym.kernel.trajectory import CallBatch, Trajectory
 
 DOMAINS = [*all_domains(), "synth:chain2+fanout3+askgate+verifycommit"]
 _PIECE = re.compile(r"<\|[a-z_]+\|>|\d|\w+|\s|[^\w\s]")

@@ -11,10 +11,7 @@ from stategym import Env, Knobs
 from stategym.agents import scripted
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import TrajectoryError
-from stategym.metrics import score
 from stategym.kernel.protocol import CallBatch
-from stategym.registry import cached_task
-from stategym.runner import run_episodes
 from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     ModelTurn,
@@ -29,6 +26,9 @@ from stategym.kernel.trajectory import (
     summarise_rounds,
     write_jsonl,
 )
+from stategym.metrics import score
+from stategym.registry import cached_task
+from stategym.runner import run_episodes
 
 
 def _mixed(domain: Domain, count: int = 8) -> list[Trajectory]:

@@ -13,11 +13,11 @@ from types import ModuleType
 
 import pytest
 
-from stategym.registry import get_domain
 from stategym.kernel.understanding import CHOICE, OVERVIEW, PRIORITIES, Matcher, matcher_for
 from stategym.kernel.understanding.answers import match_answer, normalise_answer
 from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
+from stategym.registry import get_domain
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())

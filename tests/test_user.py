@@ -12,11 +12,11 @@ import pytest
 from stategym import Env, Knobs, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
-from stategym.metrics.score import score
 from stategym.kernel.protocol import Action, Observation, Say
-from stategym.registry import all_domains, get_domain
 from stategym.kernel.task import SlotKind, Task
 from stategym.kernel.user import SimulatedUser, normalise
+from stategym.metrics.score import score
+from stategym.registry import all_domains, get_domain
 
 PARAPHRASES: dict[str, tuple[str, ...]] = {
     "budget": (

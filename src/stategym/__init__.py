@@ -4,14 +4,14 @@ agentic RL."""
 from __future__ import annotations
 
 from stategym import registry as _registry
+from stategym.gym import register_envs as _register_envs
 from stategym.kernel.domain import use_registry as _use_registry
 from stategym.kernel.env import Env
 from stategym.kernel.errors import AgentFormatError, StateGymError, ToolError
-from stategym.gym import register_envs as _register_envs
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, StepResult, ToolCall, call, calls
-from stategym.runner import run_episode
 from stategym.kernel.trajectory import Trajectory, replay
+from stategym.runner import run_episode
 
 __version__ = "0.1.0"
 

@@ -26,10 +26,10 @@ from typing import Any, Literal
 import orjson
 
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import Trajectory, write_jsonl
 from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
 from stategym.rollout.spec import IDENTITY_TAGS, trajectory_key
 from stategym.summary import QualitySummary, RunSummary
-from stategym.kernel.trajectory import Trajectory, write_jsonl
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"

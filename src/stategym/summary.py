@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stategym.kernel.trajectory import Trajectory, summarise_rounds
 from stategym.metrics.dimensions import DECLARED, LABELS
 from stategym.tables import Grid
-from stategym.kernel.trajectory import Trajectory, summarise_rounds
 
 if TYPE_CHECKING:
     from stategym.metrics.score import Scorecard

@@ -12,11 +12,11 @@ from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
 from stategym.domains.bank.tools import QUOTE_TICKS
 from stategym.domains.bank.world import PAYEE_ACCOUNT, parse_route
-from stategym.metrics.score import score
-from stategym.registry import get_domain
 from stategym.kernel.task import EdgeKind, SlotKind, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Trajectory
+from stategym.metrics.score import score
+from stategym.registry import get_domain
 
 DOMAIN = get_domain("bank")
 

@@ -11,11 +11,11 @@ import pytest
 from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
 from stategym.domains.cloud.world import DATA_LOSS
-from stategym.metrics.score import score
-from stategym.registry import get_domain
 from stategym.kernel.task import EdgeKind, EventKind, SlotKind
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Trajectory
+from stategym.metrics.score import score
+from stategym.registry import get_domain
 
 DOMAIN = get_domain("cloud")
 

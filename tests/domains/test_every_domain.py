@@ -27,12 +27,12 @@ from stategym.domains.lookup.expert import QUESTIONS as LOOKUP_QUESTIONS
 from stategym.domains.meetings.expert import QUESTIONS as MEETINGS_QUESTIONS
 from stategym.domains.shop.expert import QUESTIONS as SHOP_QUESTIONS
 from stategym.domains.travel.expert import QUESTIONS as TRAVEL_QUESTIONS
-from stategym.metrics.score import score
-from stategym.registry import all_domains
 from stategym.kernel.task import EdgeKind, SlotKind, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import RoundKind, Trajectory, dumps
 from stategym.kernel.user import SimulatedUser, normalise
+from stategym.metrics.score import score
+from stategym.registry import all_domains
 
 DOMAINS = sorted(all_domains())
 COMMITTING = [name for name in DOMAINS if not all_domains()[name].read_only]

@@ -13,12 +13,12 @@ import pytest
 from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
 from stategym.domains.lookup.tools import search
-from stategym.metrics.score import score
 from stategym.kernel.protocol import Say
-from stategym.registry import get_domain
 from stategym.kernel.task import EdgeKind, SlotKind
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Trajectory
+from stategym.metrics.score import score
+from stategym.registry import get_domain
 
 DOMAIN = get_domain("lookup")
 KNOB_VARIANTS = (

@@ -11,9 +11,9 @@ import pytest
 from stategym import Env, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
-from stategym.metrics.score import score
 from stategym.kernel.protocol import Action, CallBatch, Observation, ToolCall
 from stategym.kernel.task import Task
+from stategym.metrics.score import score
 
 
 class _Rewording:

@@ -28,10 +28,10 @@ from stategym.domains.meetings.timegrid import (
     options,
 )
 from stategym.domains.meetings.tools import ROOM_RATE
-from stategym.registry import cached_task, get_domain
 from stategym.kernel.task import EventKind, SlotKind, Task
 from stategym.kernel.user import SimulatedUser
 from stategym.kernel.world import USER_ACCOUNT
+from stategym.registry import cached_task, get_domain
 
 DOMAIN = get_domain("meetings")
 

@@ -43,7 +43,6 @@ from stategym.generation import (
 )
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall, ToolResult, call
-from stategym.registry import get_domain
 from stategym.kernel.task import (
     Constraint,
     ConstraintKind,
@@ -53,6 +52,7 @@ from stategym.kernel.task import (
     Value,
     final_values,
 )
+from stategym.registry import get_domain
 
 
 def test_the_generation_docstring_examples_hold() -> None:

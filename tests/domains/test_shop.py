@@ -10,8 +10,8 @@ import pytest
 
 from stategym import Env, Knobs, call, calls
 from stategym.domains.shop.tools import CART_TICKS, RESTOCKING_PCT
-from stategym.registry import get_domain
 from stategym.kernel.task import EdgeKind, SlotKind
+from stategym.registry import get_domain
 
 DOMAIN = get_domain("shop")
 

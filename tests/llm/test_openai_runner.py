@@ -12,13 +12,13 @@ pytest.importorskip("openai")
 from llm_fixtures import completion, http, round_of
 
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import RoundKind, Usage, read_jsonl
 from stategym.llm import agent_factory
 from stategym.llm.prompt import PROMPT_VERSION
 from stategym.llm.runner import Clock, run_many
 from stategym.registry import get_domain
 from stategym.rollout import trajectory_key
 from stategym.runner import run_episode
-from stategym.kernel.trajectory import RoundKind, Usage, read_jsonl
 
 TRAVEL = get_domain("travel")
 LOOKUPS = [("get_profile", "{}"), ("get_travel_policy", "{}")]

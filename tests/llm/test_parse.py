@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym.kernel.env import Env
-from stategym.llm.parse import REPAIRED, UNCLOSED, Parsed, ParsedCall, parse
 from stategym.kernel.protocol import CallBatch, Say, action_from_message
 from stategym.kernel.trajectory import dumps, loads
+from stategym.llm.parse import REPAIRED, UNCLOSED, Parsed, ParsedCall, parse
 
 
 def parse_message(call: ParsedCall) -> dict[str, Any]:

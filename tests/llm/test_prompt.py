@@ -7,6 +7,8 @@ import pytest
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import action_to_message
+from stategym.kernel.trajectory import Trajectory
 from stategym.llm import agent_factory, expert_demonstrations
 from stategym.llm.prompt import (
     PROMPT_VERSION,
@@ -16,9 +18,7 @@ from stategym.llm.prompt import (
     system_prompt,
     transcript,
 )
-from stategym.kernel.protocol import action_to_message
 from stategym.registry import all_domains, get_domain
-from stategym.kernel.trajectory import Trajectory
 
 TRAVEL = get_domain("travel")
 

@@ -16,6 +16,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("openai")
 
+from stategym.kernel.trajectory import Trajectory, replay
 from stategym.llm import agent_factory
 from stategym.llm.calls import call_stats
 from stategym.llm.local import LocalModel, Sampling
@@ -24,7 +25,6 @@ from stategym.llm.runner import run_many
 from stategym.llm.serve import BackgroundServer
 from stategym.llm.tiny import RECIPE_FILE
 from stategym.registry import get_domain
-from stategym.kernel.trajectory import Trajectory, replay
 
 TRAVEL = get_domain("travel")
 HELD_OUT = [0, 1]

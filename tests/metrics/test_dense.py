@@ -17,12 +17,12 @@ import pytest
 
 from stategym.agents import scripted
 from stategym.kernel.env import Env
+from stategym.kernel.protocol import FINISH, MAX_CALLS, CallBatch, ToolCall
+from stategym.kernel.trajectory import RoundKind
 from stategym.metrics import dense_reward, score
 from stategym.metrics.trace import Trace
-from stategym.kernel.protocol import FINISH, MAX_CALLS, CallBatch, ToolCall
 from stategym.registry import all_domains, get_domain
 from stategym.runner import run_episode
-from stategym.kernel.trajectory import RoundKind
 
 STATEFUL = [n for n in sorted(all_domains()) if not get_domain(n).read_only]
 

@@ -23,11 +23,11 @@ import pytest
 
 from stategym.agents import ADVERSARIES, PATHOLOGICAL, scripted
 from stategym.kernel.env import Env
+from stategym.kernel.trajectory import Trajectory
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, cached_task, get_domain
 from stategym.runner import run_episode
-from stategym.kernel.trajectory import Trajectory
 
 DOMAIN_NAMES = sorted(all_domains())
 STATEFUL_NAMES = [n for n in DOMAIN_NAMES if not get_domain(n).read_only]

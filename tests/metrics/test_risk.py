@@ -17,9 +17,9 @@ from metrics_toy import (
     trajectory,
 )
 
+from stategym.kernel.tools import Effect
 from stategym.metrics import Kind, score
 from stategym.metrics.risk import risk_quality
-from stategym.kernel.tools import Effect
 
 
 def _card(rounds, the_task=None):

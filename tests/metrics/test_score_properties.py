@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import dumps, loads
 from stategym.metrics import DIMENSIONS, credit, dense_reward, score
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, get_domain
 from stategym.runner import run_episode
-from stategym.kernel.trajectory import dumps, loads
 from strategies import knobs, styles
 
 DOMAIN_NAMES = sorted(all_domains())

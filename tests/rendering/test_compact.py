@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
-from stategym.metrics import score
 from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall, call, calls
+from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, MessageRenderer
 from stategym.rendering.handles import Handles, is_entity

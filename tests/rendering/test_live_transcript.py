@@ -17,11 +17,11 @@ import pytest
 
 from stategym.agents import scripted
 from stategym.kernel.env import Env
-from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.kernel.protocol import Action
+from stategym.kernel.trajectory import RoundKind
+from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, make_renderer, transcript
-from stategym.kernel.trajectory import RoundKind
 
 DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
 BAD_MESSAGES = [

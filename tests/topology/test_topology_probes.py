@@ -16,14 +16,14 @@ from stategym.agents import resolve
 from stategym.commands.protocol import DEFAULT_TRAIN
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import SlotKind, Task, best_options
+from stategym.kernel.trajectory import Trajectory
 from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
-from stategym.kernel.task import SlotKind, Task, best_options
 from stategym.topology.probes import FLIP, PRIORITIES, probes
 from stategym.topology.protocol import ProtocolConfig, run_protocol
 from stategym.topology.report import build_report, render
 from stategym.topology.split import Split, make_splits
-from stategym.kernel.trajectory import Trajectory
 
 PROBE_KNOBS = replace(Knobs(), dynamics=False)
 """The knobs the protocol builds probes under (its default knobs, dynamics off)."""

@@ -12,15 +12,15 @@ from stategym import Env, Knobs, replay, run_episode
 from stategym.agents import resolve
 from stategym.domains.synthetic import SLOT_PHRASES
 from stategym.domains.synthetic.expert import QUESTIONS
-from stategym.kernel.errors import UnknownDomainError
 from stategym.gym import StateGymEnv
-from stategym.metrics.score import score
-from stategym.registry import get_domain
+from stategym.kernel.errors import UnknownDomainError
 from stategym.kernel.task import EventKind, SlotKind, Task
-from stategym.topology.distance import edit_distance, wl_hash
-from stategym.topology.graph import domain_topology, task_topology
 from stategym.kernel.trajectory import Trajectory
 from stategym.kernel.user import SimulatedUser
+from stategym.metrics.score import score
+from stategym.registry import get_domain
+from stategym.topology.distance import edit_distance, wl_hash
+from stategym.topology.graph import domain_topology, task_topology
 
 SPECS = (
     "synth:base",

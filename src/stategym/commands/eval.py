@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from stategym.rollout import Agents, EpisodeSpec
     from stategym.kernel.trajectory import Trajectory
+    from stategym.rollout import Agents, EpisodeSpec
 
 NAME = "eval"
 HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."

@@ -128,10 +128,10 @@ def _run(console: Console, args: argparse.Namespace) -> int:
     import orjson
 
     from stategym.commands.options import llm_options
+    from stategym.kernel.trajectory import write_jsonl
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.protocol import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
-    from stategym.kernel.trajectory import write_jsonl
 
     agents: list[str] = args.agents
     options = llm_options(args)
@@ -224,9 +224,9 @@ def _rereport(console: Console, folder: Path) -> int:
     import orjson
 
     from stategym.kernel.errors import UsageError
+    from stategym.kernel.trajectory import read_jsonl
     from stategym.topology.protocol import ProtocolConfig, ProtocolRun
     from stategym.topology.split import Cell
-    from stategym.kernel.trajectory import read_jsonl
 
     path = folder / "cells.json"
     if not path.is_file():

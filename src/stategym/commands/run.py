@@ -24,9 +24,9 @@ from stategym.store import DEFAULT_INDEX
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from stategym.kernel.trajectory import Trajectory
     from stategym.rollout import Agents, EpisodeSpec
     from stategym.rundir import RunConfig, RunDir
-    from stategym.kernel.trajectory import Trajectory
 
 NAME = "run"
 HELP = "Run an agent on seeded tasks of one domain; write trajectories and a summary."

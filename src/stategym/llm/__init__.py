@@ -14,9 +14,9 @@ from typing import Any
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Task
 from stategym.llm.agent import Backend, ChatAgent
 from stategym.llm.prompt import PROMPT_VERSION, render_demonstrations
-from stategym.kernel.task import Task
 
 RUNNER_OPTIONS = frozenset({"concurrency", "samples"})
 """Options that configure the runner, not the agent; accepted here and ignored."""

@@ -29,6 +29,8 @@ from typing import Any, Protocol
 
 from stategym.kernel.domain import Domain
 from stategym.kernel.protocol import Action, Observation
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import MODEL_META_KEYS, ModelTurn, TokenSpan, Trajectory, Usage
 from stategym.rendering import PROMPT_VERSION, Message, make_renderer
 from stategym.rendering.tokens import (
     ChatTemplate,
@@ -36,8 +38,6 @@ from stategym.rendering.tokens import (
     first_segment,
     observation_segment,
 )
-from stategym.kernel.task import Task
-from stategym.kernel.trajectory import MODEL_META_KEYS, ModelTurn, TokenSpan, Trajectory, Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,11 +18,11 @@ from typing import Any
 
 from stategym.kernel.domain import Domain
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 from stategym.rendering import PROMPT_VERSION, Message, MessageRenderer, make_renderer
 from stategym.rendering import transcript as _transcript
 from stategym.rendering.messages import render_demonstrations as _demonstrations
-from stategym.kernel.task import Task
-from stategym.kernel.trajectory import Trajectory
 
 __all__ = [
     "PROMPT_VERSION",

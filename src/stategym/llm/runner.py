@@ -18,11 +18,11 @@ from typing import Any
 
 from stategym.kernel.domain import Domain
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import Trajectory
 from stategym.llm.agent import ChatAgent
 from stategym.rollout import FixedAgent, episode_specs, load_log, pending, play_concurrently
 from stategym.rollout import requested as in_spec_order
 from stategym.rollout.log import Appender
-from stategym.kernel.trajectory import Trajectory
 
 ChatAgentFactory = Callable[..., ChatAgent]
 """``(task, sample=0) -> ChatAgent``; what :func:`stategym.llm.agent_factory` returns."""

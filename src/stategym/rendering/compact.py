@@ -27,10 +27,10 @@ import orjson
 from stategym.kernel.domain import Domain
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import JSON, Action, CallBatch, Observation, Say, ToolCall
+from stategym.kernel.task import Task
 from stategym.rendering.base import Message
 from stategym.rendering.handles import Handles
 from stategym.rendering.messages import ANSWERED, STATEFUL, offered_tools
-from stategym.kernel.task import Task
 
 COMPACT_PROTOCOL = """\
 How to work:

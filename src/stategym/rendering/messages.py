@@ -22,11 +22,17 @@ import orjson
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.protocol import Action, CallBatch, Observation, action_from_message, action_to_message
-from stategym.rendering.base import Message, Renderer, transcript
+from stategym.kernel.protocol import (
+    Action,
+    CallBatch,
+    Observation,
+    action_from_message,
+    action_to_message,
+)
 from stategym.kernel.task import Task
 from stategym.kernel.tools import finish_tool_schema
 from stategym.kernel.trajectory import Trajectory
+from stategym.rendering.base import Message, Renderer, transcript
 
 PROMPT_VERSION = 2
 """Bump on any change to the wording below, to transcripts or to tool rendering.

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from stategym.agents.base import Agent, AgentFactory
-from stategym.rollout.spec import EpisodeSpec
 from stategym.kernel.task import Task
+from stategym.rollout.spec import EpisodeSpec
 
 Resolver = Callable[..., AgentFactory]
 """``(domain, agent spec, **options) -> factory``, as :func:`stategym.agents.resolve`."""

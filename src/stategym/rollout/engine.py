@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from stategym.kernel.env import Env
+from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
 from stategym.rollout.spec import EpisodeSpec
-from stategym.kernel.trajectory import Trajectory
 
 DEFAULT_CONCURRENCY = 8
 """LLM episodes in flight when the caller does not say."""

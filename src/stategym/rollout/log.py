@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stategym.kernel.errors import TrajectoryError, UsageError
-from stategym.rollout.spec import trajectory_key
 from stategym.kernel.trajectory import Trajectory, dumps, loads, write_jsonl
+from stategym.rollout.spec import trajectory_key
 
 SHOWN_DUPLICATES = 5
 """How many duplicated episodes an error message names."""

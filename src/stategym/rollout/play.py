@@ -22,10 +22,10 @@ from stategym.agents.base import Agent, AgentFactory
 from stategym.kernel.env import Env
 from stategym.kernel.errors import AgentStopped
 from stategym.kernel.protocol import Action, Observation
-from stategym.rollout.agents import AgentSource
-from stategym.rollout.spec import EpisodeSpec
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RunRecord, Trajectory
+from stategym.rollout.agents import AgentSource
+from stategym.rollout.spec import EpisodeSpec
 
 TaskOf = Callable[[EpisodeSpec], Task]
 """``spec -> task``: how a spec's task is made (default :func:`spec_task`; the protocol

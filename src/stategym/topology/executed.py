@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from stategym.kernel.protocol import FINISH
 from stategym.kernel.provenance import Source
-from stategym.topology.graph import ASK, CONFIRM, Builder, Topology
 from stategym.kernel.trajectory import RoundKind, Trajectory
+from stategym.topology.graph import ASK, CONFIRM, Builder, Topology
 
 SAY = "say"
 NEXT = "next"

@@ -25,7 +25,6 @@ from dataclasses import replace
 
 from stategym.kernel.domain import Domain, GoldGraph
 from stategym.kernel.knobs import Knobs
-from stategym.registry import get_domain
 from stategym.kernel.task import (
     GroundTruth,
     SlotKind,
@@ -34,6 +33,7 @@ from stategym.kernel.task import (
     best_options,
     priority_weights,
 )
+from stategym.registry import get_domain
 
 PRIORITIES = "priorities"
 FLIP = "priorities_reversed"

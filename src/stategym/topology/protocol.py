@@ -20,13 +20,13 @@ from typing import Any, Literal
 from stategym.agents import resolve
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import Trajectory
 from stategym.registry import cached_task, get_domain
 from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
-from stategym.kernel.task import Task
 from stategym.topology.distance import EXPANSION_BUDGET
 from stategym.topology.probes import FLIP, flip_priorities, probes
 from stategym.topology.split import Cell, Split, make_splits
-from stategym.kernel.trajectory import Trajectory
 
 EVAL_SEED = 100_000
 """First evaluation seed: training and demonstrations use seeds below it."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
+from stategym.kernel.trajectory import Trajectory
 from stategym.metrics.dimensions import LABELS
 from stategym.metrics.score import score
 from stategym.tables import Grid
@@ -27,7 +28,6 @@ from stategym.topology.executed import executed_topology
 from stategym.topology.graph import Topology, task_topology
 from stategym.topology.protocol import ProtocolRun, task_of
 from stategym.topology.split import Band, Cell, Split
-from stategym.kernel.trajectory import Trajectory
 
 REPORT_VERSION = 1
 SHORT = {

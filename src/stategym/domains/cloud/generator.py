@@ -13,8 +13,8 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from stategym.kernel.domain import GoldGraph
 from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
+from stategym.kernel.domain import GoldGraph
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Constraint,

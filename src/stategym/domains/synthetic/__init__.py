@@ -14,8 +14,8 @@ from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.errors import UnknownDomainError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task
-from stategym.topology.motifs import Spec
 from stategym.kernel.world import World
+from stategym.topology.motifs import Spec
 
 from .expert import synth_expert
 from .generator import generate

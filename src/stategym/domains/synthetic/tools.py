@@ -13,8 +13,8 @@ from typing import Any
 
 from stategym.kernel.errors import ToolError
 from stategym.kernel.tools import Effect, Param, Tool
-from stategym.topology.motifs import Spec
 from stategym.kernel.world import USER_ACCOUNT
+from stategym.topology.motifs import Spec
 
 from .surface import Surface
 from .world import VENDOR_ACCOUNT, Hold, Prepared, Purchase, SynthBase, SynthWorld

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stategym.kernel.knobs import Knobs
-from stategym.topology.motifs import Spec
 from stategym.kernel.world import USER_ACCOUNT, Table, World
+from stategym.topology.motifs import Spec
 
 VENDOR_ACCOUNT = "vendor"
 
