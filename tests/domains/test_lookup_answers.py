@@ -1,4 +1,5 @@
-"""Lookup's exact match reads answers as QA benchmarks do (``stategym.kernel.understanding.answers``):
+"""Lookup's exact match reads answers as QA benchmarks do
+(``stategym.kernel.understanding.answers``):
 the issue's reproduction scored a lower-case id, a trailing full stop or "The answer is X." as
 garbage (R = 0.22)."""
 

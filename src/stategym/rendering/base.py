@@ -26,7 +26,8 @@ Message = dict[str, Any]
 EMPTY_ACTION_ERROR = "empty action: send tool calls or a message to the user"
 """The error of an invalid round in a version 1 log, which did not record the text."""
 GOODBYE = "I'll handle this myself. Goodbye."
-"""What the user adds when it gives up (``stategym.kernel.env.GIVE_UP_AFTER`` confusing messages)."""
+"""What the user adds when it gives up (``stategym.kernel.env.GIVE_UP_AFTER`` confusing
+messages)."""
 
 
 class Renderer(Protocol):

@@ -2,9 +2,11 @@
 
 A small, deterministic intent model (:mod:`~stategym.kernel.understanding.model`) is trained on a
 domain's phrase table (each slot's phrases) and on phrases every domain shares
-(:mod:`~stategym.kernel.understanding.intents`: the priority order, the agent's own choice, "all your
+(:mod:`~stategym.kernel.understanding.intents`: the priority order, the agent's own choice,
+"all your
 constraints", and messages with nothing to answer). It reads words through stems and synonym
-sets (:mod:`~stategym.kernel.understanding.words`, :mod:`~stategym.kernel.understanding.lexicon`), so a
+sets (:mod:`~stategym.kernel.understanding.words`,
+:mod:`~stategym.kernel.understanding.lexicon`), so a
 question reaches its slot in words the table never used; it reads each clause of a message
 apart, so one message can ask several things; and it abstains below a threshold rather than
 guess. Each reading keeps the features that decided it.
