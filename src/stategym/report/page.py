@@ -8,6 +8,7 @@ inputs and options give the same bytes (no timestamp, no random ids).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,10 +234,8 @@ def _document(
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         f"script-src {markup.csp_hash(SCRIPT)}"
     )
-    nav = "".join(
-        f'<a href="#{anchor}">{label}</a>'
-        for anchor, label in (("overview", "Overview"), ("episodes", "Episodes"))
-    )
+    anchors = re.findall(r'<section id="([^"]+)"><h2>([^<]+)</h2>', "".join(sections))
+    nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in anchors)
     runs = ", ".join(markup.text(p) for p in paths)
     title = options.title
     version = f" · stategym {markup.text(options.version)}" if options.version else ""

@@ -46,7 +46,7 @@ BAR_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """``(row column, axis label)`` of the per-dimension bars: one per declared dimension."""
 SKIPPED_CURVES = frozenset({"iteration"})
-MAX_CURVES = 24
+MAX_CURVES = 40
 """Most training curves drawn (the first ones in key order); more would be unreadable."""
 
 
@@ -199,7 +199,8 @@ def harm_and_lost(rows: Sequence[Row], tag: str = "harm") -> str:
 
 
 def _curve_keys(lines: Sequence[Mapping[str, float]]) -> list[str]:
-    keys = sorted({k for line in lines for k in line} - SKIPPED_CURVES)
+    # flattened nested keys ("share.generation") after the trainer's own top-level ones
+    keys = sorted({k for line in lines for k in line} - SKIPPED_CURVES, key=lambda k: ("." in k, k))
     return keys[:MAX_CURVES]
 
 
