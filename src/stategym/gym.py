@@ -26,12 +26,13 @@ Spaces:
 * ``action_space``: ``Text(max_length=MAX_ACTION, charset=CHARSET)``, the JSON text of an
   assistant message (what ``sample()`` draws is almost never a usable one). ``step`` also
   takes longer text, any Unicode and a dict; the caps that apply are the environment's
-  (:data:`stategym.kernel.protocol.MAX_MESSAGE` characters, :data:`~stategym.kernel.protocol.MAX_CALLS`
+  (:data:`stategym.kernel.protocol.MAX_MESSAGE` characters,
+  :data:`~stategym.kernel.protocol.MAX_CALLS`
   calls...).
 
-``reward`` is a :data:`stategym.kernel.env.RewardFn` or a name in :data:`REWARDS` (``"outcome"``, the
-default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`). :func:`register_envs`,
-run by ``import stategym``, registers every domain's ``env_id`` with a string entry point, so
+``reward`` is a :data:`stategym.kernel.reward.RewardFn` or a name in :data:`REWARDS`
+(``"outcome"``, the default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`).
+:func:`register_envs`, run by ``import stategym``, registers every domain's ``env_id`` with a string entry point, so
 no environment is built until ``gymnasium.make`` asks for one.
 """
 
@@ -45,8 +46,9 @@ import gymnasium
 import orjson
 from gymnasium import spaces
 
-from stategym.kernel.env import Env, RewardFn, outcome_reward
+from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.reward import RewardFn, outcome_reward
 
 CHARSET = "".join(chr(code) for code in range(32, 128))
 """Printable ASCII and DEL: JSON text escaped to ASCII never needs any other character."""

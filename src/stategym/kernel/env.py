@@ -12,17 +12,15 @@ logged format errors, a round with one runs none of its calls, and the world is 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from stategym.kernel.boundary import MAX_TEXT, clean_text, decode_message, raw_text
 from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
-from stategym.kernel.errors import AgentFormatError, ToolError
+from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.outcome import judge
 from stategym.kernel.protocol import (
     FINISH,
-    MAX_MESSAGE,
-    MAX_TEXT,
-    RAW_LIMIT,
     Action,
     CallBatch,
     Observation,
@@ -31,26 +29,29 @@ from stategym.kernel.protocol import (
     ToolCall,
     ToolResult,
     action_from_message,
-    clean_text,
-    json_text,
-    kept_text,
-    read_json,
 )
 from stategym.kernel.provenance import Origin, Provenance, Source
+from stategym.kernel.reward import OutcomeReward, RewardFn, RoundReward, outcome_reward
+from stategym.kernel.snapshot import Ending, EnvSnapshot
 from stategym.kernel.task import EventKind, Task, Value
 from stategym.kernel.tools import Tool, finish_tool_schema
 from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
-    CallRecord,
     Outcome,
     RoundKind,
     RoundRecord,
     Trajectory,
 )
-from stategym.kernel.understanding.answers import match_answer, normalise_answer
-from stategym.kernel.user import SimulatedUser, UserState
-from stategym.kernel.validation import NOT_RUN, Ready, batch_problem, call_id, check_call, rejected
-from stategym.kernel.world import USER_ACCOUNT, WorldSnapshot
+from stategym.kernel.user import SimulatedUser
+from stategym.kernel.validation import (
+    NOT_RUN,
+    Ready,
+    batch_problem,
+    call_id,
+    check_call,
+    rejected,
+    run_ready,
+)
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
@@ -58,51 +59,18 @@ EMPTY_ACTION = "empty action: send tool calls or a message to the user"
 GIVE_UP_AFTER = 3
 """The user ends the conversation after this many messages in a row it cannot understand."""
 
-Played = tuple[RoundRecord, tuple[ToolResult, ...], str | None, str | None]
-"""What a round handler returns: the round's record, then the observation's tool results, the
-user's words and a round-level error (the clock is known only once the round has ended)."""
 
+class Played(NamedTuple):
+    """What a round handler returns (the clock is known only once the round has ended)."""
 
-@dataclass(frozen=True, slots=True)
-class Paid:
-    """What a round's reward function returns: the reward, and what the step's ``info``
-    carries beside it (the reward's own account of the round, e.g. the events it paid)."""
-
-    reward: float
-    info: Mapping[str, Any] = field(default_factory=dict)
-
-
-RoundReward = Callable[[RoundRecord, "Outcome | None"], Paid]
-"""``(record, outcome) -> Paid`` for the round just played; ``outcome`` is given at the
-episode's last round. It sees the log, never the world, and keeps whatever it needs between
-rounds itself, so a reward can be incremental without a side channel."""
-
-RewardFn = Callable[[Task], RoundReward]
-"""Starts an episode's reward: called with the task at every reset; the round reward it
-returns is called once per round, in order (it must pickle: the environment does)."""
-
-
-class OutcomeReward:
-    """Sparse reward: 1.0 at the end of an episode that reached its goal, else 0."""
-
-    def __call__(self, record: RoundRecord, outcome: Outcome | None) -> Paid:
-        return Paid(1.0 if outcome is not None and outcome.goal_reached else 0.0)
-
-
-def outcome_reward(task: Task) -> OutcomeReward:
-    """The default :data:`RewardFn`: the sparse outcome reward."""
-    return OutcomeReward()
-
-
-@dataclass(frozen=True, slots=True)
-class EnvSnapshot:
-    world: WorldSnapshot
-    user: UserState
-    provenance: dict[Any, Origin]
-    rounds: int
-    fired: int
-    confused: int
-    done: tuple[bool, bool, str | None]
+    record: RoundRecord
+    """The round's record, before the clock moves and events fire."""
+    results: tuple[ToolResult, ...]
+    """The observation's tool results."""
+    user: str | None
+    """The user's words."""
+    error: str | None
+    """A round-level error (an invalid round)."""
 
 
 class Env:
@@ -181,6 +149,7 @@ class Env:
         self._pay = self.reward_fn(task)
         self._next_seed = task.seed + 1
         self.world = self.domain.new_world(task)
+        type(self.world).check_events(task.events)  # a hand-made task fails here, not mid-episode
         self.user = SimulatedUser(task, self.domain.slot_phrases, judges=not self.domain.read_only)
         self.provenance = Provenance()
         request_origin = Origin(Source.REQUEST, -1, "")
@@ -231,10 +200,10 @@ class Env:
             ``terminated``, ``truncated`` and the info dict, as :meth:`step`.
         """
         try:
-            action: Action = action_from_message(_decode_message(message))
+            action: Action = action_from_message(decode_message(message))
         except AgentFormatError as error:
             result = self._play(
-                self._invalid, error.kind, f"{error.kind}: {error}", _raw_text(message)
+                self._invalid, error.kind, f"{error.kind}: {error}", raw_text(message)
             )
         else:
             result = self.step(action)
@@ -290,7 +259,7 @@ class Env:
         record = RoundRecord(
             index, self.world.clock, USER_LATENCY, RoundKind.SAY, say=text, user=turn
         )
-        return record, (), reply, None
+        return Played(record, (), reply, None)
 
     def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> Played:
         judges = self.domain.judges_answer(self.task.knobs)
@@ -306,7 +275,7 @@ class Env:
             errors = tuple(r.error_kind or "" for r in records if r.error_kind != NOT_RUN)
             latency = 1
         else:
-            records = tuple(self._run(call) for call in ready)
+            records = tuple(run_ready(call, self.world) for call in ready)
             errors = ()
             latency = max([1, *(c.tool.latency for c in ready if c.tool is not None)])
         for record in records:
@@ -325,30 +294,7 @@ class Env:
             format_errors=errors,
         )
         results = tuple(ToolResult(r.id, r.name, r.content, r.error, r.error_kind) for r in records)
-        return round_record, results, None, None
-
-    def _run(self, call: Ready) -> CallRecord:
-        """Run one checked call; a :class:`ToolError` fails this call only."""
-        if call.tool is None:
-            answer = {"answer": call.arguments.get("answer")}
-            return CallRecord(call.id, FINISH, call.arguments, None, answer, None, None, {})
-        tool = call.tool
-        try:
-            content = tool.fn(self.world, **call.arguments)
-        except ToolError as error:
-            return CallRecord(
-                call.id,
-                call.name,
-                call.arguments,
-                tool.effect,
-                None,
-                str(error),
-                "tool",
-                call.sources,
-            )
-        return CallRecord(
-            call.id, call.name, call.arguments, tool.effect, content, None, None, call.sources
-        )
+        return Played(round_record, results, None, None)
 
     def _invalid(self, index: int, kind: str, message: str, raw: str | None) -> Played:
         # The error text is logged so a transcript shows the round as the agent saw it.
@@ -361,7 +307,7 @@ class Env:
             raw=raw,
             error=message,
         )
-        return record, (), None, message
+        return Played(record, (), None, message)
 
     def _end_round(self, record: RoundRecord, charges_before: int) -> RoundRecord:
         """Advance the clock, fire due events, and complete the round's record."""
@@ -372,10 +318,7 @@ class Env:
         while self._fired < len(events) and events[self._fired].at <= world.clock:
             event = events[self._fired]
             if event.kind is EventKind.SET:
-                table = getattr(world, event.table)
-                current = table.get(event.key)
-                if current is not None:
-                    table[event.key] = _replace_field(current, event.field, event.value)
+                world.apply(event)
             else:
                 self.user.change_mind(event.slot, event.value)
             fired.append(self._fired)
@@ -405,7 +348,7 @@ class Env:
             len(self.rounds),
             self._fired,
             self._confused,
-            (self._terminated, self._truncated, self._answer),
+            Ending(self._terminated, self._truncated, self._answer),
         )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
@@ -415,7 +358,12 @@ class Env:
         del self.rounds[snapshot.rounds :]
         self._fired = snapshot.fired
         self._confused = snapshot.confused
-        self._terminated, self._truncated, self._answer = snapshot.done
+        done = snapshot.done
+        self._terminated, self._truncated, self._answer = (
+            done.terminated,
+            done.truncated,
+            done.answer,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # Tools hold functions (closures in synthetic domains): they are rebuilt from the
@@ -436,29 +384,8 @@ class Env:
         return self.domain.commitments(self.world)
 
     def outcome(self) -> Outcome:
-        """The final-answer view of the episode so far."""
-        truth = self.task.truth
-        committed = self.commitments()
-        options = tuple(c.option for c in committed)
-        if not self.domain.judges_answer(self.task.knobs):
-            goal = (len(options) == 1 and options[0] in truth.best) or (
-                not truth.best and not options
-            )
-        else:
-            answer = normalise_answer(self._answer or "")
-            goal = match_answer(self._answer, truth.best) is not None or (
-                not truth.best and answer in ("none", "")
-            )
-            goal = goal and self._answer is not None
-        spent = sum(c.amount for c in self.world.charges if c.source == USER_ACCOUNT)
-        refunded = sum(c.amount for c in self.world.charges if c.target == USER_ACCOUNT)
-        kept = {c.reference for c in committed if goal and c.option in truth.best}
-        kept_net = sum(
-            c.amount if c.source == USER_ACCOUNT else -c.amount
-            for c in self.world.charges
-            if c.reference in kept and USER_ACCOUNT in (c.source, c.target)
-        )
-        return Outcome(goal, options, self._answer, spent, refunded, spent - refunded - kept_net)
+        """The final-answer view of the episode so far (:func:`~stategym.kernel.outcome.judge`)."""
+        return judge(self.domain, self.task, self.world, self._answer)
 
     @property
     def trajectory(self) -> Trajectory:
@@ -478,33 +405,8 @@ class Env:
         )
 
 
-def _decode_message(message: Any) -> Any:
-    """The message itself, or the value its JSON text encodes (text at most
-    :data:`~stategym.kernel.protocol.MAX_MESSAGE` characters, surrogates cleaned first)."""
-    if not isinstance(message, str):
-        return message
-    if len(message) > MAX_MESSAGE:
-        reason = f"the message is longer than {MAX_MESSAGE} characters"
-        raise AgentFormatError("too_large", reason)
-    return read_json(clean_text(str.__str__(message)), "the message")
-
-
-def _raw_text(message: Any) -> str:
-    """An unusable message as bounded text for the log (:func:`~stategym.kernel.protocol.kept_text`)."""
-    if isinstance(message, str):
-        return kept_text(str.__str__(message))
-    # a bound on the walk too: a message far longer than the log keeps is described instead
-    return kept_text(json_text(message, 4 * RAW_LIMIT))
-
-
 def _join(first: str | None, second: str) -> str:
     return second if first is None else f"{first} {second}"
-
-
-def _replace_field(record: Any, field: str, value: Any) -> Any:
-    from dataclasses import replace
-
-    return replace(record, **{field: value})
 
 
 def _complete(

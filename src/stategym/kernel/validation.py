@@ -6,8 +6,9 @@
 :class:`Ready` call (a known tool, its arguments decoded by the boundary rule and bound to
 the signature) or into the :class:`CallRecord` of its format error. If any call of a batch
 is malformed, none of them runs: :func:`rejected` logs the well-formed ones as
-:data:`NOT_RUN`. A :class:`~stategym.kernel.errors.ToolError` is not a format error: it is raised
-while a well-formed call runs, and fails that call only.
+:data:`NOT_RUN`; otherwise :func:`run_ready` runs each in turn. A
+:class:`~stategym.kernel.errors.ToolError` is not a format error: it is raised while a
+well-formed call runs, and fails that call only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.errors import AgentFormatError, ToolError
 from stategym.kernel.protocol import (
     FINISH,
     JSON,
@@ -34,6 +35,7 @@ from stategym.kernel.protocol import (
 from stategym.kernel.provenance import Origin, Provenance
 from stategym.kernel.tools import Tool
 from stategym.kernel.trajectory import CallRecord
+from stategym.kernel.world import World
 
 NOT_RUN = "not_run"
 """``error_kind`` of a well-formed call that did not run because another call of its round
@@ -147,6 +149,23 @@ def rejected(checked: Sequence[Ready | CallRecord]) -> tuple[CallRecord, ...]:
         if isinstance(c, CallRecord)
         else CallRecord(c.id, c.name, c.arguments, None, None, note, NOT_RUN, {})
         for c in checked
+    )
+
+
+def run_ready(call: Ready, world: World) -> CallRecord:
+    """Run one checked call on ``world``; a :class:`ToolError` fails this call only."""
+    if call.tool is None:
+        answer = {"answer": call.arguments.get("answer")}
+        return CallRecord(call.id, FINISH, call.arguments, None, answer, None, None, {})
+    tool = call.tool
+    try:
+        content = tool.fn(world, **call.arguments)
+    except ToolError as error:
+        return CallRecord(
+            call.id, call.name, call.arguments, tool.effect, None, str(error), "tool", call.sources
+        )
+    return CallRecord(
+        call.id, call.name, call.arguments, tool.effect, content, None, None, call.sources
     )
 
 

@@ -1,6 +1,9 @@
 """The mutable state of one episode: copy-on-write tables, a clock and a money ledger.
 
-A domain's world subclasses :class:`World` and declares its tables in ``TABLES``. Each table
+A domain's world subclasses :class:`World` and declares its tables in ``TABLES``; scheduled
+events reach them through :meth:`World.table`, which accepts only a declared name, and
+generators pass their events through :meth:`World.check_events`, so a misspelt table fails
+when the task is generated, not when the event fires mid-episode. Each table
 starts as a view of the task's read-only base records; an episode writes only the records it
 touches (records are frozen dataclasses, replaced with :func:`dataclasses.replace`), so reset,
 snapshot and the state digest cost time in proportion to what the episode changed, not to the
@@ -10,11 +13,13 @@ size of the world.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 import orjson
+
+from stategym.kernel.task import Event, EventKind
 
 K = TypeVar("K")
 R = TypeVar("R")
@@ -125,6 +130,37 @@ class World:
         for name in self.TABLES:
             yield getattr(self, name)
 
+    def table(self, name: str) -> Table[Any, Any]:
+        """The table called ``name``, which must be one of ``TABLES``.
+
+        Raises:
+            ValueError: the world declares no table of that name.
+        """
+        if name not in self.TABLES:
+            raise ValueError(_no_table(type(self), name))
+        table: Table[Any, Any] = getattr(self, name)
+        return table
+
+    @classmethod
+    def check_events(cls, events: Iterable[Event]) -> tuple[Event, ...]:
+        """``events`` as a tuple, once every ``set`` event is seen to name one of ``TABLES``.
+
+        Raises:
+            ValueError: a ``set`` event names a table this world does not declare.
+        """
+        events = tuple(events)
+        for event in events:
+            if event.kind is EventKind.SET and event.table not in cls.TABLES:
+                raise ValueError(_no_table(cls, event.table))
+        return events
+
+    def apply(self, event: Event) -> None:
+        """Fire a ``set`` event: ``table[key].field = value``, if the record exists."""
+        table = self.table(event.table)
+        current = table.get(event.key)
+        if current is not None:
+            table[event.key] = replace(current, **{event.field: event.value})
+
     def new_id(self, prefix: str) -> str:
         """A fresh id, deterministic within the episode (``H1``, ``B2``...)."""
         value = f"{prefix}{self.next_id}"
@@ -170,3 +206,7 @@ class World:
             [sorted(t.changed.items(), key=lambda kv: str(kv[0])) for t in self.tables()],
         ]
         return hashlib.blake2b(orjson.dumps(payload), digest_size=16).hexdigest()
+
+
+def _no_table(world: type[World], name: str) -> str:
+    return f"{world.__name__} has no table {name!r} (its tables: {', '.join(world.TABLES)})"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stategym.kernel.env import Paid
+from stategym.kernel.reward import Paid
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Outcome, RoundRecord
 
@@ -57,7 +57,7 @@ class DenseReward:
 
 
 def dense_reward(task: Task) -> DenseReward:
-    """Start the dense reward of an episode of ``task`` (a :data:`stategym.kernel.env.RewardFn`).
+    """Start the dense reward of an episode of ``task`` (a :data:`stategym.kernel.reward.RewardFn`).
 
     Example:
         >>> from stategym import Env, Say

@@ -1,0 +1,304 @@
+"""The boundary rule: every value an agent sends becomes JSON data before anything acts on it.
+
+Every interface (typed objects, message dicts, JSON text) passes an agent's values through
+:func:`to_json`: what the rule cannot carry exactly (NaN, integers outside 64 bits, sets,
+non-string keys...) is a ``bad_value`` format error, and what is larger than the caps
+(:data:`MAX_CALLS`, :data:`MAX_ARGUMENT_BYTES`, :data:`MAX_DEPTH`, :data:`MAX_TEXT`,
+:data:`MAX_MESSAGE`) is ``too_large``. So every logged value is JSON that reads back equal;
+what was rejected is kept in the log as bounded text (:func:`kept_text`, :func:`describe`).
+:mod:`stategym.kernel.protocol` re-exports these names beside the protocol's objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import reprlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from stategym.kernel.errors import AgentFormatError
+
+JSON = Any
+"""JSON data: dicts with str keys, lists, str, int, float, bool, None (see :func:`to_json`)."""
+
+MAX_CALLS = 64
+"""Calls in one round; a larger batch is a ``too_large`` invalid round."""
+MAX_ARGUMENT_BYTES = 16_384
+"""Bytes of one call's arguments as compact JSON (arguments sent as text: characters)."""
+MAX_DEPTH = 32
+"""Levels of nesting in any value an agent sends (each object or array is one level)."""
+MAX_TEXT = 16_384
+"""Characters of one message to the user."""
+MAX_MESSAGE = 1 << 20
+"""Characters of one assistant message sent as JSON text."""
+MAX_ID = 256
+"""Characters of a call id; a longer one is replaced like a missing one."""
+INT_RANGE = (-(2**63), 2**63 - 1)
+"""Integers an agent may send: the signed 64-bit range (wider ones are ``bad_value``)."""
+RAW_LIMIT = 4096
+"""Characters of an unusable value kept in the log (enough to see what went wrong)."""
+CUT = "\u2026"
+"""Appended to kept text that was cut; it also makes the text invalid JSON, so a cut
+argument text can never replay as a readable one."""
+
+_LONG_NUMBER = re.compile(r"\d{19}")
+_SMALL = 1 << 62
+
+
+class _ShortRepr(reprlib.Repr):
+    """``reprlib`` with integers too long for ``repr`` (over 4,300 digits) told by size."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4096:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _ShortRepr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 4, 200, 200, 200
+
+
+def to_json(value: Any, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
+    """An agent's value as JSON data, by the boundary rule every interface applies.
+
+    * ``str``, ``bool``, ``None``, finite floats and integers in :data:`INT_RANGE` are kept;
+      a subclass of ``str``, ``int`` or ``float`` (an enum member) becomes the plain value.
+    * A string's surrogate code points are decoded as UTF-16 would: a pair becomes the
+      character it encodes, a lone one U+FFFD (UTF-8, hence JSON, cannot carry them).
+    * Lists and tuples become lists; mappings become dicts, whose keys must be strings.
+    * Anything else (sets, bytes, other objects), NaN, infinities, integers outside
+      :data:`INT_RANGE` and non-string keys are ``bad_value`` format errors.
+    * More than :data:`MAX_DEPTH` levels of nesting, or compact JSON longer than ``limit``
+      bytes, is ``too_large``; a huge value is rejected without being walked whole.
+
+    The result is a fresh copy, which orjson writes and reads back equal.
+
+    Examples:
+        >>> to_json({"ids": ("A1", "B2"), "day": 3})
+        {'ids': ['A1', 'B2'], 'day': 3}
+        >>> to_json({"day": 2**64})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        stategym.kernel.errors.AgentFormatError: an integer of 65 bits is outside the ... range
+
+    Raises:
+        AgentFormatError: ``bad_value`` or ``too_large``.
+    """
+    budget = [limit, limit]
+    result = _container(value, 0, budget) if type(value) is dict else _normal(value, 0, budget)
+    # ``budget`` now holds the limit minus a lower bound of the compact size; the size is at
+    # most 25 times that bound (a number written as up to 25 bytes counts 1), so most values
+    # need no encoding to be checked.
+    if (limit - budget[0]) * 25 > limit and len(orjson.dumps(result)) > limit:
+        raise AgentFormatError("too_large", f"more than {limit} bytes of JSON")
+    return result
+
+
+def read_json(text: str, what: str) -> Any:
+    """Decode JSON text exactly; the values are not yet judged by :func:`to_json`.
+
+    Text must be I-JSON (RFC 7493) as orjson reads it: a lone surrogate escape, a number
+    beyond a double's range (an infinity, or an integer of some 310 digits) or nesting past
+    1,024 levels is ``malformed_json``. orjson reads an integer wider than 64 bits as a
+    float, so text with such a long number is read again by the standard library, which
+    keeps every integer exact (for :func:`to_json` to reject).
+
+    Raises:
+        AgentFormatError: ``malformed_json`` or ``too_large``; ``what`` (such as
+            ``"the message"``) starts the message.
+    """
+    value = _orjson(text, what)
+    return _exact(text, what) if _LONG_NUMBER.search(text) else value
+
+
+def decode_json(text: str, what: str, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
+    """:func:`read_json` on text of at most ``limit`` characters, then :func:`to_json`.
+
+    Raises:
+        AgentFormatError: as :func:`read_json`, or ``too_large``/``bad_value`` from the rule.
+    """
+    if len(text) > limit:
+        raise AgentFormatError("too_large", f"{what} is longer than {limit} characters")
+    value = _orjson(text, what)
+    if _LONG_NUMBER.search(text):
+        value = _exact(text, what)
+    elif 5 * len(text) <= limit and text.count("[") + text.count("{") <= MAX_DEPTH:
+        # What orjson read already obeys the rule: its strings are UTF-8, its keys strings,
+        # its floats finite, its integers (none of 19 digits) within 64 bits, its nesting
+        # within MAX_DEPTH (it has fewer brackets), and its compact JSON is within the limit
+        # (at most 4.5 bytes per character of text: "1e15" is "1000000000000000.0").
+        return value
+    try:
+        return to_json(value, limit)
+    except AgentFormatError as error:
+        raise AgentFormatError(error.kind, f"{what}: {error}") from None
+
+
+def _orjson(text: str, what: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise AgentFormatError("malformed_json", f"{what} is not valid JSON ({error})") from None
+
+
+def _exact(text: str, what: str) -> Any:
+    """Text orjson has read, read again with every integer exact."""
+    try:
+        return json.loads(text)
+    except RecursionError:  # orjson reads 1,024 levels, the standard library fewer
+        raise AgentFormatError("too_large", f"{what} is nested too deeply") from None
+
+
+def clean_text(text: str) -> str:
+    """Text UTF-8 can encode: surrogates decoded as UTF-16 would (see :func:`to_json`)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def kept_text(text: str) -> str:
+    """Agent text as the log keeps it: cleaned, cut to :data:`RAW_LIMIT` (marked by :data:`CUT`)."""
+    if len(text) > RAW_LIMIT:
+        text = text[:RAW_LIMIT] + CUT
+    return clean_text(text)
+
+
+def describe(value: Any) -> str:
+    """A value that is not JSON data as short text for the log; never raises.
+
+    It is wrapped in ``<...>``, so it is never valid JSON and never a tool name.
+    """
+    return kept_text(f"<{_REPR.repr(value)}>")
+
+
+def json_text(value: Any, limit: int = MAX_MESSAGE) -> str:
+    """Compact JSON text of a value if the rule accepts it (within ``limit`` bytes), else
+    :func:`describe`'s text."""
+    try:
+        return orjson.dumps(to_json(value, limit)).decode()
+    except AgentFormatError:
+        return describe(value)
+
+
+def too_many_calls(count: int) -> str:
+    return f"the round has {count} tool calls; at most {MAX_CALLS} are allowed"
+
+
+def _too_large(budget: list[int]) -> AgentFormatError:
+    return AgentFormatError("too_large", f"more than {budget[1]} bytes of JSON")
+
+
+def _normal(value: Any, depth: int, budget: list[int]) -> JSON:
+    """:func:`to_json` on one value.
+
+    ``budget`` is ``[left, limit]``: ``left`` counts down a lower bound of the compact size.
+    """
+    kind = type(value)
+    if kind is str:
+        budget[0] -= len(value) + 2
+        if budget[0] < 0:
+            raise _too_large(budget)
+        return value if value.isascii() else clean_text(value)
+    if kind is int:
+        budget[0] -= 1
+        if INT_RANGE[0] <= value <= INT_RANGE[1]:
+            return value
+        message = f"an integer of {value.bit_length()} bits is outside the signed 64-bit range"
+        raise AgentFormatError("bad_value", message)
+    if value is None or kind is bool:
+        budget[0] -= 4
+        return value
+    if kind is float:
+        budget[0] -= 3
+        if value - value == 0.0:  # false for NaN and the infinities
+            return value
+        raise AgentFormatError("bad_value", f"{value} is not a JSON number")
+    if kind is dict or kind is list or kind is tuple:
+        return _container(value, depth, budget)
+    if isinstance(value, str):
+        return _normal(str.__str__(value), depth, budget)
+    if isinstance(value, int):
+        return _normal(int.__int__(value), depth, budget)
+    if isinstance(value, float):
+        return _normal(float.__float__(value), depth, budget)
+    if isinstance(value, (Mapping, list, tuple)):
+        return _container(value, depth, budget)
+    raise AgentFormatError("bad_value", f"a {type(value).__name__} is not a JSON value")
+
+
+def _container(value: Any, depth: int, budget: list[int]) -> JSON:
+    """A list or a dict by the rule. Short ASCII strings and small integers, by far the
+    commonest items, are checked inline: this runs on every call an agent makes."""
+    if depth >= MAX_DEPTH:
+        raise AgentFormatError("too_large", f"the value is nested more than {MAX_DEPTH} levels")
+    depth += 1
+    left = budget[0] - 2
+    if type(value) is dict or not isinstance(value, (list, tuple)):  # a mapping
+        result: dict[str, JSON] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise AgentFormatError(
+                        "bad_value", f"object keys must be strings, not {type(key).__name__}"
+                    )
+                key = str.__str__(key)
+            kind = type(item)
+            if kind is str and item.isascii():
+                left -= len(key) + len(item) + 5
+            elif kind is int and -_SMALL < item < _SMALL:
+                left -= len(key) + 4
+            else:
+                budget[0] = left - len(key) - 3
+                item = _normal(item, depth, budget)
+                left = budget[0]
+            if left < 0:
+                raise _too_large(budget)
+            result[key if key.isascii() else clean_text(key)] = item
+        budget[0] = left
+        return result
+    items: list[JSON] = []
+    for item in value:
+        kind = type(item)
+        if kind is str and item.isascii():
+            left -= len(item) + 2
+        elif kind is int and -_SMALL < item < _SMALL:
+            left -= 1
+        else:
+            budget[0] = left
+            item = _normal(item, depth, budget)
+            left = budget[0]
+        if left < 0:
+            raise _too_large(budget)
+        items.append(item)
+    budget[0] = left
+    return items
+
+
+def decode_message(message: Any) -> Any:
+    """An assistant message itself, or the value its JSON text encodes (text at most
+    :data:`MAX_MESSAGE` characters, surrogates cleaned first).
+
+    Raises:
+        AgentFormatError: ``too_large``, or as :func:`read_json`.
+    """
+    if not isinstance(message, str):
+        return message
+    if len(message) > MAX_MESSAGE:
+        reason = f"the message is longer than {MAX_MESSAGE} characters"
+        raise AgentFormatError("too_large", reason)
+    return read_json(clean_text(str.__str__(message)), "the message")
+
+
+def raw_text(message: Any) -> str:
+    """An unusable message as bounded text for the log (:func:`kept_text`)."""
+    if isinstance(message, str):
+        return kept_text(str.__str__(message))
+    # a bound on the walk too: a message far longer than the log keeps is described instead
+    return kept_text(json_text(message, 4 * RAW_LIMIT))

@@ -1,0 +1,45 @@
+"""What :meth:`~stategym.kernel.env.Env.snapshot` saves, so that
+:meth:`~stategym.kernel.env.Env.restore` can rewind an episode (search agents branch on it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from stategym.kernel.provenance import Origin
+from stategym.kernel.user import UserState
+from stategym.kernel.world import WorldSnapshot
+
+
+class Ending(NamedTuple):
+    """Whether and how the episode has ended."""
+
+    terminated: bool
+    """The agent finished, or the user ended the conversation."""
+    truncated: bool
+    """The episode ran out of rounds."""
+    answer: str | None
+    """The answer ``finish`` gave, if it has been called."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSnapshot:
+    """An environment's state between two rounds.
+
+    Attributes:
+        world: the world's tables, clock and ledger.
+        user: the simulated user's state.
+        provenance: where each value first appeared.
+        rounds: how many rounds had been played (the log is cut back to them).
+        fired: how many scheduled events had fired.
+        confused: messages in a row the user could not understand.
+        done: whether and how the episode had ended.
+    """
+
+    world: WorldSnapshot
+    user: UserState
+    provenance: dict[Any, Origin]
+    rounds: int
+    fired: int
+    confused: int
+    done: Ending
