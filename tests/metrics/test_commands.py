@@ -248,3 +248,30 @@ def test_eval_resume_refuses_a_corrupt_file(tmp_path):
         eval_command.main(build_parser().parse_args(["eval", "--domains", "travel",
                           "--agents", "expert", "--episodes", "1", "--out", str(out)]))  # fmt: skip
     assert Path(path).read_bytes().count(b"garbage") == 1
+
+
+def test_eval_report_flag_writes_the_html_report_of_the_run(tmp_path, capsys):
+    out = tmp_path / "e"
+    argv = ["eval", "--domains", "travel", "--agents", "expert,serial", "--episodes", "3"]
+    assert main([*argv, "--out", str(out), "--resamples", "20", "--report"]) == 0
+    page = (out / "report.html").read_text()
+    assert "serial" in page and "<svg" in page
+    assert f"report: {out / 'report.html'}" in capsys.readouterr().out.replace("\n", "")
+
+
+def test_eval_report_flag_without_matplotlib_refuses_before_playing(tmp_path, monkeypatch, capsys):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    out = tmp_path / "e"
+    argv = ["eval", "--domains", "travel", "--agents", "expert", "--out", str(out), "--report"]
+    assert main(argv) == 2
+    assert "pip install 'stategym[plot]'" in capsys.readouterr().err
+    assert not out.exists()

@@ -80,6 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1000,
         help="bootstrap resamples for the intervals (default: 1000)",
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="also write OUT/report.html (stategym report of this run; needs matplotlib)",
+    )
     options.add_llm_options(parser)
 
 
@@ -92,6 +97,11 @@ def main(args: argparse.Namespace) -> int:
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
     from stategym.rollout import pending, requested
+
+    if args.report:  # refused now, not after every episode has played
+        from stategym.commands.report import require_matplotlib
+
+        require_matplotlib()
 
     console = Console()
     domains = args.domains or list(all_domains())
@@ -129,7 +139,12 @@ def main(args: argparse.Namespace) -> int:
         "resamples": args.resamples,
         "stategym_version": __version__,
     }
-    return _report(args.out, requested(specs, finished), config, args.resamples, console)
+    status = _report(args.out, requested(specs, finished), config, args.resamples, console)
+    if args.report:
+        from stategym.commands.report import write_report
+
+        console.print(f"report: {write_report([args.out], args.out / 'report.html')}")
+    return status
 
 
 def _resume(path: Path, overwrite: bool, console: Console) -> list[Trajectory]:

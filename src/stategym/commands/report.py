@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 NAME = "report"
 HELP = "Write a self-contained HTML report (scorecard, plots, trajectory viewer) of run dirs."
@@ -49,22 +50,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from stategym.kernel.errors import UsageError
-
-    try:
-        import matplotlib  # noqa: F401  (checked before any run directory is read)
-    except ImportError:
-        raise UsageError("stategym report needs matplotlib: pip install 'stategym[plot]'") from None
-    from stategym import __version__
-    from stategym.report import Options, write
-
-    options = Options(
+    out = write_report(
+        args.runs,
+        args.out,
         title=args.title,
         viewer_limit=args.viewer_episodes,
         resamples=args.resamples,
         seed=args.bootstrap_seed,
-        version=__version__,
     )
-    out = write(args.runs, args.out, options)
     print(f"wrote {out}")
     return 0
+
+
+def require_matplotlib() -> None:
+    """Refuse, in one line, before anything is played or read, where matplotlib is missing."""
+    from stategym.kernel.errors import UsageError
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("stategym report needs matplotlib: pip install 'stategym[plot]'") from None
+
+
+def write_report(runs: list[Path], out: Path, **changes: Any) -> Path:
+    """The report of ``runs`` written to ``out``, with :class:`~stategym.report.Options`
+    fields changed by ``changes``; what ``report`` and every ``--report`` flag run."""
+    require_matplotlib()
+    from dataclasses import replace
+
+    from stategym import __version__
+    from stategym.report import Options, write
+
+    return write(runs, out, replace(Options(version=__version__), **changes))
