@@ -14,24 +14,21 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
+from stategym.generation import apply_sets, order_matters
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
-    Constraint,
-    ConstraintKind,
     Event,
     EventKind,
     GroundTruth,
     Request,
-    Slot,
     SlotKind,
     Task,
-    Value,
     best_options,
     priority_weights,
 )
 
 from .gold import Graph, Payment, gold_graph
+from .request import client_constraints, client_slots, request_text
 from .rules import (
     AVOID,
     FEASIBLE,
@@ -47,6 +44,7 @@ from .shaping import CURRENCIES, Setup, shape_setup
 from .world import (
     Account,
     BankBase,
+    BankWorld,
     FxRate,
     Holder,
     Invoice,
@@ -228,7 +226,7 @@ def _events(
         events.append(
             Event(draw.event_times[2], EventKind.USER_UPDATE, slot="fee_cap", value=terms.fee_cap)
         )
-    return tuple(sorted(events, key=lambda e: e.at))
+    return BankWorld.check_events(sorted(events, key=lambda e: e.at))
 
 
 def _decoys(
@@ -289,9 +287,9 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     hidden = {k: v and knobs.hidden_info for k, v in draw.hidden.items()}
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
     balances = ", ".join(f"{a.balance} {a.currency}" for a in setup.accounts.values())
-    slots = _slots(draw, prefs, hidden, priorities_hidden, conflict, knobs, balances)
+    slots = client_slots(draw, prefs, hidden, priorities_hidden, conflict, knobs, balances)
     given = {s.name: s.value for s in slots if s.kind is SlotKind.GIVEN}
-    constraints = _constraints(draw, prefs)
+    constraints = client_constraints(draw, prefs)
     holders = {draw.invoice.iban: Holder(draw.invoice.iban, draw.holder)}
     rails = tuple(setup.rails.values())
     base = BankBase(draw.invoice, holders, setup.accounts, rails, setup.rates, LEDGER)
@@ -299,7 +297,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     calls, edges, decisions = gold_graph(_payment(draw, final, terms, best, must_ask), knobs)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
     request = Request(
-        _request_text(draw, given, constraints, knobs),
+        request_text(draw, given, constraints, knobs),
         given,
         {"due_day": "get_invoice", "iban": "get_invoice", "balances": "list_accounts"},
     )
@@ -332,70 +330,6 @@ def _poset(prefs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[str, st
     return ("verified_payee", "min_balance", *chain), priority
 
 
-def _slots(
-    draw: Draw,
-    prefs: tuple[str, ...],
-    hidden: dict[str, bool],
-    priorities_hidden: bool,
-    conflict: bool,
-    knobs: Knobs,
-    balances: str,
-) -> tuple[Slot, ...]:
-    def kind(name: str) -> SlotKind:
-        return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
-
-    invoice = draw.invoice
-    return (
-        Slot("invoice", SlotKind.GIVEN, invoice.id, "It's invoice {value}."),
-        Slot("payee", SlotKind.GIVEN, invoice.payee_name, "I'm paying {value}."),
-        Slot("due_day", SlotKind.DERIVABLE, invoice.due_day, "I think it's due on day {value}."),
-        Slot("iban", SlotKind.DERIVABLE, invoice.iban, "Their account number is {value}."),
-        Slot("balances", SlotKind.DERIVABLE, balances, "Roughly {value}."),
-        Slot("fee_cap", kind("fee_cap"), draw.fee_cap, "I'll pay at most {value} in fees."),
-        Slot("savings", kind("savings"), draw.savings, "As for my savings account, {value}."),
-        Slot(
-            "conversion",
-            kind("conversion"),
-            draw.conversion,
-            "As for currency conversion, {value}.",
-        ),
-        Slot("category", SlotKind.IRRELEVANT, draw.category, "File it under {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, priorities_hidden, conflict),
-            ">".join(prefs),
-            "{value}",
-        ),
-    )
-
-
-def _constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:
-    texts = {
-        "on_time": (f"the payment arriving by day {draw.invoice.due_day}", "due_day"),
-        "keep_savings": ("leaving my savings untouched", "savings"),
-        "no_conversion": ("avoiding currency conversion", "conversion"),
-    }
-    fixed = (
-        Constraint(
-            "verified_payee",
-            ConstraintKind.POLICY,
-            "to pay only a payee whose name checks out",
-            "payee",
-        ),
-        Constraint(
-            "min_balance",
-            ConstraintKind.POLICY,
-            "to keep every account above its minimum balance",
-            "balances",
-        ),
-        Constraint(
-            "within_fees", ConstraintKind.NEED, "to keep the fees within my limit", "fee_cap"
-        ),
-        Constraint("paid", ConstraintKind.NEED, "to get the invoice paid at all", "invoice"),
-    )
-    return fixed + tuple(Constraint(p, ConstraintKind.PREFERENCE, *texts[p]) for p in prefs)
-
-
 def _payment(
     draw: Draw, final: Setup, terms: Terms, best: tuple[str, ...], must_ask: tuple[str, ...]
 ) -> Payment:
@@ -412,39 +346,3 @@ def _payment(
     aid, rail = parse_route(route)
     converts = final.accounts[aid].currency != invoice.currency
     return Payment(invoice, needs_rates, route, aid, rail, converts, must_ask)
-
-
-def _request_text(
-    draw: Draw, given: dict[str, Value], constraints: tuple[Constraint, ...], knobs: Knobs
-) -> str:
-    invoice = draw.invoice
-    verb = "Please pay" if knobs.stateful else "Work out how best to pay"
-    parts = [f"Hi! Today is day 1. {verb} invoice {invoice.id} from {invoice.payee_name}."]
-    parts.append(
-        f"I'll pay at most {given['fee_cap']} in fees."
-        if "fee_cap" in given
-        else "Keep the fees within my limit."
-    )
-    parts.append(
-        "Only pay if the payee's name checks out, never take an account below its "
-        "minimum balance, and I'd like it to arrive by the due date."
-    )
-    if "savings" in given:
-        parts.append(
-            "Leave my savings untouched."
-            if given["savings"] == KEEP
-            else "My savings may be used if needed."
-        )
-    if "conversion" in given:
-        parts.append(
-            "Avoid converting currency if you can."
-            if given["conversion"] == AVOID
-            else "Converting currency is fine."
-        )
-    parts += priorities_sentences(given, constraints)
-    if not knobs.stateful:
-        parts.append(
-            "Don't send anything: finish with the route you recommend (the account "
-            "id followed by STD or EXP for the rail, e.g. CA17EXP), or 'none'."
-        )
-    return " ".join(parts)

@@ -10,7 +10,7 @@ from stategym.agents.hearing import Answers, hear
 from stategym.kernel.protocol import Observation
 from stategym.kernel.task import Value
 
-from .generator import PREFERENCE_TEXTS, PREFERENCES
+from .request import PREFERENCE_TEXTS, PREFERENCES
 
 _ANSWERS: Answers = (
     ("need_gb", re.compile(r"free at least (\d+) GB"), int),

@@ -13,26 +13,23 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
+from stategym.generation import apply_sets, order_matters
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
-    Constraint,
-    ConstraintKind,
     Event,
     EventKind,
     GroundTruth,
     Request,
-    Slot,
     SlotKind,
     Task,
-    Value,
     best_options,
     priority_weights,
 )
 
 from .gold import gold_graph
-from .world import Account, CloudBase, Instance, RetentionPolicy, Volume
+from .request import PREFERENCES, owner_constraints, owner_slots, request_text
+from .world import Account, CloudBase, CloudWorld, Instance, RetentionPolicy, Volume
 
 TEAMS = ("data", "web", "ml", "infra", "mobile", "search")
 USERS = ("Ana Lima", "Bo Chen", "Dee Park", "Eli Novak", "Farah Aziz", "Gus Moreau")
@@ -41,7 +38,6 @@ TIERS = ("prod", "staging", "dev", "scratch")
 SNAPSHOT_TIERS = (("prod",), ("prod", "staging"), ("prod", "staging", "dev"))
 MACHINES = ("etl-worker", "api-server", "trainer", "build-box", "db-replica", "cache-node")
 WINDOWS = ("tonight after ten", "Saturday morning", "any weekday evening", "Sunday night")
-PREFERENCES = ("long_idle", "detached", "own_team")
 MAX_ROUNDS = 30
 
 
@@ -267,7 +263,7 @@ def _events(
         events.append(
             Event(draw.event_times[2], EventKind.USER_UPDATE, slot="need_gb", value=needs.need_gb)
         )
-    return tuple(sorted(events, key=lambda e: e.at))
+    return CloudWorld.check_events(sorted(events, key=lambda e: e.at))
 
 
 def _one_plan(
@@ -308,16 +304,16 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         satisfaction[v.id] for v in final_volumes.values() if _feasible(v, final_instances, needs)
     ]
     conflict = knobs.priorities and order_matters(feasible_sets, prefs)
-    slots = _slots(draw, knobs, conflict)
+    slots = owner_slots(draw, knobs, conflict)
     given = {s.name: s.value for s in slots if s.kind is SlotKind.GIVEN}
-    constraints = _constraints()
+    constraints = owner_constraints()
     volumes = _one_plan(volumes, best, draw.policy.snapshot_tiers)
     base = CloudBase(volumes, draw.instances, draw.account, draw.policy, balance=2000)
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold_graph(base, knobs, best, must_ask)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
     request = Request(
-        _request_text(draw, given, constraints, knobs),
+        request_text(draw, given, constraints, knobs),
         given,
         {"project_id": "get_account", "team": "get_account", "retention": "get_retention_policy"},
     )
@@ -336,96 +332,3 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         truth,
         MAX_ROUNDS,
     )
-
-
-def _slots(draw: Draw, knobs: Knobs, conflict: bool) -> tuple[Slot, ...]:
-    def kind(name: str) -> SlotKind:
-        return SlotKind.MISSING if draw.hidden[name] and knobs.hidden_info else SlotKind.GIVEN
-
-    return (
-        Slot(
-            "project_id",
-            SlotKind.DERIVABLE,
-            draw.account.project_id,
-            "I think the project id is {value}.",
-        ),
-        Slot("team", SlotKind.DERIVABLE, draw.account.team, "I'm on the {value} team."),
-        Slot(
-            "retention",
-            SlotKind.DERIVABLE,
-            " and ".join(draw.policy.snapshot_tiers),
-            "I believe {value} volumes need a final snapshot.",
-        ),
-        Slot("need_gb", kind("need_gb"), draw.need_gb, "We need to free at least {value} GB."),
-        Slot(
-            "idle_min",
-            kind("idle_min"),
-            draw.idle_min,
-            "Only count a volume as idle after {value} days without activity.",
-        ),
-        Slot("window", SlotKind.IRRELEVANT, draw.window, "Our maintenance window is {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, draw.priorities_hidden, conflict),
-            ">".join(draw.order),
-            "{value}",
-        ),
-    )
-
-
-PREFERENCE_TEXTS = {
-    "long_idle": ("a volume that has been idle long enough", "idle_min"),
-    "detached": ("not having to detach a volume from an instance", "detach"),
-    "own_team": ("a volume from my own team", "team"),
-}
-
-
-def _constraints() -> tuple[Constraint, ...]:
-    fixed = (
-        Constraint(
-            "not_in_use",
-            ConstraintKind.POLICY,
-            "to never delete a volume attached to a running instance",
-            "running instance",
-        ),
-        Constraint("frees_enough", ConstraintKind.NEED, "to free enough space", "need_gb"),
-        Constraint("volume_deleted", ConstraintKind.NEED, "to delete a volume at all", "volume"),
-    )
-    return fixed + tuple(
-        Constraint(p, ConstraintKind.PREFERENCE, *PREFERENCE_TEXTS[p]) for p in PREFERENCES
-    )
-
-
-def _request_text(
-    draw: Draw, given: dict[str, Value], constraints: tuple[Constraint, ...], knobs: Knobs
-) -> str:
-    verb = "Please delete" if knobs.stateful else "Find"
-    parts = [
-        f"Hi! Our cloud project {draw.account.project_name} is over its storage budget. "
-        f"{verb} one volume we can do without to bring it back under budget."
-    ]
-    parts.append(
-        f"We need to free at least {given['need_gb']} GB."
-        if "need_gb" in given
-        else "It has to free enough space."
-    )
-    parts.append(
-        "Never delete anything attached to a running instance, and follow the "
-        "company's data-retention policy."
-    )
-    parts.append(
-        f"I'd like a volume that has been idle for at least {given['idle_min']} days."
-        if "idle_min" in given
-        else "I'd like one that has been idle long enough."
-    )
-    parts.append(
-        "I'd rather not detach a volume from an instance, and I'd prefer one of my own "
-        "team's volumes."
-    )
-    parts += priorities_sentences(given, constraints)
-    if not knobs.stateful:
-        parts.append(
-            "Don't change anything: finish with the id of the volume you recommend "
-            "deleting, or 'none'."
-        )
-    return " ".join(parts)

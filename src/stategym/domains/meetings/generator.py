@@ -15,7 +15,6 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from stategym.generation import order_matters
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -24,11 +23,11 @@ from stategym.kernel.task import (
     Request,
     SlotKind,
     Task,
-    best_options,
     priority_weights,
 )
 
 from .events import EventPlan, plan_events
+from .judging import DayKey, Judge, option_table, realised, usable_options
 from .shape import Calendars, Key, kill, plant
 from .spec import base_world, constraints, gold, request_text, slots
 from .timegrid import (
@@ -39,11 +38,10 @@ from .timegrid import (
     OPEN,
     PREFERENCES,
     Option,
-    Scene,
     options,
     span,
 )
-from .world import Person, Room
+from .world import MeetingsWorld, Person, Room
 
 FIRST_DAY = 3
 FIRST_NAMES = (
@@ -318,46 +316,6 @@ def _apply_shape(cal: Calendars, shape: str, prefs: tuple[str, ...], rng: random
     return kill(cal, "feasible", rng)
 
 
-def realised(usable: list[Option], prefs: tuple[str, ...]) -> str:
-    """The shape the feasible options of some calendars have: ``fits``, ``conflict``,
-    ``nothing`` or ``plain`` (no option meets every preference, but one trade-off is best in
-    any order)."""
-    if not usable:
-        return "nothing"
-    every_pref = frozenset(prefs)
-    if any(o.hits >= every_pref for o in usable):
-        return "fits"
-    return "conflict" if order_matters((o.hits for o in usable), prefs) else "plain"
-
-
-DayKey = tuple[object, ...]
-"""Everything one day's options depend on (see :func:`_day_options`)."""
-
-
-def _day_options(scene: Scene, day: int, memo: dict[DayKey, list[Option]]) -> list[Option]:
-    """The options of one day of ``scene``, reused from ``memo`` when that day is unchanged:
-    an event trial changes one day, so judging it need not list the other days again."""
-    key = (
-        day,
-        scene.duration,
-        scene.hours,
-        scene.time_of_day,
-        scene.room_feature,
-        scene.rooms,
-        scene.required.get(day, ()),
-        scene.optional.get(day, ()),
-        tuple(scene.room_busy.get((room, day), 0) for room, _ in scene.rooms),
-    )
-    if key not in memo:
-        memo[key] = list(options(scene, (day,), only_feasible=True))
-    return memo[key]
-
-
-def _usable(scene: Scene, by_day: dict[DayKey, list[Option]]) -> list[Option]:
-    """The feasible options of ``scene``, in :func:`~.timegrid.options` order."""
-    return [o for day in scene.days for o in _day_options(scene, day, by_day)]
-
-
 def _shaped(
     draw: Draw, duration: int, shape: str, by_day: dict[DayKey, list[Option]]
 ) -> tuple[Calendars, tuple[str, ...], list[Option]]:
@@ -370,17 +328,10 @@ def _shaped(
             prefs = _prefs(draw, cal)
             if not _apply_shape(cal, wanted, prefs, rng):
                 continue
-            found = _usable(cal.scene(), by_day)
+            found = usable_options(cal.scene(), by_day)
             if realised(found, prefs) == wanted:
                 return cal, prefs, found
     raise AssertionError("a meeting with nobody free can always be generated")
-
-
-def _table(found: list[Option], ids: tuple[str, ...]) -> dict[str, frozenset[str]]:
-    keep = frozenset(ids)
-    # options share a handful of ``hits`` sets: intersecting each once keeps tasks small
-    kept = {hits: hits & keep for hits in {o.hits for o in found}}
-    return {o.id: kept[o.hits] for o in found}
 
 
 def regold(task: Task, best: tuple[str, ...]) -> GoldGraph:
@@ -406,34 +357,13 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     ids = ("within_hours", "required_attend", "meeting_held", *prefs)
     priority = tuple(itertools.pairwise(ids))
     weights = priority_weights(ids, priority)
-    keep = frozenset(ids)
-    nothing = keep - {"meeting_held"}
-
-    def best_of(usable: list[Option]) -> tuple[str, ...]:
-        # only feasible options can beat sending nothing, and options meeting the same
-        # constraints score the same, so each distinct set of hits is scored once
-        distinct = list(dict.fromkeys(o.hits for o in usable))
-        table = {str(i): hits & keep for i, hits in enumerate(distinct)}
-        top = {distinct[int(i)] for i in best_options(table, nothing, weights)}
-        return tuple(sorted(o.id for o in usable if o.hits in top))
-
-    # feasible options of every calendars judged; holding the calendars keeps their ids
-    # from being reused by a later trial
-    seen: dict[int, tuple[Calendars, list[Option]]] = {id(cal): (cal, shaped)}
-
-    def options_of(c: Calendars) -> list[Option]:
-        if id(c) not in seen:
-            seen[id(c)] = (c, _usable(c.scene(), by_day))
-        return seen[id(c)][1]
-
-    def judge(c: Calendars) -> tuple[tuple[str, ...], bool]:
-        usable = options_of(c)
-        return best_of(usable), realised(usable, prefs) == "conflict"
-
-    plan: EventPlan = plan_events(draw, knobs, cal, duration, judge, options_of)
-    found = options_of(plan.final)
-    satisfaction = _table(list(options(plan.final.scene())), ids)
-    best = best_of(found)
+    nothing = frozenset(ids) - {"meeting_held"}
+    judge = Judge(by_day, ids, nothing, weights, prefs)
+    judge.remember(cal, shaped)
+    plan: EventPlan = plan_events(draw, knobs, cal, duration, judge.judge, judge.options_of)
+    found = judge.options_of(plan.final)
+    satisfaction = option_table(list(options(plan.final.scene())), ids)
+    best = judge.best_of(found)
     conflict = knobs.priorities and realised(found, prefs) == "conflict"
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
     task_slots = slots(draw, knobs, prefs, priorities_hidden, conflict)
@@ -446,7 +376,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         given,
         {"working_hours": "get_my_profile", "timezone": "lookup_person"},
     )
-    events = tuple(sorted(plan.events, key=lambda e: (e.at, e.kind is EventKind.SET)))
+    events = sorted(plan.events, key=lambda e: (e.at, e.kind is EventKind.SET))
     return Task(
         "meetings",
         seed,
@@ -456,7 +386,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         constraints(draw, prefs),
         priority,
         priorities_hidden,
-        events,
+        MeetingsWorld.check_events(events),
         base_world(draw, cal, plan),
         truth,
         MAX_ROUNDS,

@@ -10,7 +10,8 @@ from stategym.agents.hearing import Answers, hear
 from stategym.kernel.protocol import Observation
 from stategym.kernel.task import Value
 
-from .generator import ANY_BRAND, ANY_DAY, PREFERENCES, active_preferences, satisfied
+from .generator import PREFERENCES, active_preferences, satisfied
+from .request import ANY_BRAND, ANY_DAY
 
 _ANSWERS: Answers = (
     ("budget", re.compile(r"budget for the whole order is \$(\d+)"), int),

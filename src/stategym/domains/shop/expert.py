@@ -32,7 +32,7 @@ from stategym.kernel.protocol import CallBatch, Observation, call
 from stategym.kernel.task import Task, Value
 
 from .beliefs import DIAMOND, NO_LIMIT, Beliefs, OfferView
-from .generator import ANY_BRAND, ANY_DAY
+from .request import ANY_BRAND, ANY_DAY
 
 QUESTIONS = {
     "budget": "What is your budget for the whole order?",

@@ -18,27 +18,22 @@ from stategym.generation import (
     apply_sets,
     dominated_decoys,
     order_matters,
-    priorities_kind,
-    priorities_sentences,
 )
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
-    Constraint,
-    ConstraintKind,
     Event,
     EventKind,
     GroundTruth,
     Request,
-    Slot,
     SlotKind,
     Task,
-    Value,
     best_options,
     priority_weights,
 )
 
 from .gold import Graph, Purchase, gold_graph
-from .world import Account, Offer, Policy, Product, ShopBase
+from .request import ANY_BRAND, ANY_DAY, buyer_constraints, buyer_slots, request_text
+from .world import Account, Offer, Policy, Product, ShopBase, ShopWorld
 
 CATEGORIES: tuple[tuple[str, int, int], ...] = (
     ("office chair", 120, 480),
@@ -58,8 +53,6 @@ BUYERS = ("Ana Lima", "Bo Chen", "Dee Park", "Eli Novak", "Farah Aziz", "Gus Mor
 COLORS = ("black", "grey", "white", "blue")
 SHIPPING = (0, 0, 15, 25, 40)
 PREFERENCES = ("eco", "on_time", "brand")
-ANY_DAY = "any day"
-ANY_BRAND = "any"
 MAX_ROUNDS = 30
 
 
@@ -323,7 +316,7 @@ def _events(
         events.append(
             Event(draw.event_times[2], EventKind.USER_UPDATE, slot="budget", value=budget)
         )
-    return tuple(sorted(events, key=lambda e: e.at))
+    return ShopWorld.check_events(sorted(events, key=lambda e: e.at))
 
 
 def _setup(draw: Draw, knobs: Knobs) -> tuple[int, tuple[str, ...], Catalog]:
@@ -362,9 +355,9 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     conflict = knobs.priorities and order_matters(feasible_sets, prefs)
     hidden = {k: v and knobs.hidden_info for k, v in draw.hidden.items()}
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
-    slots = _slots(draw, prefs, hidden, priorities_hidden, conflict, knobs)
+    slots = buyer_slots(draw, prefs, hidden, priorities_hidden, conflict, knobs)
     given = {s.name: s.value for s in slots if s.kind is SlotKind.GIVEN}
-    constraints = _constraints(draw, prefs)
+    constraints = buyer_constraints(draw, prefs)
     policy = _policy(draw)
     base = ShopBase(cat.products, cat.offers, draw.account, policy, draw.quantity, 20000)
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
@@ -372,7 +365,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     calls, edges, decisions = gold_graph(purchase, knobs)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
     request = Request(
-        _request_text(draw, given, constraints, knobs),
+        request_text(draw, given, constraints, knobs),
         given,
         {"address": "get_account", "vendors": "get_purchasing_policy"},
     )
@@ -424,86 +417,3 @@ def _purchase(
         totals[choice] > policy.approval_over,
         must_ask,
     )
-
-
-def _slots(
-    draw: Draw,
-    prefs: tuple[str, ...],
-    hidden: dict[str, bool],
-    priorities_hidden: bool,
-    conflict: bool,
-    knobs: Knobs,
-) -> tuple[Slot, ...]:
-    def kind(name: str) -> SlotKind:
-        return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
-
-    return (
-        Slot("item", SlotKind.GIVEN, draw.category, "I need a {value}."),
-        Slot("quantity", SlotKind.GIVEN, draw.quantity, "I need {value} of them."),
-        Slot("address", SlotKind.DERIVABLE, draw.account.city, "Ship it to our office in {value}."),
-        Slot(
-            "vendors",
-            SlotKind.DERIVABLE,
-            ", ".join(draw.approved),
-            "I think we may buy from {value}.",
-        ),
-        Slot("budget", kind("budget"), draw.budget, "My budget for the whole order is ${value}."),
-        Slot("deadline", kind("deadline"), draw.deadline, "As for delivery, {value}."),
-        Slot("brand", kind("brand"), draw.brand, "As for the brand, {value}."),
-        Slot("color", SlotKind.IRRELEVANT, draw.color, "I'd like it in {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, priorities_hidden, conflict),
-            ">".join(prefs),
-            "{value}",
-        ),
-    )
-
-
-def _constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:
-    texts = {
-        "eco": ("an eco-certified product", "eco"),
-        "on_time": (f"delivery {draw.deadline}", "deadline"),
-        "brand": (f"the {draw.brand} brand", "brand"),
-    }
-    fixed = (
-        Constraint(
-            "within_policy", ConstraintKind.POLICY, "to buy only from approved vendors", "vendors"
-        ),
-        Constraint("within_budget", ConstraintKind.NEED, "to stay within my budget", "budget"),
-        Constraint("order_placed", ConstraintKind.NEED, "to get the order placed at all", "order"),
-    )
-    return fixed + tuple(Constraint(p, ConstraintKind.PREFERENCE, *texts[p]) for p in prefs)
-
-
-def _request_text(
-    draw: Draw, given: dict[str, Value], constraints: tuple[Constraint, ...], knobs: Knobs
-) -> str:
-    verb = "Please order" if knobs.stateful else "Find the best offer for"
-    plural = "s" if draw.quantity > 1 else ""
-    parts = [f"Hi! Today is day 1. {verb} {draw.quantity} {draw.category}{plural} for the team."]
-    parts.append(
-        f"My budget for the whole order is ${given['budget']}."
-        if "budget" in given
-        else "Keep it within my budget."
-    )
-    parts.append(
-        "Buy only from vendors our purchasing policy approves, and I'd prefer an "
-        "eco-certified product."
-    )
-    if "deadline" in given:
-        parts.append(
-            "Delivery on any day is fine."
-            if given["deadline"] == ANY_DAY
-            else f"I need the delivery {given['deadline']}."
-        )
-    if "brand" in given:
-        parts.append(
-            "Any brand is fine."
-            if given["brand"] == ANY_BRAND
-            else f"I'd like the {given['brand']} brand."
-        )
-    parts += priorities_sentences(given, constraints)
-    if not knobs.stateful:
-        parts.append("Don't buy anything: finish with the offer id you recommend, or 'none'.")
-    return " ".join(parts)

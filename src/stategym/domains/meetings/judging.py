@@ -1,0 +1,113 @@
+"""Judging calendars: their feasible options, the shape those options have, and the best ones.
+
+Generation judges many trial calendars (each shaping attempt, each trial event), so the
+options of a day are listed once per distinct day (:func:`day_options`) and the options of a
+calendars object once (:class:`Judge`).
+"""
+
+from __future__ import annotations
+
+from stategym.generation import order_matters
+from stategym.kernel.task import best_options
+
+from .shape import Calendars
+from .timegrid import Option, Scene, options
+
+DayKey = tuple[object, ...]
+"""Everything one day's options depend on (see :func:`day_options`)."""
+
+
+def realised(usable: list[Option], prefs: tuple[str, ...]) -> str:
+    """The shape the feasible options of some calendars have: ``fits``, ``conflict``,
+    ``nothing`` or ``plain`` (no option meets every preference, but one trade-off is best in
+    any order)."""
+    if not usable:
+        return "nothing"
+    every_pref = frozenset(prefs)
+    if any(o.hits >= every_pref for o in usable):
+        return "fits"
+    return "conflict" if order_matters((o.hits for o in usable), prefs) else "plain"
+
+
+def day_options(scene: Scene, day: int, memo: dict[DayKey, list[Option]]) -> list[Option]:
+    """The options of one day of ``scene``, reused from ``memo`` when that day is unchanged:
+    an event trial changes one day, so judging it need not list the other days again."""
+    key = (
+        day,
+        scene.duration,
+        scene.hours,
+        scene.time_of_day,
+        scene.room_feature,
+        scene.rooms,
+        scene.required.get(day, ()),
+        scene.optional.get(day, ()),
+        tuple(scene.room_busy.get((room, day), 0) for room, _ in scene.rooms),
+    )
+    if key not in memo:
+        memo[key] = list(options(scene, (day,), only_feasible=True))
+    return memo[key]
+
+
+def usable_options(scene: Scene, by_day: dict[DayKey, list[Option]]) -> list[Option]:
+    """The feasible options of ``scene``, in :func:`~.timegrid.options` order."""
+    return [o for day in scene.days for o in day_options(scene, day, by_day)]
+
+
+def option_table(found: list[Option], ids: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """The constraint ids among ``ids`` each option satisfies."""
+    keep = frozenset(ids)
+    # options share a handful of ``hits`` sets: intersecting each once keeps tasks small
+    kept = {hits: hits & keep for hits in {o.hits for o in found}}
+    return {o.id: kept[o.hits] for o in found}
+
+
+class Judge:
+    """Judges calendars against one task's constraints, remembering what it has listed.
+
+    Args:
+        by_day: the per-day memo of :func:`day_options`, shared with the shaping.
+        ids: the task's constraint ids; ``nothing`` those sending nothing satisfies.
+        weights: their priority weights.
+        prefs: the active preferences, most important first.
+    """
+
+    def __init__(
+        self,
+        by_day: dict[DayKey, list[Option]],
+        ids: tuple[str, ...],
+        nothing: frozenset[str],
+        weights: dict[str, int],
+        prefs: tuple[str, ...],
+    ) -> None:
+        self.by_day = by_day
+        self.keep = frozenset(ids)
+        self.nothing = nothing
+        self.weights = weights
+        self.prefs = prefs
+        # feasible options of every calendars judged; holding the calendars keeps their
+        # ids from being reused by a later trial
+        self.seen: dict[int, tuple[Calendars, list[Option]]] = {}
+
+    def remember(self, cal: Calendars, usable: list[Option]) -> None:
+        """Record the feasible options of ``cal``, already listed."""
+        self.seen[id(cal)] = (cal, usable)
+
+    def options_of(self, cal: Calendars) -> list[Option]:
+        """The feasible options of ``cal``."""
+        if id(cal) not in self.seen:
+            self.seen[id(cal)] = (cal, usable_options(cal.scene(), self.by_day))
+        return self.seen[id(cal)][1]
+
+    def best_of(self, usable: list[Option]) -> tuple[str, ...]:
+        """The ids of the best options among ``usable``, sorted."""
+        # only feasible options can beat sending nothing, and options meeting the same
+        # constraints score the same, so each distinct set of hits is scored once
+        distinct = list(dict.fromkeys(o.hits for o in usable))
+        table = {str(i): hits & self.keep for i, hits in enumerate(distinct)}
+        top = {distinct[int(i)] for i in best_options(table, self.nothing, self.weights)}
+        return tuple(sorted(o.id for o in usable if o.hits in top))
+
+    def judge(self, cal: Calendars) -> tuple[tuple[str, ...], bool]:
+        """The best options of ``cal``, and whether the priority order decides between them."""
+        usable = self.options_of(cal)
+        return self.best_of(usable), realised(usable, self.prefs) == "conflict"
