@@ -21,7 +21,7 @@ from stategym.kernel.env import Env
 from stategym.registry import all_domains
 from stategym.rendering import make_renderer, transcript
 from stategym.rendering.messages import message_line
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
 TRAIN_SEED = 1_000_000

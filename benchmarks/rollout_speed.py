@@ -32,10 +32,10 @@ from typing import Any
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.llm import agent_factory
+from stategym.llm.batch import Clock, run_many
 from stategym.llm.calls import call_stats
-from stategym.llm.runner import Clock, run_many
 from stategym.registry import get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 
 def rollout(

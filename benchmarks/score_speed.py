@@ -49,7 +49,7 @@ from stategym.kernel.trajectory import Trajectory, dumps, loads
 from stategym.metrics import dense_reward, score
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, cached_task, get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 from timing import CLOCKS, quiet_gc
 
 TARGET = 2000.0

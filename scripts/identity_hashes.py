@@ -30,7 +30,7 @@ from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import dumps
 from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 AGENTS = ("expert", "serial", "random")
 SYNTHETIC = ("synth:chain2+fanout3+askgate+verifycommit", "synth:chain1+askgate+conflict")

@@ -51,9 +51,8 @@ PREFIXES: dict[str, str] = {
     # agents: scripted baselines by name and the LLM backends
     "stategym.agents": "agents",
     "stategym.llm": "agents",
-    "stategym.runner": "rollout",
     "stategym.rollout": "rollout",
-    "stategym.llm.runner": "rollout",
+    "stategym.llm.batch": "rollout",
     "stategym.metrics": "metrics",
     "stategym.topology": "topology",
     "stategym.train": "train",
@@ -81,7 +80,7 @@ ROOT = "stategym"
 matched exactly, not as a prefix, so a module the table misses has no layer and fails."""
 
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("stategym.llm", "stategym.runner"): (
+    ("stategym.llm", "stategym.rollout"): (
         "k-shot demonstrations are played with the episode loop; they move to the rollout "
         "engine with it"
     ),

@@ -39,7 +39,7 @@ from stategym.kernel.protocol import (
 from stategym.kernel.trajectory import dumps, loads, read_jsonl, replay, write_jsonl
 from stategym.kernel.validation import NOT_RUN
 from stategym.metrics import score
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 
 def _nested(depth: int, leaf: Any = 0) -> Any:

@@ -21,7 +21,7 @@ from stategym.kernel.protocol import Action, action_to_message
 from stategym.kernel.task import EventKind
 from stategym.kernel.tools import Tool
 from stategym.kernel.trajectory import dumps, replay
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 AGENTS = ("expert", "oracle", "serial", "random")
 KNOB_SETS = (Knobs(), Knobs.all_off(), Knobs(dynamics=False, hidden_info=False))
@@ -75,7 +75,7 @@ import hashlib
 from stategym import Env, Knobs
 from stategym.agents import scripted
 from stategym.registry import all_domains
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 from stategym.kernel.trajectory import dumps
 digest = hashlib.sha256()
 for domain in all_domains().values():

@@ -20,7 +20,7 @@ from stategym.agents import scripted
 from stategym.gym import CHARSET, MAX_OBSERVATION, StateGymEnv, encode_messages, register_envs
 from stategym.kernel.domain import Domain
 from stategym.kernel.protocol import Observation, action_to_message
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 
 def _make(domain: Domain, **kwargs: Any) -> Any:

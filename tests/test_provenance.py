@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from stategym import Env, Knobs
 from stategym.agents import scripted
 from stategym.kernel.provenance import Origin, Provenance, Source
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 FIRST = Origin(Source.TOOL, 0, "c0_0")
 LATER = Origin(Source.USER, 3, "budget")

@@ -28,10 +28,10 @@ from stategym.rollout import (
     play_concurrently,
     play_in_order,
     requested,
+    run_episode,
     stream,
     trajectory_key,
 )
-from stategym.runner import run_episode
 
 
 @pytest.fixture(autouse=True)

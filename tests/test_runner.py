@@ -6,7 +6,7 @@ from stategym import CallBatch, Env, Observation, call
 from stategym.kernel.errors import AgentStopped
 from stategym.kernel.protocol import Action
 from stategym.kernel.task import Task
-from stategym.runner import play, run_episode
+from stategym.rollout import play, run_episode
 
 
 class StopsAfterOneRound:

@@ -25,8 +25,7 @@ from stategym.llm.agent import Reply, Turn
 from stategym.llm.parse import parse
 from stategym.registry import all_domains, get_domain
 from stategym.rendering.tokens import OBSERVATION, POLICY, USER
-from stategym.rollout import FixedAgent, episode_specs, play_in_order
-from stategym.runner import run_episode
+from stategym.rollout import FixedAgent, episode_specs, play_in_order, run_episode
 
 DOMAINS = [*all_domains(), "synth:chain2+fanout3+askgate+verifycommit"]
 _PIECE = re.compile(r"<\|[a-z_]+\|>|\d|\w+|\s|[^\w\s]")

@@ -28,7 +28,7 @@ from stategym.kernel.trajectory import (
 )
 from stategym.metrics import score
 from stategym.registry import cached_task
-from stategym.runner import run_episodes
+from stategym.rollout import run_episodes
 
 
 def _mixed(domain: Domain, count: int = 8) -> list[Trajectory]:

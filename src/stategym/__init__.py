@@ -11,7 +11,7 @@ from stategym.kernel.errors import AgentFormatError, StateGymError, ToolError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, StepResult, ToolCall, call, calls
 from stategym.kernel.trajectory import Trajectory, replay
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 __version__ = "0.1.0"
 

@@ -14,11 +14,10 @@ from llm_fixtures import completion, http, round_of
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import RoundKind, Usage, read_jsonl
 from stategym.llm import agent_factory
+from stategym.llm.batch import Clock, run_many
 from stategym.llm.prompt import PROMPT_VERSION
-from stategym.llm.runner import Clock, run_many
 from stategym.registry import get_domain
-from stategym.rollout import trajectory_key
-from stategym.runner import run_episode
+from stategym.rollout import run_episode, trajectory_key
 
 TRAVEL = get_domain("travel")
 LOOKUPS = [("get_profile", "{}"), ("get_travel_policy", "{}")]

@@ -79,6 +79,6 @@ def test_demonstrations_reach_the_system_prompt() -> None:
 
 
 def _episode(seed: int) -> Trajectory:
-    from stategym.runner import run_episode
+    from stategym.rollout import run_episode
 
     return run_episode(Env("travel"), scripted(TRAVEL, "expert"), seed)

@@ -18,10 +18,10 @@ pytest.importorskip("openai")
 
 from stategym.kernel.trajectory import Trajectory, replay
 from stategym.llm import agent_factory
+from stategym.llm.batch import run_many
 from stategym.llm.calls import call_stats
 from stategym.llm.local import LocalModel, Sampling
 from stategym.llm.prompt import first_messages
-from stategym.llm.runner import run_many
 from stategym.llm.serve import BackgroundServer
 from stategym.llm.tiny import RECIPE_FILE
 from stategym.registry import get_domain
@@ -176,7 +176,7 @@ def test_served_trajectories_score_like_scripted_ones(local_episodes: list[Traje
     metrics = pytest.importorskip("stategym.metrics")
     from stategym.agents import scripted
     from stategym.kernel.env import Env
-    from stategym.runner import run_episode
+    from stategym.rollout import run_episode
 
     env = Env("travel")
     expert = run_episode(env, scripted(TRAVEL, "expert"), HELD_OUT[0])

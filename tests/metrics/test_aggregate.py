@@ -14,7 +14,7 @@ from stategym.kernel.env import Env
 from stategym.metrics import score
 from stategym.metrics.aggregate import bootstrap, pass_hat_k, row, table
 from stategym.registry import get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 
 def test_bootstrap_is_seeded_and_brackets_the_mean():

@@ -22,7 +22,7 @@ from stategym.kernel.trajectory import RoundKind
 from stategym.metrics import dense_reward, score
 from stategym.metrics.trace import Trace
 from stategym.registry import all_domains, get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 STATEFUL = [n for n in sorted(all_domains()) if not get_domain(n).read_only]
 

@@ -23,7 +23,7 @@ from stategym.metrics.gold import gold_of
 from stategym.metrics.report import headers
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 from stategym.topology.report import CELL_COLUMNS, MEASURES
 
 

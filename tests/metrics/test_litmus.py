@@ -8,7 +8,7 @@ from stategym.metrics import score
 from stategym.metrics.litmus import litmus
 from stategym.metrics.taskset import MIXED
 from stategym.registry import get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 
 def _cards(agent, n=42):

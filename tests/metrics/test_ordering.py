@@ -27,7 +27,7 @@ from stategym.kernel.trajectory import Trajectory
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, cached_task, get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 DOMAIN_NAMES = sorted(all_domains())
 STATEFUL_NAMES = [n for n in DOMAIN_NAMES if not get_domain(n).read_only]

@@ -7,7 +7,7 @@ from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.metrics import outcome_of, score
 from stategym.registry import get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 
 def test_outcome_reads_the_logged_outcome_and_the_clock():

@@ -22,7 +22,7 @@ from stategym.kernel.trajectory import dumps, loads
 from stategym.metrics import DIMENSIONS, credit, dense_reward, score
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, get_domain
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 from strategies import knobs, styles
 
 DOMAIN_NAMES = sorted(all_domains())

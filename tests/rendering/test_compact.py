@@ -17,7 +17,7 @@ from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, MessageRenderer
 from stategym.rendering.handles import Handles, is_entity
-from stategym.runner import run_episode
+from stategym.rollout import run_episode
 
 DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
 TRAVEL = get_domain("travel")

@@ -20,8 +20,8 @@ from stategym.kernel.task import SlotKind, Task, best_options
 from stategym.kernel.trajectory import Trajectory
 from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
+from stategym.topology.generalisation import ProtocolConfig, run_protocol
 from stategym.topology.probes import FLIP, PRIORITIES, probes
-from stategym.topology.protocol import ProtocolConfig, run_protocol
 from stategym.topology.report import build_report, render
 from stategym.topology.split import Split, make_splits
 

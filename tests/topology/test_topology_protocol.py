@@ -13,11 +13,11 @@ from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import SlotKind
 from stategym.kernel.trajectory import read_jsonl, write_jsonl
 from stategym.registry import all_domains, get_domain
-from stategym.topology import protocol as protocol_module
+from stategym.topology import generalisation as protocol_module
 from stategym.topology.distance import wl_hash
+from stategym.topology.generalisation import ProtocolConfig, ProtocolRun, run_protocol
 from stategym.topology.graph import domain_topology
 from stategym.topology.probes import flip_priorities, probes
-from stategym.topology.protocol import ProtocolConfig, ProtocolRun, run_protocol
 from stategym.topology.report import Episode, build_report, collapse_index
 from stategym.topology.split import DIFFERENT, FAR, Band, Split, make_splits
 

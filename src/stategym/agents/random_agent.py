@@ -12,6 +12,7 @@ from typing import Any
 from stategym.agents.base import Script, ScriptedAgent
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
 from stategym.kernel.task import Task
+from stategym.kernel.tools import Tool
 
 MESSAGES = (
     "What is your budget?",
@@ -28,60 +29,75 @@ def random_agent(task: Task) -> ScriptedAgent:
     from stategym.registry import get_domain
 
     tools = get_domain(task.domain).available_tools(task.knobs)
-    rng = random.Random(f"random:{task.domain}:{task.seed}")
-    seen_str: list[str] = [str(v) for v in task.request.given.values() if isinstance(v, str)]
-    seen_int: list[int] = [1, 2, 10]
-
-    def remember(value: Any) -> None:
-        if isinstance(value, dict):
-            for item in value.values():
-                remember(item)
-        elif isinstance(value, list):
-            for item in value:
-                remember(item)
-        elif isinstance(value, str) and len(seen_str) < 200:
-            seen_str.append(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and len(seen_int) < 200:
-            seen_int.append(value)
-
-    def argument(annotation: Any, choices: tuple[Any, ...]) -> Any:
-        if choices:
-            return rng.choice(choices)
-        if annotation is int:
-            return rng.choice(seen_int)
-        if annotation is float:
-            return float(rng.choice(seen_int))
-        if annotation is bool:
-            return rng.random() < 0.5
-        if annotation is str:
-            return rng.choice(seen_str) if seen_str else "x"
-        return [rng.choice(seen_str)] if seen_str else []
-
-    def one_call() -> ToolCall:
-        if rng.random() < 0.05:
-            return ToolCall(rng.choice(tools).name, "{not json")
-        if rng.random() < 0.03:
-            return ToolCall("no_such_tool", {})
-        chosen = rng.choice(tools)
-        return ToolCall(
-            chosen.name, {p.name: argument(p.annotation, p.choices) for p in chosen.params}
-        )
+    play = _RandomPlay(random.Random(f"random:{task.domain}:{task.seed}"), tools, task)
 
     def script(observation: Observation) -> Script:
         while True:
             for result in observation.results:
-                remember(result.content)
-            roll = rng.random()
-            action: Action
-            if roll < 0.06:
-                answer = rng.choice(seen_str) if seen_str else "none"
-                action = CallBatch((ToolCall("finish", {"answer": answer}),))
-            elif roll < 0.2:
-                action = Say(rng.choice(MESSAGES))
-            elif roll < 0.22:
-                action = CallBatch(())
-            else:
-                action = CallBatch(tuple(one_call() for _ in range(rng.randint(1, 3))))
-            observation = yield action
+                play.remember(result.content)
+            observation = yield play.action()
 
     return ScriptedAgent("random", script)
+
+
+class _RandomPlay:
+    """The random agent's state: its generator, the tools and the values it has seen."""
+
+    def __init__(self, rng: random.Random, tools: tuple[Tool, ...], task: Task) -> None:
+        self.rng = rng
+        self.tools = tools
+        self.seen_str: list[str] = [
+            str(v) for v in task.request.given.values() if isinstance(v, str)
+        ]
+        self.seen_int: list[int] = [1, 2, 10]
+
+    def remember(self, value: Any) -> None:
+        """Keep the strings and integers of a tool result (up to 200 of each) for arguments."""
+        if isinstance(value, dict):
+            for item in value.values():
+                self.remember(item)
+        elif isinstance(value, list):
+            for item in value:
+                self.remember(item)
+        elif isinstance(value, str) and len(self.seen_str) < 200:
+            self.seen_str.append(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and len(self.seen_int) < 200:
+            self.seen_int.append(value)
+
+    def action(self) -> Action:
+        """A finish, a message, an empty round or a batch of one to three random calls."""
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.06:
+            answer = rng.choice(self.seen_str) if self.seen_str else "none"
+            return CallBatch((ToolCall("finish", {"answer": answer}),))
+        if roll < 0.2:
+            return Say(rng.choice(MESSAGES))
+        if roll < 0.22:
+            return CallBatch(())
+        return CallBatch(tuple(self._call() for _ in range(rng.randint(1, 3))))
+
+    def _call(self) -> ToolCall:
+        rng = self.rng
+        if rng.random() < 0.05:
+            return ToolCall(rng.choice(self.tools).name, "{not json")
+        if rng.random() < 0.03:
+            return ToolCall("no_such_tool", {})
+        chosen = rng.choice(self.tools)
+        return ToolCall(
+            chosen.name, {p.name: self._argument(p.annotation, p.choices) for p in chosen.params}
+        )
+
+    def _argument(self, annotation: Any, choices: tuple[Any, ...]) -> Any:
+        rng = self.rng
+        if choices:
+            return rng.choice(choices)
+        if annotation is int:
+            return rng.choice(self.seen_int)
+        if annotation is float:
+            return float(rng.choice(self.seen_int))
+        if annotation is bool:
+            return rng.random() < 0.5
+        if annotation is str:
+            return rng.choice(self.seen_str) if self.seen_str else "x"
+        return [rng.choice(self.seen_str)] if self.seen_str else []

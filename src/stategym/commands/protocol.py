@@ -130,7 +130,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
     from stategym.commands.options import llm_options
     from stategym.kernel.trajectory import write_jsonl
     from stategym.topology.distance import EXPANSION_BUDGET
-    from stategym.topology.protocol import ProtocolConfig, run_protocol
+    from stategym.topology.generalisation import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
 
     agents: list[str] = args.agents
@@ -225,7 +225,7 @@ def _rereport(console: Console, folder: Path) -> int:
 
     from stategym.kernel.errors import UsageError
     from stategym.kernel.trajectory import read_jsonl
-    from stategym.topology.protocol import ProtocolConfig, ProtocolRun
+    from stategym.topology.generalisation import ProtocolConfig, ProtocolRun
     from stategym.topology.split import Cell
 
     path = folder / "cells.json"

@@ -1,6 +1,6 @@
 """E3's baselines: score against tool-topology distance, zero-shot, through the protocol.
 
-The protocol (:mod:`stategym.topology.protocol`) builds the splits once from the training
+The protocol (:mod:`stategym.topology.generalisation`) builds the splits once from the training
 topology and plays each agent on every cell; seed ``s`` is an independent block of
 evaluation seeds ``EVAL_SEED + s*episodes ..``. Per agent: goal rate and R in each distance
 band (paired bootstrap over seed blocks and episodes), the least-squares slope of R against
@@ -37,7 +37,7 @@ from stategym.metrics import score
 from stategym.metrics.aggregate import Estimate, bootstrap
 from stategym.metrics.report import cell
 from stategym.tables import Grid, markdown
-from stategym.topology.protocol import EVAL_SEED, ProtocolConfig, run_protocol, task_of
+from stategym.topology.generalisation import EVAL_SEED, ProtocolConfig, run_protocol, task_of
 from stategym.topology.report import build_report
 from stategym.topology.split import Band, Cell, make_splits
 

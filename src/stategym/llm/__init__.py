@@ -2,7 +2,7 @@
 
 Nothing here is imported by ``import stategym``: the environment never pays for LLM client
 libraries. :func:`agent_factory` is what :func:`stategym.agents.resolve` calls for
-``openai:MODEL`` and ``hf:PATH`` specs; :func:`stategym.llm.runner.run_many` plays many such
+``openai:MODEL`` and ``hf:PATH`` specs; :func:`stategym.llm.batch.run_many` plays many such
 episodes concurrently. See ``docs/llm.md``.
 """
 
@@ -82,7 +82,7 @@ def expert_demonstrations(
     """``k`` expert episodes on seeds from ``first_seed``, rendered for the system prompt."""
     from stategym.agents import scripted
     from stategym.kernel.env import Env
-    from stategym.runner import run_episode
+    from stategym.rollout import run_episode
 
     env = Env(domain, knobs=knobs)
     expert = scripted(domain, "expert")

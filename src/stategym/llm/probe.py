@@ -60,7 +60,7 @@ def probe(
     """Probe ``model`` on the expert's episodes of ``seeds`` (see the module docstring)."""
     from stategym.agents import scripted
     from stategym.kernel.env import Env
-    from stategym.runner import run_episode
+    from stategym.rollout import run_episode
 
     env = Env(domain, knobs=knobs or Knobs())
     expert = scripted(env.domain, "expert")

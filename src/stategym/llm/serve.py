@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from stategym.llm.local import ContextLengthError, LocalModel, Sampling
+from stategym.llm.local import ContextLengthError, Generation, LocalModel, Sampling
 from stategym.llm.parse import parse
 
 if TYPE_CHECKING:
@@ -124,35 +124,7 @@ def _complete(model: LocalModel, body: ChatRequest, served: str, number: int) ->
             generation = model.generate(body.messages, body.tools or [], sampling)
         prompt_ids = generation.prompt_ids
         completion_tokens += len(generation.completion_ids)
-        parsed = parse(generation.text)
-        message = parsed.to_message(f"call_{assistants}")
-        finish: str = generation.finish_reason
-        if finish == "stop" and parsed.calls:
-            finish = "tool_calls"
-        choice: dict[str, Any] = {
-            "index": index,
-            "message": message,
-            "finish_reason": finish,
-            "logprobs": None,
-            "stategym": {"format_errors": list(parsed.errors)},
-        }
-        if body.logprobs:
-            choice["logprobs"] = {
-                "content": [
-                    {
-                        "token": model.tokenizer.convert_ids_to_tokens(token),
-                        "logprob": logprob,
-                        "bytes": None,
-                        "top_logprobs": [],
-                    }
-                    for token, logprob in zip(
-                        generation.completion_ids, generation.logprobs, strict=True
-                    )
-                ]
-            }
-        if body.return_token_ids:
-            choice["token_ids"] = list(generation.completion_ids)
-        choices.append(choice)
+        choices.append(_choice(model, body, generation, index, f"call_{assistants}"))
     response: dict[str, Any] = {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
@@ -168,6 +140,42 @@ def _complete(model: LocalModel, body: ChatRequest, served: str, number: int) ->
     if body.return_token_ids:
         response["prompt_token_ids"] = list(prompt_ids)
     return response
+
+
+def _choice(
+    model: LocalModel, body: ChatRequest, generation: Generation, index: int, call_prefix: str
+) -> dict[str, Any]:
+    """One choice of the response: the parsed message, why it stopped, and what was asked
+    for beside it (per-token logprobs, the completion's token ids)."""
+    parsed = parse(generation.text)
+    finish: str = generation.finish_reason
+    if finish == "stop" and parsed.calls:
+        finish = "tool_calls"
+    choice: dict[str, Any] = {
+        "index": index,
+        "message": parsed.to_message(call_prefix),
+        "finish_reason": finish,
+        "logprobs": None,
+        "stategym": {"format_errors": list(parsed.errors)},
+    }
+    if body.logprobs:
+        choice["logprobs"] = {"content": _token_logprobs(model, generation)}
+    if body.return_token_ids:
+        choice["token_ids"] = list(generation.completion_ids)
+    return choice
+
+
+def _token_logprobs(model: LocalModel, generation: Generation) -> list[dict[str, Any]]:
+    """OpenAI's ``logprobs.content``: each sampled token with its log-probability."""
+    return [
+        {
+            "token": model.tokenizer.convert_ids_to_tokens(token),
+            "logprob": logprob,
+            "bytes": None,
+            "top_logprobs": [],
+        }
+        for token, logprob in zip(generation.completion_ids, generation.logprobs, strict=True)
+    ]
 
 
 def _error(status: int, message: str, kind: str, code: str | None = None) -> Any:

@@ -124,7 +124,7 @@ def expert_chats(config: TinyConfig) -> list[tuple[list[Message], list[dict[str,
     """The expert's episodes on the training seeds, as (messages, tools) chats."""
     from stategym.agents import scripted
     from stategym.kernel.env import Env
-    from stategym.runner import run_episode
+    from stategym.rollout import run_episode
 
     env = Env(config.domain, knobs=Knobs.parse(config.knobs))
     expert = scripted(env.domain, "expert")

@@ -18,7 +18,7 @@ from stategym.metrics.credit import credit
 from stategym.metrics.report import litmus_grid, scorecard_grid
 from stategym.metrics.score import Scorecard, score
 from stategym.tables import Grid
-from stategym.topology.protocol import task_of
+from stategym.topology.generalisation import task_of
 
 from . import markup, plots
 from .assets import SCRIPT, STYLE

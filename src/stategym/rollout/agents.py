@@ -5,7 +5,7 @@ A spec names its agent by text; :class:`Agents` resolves it (through
 every other episode with the same agent, so an LLM backend (a loaded model, a connection
 pool) is shared by all of them. What cannot travel in a spec (a ready ``AsyncOpenAI``
 client, the test seam) is given once as ``extra`` options; :class:`FixedAgent` plays every
-spec with one ready factory (what :func:`stategym.llm.runner.run_many` takes).
+spec with one ready factory (what :func:`stategym.llm.batch.run_many` takes).
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from stategym.metrics.score import score
 from stategym.tables import Grid
 from stategym.topology.distance import wl_distance, wl_hash
 from stategym.topology.executed import executed_topology
+from stategym.topology.generalisation import ProtocolRun, task_of
 from stategym.topology.graph import Topology, task_topology
-from stategym.topology.protocol import ProtocolRun, task_of
 from stategym.topology.split import Band, Cell, Split
 
 REPORT_VERSION = 1

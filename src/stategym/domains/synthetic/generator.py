@@ -34,7 +34,7 @@ from stategym.topology.motifs import Spec
 
 from .gold import gold_plan
 from .surface import Surface
-from .world import Option, SynthBase
+from .world import Option, SynthBase, SynthWorld
 
 GATES = ("limit", "category", "level")
 """Must-ask slots, in the order ``askgateM`` adds them."""
@@ -222,7 +222,7 @@ def _events(
         events.append(
             Event(d.event_times[2], EventKind.USER_UPDATE, slot="limit", value=needs.limit)
         )
-    return tuple(sorted(events, key=lambda e: e.at))
+    return SynthWorld.check_events(sorted(events, key=lambda e: e.at))
 
 
 def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
