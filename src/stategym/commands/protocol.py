@@ -34,6 +34,27 @@ DEFAULT_AGENTS = "expert,serial"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from stategym.commands import options
 
+    _add_who(parser)
+    _add_evaluation(parser)
+    parser.add_argument(
+        "--out",
+        type=options.output_dir,
+        default=Path("runs/protocol"),
+        help="run directory (default: runs/protocol)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="re-report a saved run directory instead of running (default: run)",
+    )
+    options.add_llm_options(parser, concurrency=False)
+
+
+def _add_who(parser: argparse.ArgumentParser) -> None:
+    """The agents evaluated and the domains they train on."""
+    from stategym.commands import options
+
     parser.add_argument(
         "--agents",
         type=options.names,
@@ -56,6 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated training domains, registered or synth:<spec> "
         f"(default: {DEFAULT_TRAIN})",
     )
+
+
+def _add_evaluation(parser: argparse.ArgumentParser) -> None:
+    """Seeds, knobs, demonstrations, probes, the composition split and the search budget."""
+    from stategym.commands import options
+
     parser.add_argument(
         "--episodes", type=options.positive_int, default=20, help="seeds per cell (default: 20)"
     )
@@ -96,19 +123,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="edit-distance search budget in expanded states (default: 10,000)",
     )
-    parser.add_argument(
-        "--out",
-        type=options.output_dir,
-        default=Path("runs/protocol"),
-        help="run directory (default: runs/protocol)",
-    )
-    parser.add_argument(
-        "--report",
-        type=Path,
-        default=None,
-        help="re-report a saved run directory instead of running (default: run)",
-    )
-    options.add_llm_options(parser, concurrency=False)
 
 
 def _slug(agent: str) -> str:
