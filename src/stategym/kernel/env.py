@@ -4,9 +4,12 @@
 against the same world (no call sees another's result; the batch costs its slowest call's
 latency), or one message to the simulated user. Scheduled events fire as the clock passes
 their time. Agent output never raises: every value passes the boundary rule of
-:mod:`stategym.kernel.protocol`, and a batch is checked whole before any call runs
-(:mod:`stategym.kernel.validation`). Malformed or unknown calls become structured error results and
-logged format errors, a round with one runs none of its calls, and the world is untouched.
+:mod:`stategym.kernel.boundary`, and a batch is checked whole before any call runs
+(:mod:`stategym.kernel.validation`). Malformed or unknown calls become structured error
+results and logged format errors, a round with one runs none of its calls, and the world is
+untouched. The outcome, the reward hook and snapshots have modules of their own
+(:mod:`~stategym.kernel.outcome`, :mod:`~stategym.kernel.reward`,
+:mod:`~stategym.kernel.snapshot`).
 """
 
 from __future__ import annotations
@@ -171,7 +174,7 @@ class Env:
 
         A batch is checked whole before any call runs (:mod:`stategym.kernel.validation`): if one
         call is malformed, none runs. A message to the user longer than
-        :data:`~stategym.kernel.protocol.MAX_TEXT` characters is a ``too_large`` invalid round.
+        :data:`~stategym.kernel.boundary.MAX_TEXT` characters is a ``too_large`` invalid round.
         """
         if isinstance(action, Say):
             text = action.text
