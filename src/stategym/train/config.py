@@ -121,6 +121,8 @@ class GRPOConfig(Common):
     """Exploration guard: a scripted agent whose episodes join each group ("" off)."""
     guard_fraction: float = 0.0
     """Share of each group the guard teacher plays (rounded, at least one when > 0)."""
+    guard_clip: bool = False
+    """Clip the teacher's tokens' ratio like the policy's (off: advantage-weighted likelihood)."""
 
 
 Config = SFTConfig | GRPOConfig

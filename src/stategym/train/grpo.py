@@ -23,6 +23,12 @@ sampling and right-padded training differ by float rounding, and a teacher's tok
 never sampled. So the first pass's ratio is exactly 1, and the teacher's episodes are
 trained as off-policy data weighted by their advantage under the current policy's own
 probabilities (no importance weight towards a teacher distribution we do not have). The
+teacher's tokens are not clipped either (unless ``guard_clip``): their ratio is taken
+against the current policy at every step, so each step is advantage-weighted likelihood.
+Clipped, a token the policy gives probability 1e-6 can rise by at most ~1.2x per
+iteration past the first step, and a never-asking policy measured no rise in its ask rate
+in 16 iterations at three learning rates (docs/training.md); unclipped guidance of
+off-policy expert traces is what LUFFY (Yan et al., 2025) does for the same reason. The
 sampler's log-probabilities are kept to report the sampler-to-learner drift.
 """
 
@@ -100,9 +106,14 @@ def group_advantages(
 
 def update(
     policy: Policy, reference: Policy | None, optimiser: Any, samples: Sequence[Any],
-    config: GRPOConfig, iteration: int,
+    config: GRPOConfig, iteration: int, teachers: Sequence[bool] = (),
 ) -> dict[str, float]:  # fmt: skip
-    """``updates`` passes of clipped-ratio minibatch steps; the loss parts' mean over the steps."""
+    """``updates`` passes of clipped-ratio minibatch steps; the loss parts' mean over the steps.
+
+    ``teachers`` marks the guard teacher's samples: unless ``guard_clip``, their ratio is
+    taken against the current policy at every step (always 1, never clipped), so their
+    tokens are trained by advantage-weighted likelihood (module docstring).
+    """
     import torch
 
     from stategym.train.batching import collate, minibatches
@@ -132,6 +143,9 @@ def update(
                 [torch.nn.functional.pad(old_of[i], (0, width - len(old_of[i]))) for i in chunk]
             )
             logp, entropy = policy.forward(batch, entropy=True)
+            if teachers and not config.guard_clip:
+                rows = torch.tensor([teachers[i] for i in chunk], device=logp.device)[:, None]
+                old = torch.where(rows, logp.detach(), old.to(logp.device))
             if not config.entropy:  # reported, not trained
                 entropy = entropy.detach()
             ref = None
@@ -221,7 +235,8 @@ def iterate(
     # scoring's share: the scorecards, the credit and the advantages (not the continuations)
     scoring = (scored - scoring) + (time.perf_counter() - advantaged)
     backward = time.perf_counter()
-    parts = update(policy, reference, optimiser, samples, config, iteration)
+    teachers = [bool(r.member.teacher) for r in rollouts]
+    parts = update(policy, reference, optimiser, samples, config, iteration, teachers)
     backward = time.perf_counter() - backward
     total = time.perf_counter() - started
     learners = [i for i, r in enumerate(rollouts) if not r.member.teacher]
