@@ -25,10 +25,11 @@ trained as off-policy data weighted by their advantage under the current policy'
 probabilities (no importance weight towards a teacher distribution we do not have). The
 teacher's tokens are not clipped either (unless ``guard_clip``): their ratio is taken
 against the current policy at every step, so each step is advantage-weighted likelihood.
-Clipped, a token the policy gives probability 1e-6 can rise by at most ~1.2x per
-iteration past the first step, and a never-asking policy measured no rise in its ask rate
-in 16 iterations at three learning rates (docs/training.md); unclipped guidance of
-off-policy expert traces is what LUFFY (Yan et al., 2025) does for the same reason. The
+The clip is a trust region around the policy that sampled; the teacher's tokens were not
+sampled by it, and clipped, a token the policy gives probability 1e-6 can rise by at most
+~1.2x per step once past the first (unclipped guidance of off-policy expert traces is what
+LUFFY, Yan et al. 2025, does for this reason). Measured on ``ask-or-act``, neither way
+raised a never-asking policy's ask rate within 16 iterations (docs/training.md). The
 sampler's log-probabilities are kept to report the sampler-to-learner drift.
 """
 
