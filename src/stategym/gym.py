@@ -32,8 +32,8 @@ Spaces:
 
 ``reward`` is a :data:`stategym.kernel.reward.RewardFn` or a name in :data:`REWARDS`
 (``"outcome"``, the default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`).
-:func:`register_envs`, run by ``import stategym``, registers every domain's ``env_id`` with a string entry point, so
-no environment is built until ``gymnasium.make`` asks for one.
+:func:`register_envs`, run by ``import stategym``, registers every domain's ``env_id`` with a
+string entry point, so no environment is built until ``gymnasium.make`` asks for one.
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode: ``seed`` picks the task (``None``: the task after the last one).
 
-        ``options`` are :meth:`stategym.kernel.env.Env.reset`'s (``{"task": Task}`` plays a given task).
+        ``options`` are :meth:`stategym.kernel.env.Env.reset`'s (``{"task": Task}`` plays a
+        given task).
         """
         super().reset(seed=seed)
         observation, core_info = self.core.reset(seed=seed, options=options)
