@@ -12,7 +12,11 @@ Per iteration ``k``:
 3. **Advantages** per group, by ``credit``: ``outcome`` (the goal, 0/1), ``composite`` (R),
    ``dense`` (return-to-go of the per-round rewards, group baseline per round index),
    ``gigpo`` (episode advantage plus step groups of equal ``state_key()``), each normalised
-   by ``norm``; a round's advantage lands on its sampled tokens.
+   by ``norm``, or ``mc`` (``r_t + V(s_{t+1}) - V(s_t)``, values from ``mc_samples``
+   continuations replayed from each decision state: :mod:`stategym.train.mc`). A round's
+   advantage lands on its sampled tokens; with ``dense``/``gigpo`` a round of several calls
+   gives each call its own share (:mod:`stategym.train.calls`). With ``family``, each
+   seed's domain and knobs come from the family's schedule.
 4. **Updates.** ``updates`` passes over the batch in seeded minibatches of PPO's clipped
    ratio (:func:`stategym.train.losses.policy_loss`), token-mean over policy tokens only,
    with the ``k3`` KL to the initial policy and an entropy bonus when asked for.
@@ -28,8 +32,9 @@ against the current policy at every step, so each step is advantage-weighted lik
 The clip is a trust region around the policy that sampled; the teacher's tokens were not
 sampled by it, and clipped, a token the policy gives probability 1e-6 can rise by at most
 ~1.2x per step once past the first (unclipped guidance of off-policy expert traces is what
-LUFFY, Yan et al. 2025, does for this reason). Measured on ``ask-or-act``, neither way
-raised a never-asking policy's ask rate within 16 iterations (docs/training.md). The
+LUFFY, Yan et al. 2025, does for this reason). Measured on ``ask-or-act`` (docs/training.md): the
+ask rate rose in the run with unclipped teacher tokens at lr 3e-3 and 4 passes; clipped
+runs were measured only at other settings, so how much unclipping contributed is not known. The
 sampler's log-probabilities are kept to report the sampler-to-learner drift.
 """
 
