@@ -74,6 +74,13 @@ def main(args: argparse.Namespace) -> int:
 
     if args.name in NEEDS_TRAINING:
         raise UsageError(NEEDS_TRAINING[args.name])
+    try:
+        import matplotlib  # noqa: F401
+        import scipy  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "stategym experiment needs matplotlib and scipy: pip install 'stategym[experiments]'"
+        ) from None
     out: Path = args.out or Path("runs") / args.name
     console = Console()
     start = time.process_time()
