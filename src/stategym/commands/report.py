@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("report.html"),
         help="the HTML file to write (default: report.html)",
     )
-    parser.add_argument("--title", default="stategym report", help="the page title")
+    parser.add_argument(
+        "--title", default="stategym report", help="the page title (default: stategym report)"
+    )
     parser.add_argument(
         "--viewer-episodes",
         type=options.non_negative_int,
