@@ -74,12 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="discard the directory's trajectories instead of resuming",
     )
-    parser.add_argument(
-        "--resamples",
-        type=options.positive_int,
-        default=1000,
-        help="bootstrap resamples for the intervals (default: 1000)",
-    )
+    options.add_bootstrap_options(parser, seed=False)
     parser.add_argument(
         "--report",
         action="store_true",

@@ -123,6 +123,23 @@ def add_knobs(parser: argparse.ArgumentParser, *, mixed: bool = False) -> None:
         )
 
 
+def add_bootstrap_options(parser: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """``--resamples`` (and ``--bootstrap-seed``) for the commands that print intervals."""
+    parser.add_argument(
+        "--resamples",
+        type=positive_int,
+        default=1000,
+        help="bootstrap resamples for the intervals (default: 1000)",
+    )
+    if seed:
+        parser.add_argument(
+            "--bootstrap-seed",
+            type=non_negative_int,
+            default=0,
+            help="seed of the bootstrap generator (default: 0)",
+        )
+
+
 def add_llm_options(parser: argparse.ArgumentParser, *, concurrency: bool = True) -> None:
     """The LLM agents' option group; read it back with :func:`llm_options`."""
     llm = parser.add_argument_group("LLM agents (ignored by scripted agents)")

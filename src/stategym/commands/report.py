@@ -37,18 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="episodes embedded in the viewer per run, domain and agent; 0 for all "
         "(the scorecard always uses every episode) (default: 100)",
     )
-    parser.add_argument(
-        "--resamples",
-        type=options.positive_int,
-        default=1000,
-        help="bootstrap resamples for the intervals (default: 1000)",
-    )
-    parser.add_argument(
-        "--bootstrap-seed",
-        type=options.non_negative_int,
-        default=0,
-        help="seed of the bootstrap generator (default: 0)",
-    )
+    options.add_bootstrap_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:

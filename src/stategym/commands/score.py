@@ -22,18 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from stategym.commands import options
 
     parser.add_argument("run", type=Path, help="run directory holding trajectories.jsonl")
-    parser.add_argument(
-        "--resamples",
-        type=options.positive_int,
-        default=1000,
-        help="bootstrap resamples for the intervals (default: 1000)",
-    )
-    parser.add_argument(
-        "--bootstrap-seed",
-        type=options.non_negative_int,
-        default=0,
-        help="seed of the bootstrap generator (default: 0)",
-    )
+    options.add_bootstrap_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:
