@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from stategym.kernel.trajectory import Trajectory
     from stategym.rollout import Agents, EpisodeSpec
+    from stategym.rollout.workers import Spread
 
 NAME = "eval"
 HELP = "Score agents on domains: outcome, decision quality, pass^k, with 95 percent intervals."
@@ -81,13 +82,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write OUT/report.html (stategym report of this run; needs matplotlib)",
     )
     options.add_llm_options(parser)
+    options.add_spread_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import __version__
-    from stategym.commands.options import llm_options
+    from stategym.commands.options import llm_options, spread_of
     from stategym.kernel.errors import UsageError
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
@@ -122,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / TRAJECTORIES
     finished = _resume(path, args.overwrite, console)
-    finished += _play(path, pending(specs, finished), agents, options, console)
+    finished += _play(path, pending(specs, finished), agents, options, spread_of(args), console)
     config = {
         "command": "eval",
         "domains": domains,
@@ -219,9 +221,11 @@ def _play(
     specs: list[EpisodeSpec],
     agents: Agents,
     options: dict[str, Any],
+    spread: Spread,
     console: Console,
 ) -> list[Trajectory]:
-    """Play the specs, appending each trajectory to the file as it ends."""
+    """Play the specs, appending each trajectory to the file as it ends (in spec order
+    when they play on workers or Ray)."""
     from rich.progress import Progress
 
     from stategym.rollout import stream
@@ -231,7 +235,8 @@ def _play(
     played: list[Trajectory] = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("episodes", total=len(specs))
-        for _, trajectory in stream(specs, agents, concurrency=options.get("concurrency")):
+        concurrency = options.get("concurrency")
+        for _, trajectory in stream(specs, agents, concurrency=concurrency, spread=spread):
             append(trajectory)
             played.append(trajectory)
             progress.advance(task)

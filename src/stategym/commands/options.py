@@ -164,6 +164,37 @@ def add_llm_options(parser: argparse.ArgumentParser, *, concurrency: bool = True
         )
 
 
+def add_spread_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--ray``: where scripted episodes play; read back with
+    :func:`spread_of`. Results are the same bytes wherever they play."""
+    group = parser.add_argument_group("every core and Ray (scripted agents; same results)")
+    group.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="worker processes for scripted agents' episodes; LLM agents play in this "
+        "process, --concurrency at a time (default: this machine's cores, at most one per "
+        "200 episodes)",
+    )
+    group.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="play scripted agents' episodes as Ray tasks on the cluster at ADDRESS "
+        "(alone: RAY_ADDRESS or a new local instance; needs stategym[ray]) (default: no Ray)",
+    )
+
+
+def spread_of(args: argparse.Namespace) -> Any:
+    """The :class:`~stategym.rollout.workers.Spread` that ``--workers``/``--ray`` ask for."""
+    from stategym.rollout.workers import Spread
+
+    address = getattr(args, "ray", None)
+    return Spread(getattr(args, "workers", None), address is not None, address or None)
+
+
 def llm_options(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM options given on the command line (unset ones are left out)."""
     return {k: getattr(args, k) for k in LLM_OPTIONS if getattr(args, k, None) is not None}

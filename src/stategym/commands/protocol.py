@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="re-report a saved run directory instead of running (default: run)",
     )
     options.add_llm_options(parser, concurrency=False)
+    options.add_spread_options(parser)
 
 
 def _add_who(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
 def _run(console: Console, args: argparse.Namespace) -> int:
     import orjson
 
-    from stategym.commands.options import llm_options
+    from stategym.commands.options import llm_options, spread_of
     from stategym.kernel.trajectory import write_jsonl
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.generalisation import ProtocolConfig, run_protocol
@@ -162,6 +163,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
         compositions=args.compositions,
         budget=args.budget or EXPANSION_BUDGET,
         options=options,
+        spread=spread_of(args),
     )
     with console.status("building splits and measuring distances"):
         cells = make_splits(base.train, base.knobs, base.compositions, base.budget)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from stategym.kernel.trajectory import Trajectory
     from stategym.rollout import Agents, EpisodeSpec
+    from stategym.rollout.workers import Spread
     from stategym.rundir import RunConfig, RunDir
 
 NAME = "run"
@@ -69,13 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the project-wide run index to record the run in (default: {DEFAULT_INDEX})",
     )
     options.add_llm_options(parser)
+    options.add_spread_options(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import store
-    from stategym.commands.options import llm_options
+    from stategym.commands.options import llm_options, spread_of
     from stategym.rollout import episode_specs, pending, requested
     from stategym.rundir import RunConfig, RunDir
 
@@ -103,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         if todo:
-            _play(todo, agents, config, run, finished, options.get("concurrency"), console)
+            _play(todo, agents, config, run, finished, options, spread_of(args), console)
     except KeyboardInterrupt:
         interrupted = True
     _record(run, config, requested(specs, finished), options, args.index, console)
@@ -238,10 +240,12 @@ def _play(
     config: RunConfig,
     run: RunDir,
     finished: list[Trajectory],
-    concurrency: int | None,
+    options: dict[str, Any],
+    spread: Spread,
     console: Console,
 ) -> None:
-    """Play the specs, appending each trajectory to the run as soon as it ends."""
+    """Play the specs, appending each trajectory to the run as soon as it ends (in spec
+    order when they play on workers or Ray)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -264,7 +268,10 @@ def _play(
     reached = played = 0
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task(f"{config.domain} / {config.agent}", total=len(specs), goal="-")
-        for _, trajectory in rollout.stream(specs, agents, concurrency=concurrency):
+        played_specs = rollout.stream(
+            specs, agents, concurrency=options.get("concurrency"), spread=spread
+        )
+        for _, trajectory in played_specs:
             run.append(trajectory)
             finished.append(trajectory)
             played += 1

@@ -49,6 +49,11 @@ class Agents:
         self._resolver = resolver
         self._factories: dict[tuple[str, str, str], AgentFactory] = {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A worker process (stategym.rollout.workers, Ray) gets the recipe, never the
+        # resolved factories: those may hold a loaded model or open connections.
+        return (Agents, (self.extra, self._resolver))
+
     def factory(self, spec: EpisodeSpec) -> AgentFactory:
         """The spec's agent factory (resolved on first use).
 

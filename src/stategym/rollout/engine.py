@@ -3,7 +3,9 @@
 :func:`stream` is what every command uses (``run``, ``eval``, ``protocol``): it yields each
 ``(spec, trajectory)`` as the episode ends, so the caller appends it to its log at once and
 an interruption loses only the episodes in flight. Scripted agents play in spec order on
-one environment per domain (a step takes microseconds; no loop is worth its overhead).
+one environment per domain (a step takes microseconds; no loop is worth its overhead), or
+spread over worker processes or Ray tasks (:mod:`.workers`, :mod:`.ray`) and merged back
+in spec order, so the caller sees the same episodes in the same order either way.
 LLM agents play on an event loop in a worker thread, at most ``concurrency`` episodes in
 flight, one environment each; only the model's replies are awaited. The first error that is
 not a transient endpoint failure (retried inside the backend) cancels the episodes in flight
@@ -17,12 +19,16 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from stategym.kernel.env import Env
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
 from stategym.rollout.spec import EpisodeSpec
+
+if TYPE_CHECKING:
+    from stategym.rollout.workers import Spread
 
 DEFAULT_CONCURRENCY = 8
 """LLM episodes in flight when the caller does not say."""
@@ -38,10 +44,14 @@ def play_spec(
 
 
 def play_in_order(
-    specs: Sequence[EpisodeSpec], agents: AgentSource, task_of: TaskOf = spec_task
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    task_of: TaskOf = spec_task,
+    envs: dict[str, Env] | None = None,
 ) -> Iterator[Finished]:
-    """Play the specs one after another, reusing one environment per domain."""
-    envs: dict[str, Env] = {}
+    """Play the specs one after another, reusing one environment per domain (kept in
+    ``envs`` if given, so a worker process reuses them from one chunk to the next)."""
+    envs = {} if envs is None else envs
     for spec in specs:
         env = envs.get(spec.domain)
         if env is None:
@@ -86,12 +96,15 @@ def stream(
     *,
     concurrency: int | None = None,
     task_of: TaskOf = spec_task,
+    spread: Spread | None = None,
 ) -> Iterator[Finished]:
     """Play every spec, yielding ``(spec, trajectory)`` as each episode ends.
 
-    LLM specs play first, ``concurrency`` at a time (default
+    LLM specs play first, in this process, ``concurrency`` at a time (default
     :data:`DEFAULT_CONCURRENCY`), in the order they finish; then the scripted ones, in
-    order. ``concurrency=1`` plays LLM specs in order too.
+    spec order: here, on worker processes or as Ray tasks, as ``spread`` says (default: here;
+    :mod:`stategym.rollout.workers` has the rule). ``concurrency=1`` plays LLM specs in order
+    too. Where the scripted episodes play never changes what is yielded, or in what order.
 
     Raises:
         Whatever stopped the run (after the episodes finished before it were yielded).
@@ -100,7 +113,18 @@ def stream(
     scripted = [spec for spec in specs if not spec.llm]
     if llm:
         yield from _stream_concurrently(llm, agents, concurrency or DEFAULT_CONCURRENCY, task_of)
-    yield from play_in_order(scripted, agents, task_of)
+    if spread is not None and spread.ray and scripted:
+        from stategym.rollout.ray import play_on_ray
+
+        yield from play_on_ray(scripted, agents, address=spread.address, task_of=task_of)
+        return
+    from stategym.rollout.workers import play_in_processes, worker_count
+
+    workers = worker_count(spread.workers if spread else 1, len(scripted))
+    if workers > 1:
+        yield from play_in_processes(scripted, agents, workers=workers, task_of=task_of)
+    else:
+        yield from play_in_order(scripted, agents, task_of)
 
 
 def _stream_concurrently(

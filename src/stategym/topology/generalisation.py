@@ -24,6 +24,7 @@ from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
 from stategym.registry import cached_task, get_domain
 from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
+from stategym.rollout.workers import Spread
 from stategym.topology.distance import EXPANSION_BUDGET
 from stategym.topology.probes import FLIP, flip_priorities, probes
 from stategym.topology.split import Cell, Split, make_splits
@@ -50,6 +51,8 @@ class ProtocolConfig:
         plans: expert plans per training domain for template attraction.
         budget: edit-distance search budget.
         options: agent options (``base_url``, ``temperature``...), passed to the resolver.
+        spread: where the scripted episodes play (workers, Ray); never changes the results,
+            so it is not saved.
     """
 
     agent: str
@@ -64,6 +67,7 @@ class ProtocolConfig:
     plans: int = 8
     budget: int = EXPANSION_BUDGET
     options: Mapping[str, Any] = field(default_factory=dict)
+    spread: Spread | None = None
 
     @property
     def llm(self) -> bool:
@@ -226,7 +230,12 @@ def run_protocol(
     say("playing")
     agents = Agents(resolver=_resolve)
     concurrency = config.options.get("concurrency")
-    played = [t for _, t in stream(specs, agents, concurrency=concurrency, task_of=spec_task_of)]
+    played = [
+        t
+        for _, t in stream(
+            specs, agents, concurrency=concurrency, task_of=spec_task_of, spread=config.spread
+        )
+    ]
     return ProtocolRun(config, cells, tuple(requested(specs, played)), tuple(notes))
 
 

@@ -1,0 +1,226 @@
+"""Every core: scripted episodes spread over worker processes, merged back in spec order.
+
+:func:`play_in_processes` cuts the specs into small chunks, plays them on ``workers``
+processes and yields ``(spec, trajectory)`` in the order of the specs, each as soon as it
+and every spec before it have ended. The parent is the only writer of a run's files, so a
+run with N workers writes the same bytes as a run with one (the same trajectories, in the
+same order; :func:`~stategym.rollout.engine.stream` is the one entry point).
+
+Why processes, and which start method: a scripted episode is pure Python (the GIL), so
+threads would not add cores. Workers start with ``forkserver`` where the platform has it
+(Linux, macOS) and ``spawn`` elsewhere, never ``fork``: a parent that has imported torch (an
+``hf:`` agent, the trainer) holds threads and locks a forked child would inherit broken.
+The fork server is a fresh interpreter that imports only stategym's scripted agents and
+domains (``_PRELOAD``), once per parent process; each worker is forked from it ready, instead
+of importing them again (spawn: about 1-2 s each).
+
+The rule for how many workers (:func:`worker_count`), explicit because results never
+depend on it:
+
+- a number asked for (``--workers N``) is used as given (never more than the chunks);
+- by default every core this process may run on, but at most one worker per
+  :data:`MIN_EPISODES_PER_WORKER` episodes, since starting one costs about as much as
+  playing that many scripted episodes;
+- LLM agents (``openai:``, ``hf:``) never play in workers: they play in the parent, on its
+  event loop, ``--concurrency`` at a time (:mod:`.engine`). An endpoint agent waits on the
+  network, and one loop keeps many such episodes in flight at no CPU cost; a local model
+  is loaded once per process and batches the episodes in flight, so N processes would hold
+  N copies of its weights and split its batches.
+
+An interruption: workers ignore SIGINT (Ctrl-C reaches the whole process group), so only the
+parent stops; episodes already yielded are written, the workers are terminated, and what
+they had finished but not yet handed over in order is played again on resume. An exception
+in a worker (a bug) is raised in the parent as itself, after every episode before it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import traceback
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from stategym.kernel.env import Env
+from stategym.kernel.trajectory import Trajectory
+from stategym.registry import DOMAINS
+from stategym.rollout.agents import AgentSource
+from stategym.rollout.engine import play_in_order
+from stategym.rollout.play import TaskOf, spec_task
+from stategym.rollout.spec import EpisodeSpec
+
+MIN_EPISODES_PER_WORKER = 200
+"""Scripted episodes per worker before the default starts another (a worker's start-up
+costs about as much as 100-200 expert episodes on one core)."""
+CHUNK = 16
+"""Most specs sent to a worker at once: small enough to keep the in-order merge tight,
+large enough that the hand-over (a few pickled trajectories) is noise."""
+WINDOW = 2
+"""Chunks in flight per worker: one playing, one queued, so no worker waits on the parent."""
+Finished = tuple[EpisodeSpec, Trajectory]
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Where a run's scripted episodes play.
+
+    Attributes:
+        workers: processes on this machine (``None``: the default rule of
+            :func:`worker_count`; 1: in this process, no workers).
+        ray: play them as Ray tasks instead (:mod:`stategym.rollout.ray`).
+        address: the Ray cluster to join (``None``: Ray's own default, which joins the
+            cluster in ``RAY_ADDRESS`` or starts a local one).
+    """
+
+    workers: int | None = 1
+    ray: bool = False
+    address: str | None = None
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def worker_count(requested: int | None, episodes: int) -> int:
+    """How many worker processes play ``episodes`` scripted episodes (1: none)."""
+    chunks = -(-episodes // CHUNK)
+    if requested is not None:
+        return max(1, min(requested, chunks))
+    return max(1, min(cores(), episodes // MIN_EPISODES_PER_WORKER, chunks))
+
+
+def chunks(specs: Sequence[EpisodeSpec], size: int) -> list[list[EpisodeSpec]]:
+    """The specs cut into consecutive chunks of at most ``size``."""
+    return [list(specs[i : i + size]) for i in range(0, len(specs), size)]
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """What a worker hands back for one chunk.
+
+    Attributes:
+        trajectories: the chunk's episodes, in order, up to the one that failed (if any).
+        error: what stopped the chunk (raised by the parent after ``trajectories``).
+        trace: the worker's traceback of ``error`` (a traceback does not pickle).
+    """
+
+    trajectories: list[Trajectory]
+    error: Exception | None = None
+    trace: str = ""
+
+
+class WorkerTraceback(Exception):
+    """The traceback of an error raised in a worker, chained to it as its cause."""
+
+    def __str__(self) -> str:
+        return f"\n{self.args[0]}"
+
+
+def play_chunk(
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    task_of: TaskOf = spec_task,
+    envs: dict[str, Env] | None = None,
+) -> Played:
+    """:func:`~stategym.rollout.engine.play_in_order` as a list, stopped at the first error
+    (handed back with the episodes before it, so the parent still writes those)."""
+    played: list[Trajectory] = []
+    try:
+        for _, trajectory in play_in_order(specs, agents, task_of, envs):
+            played.append(trajectory)
+    except Exception as error:  # raised again by the parent, in order: see hand_over
+        return Played(played, error, traceback.format_exc())
+    return Played(played)
+
+
+def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Finished]:
+    """A chunk's ``(spec, trajectory)`` pairs, then its error (with the worker's traceback)."""
+    yield from zip(specs, played.trajectories, strict=False)
+    if played.error is not None:
+        raise played.error from WorkerTraceback(played.trace)
+
+
+# One worker process's agents, task rule and environments, set once by its initializer:
+# sent with every chunk they would be pickled again for each one.
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(agents: AgentSource, task_of: TaskOf) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone handles Ctrl-C
+    _WORKER.update(agents=agents, task_of=task_of, envs={})
+
+
+def _play_in_worker(specs: list[EpisodeSpec]) -> Played:
+    return play_chunk(specs, _WORKER["agents"], _WORKER["task_of"], _WORKER["envs"])
+
+
+# What the fork server imports once, so that no worker imports it again: this module, the
+# scripted agents and every domain (about 0.1 s more than one domain; listed, not discovered).
+_PRELOAD = [
+    __name__,
+    "stategym.agents",
+    "stategym.domains.synthetic",
+    *(f"stategym.domains.{name}" for name in DOMAINS),
+]
+
+
+def _context() -> Any:
+    """``forkserver`` where the platform has it, else ``spawn`` (see the module docstring)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def play_in_processes(
+    specs: Sequence[EpisodeSpec], agents: AgentSource, *, workers: int, task_of: TaskOf = spec_task
+) -> Iterator[Finished]:
+    """Play scripted specs on ``workers`` processes, yielding them in spec order.
+
+    ``agents`` and ``task_of`` travel to each worker once, by standard pickle (an
+    :class:`~stategym.rollout.Agents` as its recipe; ``task_of`` a module-level function).
+
+    Raises:
+        Whatever a worker raised, after every episode before the one that raised it.
+    """
+    parts = chunks(specs, CHUNK)
+    executor = ProcessPoolExecutor(
+        workers, mp_context=_context(), initializer=_start_worker, initargs=(agents, task_of)
+    )
+    futures: dict[int, Future[Played]] = {}
+    submitted = 0
+    completed = False
+    try:
+        for index, part in enumerate(parts):
+            while submitted < len(parts) and submitted < index + workers * WINDOW:
+                futures[submitted] = executor.submit(_play_in_worker, parts[submitted])
+                submitted += 1
+            yield from hand_over(part, futures.pop(index).result())
+        completed = True
+    finally:
+        if completed:
+            executor.shutdown(wait=True)
+        else:
+            _abort(executor)
+
+
+def _abort(executor: ProcessPoolExecutor) -> None:
+    """Stop the workers now: queued chunks are cancelled, running ones are killed."""
+    terminate = getattr(executor, "terminate_workers", None)  # Python 3.14+
+    if terminate is not None:
+        terminate()
+        return
+    # Before 3.14 the executor has no public way to stop a running task; its processes are.
+    processes = list(getattr(executor, "_processes", {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
