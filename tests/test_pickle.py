@@ -133,3 +133,36 @@ def test_no_registry_installed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(stategym.kernel.domain, "_REGISTRY", None)
     with pytest.raises(StateGymError, match="no domain registry installed"):
         Env("travel")
+
+
+def _closure_resolver(domain: Domain, agent: str, **options: object) -> Callable[..., object]:
+    """A resolver whose factory is a closure: standard pickle cannot ship it."""
+    expert = resolve(domain, agent)
+    return lambda task: expert(task)
+
+
+def test_an_agent_source_travels_as_its_recipe_not_its_factories() -> None:
+    # Worker processes and Ray get the Agents by standard pickle; a resolved factory may
+    # hold a loaded model or a connection (here: a closure), so only the recipe travels.
+    from stategym.rollout import Agents, EpisodeSpec, play_spec
+
+    spec = EpisodeSpec("travel", 3, "expert")
+    agents = Agents(resolver=_closure_resolver)
+    agents.factory(spec)
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(agents.factory(spec))
+    twin = pickle.loads(pickle.dumps(agents))
+    assert dumps(play_spec(spec, twin)) == dumps(play_spec(spec, agents))
+
+
+@pytest.mark.parametrize("name", ["shop", SYNTHETIC[1]])
+def test_specs_and_trajectories_cross_a_process_boundary_exactly(name: str) -> None:
+    from stategym.rollout import Agents, EpisodeSpec, play_spec
+    from stategym.rollout.workers import Spread
+
+    spec = EpisodeSpec(name, 5, "random", Knobs.parse("dynamics=off"), tags=(("cell", "x"),))
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    assert hash(pickle.loads(pickle.dumps(spec))) == hash(spec)
+    trajectory = play_spec(spec, Agents())
+    assert dumps(pickle.loads(pickle.dumps(trajectory))) == dumps(trajectory)
+    assert pickle.loads(pickle.dumps(Spread(2, True, "auto"))) == Spread(2, True, "auto")
