@@ -95,6 +95,7 @@ def test_chromium_renders_the_hostile_episode_and_runs_none_of_it(
     assert "<title>stategym report</title>" in rendered.dom  # document.title never set
     assert 'data-viewer="ready"' in rendered.dom and 'data-opened="0"' in rendered.dom
     assert "round 0" in rendered.dom and "round 2" in rendered.dom
+    assert rendered.dom.count('<svg class="cg"') == 2  # both call graphs, drawn as text
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in rendered.dom
     assert HOSTILE_AGENT.replace("<", "&lt;").replace(">", "&gt;") in rendered.dom
     assert "<img" not in rendered.dom and "<svg onload" not in rendered.dom

@@ -73,6 +73,19 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 3px 0; font-size: 1
 .events { font-size: 12px; margin: 3px 0; }
 .events .pos { color: #00684a; } .events .neg { color: #a33b00; }
 .error { color: #a33b00; font-size: 12px; }
+.cgwrap { overflow: auto; max-height: 760px; }
+svg.cg { font: 11px monospace; display: block; }
+svg.cg .colhead { fill: var(--muted); font-family: system-ui, sans-serif; }
+svg.cg rect { fill: #eef5fb; stroke: #0072B2; stroke-width: 1.2; }
+svg.cg .write rect { fill: #fdf1dc; stroke: #E69F00; }
+svg.cg .commit rect { fill: #fbe3d6; stroke: #D55E00; stroke-width: 2.2; }
+svg.cg .ask rect, svg.cg .confirm rect, svg.cg .say rect { fill: #f6e6f0; stroke: #CC79A7; }
+svg.cg .extra rect, svg.cg .missed rect { fill: #fff; stroke-dasharray: 4 3; }
+svg.cg .missed text { fill: var(--muted); }
+svg.cg path.edge { fill: none; stroke: #777; stroke-width: 1.1; opacity: 0.85; }
+svg.cg path.pipe { stroke: #0072B2; } svg.cg path.gate { stroke: #E69F00; stroke-dasharray: 1.5 2; }
+svg.cg path.decide { stroke: #009E73; stroke-dasharray: 7 3; }
+svg.cg path.order { stroke: #555; stroke-dasharray: 3 3; }
 @media print { #filters, #pager, nav { display: none; } .round { break-inside: avoid; } }
 """
 
@@ -249,12 +262,71 @@ SCRIPT = r"""
     return div;
   }
 
-  function graphView(title, graph) {
-    var b = box(title);
-    var nodes = graph.nodes.map(function (n) { return n[0] + " [" + n[1] + "]"; });
-    add(b, el("div", "events", nodes.join(", ")));
-    add(b, tableOf(graph.edges.map(function (e) { return [e[0], "->", e[1], e[2]]; })));
-    return b;
+  var SVG = "http://www.w3.org/2000/svg";
+  var G = { col: 156, w: 140, h: 20, row: 25, top: 24, pad: 6, chars: 20 };
+  function svgEl(tag, attrs, content) {
+    var node = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, String(attrs[k])); });
+    if (content !== undefined) { node.textContent = String(content); }
+    return node;
+  }
+  function short(text) {
+    return text.length > G.chars ? text.slice(0, G.chars - 1) + "\u2026" : text;
+  }
+
+  // nodes: [text, kind, column, row, state, title]; edges: [src, dst, kind], src's column
+  // always below dst's, so every edge runs left to right and needs no arrowhead
+  function graphSvg(graph, done) {
+    var rows = 1;
+    graph.nodes.forEach(function (n) { rows = Math.max(rows, n[3] + 1); });
+    var width = Math.max(1, graph.columns.length) * G.col + G.pad;
+    var height = G.top + rows * G.row + G.pad;
+    var svg = svgEl("svg", { "class": "cg", width: width, height: height,
+      viewBox: "0 0 " + width + " " + height, role: "img" });
+    function x(n) { return G.pad + n[2] * G.col; }
+    function y(n) { return G.top + n[3] * G.row; }
+    graph.columns.forEach(function (title, c) {
+      svg.appendChild(svgEl("text", { "class": "colhead", x: G.pad + c * G.col, y: 14 }, title));
+    });
+    graph.edges.forEach(function (e) {
+      var a = graph.nodes[e[0]], b = graph.nodes[e[1]];
+      var x1 = x(a) + G.w, y1 = y(a) + G.h / 2, x2 = x(b), y2 = y(b) + G.h / 2;
+      var mid = (x1 + x2) / 2;
+      var curve = [x1, y1, "C" + mid, y1, mid, y2, x2, y2].join(" ");
+      var path = svgEl("path", { "class": "edge " + e[2].split("+")[0], d: "M" + curve });
+      path.appendChild(svgEl("title", {}, a[0] + " \u2192 " + b[0] + " (" + e[2] + ")"));
+      svg.appendChild(path);
+    });
+    graph.nodes.forEach(function (n, i) {
+      var state = done ? (done[i] ? "done" : "missed") : n[4];
+      var g = svgEl("g", { "class": "node " + n[1] + " " + state,
+        transform: "translate(" + x(n) + "," + y(n) + ")" });
+      g.appendChild(svgEl("rect", { width: G.w, height: G.h, rx: 4 }));
+      g.appendChild(svgEl("text", { x: 5, y: 14 }, short(n[0])));
+      g.appendChild(svgEl("title", {}, n[5] + " [" + n[1] + ", " + state + "]"));
+      svg.appendChild(g);
+    });
+    return svg;
+  }
+
+  function graphView(title, graph, done) {
+    var b = box(title + ": " + graph.nodes.length + " nodes, " + graph.edges.length + " edges");
+    return add(b, add(el("div", "cgwrap"), graphSvg(graph, done)));
+  }
+
+  function graphsView(d) {
+    var done = d.task.gold.nodes.map(function () { return false; });
+    d.gold_done.forEach(function (i) { done[i] = true; });
+    var executed = d.gold_done.length + " of " + done.length + " gold nodes executed";
+    return [
+      add(el("div", "graphs"), graphView("executed, by round", d.executed, null),
+        graphView("gold, by earliest round (" + executed + ")", d.task.gold, done)),
+      el("p", "events", "Edges run left to right: pipe (a result's value used as an " +
+        "argument; solid blue), gate (the user's answer; dotted orange), decide (long dash, " +
+        "green), order (dashed, grey). Fill: read (blue), write (orange), commit (red), " +
+        "message (purple). Dashed border: executed but no gold node (extra), or gold but " +
+        "never executed (missed). Hover a node for its call id.")
+    ];
   }
 
   function openEpisode(n) {
@@ -285,8 +357,7 @@ SCRIPT = r"""
     d.rounds.forEach(function (r) { add(view, roundView(r)); });
     add(view, eventsView(d.terminal, "at the end:"));
     add(view, el("h3", null, "Call graph: executed and gold"));
-    add(view, add(el("div", "graphs"), graphView("executed", d.executed),
-      graphView("gold", d.task.gold)));
+    graphsView(d).forEach(function (part) { add(view, part); });
     document.body.dataset.opened = String(n);
     renderList();
   }

@@ -28,7 +28,8 @@ from stategym.kernel.trajectory import CallRecord, RoundRecord, Trajectory
 from stategym.metrics.credit import Credit
 from stategym.metrics.events import Event, Kind
 from stategym.metrics.score import Scorecard
-from stategym.topology.executed import NEXT, executed_topology
+
+from .graphs import executed_view, gold_done, gold_view
 
 MAX_TEXT = 2000
 """Characters kept of one tool result, model text or message."""
@@ -153,6 +154,7 @@ def _round(
 
 
 def task_view(task: Task) -> dict[str, Any]:
+    """What the viewer shows of a task (one block however many episodes played it)."""
     truth = task.truth
     return {
         "request": task.request.text,
@@ -171,26 +173,7 @@ def task_view(task: Task) -> dict[str, Any]:
             }
             for d in truth.decisions
         ],
-        "gold": {
-            "nodes": [[c.id, c.tool] for c in truth.calls],
-            "edges": [[e.src, e.dst, str(e.kind)] for e in truth.edges],
-        },
-    }
-
-
-def _executed(trajectory: Trajectory) -> dict[str, Any]:
-    graph = executed_topology(trajectory)
-    names = graph.names
-    edges = []
-    for a, b, kind in graph.graph.edges(data="label"):
-        # "next" joins every node of a round to every node of the next: the timeline shows
-        # the schedule already, and those edges grow with the square of the batch size
-        kept = "+".join(k for k in str(kind).split("+") if k != NEXT)
-        if kept:
-            edges.append([names[a], names[b], kept])
-    return {
-        "nodes": [[names[n], label] for n, label in graph.graph.nodes(data="label")],
-        "edges": edges,
+        "gold": gold_view(task),
     }
 
 
@@ -224,5 +207,6 @@ def detail(
         else "terminated"
         if trajectory.terminated
         else "unfinished",
-        "executed": _executed(trajectory),
+        "executed": executed_view(trajectory, task),
+        "gold_done": gold_done(task, trajectory),
     }
