@@ -1,20 +1,25 @@
-"""Run directories the report tests read: a small eval-like run, a hostile one, a training
-run and a protocol run, each written the way its command writes it (played here, once)."""
+"""Run directories the report tests read: a small eval-like run, one mixing domains, knobs
+and outcomes (for the viewer's filters), a hostile one, training runs (a hand-written one,
+and the real files of two tiny runs in ``fixtures/``), a protocol run and experiment runs,
+each written the way its command writes it (played here, once)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from stategym import Env
 from stategym.agents import resolve
+from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import write_jsonl
 from stategym.rollout import run_episode
 
+FIXTURES = Path(__file__).parent / "fixtures"
 PWN = "document.title='pwned'"
 HOSTILE_TEXTS = (
     f"<script>{PWN}</script>",
@@ -94,9 +99,82 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
     (protocol / "expert" / "report.json").write_text(json.dumps(report))
     write_jsonl(protocol / "expert" / "trajectories.jsonl", played[:2])
+    for name in ("train-sft", "train-grpo"):
+        shutil.copytree(FIXTURES / name, root / name)
     return {
         "eval": root / "eval",
         "hostile": root / "hostile",
         "train": train,
         "protocol": protocol,
+        "mixed": _mixed(root / "mixed"),
+        "sft": root / "train-sft",
+        "grpo": root / "train-grpo",
     }
+
+
+MIXED_KNOBS = (Knobs(), Knobs(dynamics=False))
+
+
+def _mixed(out: Path) -> Path:
+    """Two domains, two knob settings, the expert and the serial agent, seeds 0-1: 16
+    episodes with goals reached and missed and safe, unverified and harmful commits."""
+    played = []
+    for domain in ("travel", "bank"):
+        for knobs in MIXED_KNOBS:
+            env = Env(domain, knobs=knobs)
+            played += [
+                run_episode(env, resolve(env.domain, agent), seed)
+                for agent in ("expert", "serial")
+                for seed in range(2)
+            ]
+    out.mkdir()
+    write_jsonl(out / "trajectories.jsonl", played)
+    return out
+
+
+@pytest.fixture(scope="session")
+def experiments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``{"e0", "e3", "hostile"}`` -> experiment run directory: E0 at a tiny configuration
+    through its real writer, E3's real files of a tiny run, and a hand-written one whose
+    names, table and plot file carry the hostile texts.
+
+    The experiments' own figures are not rendered (half of E0's time here): their files
+    are written empty under their real names, which is all the report reads of them.
+    """
+    from stategym.experiments import e0
+    from stategym.experiments import plots as experiment_plots
+    from stategym.experiments.configs import E0Config
+    from stategym.metrics.taskset import MIXED
+
+    def names_only(figure: object, path: Path) -> list[Path]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = [path.with_suffix(".png"), path.with_suffix(".svg")]
+        for file in written:
+            file.touch()
+        return written
+
+    root = tmp_path_factory.mktemp("experiments")
+    small = E0Config("smoke", tasks=len(MIXED), resamples=50, domains=("travel", "bank"),
+                     agents=("expert", "serial", "ask-nothing"))  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(experiment_plots, "save", names_only)
+        e0.write(e0.run(small, (0,)), root / "e0", 1.0)
+    # E3's protocol costs seconds to play even this small: its real files are committed
+    # (fixtures/README.md), and a slow test runs ``experiment e3 --smoke --report`` itself
+    shutil.copytree(FIXTURES / "experiment-e3", root / "e3")
+    for name in ("bands", "r_vs_distance"):
+        names_only(None, root / "e3" / "plots" / name)
+    hostile = root / "hostile"
+    (hostile / "plots").mkdir(parents=True)
+    estimate = {"mean": 0.5, "low": 0.25, "high": 0.75, "n": 4}
+    results = {
+        "experiment": "e9",
+        "config": {"budget": HOSTILE_TEXTS[0]},
+        "seeds": [0],
+        "agents": {text: {"score": estimate} for text in HOSTILE_TEXTS},
+    }
+    (hostile / "results.json").write_text(json.dumps(results))
+    rows = "".join(f"| {text.replace('|', '')} | 0.50 |\n" for text in HOSTILE_TEXTS)
+    (hostile / "table.md").write_text(f"### {HOSTILE_TEXTS[1]}\n\n| agent | R |\n|---|---|\n{rows}")
+    (hostile / "plots" / "evil.svg").write_text(f'<svg onload="{PWN}"><script>{PWN}</script></svg>')
+    return {"e0": root / "e0", "e3": root / "e3", "hostile": hostile}

@@ -66,8 +66,9 @@ def test_plots_are_inline_svg_with_distinct_ids(page: str) -> None:
     every = [i for svg in svgs for i in ids(svg)]
     assert len(every) == len(set(every))
     assert "collapse 0.12" in page  # the protocol plot's legend (index 0.125)
-    for key in ("entropy", "goal_rate", "kl", "eval: composite"):  # keys the run logged
-        assert f">{key}<" in page
+    # the decision curves of the keys the run logged, training and held-out lines together
+    for title in ("goal rate", "R (composite)", "entropy", "KL to the start", "held-out eval"):
+        assert f">{title}<" in page
 
 
 def test_the_viewer_gets_one_block_per_episode(page: str) -> None:
@@ -146,7 +147,9 @@ def test_chromium_renders_tables_plots_and_an_opened_episode(
     rendered = render(out, "episode=4")
     assert rendered.console == ()
     dom = rendered.dom
-    assert dom.count("<svg") == 5 and dom.count('<table class="grid">') == 3
+    # five plots and the opened episode's two call graphs
+    assert dom.count("<svg") == 5 + 2 and dom.count('<table class="grid">') == 3
+    assert dom.count('<svg class="cg"') == 2 and 'class="node ' in dom
     assert 'data-viewer="ready"' in dom and 'data-opened="4"' in dom
     assert "10 of 10 episodes; page 1 of 1" in dom
     assert dom.count('class="episode') == 10

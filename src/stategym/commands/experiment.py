@@ -9,7 +9,8 @@ One budget flag picks the configuration (:mod:`stategym.experiments.configs`): `
 (seconds, proves every file is written; never quote its numbers), ``--quick`` (the default,
 a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.json``,
 ``raw.json``, ``table.md`` and ``plots/``; the CPU time of the run is in ``results.json``.
-Experiments that need training runs (E1, E2, E4) refuse with one line.
+E2 trains its arms with :mod:`stategym.train` (run directories under ``OUT/runs``, resumed
+on a re-run); E1 and E4 are not wired to the trainer yet and refuse with one line.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run directory (default: runs/NAME)",
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="also write OUT/report.html (stategym report of this run)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -89,6 +95,10 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"{args.name}: CPU {time.process_time() - start:.1f} s; wrote {out}")
     for path in written:
         console.print(f"  {path}")
+    if args.report:
+        from stategym.commands.report import write_report
+
+        print(f"report: {write_report([out], out / 'report.html')}")  # a path never wrapped
     return 0
 
 
@@ -105,6 +115,12 @@ def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float
 
         result = e0.run(E0[level], seeds)
         return e0.write(result, out, time.process_time() - start)
+    if name == "e2":
+        from stategym.experiments import e2
+        from stategym.experiments.configs import E2
+
+        trained = e2.run(E2[level], seeds, out)
+        return e2.write(trained, out, time.process_time() - start)
     from stategym.experiments import e3
     from stategym.experiments.configs import E3
 

@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, cls in (("sft", SFTConfig), ("grpo", GRPOConfig)):
         command = sub.add_parser(name, help=cls.__doc__, description=cls.__doc__)
         add_config_options(command, cls)
+        command.add_argument(
+            "--report",
+            action="store_true",
+            help="also write OUT/report.html (stategym report of this run; needs matplotlib)",
+        )
 
 
 def add_config_options(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -60,9 +65,17 @@ def main(args: argparse.Namespace) -> int:
     from stategym.train import grpo, sft
     from stategym.train.config import GRPOConfig, SFTConfig
 
+    if args.report:  # refused now, not after the run has trained
+        from stategym.commands.report import require_matplotlib
+
+        require_matplotlib()
     if args.algorithm == "sft":
         run = sft.train(SFTConfig(**{f.name: getattr(args, f.name) for f in fields(SFTConfig)}))
     else:
         run = grpo.train(GRPOConfig(**{f.name: getattr(args, f.name) for f in fields(GRPOConfig)}))
     print(f"wrote {run} (metrics.jsonl, checkpoints/, model/)")
+    if args.report:
+        from stategym.commands.report import write_report
+
+        print(f"report: {write_report([run], run / 'report.html')}")
     return 0

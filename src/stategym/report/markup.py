@@ -80,6 +80,11 @@ def definition_list(pairs: Iterable[tuple[str, object]]) -> str:
     return f'<dl class="config">{items}</dl>'
 
 
+def pre(value: object) -> str:
+    """``value`` as escaped preformatted text."""
+    return f"<pre>{text(value)}</pre>"
+
+
 def section(anchor: str, title: str, parts: Sequence[str]) -> str:
     """A titled ``<section>`` of already-built parts."""
     return f'<section id="{text(anchor)}"><h2>{text(title)}</h2>{"".join(parts)}</section>'

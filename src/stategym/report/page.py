@@ -2,7 +2,8 @@
 
 :func:`build` reads the runs (:mod:`.runs`), scores each trajectory offline from its log and
 its regenerated task (nothing is played again), and lays out the page: the overview
-scorecard and its plots, training curves, protocol plots and the trajectory viewer. The same
+scorecard and its plots, training curves, protocol plots, experiment tables and plots
+(:mod:`.experiment`) and the trajectory viewer. The same
 inputs and options give the same bytes (no timestamp, no random ids).
 """
 
@@ -20,10 +21,10 @@ from stategym.metrics.score import Scorecard, score
 from stategym.tables import Grid
 from stategym.topology.generalisation import task_of
 
-from . import markup, plots
+from . import experiment, markup, plots
 from .assets import SCRIPT, STYLE
 from .episodes import detail, index_entry, task_view
-from .runs import EpisodeRun, ProtocolRun, Run, TrainingRun, read_run
+from .runs import EpisodeRun, ExperimentRun, ProtocolRun, Run, TrainingRun, read_run
 
 DEFAULT_VIEWER_LIMIT = 100
 
@@ -85,14 +86,25 @@ def _overview(scored: Sequence[_Scored], options: Options) -> tuple[str, list[Ro
 def _training(run: TrainingRun, key: str) -> str:
     shown = {k: v for k, v in run.config.items() if isinstance(v, str | int | float | bool)}
     parts = [markup.definition_list(sorted(shown.items()))]
-    if run.train or run.eval:
-        curves = plots.training_curves(run.train, run.eval, f"{run.path.name}: per iteration", key)
+    name = run.path.name
+    decisions = plots.decision_curves(run.train, run.eval, f"{name}: per iteration", key)
+    if decisions is not None:
         parts.append(
-            markup.figure(curves, "Every numeric key of metrics.jsonl against the iteration.")
+            markup.figure(
+                decisions,
+                "Goal rate, R, each decision-quality dimension, ask rate, parallel rate, harm "
+                "rate, entropy, KL and loss against the iteration: the training batch (solid) "
+                "and the held-out evaluation (dashed), where metrics.jsonl has them.",
+            )
         )
-    else:
+    others = plots.training_curves(run.train, run.eval, f"{name}: every other key", f"{key}-other")
+    if others is not None:
+        parts.append(
+            markup.figure(others, "Every other numeric key of metrics.jsonl against the iteration.")
+        )
+    if not run.train and not run.eval:
         parts.append('<p class="notes">metrics.jsonl has no lines yet.</p>')
-    return markup.section(f"training-{run.path.name}", f"Training: {run.path}", parts)
+    return markup.section(f"training-{name}", f"Training: {run.path}", parts)
 
 
 def _protocol(run: ProtocolRun, key: str) -> str:
@@ -214,6 +226,8 @@ def build(paths: Sequence[Path], options: Options = Options()) -> str:
     trainings = [r for r in runs if isinstance(r, TrainingRun)]
     sections += [_training(r, f"curves{i}") for i, r in enumerate(trainings)]
     sections += [_protocol(r, f"protocol{i}") for i, r in enumerate(protocol_runs)]
+    experiments = [r for r in runs if isinstance(r, ExperimentRun)]
+    sections += [experiment.section(r, f"experiment{i}") for i, r in enumerate(experiments)]
     protocol_scored = [_score(e) for r in protocol_runs for e in r.episodes]
     viewer, data = _viewer([*scored, *protocol_scored], options)
     sections.append(viewer)

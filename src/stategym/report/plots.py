@@ -55,7 +55,8 @@ def colour(index: int) -> str:
 
 
 @contextmanager
-def _style(salt: str) -> Iterator[None]:
+def style(salt: str) -> Iterator[None]:
+    """The report's matplotlib settings, with the SVG hash salt ``salt``."""
     import matplotlib
 
     with matplotlib.rc_context(
@@ -73,11 +74,13 @@ def _style(salt: str) -> Iterator[None]:
         yield
 
 
-def _figure(width: float, height: float) -> Figure:
+def figure_of(width: float, height: float, *, constrained: bool = True) -> Figure:
+    """A bare figure of ``width`` x ``height`` inches, laid out by matplotlib's constrained
+    layout unless ``constrained`` is false (then the caller places the axes)."""
     from matplotlib.figure import Figure
 
     # a bare Figure, not pyplot: no global figure registry, no GUI backend
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(width, height), layout="constrained" if constrained else None)
 
 
 _REFERENCES = re.compile(r'(id="|url\(#|href="#)([^")]+)')
@@ -103,9 +106,9 @@ def dimension_bars(rows: Sequence[Row], tag: str = "bars") -> str:
     """Per domain, each agent's goal rate, R, each dimension and harm rate with 95% bars."""
     domains = list(dict.fromkeys(r.domain for r in rows))
     agents = list(dict.fromkeys(r.agent for r in rows))
-    with _style(tag):
+    with style(tag):
         # wider with more agents, so each bar stays a few pixels wide
-        figure = _figure(min(18.0, 6.0 + 0.6 * len(agents)), 2.6 * len(domains) + 0.6)
+        figure = figure_of(min(18.0, 6.0 + 0.6 * len(agents)), 2.6 * len(domains) + 0.6)
         axes = figure.subplots(len(domains), 1, squeeze=False)[:, 0]
         width = 0.8 / max(len(agents), 1)
         for ax, domain in zip(axes, domains, strict=True):
@@ -142,8 +145,8 @@ def goal_against_r(rows: Sequence[Row], tag: str = "scatter") -> str:
     final answer and decision quality disagree."""
     agents = list(dict.fromkeys(r.agent for r in rows))
     domains = list(dict.fromkeys(r.domain for r in rows))
-    with _style(tag):
-        figure = _figure(6.0, 4.6)
+    with style(tag):
+        figure = figure_of(6.0, 4.6)
         ax = figure.subplots()
         ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1, label="goal = R")
         for row in rows:
@@ -174,8 +177,8 @@ def harm_and_lost(rows: Sequence[Row], tag: str = "harm") -> str:
     names = [f"{r.agent} ({r.domain})" for r in rows]
     agents = list(dict.fromkeys(r.agent for r in rows))
     colours = [colour(agents.index(r.agent)) for r in rows]
-    with _style(tag):
-        figure = _figure(9.0, 0.25 * len(rows) + 1.2)
+    with style(tag):
+        figure = figure_of(9.0, 0.25 * len(rows) + 1.2)
         left, right = figure.subplots(1, 2, sharey=True)
         for ax, column, title in (
             (left, "harmful", "harm rate"),
@@ -198,10 +201,111 @@ def harm_and_lost(rows: Sequence[Row], tag: str = "harm") -> str:
         return to_svg(figure, tag)
 
 
-def _curve_keys(lines: Sequence[Mapping[str, float]]) -> list[str]:
+HEADLINE_CURVES: tuple[tuple[str, str], ...] = (
+    ("goal_rate", "goal rate"),
+    ("composite", "R (composite)"),
+    *((str(d), str(d)) for d in LABELS),
+    ("ask_rate", "ask rate"),
+    ("parallel_rate", "parallel rate"),
+    ("harm_rate", "harm rate"),
+    ("entropy", "entropy"),
+    ("kl", "KL to the start"),
+    ("loss", "loss"),
+)
+"""``(metrics key, panel title)`` of the decision curves, drawn first, in this order, with
+the held-out evaluation on the same panel; every other key goes to the second figure."""
+
+
+def _curve_keys(lines: Sequence[Mapping[str, float]], skip: frozenset[str]) -> list[str]:
     # flattened nested keys ("share.generation") after the trainer's own top-level ones
-    keys = sorted({k for line in lines for k in line} - SKIPPED_CURVES, key=lambda k: ("." in k, k))
-    return keys[:MAX_CURVES]
+    found = {k for line in lines for k in line} - SKIPPED_CURVES - skip
+    return sorted(found, key=lambda k: ("." in k, k))[:MAX_CURVES]
+
+
+def _points(lines: Sequence[Mapping[str, float]], key: str) -> list[tuple[float, float]]:
+    return [
+        (line.get("iteration", float(i + 1)), line[key])
+        for i, line in enumerate(lines)
+        if key in line
+    ]
+
+
+def _panels(
+    axes: Any,
+    panels: Sequence[tuple[str, Sequence[tuple[int, str, Sequence[tuple[float, float]]]]]],
+) -> None:
+    """Draw ``(title, [(series index, label, points), ...])`` panels (the index picks the
+    colour, marker and line style, the same in every panel); spare axes are hidden."""
+    for ax, (title, series) in zip(axes, panels, strict=False):
+        for index, label, points in series:
+            ax.plot(
+                [x for x, _ in points],
+                [y for _, y in points],
+                color=colour(index),
+                marker=MARKERS[index] if len(points) < 40 else None,
+                linestyle="-" if index == 0 else "--",
+                markersize=3,
+                linewidth=1.2,
+                label=label,
+            )
+        ax.set_title(title, loc="left", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+
+
+def _grid(count: int, tag: str, title: str, draw: Any) -> str:
+    columns = 4
+    rows = max(1, -(-count // columns))
+    height = 1.9 * rows + 0.6
+    with style(tag):
+        # a fixed grid, not the constrained layout: with dozens of small panels the layout
+        # engine costs more than drawing them (about half of a training run's report)
+        figure = figure_of(10.0, height, constrained=False)
+        figure.subplots_adjust(
+            left=0.05, right=0.98, bottom=0.25 / height, top=1 - 0.75 / height,
+            wspace=0.3, hspace=0.55,
+        )  # fmt: skip
+        axes = figure.subplots(rows, columns, squeeze=False).ravel()
+        draw(figure, axes)
+        figure.suptitle(title, x=0.01, ha="left", fontsize=9)
+        return to_svg(figure, tag)
+
+
+def decision_curves(
+    train: Sequence[Mapping[str, float]],
+    evals: Sequence[Mapping[str, float]],
+    title: str,
+    tag: str = "decisions",
+) -> str | None:
+    """One panel per :data:`HEADLINE_CURVES` key either kind of line has: the training
+    batch (solid) and the held-out evaluation (dashed) against the iteration; ``None``
+    when the run logged none of them."""
+    panels = []
+    for key, label in HEADLINE_CURVES:
+        series = [
+            (index, name, points)
+            for index, (name, lines) in enumerate(
+                (("training batch", train), ("held-out eval", evals))
+            )
+            if (points := _points(lines, key))
+        ]
+        if series:
+            panels.append((label, series))
+    if not panels:
+        return None
+
+    def draw(figure: Figure, axes: Any) -> None:
+        _panels(axes, panels)
+        handles, labels = [], []
+        for ax in axes[: len(panels)]:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                if label not in labels:
+                    handles.append(handle)
+                    labels.append(label)
+        figure.legend(handles, labels, loc="upper right", fontsize=7, ncols=2)
+
+    return _grid(len(panels), tag, title, draw)
 
 
 def training_curves(
@@ -209,39 +313,23 @@ def training_curves(
     evals: Sequence[Mapping[str, float]],
     title: str,
     tag: str = "curves",
-) -> str:
-    """One small panel per numeric key of the metric lines against the iteration; the
-    held-out evaluation's keys are drawn as their own panels (``eval: KEY``)."""
-    series = [("", train, _curve_keys(train)), ("eval: ", evals, _curve_keys(evals))]
-    panels = [(prefix, lines, key) for prefix, lines, keys in series for key in keys]
-    columns = 4
-    rows = max(1, -(-len(panels) // columns))
-    with _style(tag):
-        figure = _figure(10.0, 1.9 * rows + 0.5)
-        axes = figure.subplots(rows, columns, squeeze=False).ravel()
-        for ax, (prefix, lines, key) in zip(
-            axes, panels, strict=False
-        ):  # spare axes are hidden below
-            points = [
-                (line.get("iteration", float(i + 1)), line[key])
-                for i, line in enumerate(lines)
-                if key in line
-            ]
-            index = 1 if prefix else 0
-            ax.plot(
-                [x for x, _ in points],
-                [y for _, y in points],
-                color=colour(index),
-                marker=MARKERS[index] if len(points) < 40 else None,
-                markersize=3,
-                linewidth=1.2,
-            )
-            ax.set_title(f"{prefix}{key}", loc="left", fontsize=8)
-            ax.tick_params(labelsize=7)
-        for ax in axes[len(panels) :]:
-            ax.set_visible(False)
-        figure.suptitle(title, x=0.01, ha="left", fontsize=9)
-        return to_svg(figure, tag)
+) -> str | None:
+    """One small panel per other numeric key of the metric lines (not a
+    :data:`HEADLINE_CURVES` key) against the iteration; the held-out evaluation's keys are
+    their own panels (``eval: KEY``); ``None`` when there are none."""
+    headline = frozenset(key for key, _ in HEADLINE_CURVES)
+    series = [
+        ("", train, _curve_keys(train, headline)),
+        ("eval: ", evals, _curve_keys(evals, headline)),
+    ]
+    panels = [
+        (f"{prefix}{key}", [(1 if prefix else 0, prefix or "training", _points(lines, key))])
+        for prefix, lines, keys in series
+        for key in keys
+    ]
+    if not panels:
+        return None
+    return _grid(len(panels), tag, title, lambda figure, axes: _panels(axes, panels))
 
 
 def _distance_points(report: Mapping[str, Any]) -> list[tuple[float, float]]:
@@ -270,8 +358,8 @@ def collapse_index(report: Mapping[str, Any]) -> float | None:
 def score_against_distance(reports: Mapping[str, Mapping[str, Any]], tag: str = "protocol") -> str:
     """R of each protocol cell against its topology distance from training, per agent,
     with each agent's collapse index in the legend."""
-    with _style(tag):
-        figure = _figure(7.0, 4.0)
+    with style(tag):
+        figure = figure_of(7.0, 4.0)
         ax: Axes = figure.subplots()
         for a, (agent, report) in enumerate(reports.items()):
             points = _distance_points(report)

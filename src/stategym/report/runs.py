@@ -8,7 +8,11 @@ Three kinds of directory are recognised by the files they hold (nothing is re-ru
 - a **training run** (``stategym train``): ``config.json`` and ``metrics.jsonl``, one
   object per iteration (every numeric key is kept; ``"eval"`` lines are held-out evaluations);
 - a **protocol run** (``stategym protocol``): ``cells.json`` and one folder per agent with
-  its ``report.json`` (and its ``trajectories.jsonl``, which is read as an episode run).
+  its ``report.json`` (and its ``trajectories.jsonl``, which is read as an episode run);
+- an **experiment run** (``stategym experiment``): ``results.json`` naming its
+  ``"experiment"``, with ``raw.json``, ``table.md`` and ``plots/``
+  (:mod:`stategym.experiments.output`). The plot files are listed by name, never read: the
+  report redraws from the JSON (:mod:`stategym.report.experiment` says why).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stategym.experiments.output import PLOTS, RAW, RESULTS, TABLE
 from stategym.kernel.errors import UsageError
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates
@@ -78,7 +83,26 @@ class ProtocolRun:
     episodes: tuple[EpisodeRun, ...]
 
 
-Run = EpisodeRun | TrainingRun | ProtocolRun
+@dataclass(frozen=True, slots=True)
+class ExperimentRun:
+    """What one ``stategym experiment`` run wrote.
+
+    Attributes:
+        path: the directory.
+        results: ``results.json`` (its ``"experiment"`` names which one).
+        raw: ``raw.json``, or an empty mapping where it is absent.
+        table: the text of ``table.md`` (empty where it is absent).
+        plots: the names of the files in ``plots/``, sorted (never read).
+    """
+
+    path: Path
+    results: Mapping[str, Any]
+    raw: Mapping[str, Any]
+    table: str
+    plots: tuple[str, ...]
+
+
+Run = EpisodeRun | TrainingRun | ProtocolRun | ExperimentRun
 
 
 def read_run(path: Path) -> Run:
@@ -91,12 +115,15 @@ def read_run(path: Path) -> Run:
         raise UsageError(f"{path} is not a run directory")
     if (path / PROTOCOL_CELLS).is_file():
         return read_protocol(path)
+    if (path / RESULTS).is_file():
+        return read_experiment(path)
     if (path / TRAJECTORIES).is_file():
         return read_episodes(path)
     if (path / TRAIN_METRICS).is_file():
         return read_training(path)
     raise UsageError(
-        f"{path} holds no {TRAJECTORIES}, {TRAIN_METRICS} or {PROTOCOL_CELLS}: not a run directory"
+        f"{path} holds no {TRAJECTORIES}, {TRAIN_METRICS}, {PROTOCOL_CELLS} or {RESULTS}: "
+        "not a run directory"
     )
 
 
@@ -171,3 +198,25 @@ def read_protocol(path: Path) -> ProtocolRun:
         if (folder / TRAJECTORIES).is_file():
             episodes.append(read_episodes(folder))
     return ProtocolRun(path, reports, tuple(episodes))
+
+
+def _json_object(file: Path) -> Mapping[str, Any]:
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{file}:{error.lineno}: not JSON") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{file}: not a JSON object")
+    return data
+
+
+def read_experiment(path: Path) -> ExperimentRun:
+    """The results, raw numbers, tables and plot names of an experiment run."""
+    results = _json_object(path / RESULTS)
+    if not isinstance(results.get("experiment"), str):
+        raise UsageError(f"{path / RESULTS} names no experiment: not an experiment run")
+    raw = _json_object(path / RAW) if (path / RAW).is_file() else {}
+    table = (path / TABLE).read_text() if (path / TABLE).is_file() else ""
+    folder = path / PLOTS
+    plots = tuple(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else ()
+    return ExperimentRun(path, results, raw, table, plots)
