@@ -115,8 +115,10 @@ class ToolEnvironment:
         if self.env.done:
             self._results.update((c.id, END_MARK) for c in batch)
             return
-        if len(batch) == 1 and batch[0].name == SAY_TOOL:
-            observation = self.env.step(Say(str(batch[0].arguments.get("message", "")))).observation
+        arguments = batch[0].arguments
+        if len(batch) == 1 and batch[0].name == SAY_TOOL and isinstance(arguments, Mapping):
+            # a non-text message is the environment's bad_message round, not converted here
+            observation = self.env.step(Say(arguments.get("message", ""))).observation
             texts = [_user_text(observation)]
         else:
             observation = self.env.step(CallBatch(tuple(batch))).observation
@@ -151,7 +153,8 @@ def _annotation(body: Mapping[str, Any]) -> Any:
     if "enum" in body:
         return Literal[tuple(body["enum"])]
     if body.get("type") == "array":
-        return list[_PY_TYPES[body["items"]["type"]]]  # type: ignore[misc]
+        item = _PY_TYPES[body["items"]["type"]]
+        return list[item]  # type: ignore[valid-type]
     return _PY_TYPES[body["type"]]
 
 
@@ -175,8 +178,9 @@ def _method(schema: Mapping[str, Any]) -> Callable[..., Any]:
         annotations[arg] = _annotation(body)
         default = inspect.Parameter.empty if arg in required else None
         params.append(
-            inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=default,
-                              annotation=annotations[arg])
+            inspect.Parameter(
+                arg, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotations[arg]
+            )
         )
         lines.append(f"    {arg}: {body.get('description') or arg}")
     method.__name__ = method.__qualname__ = name
@@ -208,9 +212,11 @@ def environment_class(domain: str, knobs: Knobs | None = None) -> type[ToolEnvir
     if SAY_TOOL in methods:
         raise ValueError(f"domain {domain!r} has a tool named {SAY_TOOL!r}")
     name = _class_name(domain) if knobs == Knobs() else f"{_class_name(domain)}_{knobs.describe()}"
-    made = type(name, (ToolEnvironment,), {
-        "domain_name": domain, "knobs": knobs, "__module__": __name__, **methods
-    })
+    made = type(
+        name,
+        (ToolEnvironment,),
+        {"domain_name": domain, "knobs": knobs, "__module__": __name__, **methods},
+    )
     _CLASSES[(domain, knobs)] = made
     return made
 
