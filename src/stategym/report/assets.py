@@ -6,7 +6,9 @@ task an ``ep-N`` names), both parsed only when the episode is opened, so a repor
 thousands of episodes opens quickly. It builds every element with ``createElement`` and
 puts every string in with ``textContent``: no data ever passes through ``innerHTML``, an
 attribute handler or a URL. ``#episode=N`` in the address opens episode ``N`` on load
-(links and the browser tests use it).
+(links and the browser tests use it), and writes where the episode and its call graphs
+start into ``data-detail-top`` and ``data-graphs-top`` on ``<body>`` (for cropped
+screenshots, ``docs/report.md``).
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ dl.config dt { color: var(--muted); } dl.config dd { margin: 0; font-family: mon
 .ungrounded { color: #a33b00; font-weight: 600; } .user { color: #005a8c; }
 .tool { color: #00684a; } .request { color: var(--muted); }
 #detail { margin-top: 14px; }
-.task, .graphs { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr));
-  gap: 10px; }
+.task { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 10px; }
+.graphs { display: flex; flex-wrap: wrap; gap: 10px; align-items: flex-start; }
+.graphs > .box { flex: 0 1 auto; min-width: 320px; max-width: 100%; }
 .box { border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px; background: #fff; }
 .box h4 { margin: 0 0 6px; font-size: 13px; }
 .box table { border-collapse: collapse; font-size: 12px; }
@@ -380,6 +383,8 @@ SCRIPT = r"""
     openEpisode(parseInt(wanted[1], 10));
     // where the opened episode starts, for screenshots cropped to it (docs/report.md)
     document.body.dataset.detailTop = String(Math.round(field("detail").offsetTop));
+    var graphs = document.querySelector("#detail .graphs");
+    if (graphs) { document.body.dataset.graphsTop = String(Math.round(graphs.offsetTop)); }
   }
   document.body.dataset.viewer = "ready";
 })();
