@@ -9,6 +9,7 @@ from scipy.stats import spearmanr
 from stategym.experiments.intervals import (
     interval,
     rank_correlation,
+    ratio,
     replicate_weights,
     spearman,
     weighted_means,
@@ -75,3 +76,14 @@ def test_a_constant_column_has_a_zero_width_interval_at_its_mean() -> None:
     estimate = interval(values.mean(), weighted_means(values, weights))
     assert estimate.low <= estimate.mean <= estimate.high
     assert estimate.high - estimate.low < 1e-9
+
+
+def test_ratio_is_a_ratio_of_sums_and_skips_empty_replicates() -> None:
+    numerator = np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+    denominator = np.array([[1.0, 0.0, 0.0], [2.0, 1.0, 0.0]])
+    weights = replicate_weights(2, 3, 300, seed=2)
+    estimate = ratio(numerator, denominator, weights)
+    assert estimate.mean == pytest.approx(3.0 / 4.0)  # not the mean of per-task ratios
+    assert 0.0 <= estimate.low <= estimate.mean <= estimate.high <= 1.0
+    empty = ratio(np.zeros((2, 3)), np.zeros((2, 3)), weights)
+    assert np.isnan(empty.mean) and empty.n == 0

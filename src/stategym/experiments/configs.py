@@ -2,8 +2,9 @@
 ``full``).
 
 ``smoke`` proves the pipeline writes every file in seconds and is never quoted; ``quick`` is
-the laptop-CPU run the docs' figures come from; ``standard`` and ``full`` only scale the
-task counts (E0 and E3 play scripted agents, so no GPU is involved).
+the laptop-CPU run the docs' figures come from; ``standard`` and ``full`` scale the task
+counts (E0 and E3 play scripted agents, so no GPU is involved) and, for E2, the training
+budget (:class:`~stategym.experiments.arms.Recipe`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stategym.agents import agent_names
+from stategym.experiments.arms import Recipe
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains
+from stategym.train.config import Credit
 
 Budget = Literal["smoke", "quick", "standard", "full"]
 BUDGETS: tuple[Budget, ...] = ("smoke", "quick", "standard", "full")
@@ -72,7 +75,35 @@ class E3Config:
     resamples: int = 1000
 
 
+@dataclass(frozen=True, slots=True)
+class E2Config:
+    """E2: SFT on the oracle vs SFT on the expert vs oracle-SFT then GRPO, on ask-or-act.
+
+    Attributes:
+        budget: which budget this is.
+        recipe: the trainer settings every arm shares.
+        episodes: held-out tasks per seed block and task set (seed ``s``: evaluation
+            seeds ``s*episodes ..``; even seeds are the must-ask tasks).
+        credit: GRPO's credit.
+        guard: the exploration guard's teacher ("" off).
+        fraction: the share of each group the teacher plays.
+        resamples: bootstrap resamples.
+    """
+
+    budget: Budget
+    recipe: Recipe
+    episodes: int
+    credit: Credit = "composite"
+    guard: str = "ask-p1"
+    fraction: float = 0.25
+    resamples: int = 1000
+
+
 _CYCLE = len(MIXED)
+_SMOKE = Recipe(
+    sft_steps=3, sft_episodes=4, width=32, vocab=300, iterations=2, tasks=1, group=2,
+    updates=1, max_tokens=16, max_length=512,
+)  # fmt: skip
 
 E0: dict[Budget, E0Config] = {
     "smoke": E0Config("smoke", tasks=_CYCLE, resamples=200),
@@ -85,4 +116,12 @@ E3: dict[Budget, E3Config] = {
     "quick": E3Config("quick", episodes=10),
     "standard": E3Config("standard", episodes=40, probes=10),
     "full": E3Config("full", episodes=100, probes=20),
+}
+E2: dict[Budget, E2Config] = {
+    "smoke": E2Config("smoke", _SMOKE, episodes=2, fraction=0.5, resamples=200),
+    # the learning test's settings (tests/train/test_learning.py), SFT shortened to 120 steps
+    # and GRPO to 10 iterations so that 3 seeds fit the 30 CPU-minute budget
+    "quick": E2Config("quick", Recipe(sft_steps=120, iterations=10), episodes=16),
+    "standard": E2Config("standard", Recipe(sft_steps=160, iterations=24), episodes=32),
+    "full": E2Config("full", Recipe(sft_steps=160, iterations=48, width=128), episodes=64),
 }

@@ -62,6 +62,23 @@ def weighted_means(values: NDArray, weights: NDArray) -> NDArray:
     return np.einsum("...bt,rbt->...r", values, weights) / weights[0].sum()
 
 
+def ratio(numerator: NDArray, denominator: NDArray, weights: NDArray) -> Estimate:
+    """A ratio of sums (``sum(num) / sum(den)``, both ``(blocks, tasks)``) and its interval;
+    a replicate whose denominator is 0 is undefined and left out of the percentiles.
+
+    >>> w = replicate_weights(2, 2, 50)
+    >>> ratio(np.array([[1.0, 0.0], [1.0, 1.0]]), np.ones((2, 2)), w).mean
+    0.75
+    """
+    top = np.einsum("bt,rbt->r", numerator, weights)
+    bottom = np.einsum("bt,rbt->r", denominator, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        replicates = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
+    total = float(denominator.sum())
+    point = float(numerator.sum()) / total if total > 0 else float("nan")
+    return interval(point, replicates)
+
+
 def spearman(x: NDArray, y: NDArray) -> float:
     """Spearman's rank correlation (average ranks for ties); NaN when either is constant.
 

@@ -1,11 +1,9 @@
 """The experiments that need training runs, and the line each one refuses with.
 
-E1 (outcome-only vs step-level credit under irreversibility), E2 (SFT on the oracle vs the
-expert vs oracle-SFT then RL, on must-ask slots) and E4 (token-level GRPO vs round-aware
-credit on parallelism) each compare trained policies, as does E3's n-episode fine-tuning arm.
-The trainer (``stategym train sft|grpo``, :mod:`stategym.train`) exists, but these
-experiments are not wired to it yet, so the command refuses them instead of printing numbers
-it did not measure.
+E1 (outcome-only vs step-level credit under irreversibility) and E4 (token-level GRPO vs
+round-aware credit on parallelism) each compare trained policies, as does E3's n-episode
+fine-tuning arm. E2 is wired to the trainer (:mod:`stategym.experiments.e2`); these are not
+yet, so the command refuses them instead of printing numbers it did not measure.
 """
 
 from __future__ import annotations
@@ -14,11 +12,6 @@ NEEDS_TRAINING: dict[str, str] = {
     "e1": (
         "e1 needs stategym.train runs (an SFT start, then GRPO with outcome, composite, dense "
         "and gigpo credit, with and without irreversibility) and is not wired to the trainer "
-        "yet; train the arms with `stategym train sft|grpo` for now"
-    ),
-    "e2": (
-        "e2 needs stategym.train runs (SFT on oracle vs expert demonstrations of the "
-        "ask-or-act family, then GRPO from the oracle SFT) and is not wired to the trainer "
         "yet; train the arms with `stategym train sft|grpo` for now"
     ),
     "e4": (

@@ -162,10 +162,14 @@ def score_vs_distance(
 
 
 def band_bars(
-    bands: Mapping[str, Mapping[str, Estimate]], path: Path, title: str, measure: str
+    bands: Mapping[str, Mapping[str, Estimate]],
+    path: Path,
+    title: str,
+    measure: str,
+    xlabel: str = "distance band",
 ) -> list[Path]:
-    """Grouped bars: one group per distance band, one bar per agent, with intervals;
-    ``bands[agent][band] = estimate``."""
+    """Grouped bars: one group per distance band (or any category), one bar per agent, with
+    intervals; ``bands[agent][band] = estimate``."""
     figure, (ax,) = _figure(1, 1, (5.5, 3.5))
     names = list(dict.fromkeys(b for per in bands.values() for b in per))
     width = 0.8 / max(1, len(bands))
@@ -183,8 +187,38 @@ def band_bars(
             error_kw={"elinewidth": 0.6},
         )
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(names))], names)
-    ax.set(xlabel="distance band", ylabel=measure)
+    ax.set(xlabel=xlabel, ylabel=measure)
     ax.axhline(0.0, color="#999999", lw=0.5)
     ax.legend(fontsize=6)
+    figure.suptitle(title, fontsize=9)
+    return save(figure, path)
+
+
+def training_curves(
+    panels: Mapping[str, Mapping[str, Sequence[Sequence[float]]]], path: Path, title: str
+) -> list[Path]:
+    """One panel per measure: each arm's value per training iteration, a thin line per seed
+    and a thick line for the mean over seeds; ``panels[measure][arm] = [seed's values]``
+    (every seed's list as long as the others')."""
+    import numpy as np
+
+    figure, axes = _figure(len(panels), min(3, len(panels)), (3.6, 2.8))
+    for ax, (measure, arms) in zip(axes, panels.items(), strict=True):
+        for index, (arm, seeds) in enumerate(arms.items()):
+            colour = OKABE_ITO[index % len(OKABE_ITO)]
+            values = np.asarray(seeds, dtype=np.float64)
+            if values.size == 0:
+                continue
+            steps = np.arange(1, values.shape[1] + 1)
+            for row in values:
+                ax.plot(steps, row, color=colour, lw=0.5, alpha=0.4)
+            seen = np.isfinite(values)
+            counts = seen.sum(axis=0)
+            mean = np.where(seen, values, 0.0).sum(axis=0) / np.where(counts, counts, 1)
+            ax.plot(steps, np.where(counts, mean, np.nan), color=colour, lw=1.8, label=arm)
+        ax.set(title=measure, xlabel="iteration")
+        ax.title.set_fontsize(8)
+        ax.tick_params(labelsize=6)
+    axes[0].legend(fontsize=6)
     figure.suptitle(title, fontsize=9)
     return save(figure, path)
