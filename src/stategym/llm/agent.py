@@ -22,6 +22,7 @@ appended tokens, a policy / observation / user mask letter per token).
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,9 @@ from stategym.rendering.tokens import (
     observation_segment,
 )
 
+_SESSIONS = itertools.count(1)
+"""Session keys, one per agent (an episode): unique within the process."""
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -49,11 +53,14 @@ class Turn:
         seed: sampling seed for this reply, derived from (run seed, task, sample, round).
         prompt_ids: the episode's token stream so far, to continue as it is (a backend with
             a ``chat`` template: token-in-token-out); ``None``: render ``messages``.
+        session: the episode's key, the same on every round (a local backend keeps the
+            episode's key/value cache under it between rounds).
     """
 
     index: int
     seed: int
     prompt_ids: tuple[int, ...] | None = None
+    session: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +134,8 @@ class ChatAgent:
         # A backend with a chat template is fed tokens, not messages (token-in-token-out).
         self._chat: ChatTemplate | None = getattr(backend, "chat", None)
         self.tokens: TokenStream | None = TokenStream() if self._chat is not None else None
+        self.session = next(_SESSIONS)
+        """The key a backend keeps this episode's cache under."""
 
     @property
     def messages(self) -> list[Message]:
@@ -158,7 +167,7 @@ class ChatAgent:
         index = len(self._rounds)
         key = f"{self._seed}:{self._task_seed}:{self.sample}:{index}".encode()
         prompt = tuple(self.tokens.ids) if self.tokens is not None else None
-        return Turn(index, zlib.crc32(key) & 0x7FFFFFFF, prompt)
+        return Turn(index, zlib.crc32(key) & 0x7FFFFFFF, prompt, self.session)
 
     def _take(self, reply: Reply) -> Action:
         if self.tokens is not None:
@@ -186,7 +195,14 @@ class ChatAgent:
         return TokenSpan(start, end, ids[end - start :], mask, first)
 
     def annotate(self, trajectory: Trajectory, **meta: Any) -> Trajectory:
-        """The trajectory with each round's model turn and the run's settings attached."""
+        """The trajectory with each round's model turn and the run's settings attached.
+
+        The episode is over when it is annotated, so the backend's cache of it is released
+        here (backends that keep one have ``release``).
+        """
+        release = getattr(self._backend, "release", None)
+        if release is not None:
+            release(self.session)
         rounds = []
         for record, reply in zip(trajectory.rounds, self._rounds, strict=False):
             turn, rest = model_turn(reply.meta)

@@ -2,17 +2,19 @@
 
 Shared by the local agent (``hf:PATH``) and ``stategym serve``. The model's own chat template
 renders the conversation and the tools, so any chat model whose template takes ``tools``
-works. Decoding is a plain loop over the key/value cache with a private random generator:
-the same seed gives the same tokens, and the log-probability of every sampled token comes
-out as a by-product (what RL trainers need), with no global random state touched.
+works. Decoding goes through :class:`~stategym.llm.engine.Engine`: many requests in one
+batch (one forward per decoding step), each episode's key/value cache kept across its turns
+(a session), each row sampled from its own generator seeded by its request: the same seed
+gives the same tokens whatever else shares the batch, and the log-probability of every
+sampled token comes out as a by-product (what RL trainers need), with no global random state
+touched.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from stategym.kernel.errors import UsageError
+from stategym.llm.engine import Engine, greedy
 
 if TYPE_CHECKING:
     import torch
@@ -183,9 +186,9 @@ class LocalModel:
         self.chat = ChatTokenizer(self.tokenizer)
         """The chat template and tokenizer (token segments are cut from it)."""
         self._lock = threading.Lock()  # one decode at a time: the model is not re-entrant
-        # transformers renamed ``past_key_values`` to ``cache`` (5.x); take either.
-        forward = inspect.signature(self.model.forward).parameters
-        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+        pad = self.tokenizer.pad_token_id
+        self.engine = Engine(self.model, self._stops, int(pad if pad is not None else 0))
+        """Batched decoding with each session's cache kept across its turns."""
 
     @property
     def context(self) -> int:
@@ -208,59 +211,109 @@ class LocalModel:
         return self.generate_ids(self.render(messages, tools), sampling, started=started)
 
     def generate_ids(
-        self, prompt: Sequence[int], sampling: Sampling, *, started: float | None = None
+        self,
+        prompt: Sequence[int],
+        sampling: Sampling,
+        *,
+        started: float | None = None,
+        session: Hashable | None = None,
     ) -> Generation:
         """Continue a prompt given as token ids (token-in-token-out: nothing re-tokenised).
+
+        Args:
+            prompt: the whole prompt.
+            sampling: how to pick tokens.
+            started: when the request started (``seconds`` counts from it).
+            session: the episode's key: its cache is kept, so its next prompt (this one,
+                the reply, an observation) feeds only the new tokens.
 
         Raises:
             ContextLengthError: the prompt leaves no room for a reply in the model's context.
         """
+        replies = self.generate_batch([(prompt, sampling, session)], started=started)
+        reply = replies[0]
+        if isinstance(reply, ContextLengthError):
+            raise reply
+        return reply
+
+    def generate_batch(
+        self,
+        requests: Sequence[tuple[Sequence[int], Sampling, Hashable | None]],
+        *,
+        started: float | None = None,
+    ) -> list[Generation | ContextLengthError]:
+        """Continue many ``(prompt ids, sampling, session)`` requests in one batch
+        (:class:`~stategym.llm.engine.Engine`): one forward per decoding step for all of
+        them, each row sampled from its own generator seeded by its ``sampling.seed``, so a
+        row's tokens do not depend on which others share its batch. A request with no room
+        left in the context gets a :class:`ContextLengthError` in its place.
+        """
+        from stategym.llm.engine import Request
+
         started = time.perf_counter() if started is None else started
-        prompt = list(prompt)
-        budget = min(sampling.max_tokens, self.context - len(prompt))
-        if budget <= 0:
-            raise ContextLengthError(
-                f"the prompt has {len(prompt)} tokens; the model takes {self.context}"
-            )
+        answers: list[Generation | ContextLengthError | None] = [None] * len(requests)
+        todo: list[int] = []
+        for i, (prompt, sampling, _) in enumerate(requests):
+            budget = min(sampling.max_tokens, self.context - len(prompt))
+            if budget <= 0:
+                answers[i] = ContextLengthError(
+                    f"the prompt has {len(prompt)} tokens; the model takes {self.context}"
+                )
+            else:
+                todo.append(i)
+        if todo:
+            engine_requests = [
+                Request(
+                    tuple(requests[i][0]),
+                    min(requests[i][1].max_tokens, self.context - len(requests[i][0])),
+                    requests[i][2],
+                )
+                for i in todo
+            ]
+            picker = _row_picker([requests[i][1] for i in todo], self.device)
+            with self._lock:
+                decoded = self.engine.run(engine_requests, picker)
+            elapsed = time.perf_counter() - started
+            for i, reply in zip(todo, decoded, strict=True):
+                answers[i] = self._generation(requests[i][0], reply, elapsed)
+        return [a for a in answers if a is not None]
+
+    def release(self, session: Hashable) -> None:
+        """Forget a session's cache (its episode ended)."""
         with self._lock:
-            ids, logprobs, stopped = self._decode(prompt, budget, sampling)
-        text_ids = ids[:-1] if stopped else ids
-        text = str(self.tokenizer.decode(text_ids, skip_special_tokens=False))
+            self.engine.release(session)
+
+    def _generation(self, prompt: Sequence[int], reply: Any, seconds: float) -> Generation:
+        text_ids = reply.ids[:-1] if reply.stopped else reply.ids
+        text = str(self.tokenizer.decode(list(text_ids), skip_special_tokens=False))
         return Generation(
             text,
             tuple(prompt),
-            tuple(ids),
-            tuple(logprobs),
-            "stop" if stopped else "length",
-            time.perf_counter() - started,
+            tuple(reply.ids),
+            tuple(reply.logprobs),
+            "stop" if reply.stopped else "length",
+            seconds,
         )
-
-    def _decode(
-        self, prompt: list[int], budget: int, sampling: Sampling
-    ) -> tuple[list[int], list[float], bool]:
-        import torch
-
-        generator = torch.Generator(device=self.device).manual_seed(sampling.seed or 0)
-        ids: list[int] = []
-        logprobs: list[float] = []
-        with torch.inference_mode():
-            inputs = torch.tensor([prompt], device=self.device)
-            cache = None
-            for _ in range(budget):
-                out = self.model(input_ids=inputs, use_cache=True, **{self._cache_arg: cache})
-                cache = out[self._cache_arg]
-                logits = out.logits[0, -1].float()
-                token = _pick(logits, sampling, generator)
-                ids.append(token)
-                logprobs.append(float(torch.log_softmax(logits, -1)[token]))
-                if token in self._stops:
-                    return ids, logprobs, True
-                inputs = torch.tensor([[token]], device=self.device)
-        return ids, logprobs, False
 
 
 class ContextLengthError(ValueError):
     """The conversation no longer fits in the model's context."""
+
+
+def _row_picker(samplings: Sequence[Sampling], device: str) -> Any:
+    """A :data:`~stategym.llm.engine.Picker` where row ``i`` samples with ``samplings[i]``
+    from its own generator (greedy rows need none: one argmax for the whole batch)."""
+    import torch
+
+    if all(s.temperature <= 0 for s in samplings):
+        return greedy
+    generators = [torch.Generator(device=device).manual_seed(s.seed or 0) for s in samplings]
+
+    def pick(logits: torch.Tensor) -> torch.Tensor:
+        chosen = [_pick(logits[i], sampling, generators[i]) for i, sampling in enumerate(samplings)]
+        return torch.tensor(chosen, device=logits.device)
+
+    return pick
 
 
 def _pick(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> int:

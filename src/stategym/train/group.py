@@ -7,7 +7,8 @@ eval`` with ``hf:`` logs: the same renderer, the same token-in-token-out stream 
 as sampled, observation tokens from the renderer, nothing re-tokenised), the same
 trajectory. What differs is the backend: each member's request waits until every live
 member has asked, then :meth:`Policy.generate <stategym.train.policy.Policy.generate>` answers
-them all in one batch (left padding, the key/value cache per turn). Requests are answered in
+them all in one batch, each member's key/value cache kept across its rounds (a round feeds
+only its observation's tokens: :class:`~stategym.llm.engine.Engine`). Requests are answered in
 member order and one seeded generator samples every row, so a batch's tokens depend on the
 seed and the members only, never on the event loop's scheduling.
 
@@ -150,6 +151,7 @@ class _Batcher:
             max_tokens=self.sampling.max_tokens,
             temperature=self.sampling.temperature,
             generator=self.generator,
+            sessions=order,  # a member's cache is kept across its rounds
         )
         self.timing.generation += time.perf_counter() - started
         self.timing.tokens += sum(len(r.ids) for r in replies)
@@ -225,13 +227,17 @@ def play(
 ) -> tuple[list[Rollout], Timing]:
     """Play every member (the policy's in lock-step, teachers directly), in member order."""
     started = time.perf_counter()
+    policy.engine.clear()  # caches of earlier weights are stale
     learners = [i for i, m in enumerate(members) if not m.teacher]
     batcher = _Batcher(policy, sampling, generator, live=len(learners))
     out: dict[int, Rollout] = {}
     for i, member in enumerate(members):
         if member.teacher:
             out[i] = _teach(policy, member, sampling.rendering)
-    results = asyncio.run(_play_learners(batcher, members, learners, sampling.rendering))
+    try:
+        results = asyncio.run(_play_learners(batcher, members, learners, sampling.rendering))
+    finally:
+        policy.engine.clear()
     out.update(results)
     batcher.timing.total = time.perf_counter() - started
     return [out[i] for i in range(len(members))], batcher.timing
@@ -251,6 +257,7 @@ async def _play_learners(
         try:
             trajectory = await adrive(Episode(env, agent, observation))
         finally:
+            batcher.policy.engine.release(index)
             batcher.leave()
         assert agent.tokens is not None  # the backend has a chat template
         return _rollout(member, trajectory, env.task, agent.tokens, backend.keys)

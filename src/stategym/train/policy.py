@@ -6,21 +6,23 @@ or a hub id where the machine can reach one), or builds the tiny from-scratch mo
 (:func:`build_tiny`: a byte-level BPE trained on the demonstrations' own rendering and a
 small Qwen2, as ``stategym model init`` makes one, without the warm-up: SFT is the warm-up).
 
-:meth:`Policy.generate` continues ``B`` prompts given as token ids at once: left padding, one
-prefill, then one decoding step per token over the key/value cache, every row sampled from
-one seeded generator. It returns the sampled ids and their log-probabilities under the
+:meth:`Policy.generate` continues ``B`` prompts given as token ids at once
+(:class:`~stategym.llm.engine.Engine`): one prefill of what each row's kept cache does not
+cover (an episode's cache is kept across its turns, so a round feeds only its observation),
+then one decoding step per token for the whole batch, every row sampled from one seeded
+generator. It returns the sampled ids and their log-probabilities under the
 model's softmax at temperature 1 (what PPO's ratio is taken against). :meth:`Policy.forward`
 gives per-token log-probabilities (and entropies) of padded training batches.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stategym.llm.engine import Engine
 from stategym.llm.local import ChatTokenizer
 
 if TYPE_CHECKING:
@@ -66,8 +68,8 @@ class Policy:
         self.stops = frozenset({int(eos)} if eos is not None else ())
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (eos or 0))
-        forward = inspect.signature(self.model.forward).parameters
-        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.engine = Engine(self.model, self.stops, self.pad_id)
+        """Batched decoding, each episode's cache kept across its turns."""
 
     @classmethod
     def load(cls, source: str | Path, *, device: str = "cpu", dtype: str = "float32") -> Policy:
@@ -107,6 +109,7 @@ class Policy:
         max_tokens: int,
         temperature: float,
         generator: torch.Generator,
+        sessions: Sequence[Hashable] | None = None,
     ) -> list[Generated]:
         """Continue every prompt at once (see the module docstring).
 
@@ -115,48 +118,18 @@ class Policy:
             max_tokens: most new tokens per row.
             temperature: 0 is greedy; above 0 samples from ``softmax(logits / temperature)``.
             generator: the seeded generator every row samples from.
+            sessions: each row's episode key: its key/value cache is kept for its next
+                turn, which then feeds only its new tokens (``None``: nothing kept). The
+                caller clears :attr:`engine` when the weights change.
         """
-        import torch
+        from stategym.llm.engine import Request
 
-        rows = len(prompts)
-        width = max(len(p) for p in prompts)
-        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((rows, width), dtype=torch.long)
-        for i, prompt in enumerate(prompts):
-            ids[i, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
-            mask[i, width - len(prompt) :] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        out: list[list[int]] = [[] for _ in range(rows)]
-        logps: list[list[float]] = [[] for _ in range(rows)]
-        done = [False] * rows
-        cache = None
-        with torch.inference_mode():
-            for _ in range(max_tokens):
-                step = self.model(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    position_ids=positions,
-                    use_cache=True,
-                    **{self._cache_arg: cache},
-                )
-                cache = step[self._cache_arg]
-                logits = step.logits[:, -1].float()
-                tokens = _sample(logits, temperature, generator)
-                logp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
-                for i in range(rows):
-                    if not done[i]:
-                        out[i].append(int(tokens[i]))
-                        logps[i].append(float(logp[i]))
-                        done[i] = int(tokens[i]) in self.stops
-                if all(done):
-                    break
-                ids = tokens[:, None].to(self.device)
-                mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
-                positions = positions[:, -1:] + 1
-        return [
-            Generated(tuple(o), tuple(lp), d) for o, lp, d in zip(out, logps, done, strict=True)
+        keys: Sequence[Hashable | None] = sessions or [None] * len(prompts)
+        requests = [
+            Request(tuple(p), max_tokens, key) for p, key in zip(prompts, keys, strict=True)
         ]
+        decoded = self.engine.run(requests, lambda logits: _sample(logits, temperature, generator))
+        return [Generated(d.ids, d.logprobs, d.stopped) for d in decoded]
 
 
 def _quiet() -> None:

@@ -1,0 +1,70 @@
+"""The local agent (``hf:``) on the batched engine: episodes played concurrently share
+batches, keep their caches across rounds, and log exactly what one-at-a-time play logs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from stategym.kernel.trajectory import Trajectory
+from stategym.llm import agent_factory
+from stategym.llm.batch import run_many
+from stategym.registry import get_domain
+
+SEEDS = [0, 1, 2]
+
+
+def _play(model: Path, concurrency: int) -> tuple[list[Trajectory], Any]:
+    make = agent_factory(
+        "hf", str(model), get_domain("travel"), max_tokens=40, temperature=1.0, threads=1,
+        prompt_ids=True,
+    )  # fmt: skip
+    played = asyncio.run(run_many("travel", make, SEEDS, concurrency=concurrency))
+    return played, make.backend
+
+
+def _turns(trajectories: list[Trajectory]) -> list[Any]:
+    return [
+        (r.model.token_ids, r.model.prompt_token_ids, r.action())
+        for t in trajectories
+        for r in t.rounds
+        if r.model is not None
+    ]
+
+
+def test_concurrent_episodes_share_batches_and_log_what_sequential_play_logs(
+    tiny_model: Path,
+) -> None:
+    alone, one = _play(tiny_model, 1)
+    together, many = _play(tiny_model, len(SEEDS))
+    rounds = sum(len(t.rounds) for t in together)
+    assert one.batches == rounds  # one at a time: a batch per round
+    assert many.batches < rounds  # together: rounds of different episodes shared batches
+    assert _turns(together) == _turns(alone)
+    logprobs = [lp for t in alone for r in t.rounds for lp in (r.model.logprobs or ())]
+    again = [lp for t in together for r in t.rounds for lp in (r.model.logprobs or ())]
+    assert again == pytest.approx(logprobs, abs=1e-4)
+    # The kept caches fed each round only what the previous round's prompt did not hold.
+    engine = many.model.engine
+    assert engine.fed_tokens < engine.prompt_tokens / 2
+    assert not engine._sessions  # every ended episode released its cache
+
+
+def test_every_round_extends_the_last_prompt(tiny_model: Path) -> None:
+    played, _ = _play(tiny_model, len(SEEDS))
+    for trajectory in played:
+        assert len(trajectory.rounds) >= 2
+        previous: tuple[int, ...] | None = None
+        for record in trajectory.rounds:
+            turn = record.model
+            assert turn is not None and turn.prompt_token_ids is not None
+            if previous is not None:
+                assert turn.prompt_token_ids[: len(previous)] == previous
+                assert turn.span is not None and turn.span.start == len(turn.prompt_token_ids)
+            previous = turn.prompt_token_ids + tuple(turn.token_ids or ())
