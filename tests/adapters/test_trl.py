@@ -120,6 +120,9 @@ def test_plain_text_is_routed_to_the_user_until_the_episode_is_over() -> None:
     assert tool["tool_calls"] == calling["tool_calls"]
 
 
+TWO = ("get_profile", "get_travel_policy")
+
+
 def tiny(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
     """A 1-layer Qwen2 and a 300-id BPE with TRL's Qwen3 chat template (parsed by TRL)."""
     import torch
@@ -209,3 +212,13 @@ def test_grpo_trains_on_a_domain_through_environment_factory(
     # the reward TRL logged for the last step is stategym's R of those episodes
     mean = sum(e.get_reward() for e in last) / len(last)
     assert steps[-1]["rewards/TravelEnvironment/mean"] == pytest.approx(mean, abs=1e-6)
+    # TRL's own tool loop runs a message's two calls as one round
+    env = trainer.environments[0]
+    env.reset(**rows[1])
+    prompt = list(rows[1]["prompt"])
+    ids = list(tokenizer.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"])
+    calls = [{"type": "function", "function": {"name": n, "arguments": {}}} for n in TWO]
+    completion = {"role": "assistant", "content": "", "tool_calls": calls}
+    reply = [[completion], [{"role": "assistant", "content": ""}]]
+    trainer._tool_call_loop([prompt, list(prompt)], [ids, ids], [[1], [1]], reply, None, None, {})
+    assert [c.name for c in env.env.trajectory.rounds[0].calls] == list(TWO)
