@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from stategym.cli import main
-from stategym.report import build
+from stategym.report import build, write
 from stategym.report.plots import HEADLINE_CURVES
 from stategym.report.runs import TrainingRun, read_run
 
+from .browser import needs_chromium, render, screenshot
 from .conftest import FIXTURES
 
 
@@ -115,3 +116,13 @@ def test_a_real_tiny_sft_run_writes_its_report(
     assert isinstance(fixture, TrainingRun) and isinstance(real, TrainingRun)
     assert [sorted(x) for x in real.train] == [sorted(x) for x in fixture.train]
     assert [sorted(x) for x in real.eval] == [sorted(x) for x in fixture.eval]
+
+
+@needs_chromium
+def test_chromium_renders_a_training_run(runs: dict[str, Path], tmp_path: Path) -> None:
+    out = write([runs["grpo"], runs["sft"]], tmp_path / "report.html")
+    rendered = render(out)
+    assert rendered.console == ()
+    assert rendered.dom.count("<svg") == 4  # decision curves and the other keys, per run
+    assert 'data-viewer="ready"' in rendered.dom and "0 of 0 episodes" in rendered.dom
+    assert screenshot(out, tmp_path / "training.png") > 20  # not a blank page
