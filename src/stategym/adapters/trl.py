@@ -59,7 +59,7 @@ SAY_TOOL = "message_user"
 """The tool a plain-text reply is routed to (a message to the simulated user)."""
 END_MARK = "[stategym: the episode is over]"
 """Appended to the last result of an episode; plain text after it is not routed."""
-_TAIL = 64
+_TAIL = 256
 """Tokens of a rollout's history searched for :data:`END_MARK` (it ends the last result)."""
 _PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
 
