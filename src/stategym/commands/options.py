@@ -174,7 +174,7 @@ def add_spread_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="worker processes for scripted agents' episodes; LLM agents play in this "
         "process, --concurrency at a time (default: this machine's cores, at most one per "
-        "200 episodes)",
+        "1000 episodes)",
     )
     group.add_argument(
         "--ray",

@@ -9,6 +9,9 @@
   trajectory as it ends; ``run``, ``eval`` and ``protocol`` all use it.
 - :mod:`.agents`: spec -> agent (:class:`Agents` resolves names; :class:`FixedAgent` plays a
   ready factory).
+- :mod:`.workers`: scripted specs over worker processes (:class:`Spread`,
+  :func:`play_in_processes`), merged in spec order; :mod:`.ray`: the same as Ray tasks
+  (:func:`stategym.rollout.ray.play_on_ray`, imports Ray only when called).
 - :mod:`.log`: the one strict reader of a trajectories file.
 - :mod:`.tokens`: the token log of a token-in-token-out episode (ids, logprobs, mask, spans).
 """
@@ -41,6 +44,7 @@ from stategym.rollout.spec import (
     requested,
     trajectory_key,
 )
+from stategym.rollout.workers import Spread, play_in_processes, worker_count
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -50,6 +54,7 @@ __all__ = [
     "EpisodeSpec",
     "FixedAgent",
     "Log",
+    "Spread",
     "adrive",
     "drive",
     "episode_specs",
@@ -59,6 +64,7 @@ __all__ = [
     "play",
     "play_concurrently",
     "play_in_order",
+    "play_in_processes",
     "play_spec",
     "read_log",
     "refuse_duplicates",
@@ -68,4 +74,5 @@ __all__ = [
     "spec_task",
     "stream",
     "trajectory_key",
+    "worker_count",
 ]
