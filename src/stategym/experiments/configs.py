@@ -76,6 +76,27 @@ class E3Config:
 
 
 @dataclass(frozen=True, slots=True)
+class E1Config:
+    """E1: GRPO arms by credit from one SFT start, irreversible vs the stateless control.
+
+    Attributes:
+        budget: which budget this is.
+        recipe: the trainer settings every arm shares.
+        episodes: held-out tasks per seed block (seed ``s``: task seeds ``s*episodes ..``).
+        credits: the GRPO arms.
+        demonstrators: the SFT start's demonstration mixture.
+        resamples: bootstrap resamples.
+    """
+
+    budget: Budget
+    recipe: Recipe
+    episodes: int
+    credits: tuple[Credit, ...] = ("outcome", "composite", "dense", "gigpo")
+    demonstrators: str = "expert:1,ask-nothing:1"
+    resamples: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class E2Config:
     """E2: SFT on the oracle vs SFT on the expert vs oracle-SFT then GRPO, on ask-or-act.
 
@@ -124,4 +145,11 @@ E2: dict[Budget, E2Config] = {
     "quick": E2Config("quick", Recipe(sft_steps=120, iterations=10), episodes=16),
     "standard": E2Config("standard", Recipe(sft_steps=160, iterations=24), episodes=32),
     "full": E2Config("full", Recipe(sft_steps=160, iterations=48, width=128), episodes=64),
+}
+E1: dict[Budget, E1Config] = {
+    "smoke": E1Config("smoke", _SMOKE, episodes=2, credits=("outcome", "gigpo"), resamples=200),
+    # not measured: 2 settings x 4 credits x 3 seeds = 24 GRPO runs; sized by E2's costs
+    "quick": E1Config("quick", Recipe(sft_steps=80, iterations=6, tasks=2), episodes=8),
+    "standard": E1Config("standard", Recipe(sft_steps=120, iterations=12), episodes=16),
+    "full": E1Config("full", Recipe(sft_steps=160, iterations=48, width=128), episodes=64),
 }

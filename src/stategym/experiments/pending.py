@@ -1,19 +1,14 @@
 """The experiments that need training runs, and the line each one refuses with.
 
-E1 (outcome-only vs step-level credit under irreversibility) and E4 (token-level GRPO vs
-round-aware credit on parallelism) each compare trained policies, as does E3's n-episode
-fine-tuning arm. E2 is wired to the trainer (:mod:`stategym.experiments.e2`); these are not
-yet, so the command refuses them instead of printing numbers it did not measure.
+E4 (token-level GRPO vs round-aware credit on parallelism) compares trained policies, as
+does E3's n-episode fine-tuning arm. E1 and E2 are wired to the trainer
+(:mod:`stategym.experiments.e1`, :mod:`stategym.experiments.e2`); these are not yet, so the
+command refuses them instead of printing numbers it did not measure.
 """
 
 from __future__ import annotations
 
 NEEDS_TRAINING: dict[str, str] = {
-    "e1": (
-        "e1 needs stategym.train runs (an SFT start, then GRPO with outcome, composite, dense "
-        "and gigpo credit, with and without irreversibility) and is not wired to the trainer "
-        "yet; train the arms with `stategym train sft|grpo` for now"
-    ),
     "e4": (
         "e4 needs stategym.train runs (token-level outcome GRPO vs round-aware credit) and is "
         "not wired to the trainer yet; train the arms with `stategym train grpo` for now"
