@@ -10,7 +10,7 @@ One budget flag picks the configuration (:mod:`stategym.experiments.configs`): `
 a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.json``,
 ``raw.json``, ``table.md`` and ``plots/``; the CPU time of the run is in ``results.json``.
 E2 trains its arms with :mod:`stategym.train` (run directories under ``OUT/runs``, resumed
-on a re-run); E1 and E4 are not wired to the trainer yet and refuse with one line.
+on a re-run), as does E1; E4 is not wired to the trainer yet and refuses with one line.
 """
 
 from __future__ import annotations
@@ -115,6 +115,12 @@ def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float
 
         result = e0.run(E0[level], seeds)
         return e0.write(result, out, time.process_time() - start)
+    if name == "e1":
+        from stategym.experiments import e1
+        from stategym.experiments.configs import E1
+
+        arms = e1.run(E1[level], seeds, out)
+        return e1.write(arms, out, time.process_time() - start)
     if name == "e2":
         from stategym.experiments import e2
         from stategym.experiments.configs import E2
