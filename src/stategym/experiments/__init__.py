@@ -6,10 +6,14 @@ with its 95% interval, the CPU time), ``raw.json`` (the per-task numbers the est
 from), ``table.md`` and ``plots/*.png|svg``.
 
 - :mod:`.e0`: final-answer success and decision quality disagree (scripted agents).
+- :mod:`.e1`: outcome-only vs step-level credit, irreversible vs the stateless control
+  (GRPO arms from one SFT start).
+- :mod:`.e2`: SFT on the oracle vs the expert vs oracle-SFT then GRPO, on must-ask slots.
 - :mod:`.e3`: score against tool-topology distance for zero-shot baselines (the protocol).
-- E1, E2, E4 (and E3's fine-tuning arm) need training runs; :mod:`.pending` says so.
+- E4 and E3's fine-tuning arm are not wired to the trainer; :mod:`.pending` says so.
 
 Shared pieces: :mod:`.configs` (a frozen dataclass per experiment per budget),
+:mod:`.arms` (the trainer's Python API per seed, and per-task held-out scoring),
 :mod:`.intervals` (bootstrap over seeds and tasks), :mod:`.plots`, :mod:`.output`.
 """
 
