@@ -73,7 +73,8 @@ class Spread:
     Attributes:
         workers: processes on this machine (``None``: the default rule of
             :func:`worker_count`; 1: in this process, no workers).
-        ray: play them as Ray tasks instead (:mod:`stategym.rollout.ray`).
+        ray: play them as Ray tasks instead (:mod:`stategym.rollout.ray`; ``workers`` is
+            not used then: the cluster's CPUs decide how many run at once).
         address: the Ray cluster to join (``None``: Ray's own default, which joins the
             cluster in ``RAY_ADDRESS`` or starts a local one).
     """
