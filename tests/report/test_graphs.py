@@ -7,6 +7,8 @@ import pytest
 
 from stategym import Env
 from stategym.agents import resolve
+from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
+from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
 from stategym.report.graphs import executed_view, gold_done, gold_view
 from stategym.rollout import run_episode
@@ -74,3 +76,32 @@ def test_a_serial_agent_misses_the_questions_and_calls_outside_gold() -> None:
     view = executed_view(trajectory, task)
     assert {n[4] for n in view["nodes"]} == {"gold", "extra"}
     assert len(view["columns"]) == len({n[2] for n in view["nodes"]})
+
+
+class SeatAsker:
+    """Asks about the seat (an irrelevant slot), then asks the budget, then finishes."""
+
+    name = "seat-asker"
+
+    def __init__(self, task: Task) -> None:
+        self.said = 0
+
+    def act(self, observation: Observation) -> Action:
+        self.said += 1
+        if self.said == 1:
+            return Say("Which seat would you like, window or aisle?")
+        if self.said == 2:
+            return Say("What is your budget?")
+        return CallBatch((ToolCall("finish", {"answer": "nothing booked"}),))
+
+
+def test_asking_what_gold_never_asks_is_extra() -> None:
+    trajectory = run_episode(Env("travel"), SeatAsker, 0)
+    task = task_of(trajectory)
+    asks = [n for n in executed_view(trajectory, task)["nodes"] if n[1] == "ask"]
+    assert [(text, state) for text, _, _, _, state, _ in asks] == [
+        ("ask seat", "extra"),
+        ("ask budget", "gold"),
+    ]
+    budget = next(i for i, c in enumerate(task.truth.calls) if c.id == "ask:budget")
+    assert budget in gold_done(task, trajectory)

@@ -13,8 +13,8 @@ arrowheads (direction is left to right).
   ``next`` edges (every node of a round to every node of the next) are left out: the
   columns already show the schedule, and they grow with the square of the batch size.
   ``state`` is ``gold`` for a call that matches a gold node exactly
-  (:meth:`stategym.metrics.gold.Gold.exact`) or a question/proposal the gold plan has, else
-  ``extra``.
+  (:meth:`stategym.metrics.gold.Gold.exact`), a question that asks a slot the gold plan
+  asks, or a proposal where the plan has one; else ``extra``.
 - **Gold** (:func:`gold_view`): the task's gold dependency graph (``task.truth``), each node
   in the column of its longest chain of predecessors, i.e. the earliest round an agent that
   waits only for values it needs could run it. It is one block per task; which of its nodes
@@ -80,7 +80,8 @@ def executed_view(trajectory: Trajectory, task: Task) -> dict[str, Any]:
     gold = gold_of(task)
     calls = {(r.index, c.id): c for r in trajectory.rounds for c in r.calls}
     asked = {r.index: r.user.asked for r in trajectory.rounds if r.user is not None}
-    gold_kinds = {c.tool for c in task.truth.calls if c.effect is None}  # ask / confirm
+    gold_ids = {c.id for c in task.truth.calls}
+    confirms = any(c.tool == CONFIRM for c in task.truth.calls)
     names = [graph.names[n] for n in graph.graph.nodes]
     labels = dict(zip(names, (label for _, label in graph.graph.nodes(data="label")), strict=True))
     rounds = sorted({_where(n)[0] for n in names})
@@ -107,8 +108,11 @@ def executed_view(trajectory: Trajectory, task: Task) -> dict[str, Any]:
                 f" = gold {', '.join(matched)}" if matched else " (no gold node)"
             )
         else:
-            state = "gold" if what in gold_kinds else "extra"
+            # a question is in gold if it asked a slot gold asks; a proposal, if gold has one
             slots = ",".join(asked.get(index, ())) if what == ASK else ""
+            wanted = any(f"{ASK}:{s}" in gold_ids for s in asked.get(index, ()))
+            known = (what == ASK and wanted) or (what == CONFIRM and confirms)
+            state = "gold" if known else "extra"
             text = f"{what} {slots}" if slots else what
             title = f"round {index}: {text}"
         nodes.append([text, labels[name], columns[name], rows[name], state, title[:MAX_LABEL]])
