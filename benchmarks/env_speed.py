@@ -7,10 +7,10 @@ Usage::
     python benchmarks/env_speed.py --domain all --json runs/env_speed.json
 
 One process, one core. Time is this process's CPU time by default (``--clock wall`` for wall
-time), and each timing is the best of ``--repeat`` passes (as ``timeit`` does) with the
-garbage collector paused while the clock runs, so that other work on a shared machine
-distorts the figures less. Reading the CPU clock costs ~0.5 us, which the per-step timings
-below include (it makes the figures slightly worse, never better). The memory figure uses
+time). Each figure is the **median** of ``--repeat`` passes with the garbage collector on,
+with the spread (min-max of the passes) beside it (:mod:`timing`). Reading the CPU clock
+costs ~0.5 us, which the per-step timings below include (it makes the figures slightly
+worse, never better). The memory figure uses
 ``tracemalloc``. Workloads are realistic: the tool-call
 and Gymnasium figures replay the actions the domain's expert (and the random agent) took on
 generated tasks, so the mix of reads, writes, commits, messages and errors is the one agents
@@ -41,7 +41,7 @@ from stategym.kernel.env import Env
 from stategym.kernel.protocol import Action, CallBatch, action_to_message
 from stategym.kernel.task import Task
 from stategym.registry import all_domains, cached_task, get_domain
-from timing import CLOCKS, quiet_gc
+from timing import CLOCKS
 
 clock = CLOCKS["cpu"]
 NEW_SEEDS = 10_000_000
@@ -59,6 +59,8 @@ class Figure:
     target: float | None
     tau2: tuple[float, float] | None
     samples: int
+    spread: tuple[float, float] = (0.0, 0.0)
+    """The lowest and highest pass, in the figure's unit."""
 
     def ratio(self, reference: float) -> float:
         return self.value / reference if self.better == "higher" else reference / self.value
@@ -73,13 +75,34 @@ class Episode:
     actions: tuple[Action, ...]
 
 
+PASSES: dict[int, list[tuple[float, int]]] = {}
+"""Every pass of the last :func:`best_of` call, by the id of the pass it returned."""
+
+
 def best_of(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
-    """The fastest of ``repeat`` passes of ``run() -> (seconds, operations)``."""
-    passes = []
-    for _ in range(repeat):
-        with quiet_gc():
-            passes.append(run())
-    return min(passes, key=lambda p: p[0] / max(p[1], 1))
+    """The median of ``repeat`` passes of ``run() -> (seconds, operations)``, GC on.
+
+    (The name is kept for the callers; the passes are remembered for :func:`spread`.)
+    """
+    gc.collect()
+    passes = sorted((run() for _ in range(repeat)), key=lambda p: p[0] / max(p[1], 1))
+    middle = passes[len(passes) // 2]
+    PASSES[id(middle)] = passes
+    return middle
+
+
+def spread(middle: tuple[float, int], per: Callable[[float, int], float]) -> tuple[float, float]:
+    """The lowest and highest pass of the :func:`best_of` call that returned ``middle``."""
+    values = [per(*p) for p in PASSES.pop(id(middle), [middle])]
+    return min(values), max(values)
+
+
+def _ms(seconds: float, count: int) -> float:
+    return seconds / count * 1e3
+
+
+def _rate(seconds: float, count: int) -> float:
+    return count / seconds
 
 
 def record(domain: Domain, agent: str, seeds: range) -> list[Episode]:
@@ -130,6 +153,7 @@ def resets(domain: Domain, count: int, repeat: int) -> tuple[Figure, Figure]:
             1.0,
             (50.0, 150.0),
             fresh[1],
+            spread(fresh, _ms),
         ),
         Figure(
             "reset, cached task",
@@ -139,6 +163,7 @@ def resets(domain: Domain, count: int, repeat: int) -> tuple[Figure, Figure]:
             1.0,
             (50.0, 150.0),
             warm[1],
+            spread(warm, _ms),
         ),
     )
 
@@ -159,15 +184,17 @@ def tool_calls(domain: Domain, episodes: list[Episode], label: str, repeat: int)
                     count += len(action.calls)
         return spent, count
 
-    seconds, count = best_of(repeat, run)
+    middle = best_of(repeat, run)
+    seconds, count = middle
     return Figure(
         f"tool calls/s, typed API, {label} mix",
         count / seconds,
         "calls/s",
         "higher",
-        50_000.0,
+        100_000.0,
         (5_000.0, 6_500.0),
         count,
+        spread(middle, _rate),
     )
 
 
@@ -189,7 +216,8 @@ def gym_steps(domain: Domain, episodes: list[Episode], repeat: int) -> Figure:
             count += len(actions)
         return spent, count
 
-    seconds, count = best_of(repeat, run)
+    middle = best_of(repeat, run)
+    seconds, count = middle
     return Figure(
         "steps/s, Gymnasium text interface",
         count / seconds,
@@ -198,6 +226,7 @@ def gym_steps(domain: Domain, episodes: list[Episode], repeat: int) -> Figure:
         10_000.0,
         (76.0, 76.0),
         count,
+        spread(middle, _rate),
     )
 
 
@@ -227,6 +256,7 @@ def episodes_per_second(domain: Domain, count: int, repeat: int) -> tuple[Figure
             None,
             None,
             fresh[1],
+            spread(fresh, _rate),
         ),
         Figure(
             "expert episodes/s, cached tasks",
@@ -236,6 +266,7 @@ def episodes_per_second(domain: Domain, count: int, repeat: int) -> tuple[Figure
             None,
             None,
             warm[1],
+            spread(warm, _rate),
         ),
     )
 
@@ -261,7 +292,14 @@ def digests(domain: Domain, episodes: list[Episode], repeat: int) -> tuple[Figur
     key = best_of(repeat, lambda: timed(Env.state_key))
     return (
         Figure(
-            "world digest", world[0] / world[1] * 1e3, "ms", "lower", 1.0, (70.0, 150.0), world[1]
+            "world digest",
+            world[0] / world[1] * 1e3,
+            "ms",
+            "lower",
+            1.0,
+            (70.0, 150.0),
+            world[1],
+            spread(world, _ms),
         ),
         Figure(
             "state key (digest + user state)",
@@ -271,6 +309,7 @@ def digests(domain: Domain, episodes: list[Episode], repeat: int) -> tuple[Figur
             1.0,
             (70.0, 150.0),
             key[1],
+            spread(key, _ms),
         ),
     )
 
@@ -352,13 +391,15 @@ def _ratio(figure: Figure, reference: tuple[float, float] | float | None) -> str
 
 def print_table(domain: str, figures: list[Figure]) -> None:
     print(f"\n{domain}")
-    header = f"{'measure':<46} {'value':>12} {'unit':<11} {'target':>8} {'x target':>9} "
+    header = f"{'measure':<46} {'median':>12} {'min-max':>17} {'unit':<11} {'target':>8} "
+    header += f"{'x target':>9} "
     print(header + f"{'x tau2':>12}")
     for f in figures:
         target = "-" if f.target is None else f"{'<' if f.better == 'lower' else '>='}{f.target:g}"
-        value = f"{f.value:,.0f}" if f.value >= 100 else f"{f.value:.3g}"
+        value, low, high = (f"{v:,.0f}" if v >= 100 else f"{v:.3g}" for v in (f.value, *f.spread))
         print(
-            f"{f.name:<46} {value:>12} {f.unit:<11} {target:>8} "
+            f"{f.name:<46} {value:>12} {low + '-' + high if any(f.spread) else '-':>17} "
+            f"{f.unit:<11} {target:>8} "
             f"{_ratio(f, f.target):>9} {_ratio(f, f.tau2):>12}"
         )
 
@@ -367,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--domain", default="travel", help="a domain name, or 'all'")
     parser.add_argument("--quick", action="store_true", help="smaller samples")
-    parser.add_argument("--repeat", type=int, default=3, help="passes per timing (best kept)")
+    parser.add_argument("--repeat", type=int, default=5, help="passes per timing (median kept)")
     parser.add_argument(
         "--clock",
         choices=sorted(CLOCKS),
@@ -381,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     names = sorted(all_domains()) if args.domain == "all" else [args.domain]
     print(
         f"stategym {stategym.__version__}, Python {sys.version.split()[0]}, one process; "
-        f"{args.clock} time, best of {args.repeat}; on a shared machine the figures are noisy"
+        f"{args.clock} time, median of {args.repeat} passes, GC on (min-max beside);"
+        " on a shared machine the figures are noisy"
     )
     results: dict[str, list[dict[str, Any]]] = {}
     for name in names:

@@ -7,8 +7,9 @@ Usage::
     python benchmarks/score_speed.py --domains all --json runs/score_speed.json
 
 One process, one core. Time is this process's CPU time by default (``--clock wall`` for wall
-time); each figure is the best of ``--repeat`` passes with the garbage collector paused, so
-other work on a shared machine distorts it less. The pool is realistic: every scripted agent
+time); each figure is the median of ``--repeat`` passes with the garbage collector on, with
+the interquartile range beside it, and the best pass with the collector paused labelled as
+such (:mod:`timing`). The pool is realistic: every scripted agent
 (the expert, the oracle, the baselines, the ten pathological agents and the random agent)
 plays the mixed task set (every single-knob-off setting and the stateless case), so the
 scorer sees guesses, spray, duplicates and malformed calls in the proportions those agents
@@ -18,13 +19,17 @@ Figures:
 
 - ``score (task in memory)``: ``score(trajectory, task)`` with the task at hand, as in an RL
   loop that generated the task for the rollout; the issue's target is >= 2,000/s.
-- ``score from the log``: parse the JSON line, regenerate the task from (domain, seed, knobs)
-  with the task cache cleared, score: what ``stategym score`` does per trajectory.
+- ``score from the log, cold``: parse the JSON line, regenerate the task from (domain, seed,
+  knobs) with the task cache cleared **before every trajectory** (the 14 agents share each
+  seed, so clearing it once per pass would let 13 of 14 regenerations hit the cache), score.
+  The task's gold tables are rebuilt too, since the task is a new object.
+- ``score from the log, warm``: the same with every task already cached.
 - ``dense reward step``: one environment step with ``reward=dense_reward`` minus the same
   step with the default outcome reward, i.e. what step-level rewards add to a step.
-- ``dense reward by episode length``: the same added cost per step in episodes of 10, 50 and
-  200 rounds (``--lengths``): a travel task whose round limit is lifted, played as one gold
-  read call per round and ``finish`` at the end. An incremental reward's cost per step does
+- ``dense reward by episode length``: the per-step cost of a step with the dense reward and
+  with the outcome reward in episodes of 5, 20, 80, 320 and 1,280 rounds (``--lengths``): a
+  travel task whose round limit is lifted, played as one gold read call per round and
+  ``finish`` at the end. An incremental reward's cost per step does
   not grow with the length; one that re-scores the episode so far every step grows linearly.
 
 tau2-bench's evaluator takes about 0.7 s per trajectory (about 1.4 trajectories/s).
@@ -50,7 +55,7 @@ from stategym.metrics import dense_reward, score
 from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, cached_task, get_domain
 from stategym.rollout import run_episode
-from timing import CLOCKS, quiet_gc
+from timing import CLOCKS, Spread, measure
 
 TARGET = 2000.0
 """Trajectories scored per second on one core (the issue's target)."""
@@ -84,15 +89,8 @@ def pool(domains: list[str], seeds: int) -> list[Played]:
 
 
 def best_rate(work: Callable[[], int], repeat: int, clock: Callable[[], float]) -> float:
-    """Items per second of the best of ``repeat`` runs of ``work`` (which returns a count)."""
-    best = 0.0
-    for _ in range(repeat):
-        with quiet_gc():
-            start = clock()
-            count = work()
-            elapsed = clock() - start
-        best = max(best, count / elapsed)
-    return best
+    """Items per second: the median of ``repeat`` runs of ``work`` (returns a count), GC on."""
+    return measure(work, repeat, clock).median
 
 
 def score_in_memory(items: list[Played]) -> int:
@@ -102,7 +100,16 @@ def score_in_memory(items: list[Played]) -> int:
 
 
 def score_from_log(lines: list[bytes]) -> int:
-    cached_task.cache_clear()
+    """Cold: every trajectory's task really is regenerated (the cache cleared before each)."""
+    clear = cached_task.cache_clear
+    for line in lines:
+        clear()
+        score(loads(line))
+    return len(lines)
+
+
+def score_from_log_warm(lines: list[bytes]) -> int:
+    """Warm: every task already cached (the first pass fills the cache)."""
     for line in lines:
         score(loads(line))
     return len(lines)
@@ -146,17 +153,25 @@ def run_actions(task: Task, actions: tuple[Action, ...]) -> Trajectory:
     return env.trajectory
 
 
-def length_sweep(lengths: list[int], repeat: int, clock: Callable[[], float]) -> dict[int, float]:
-    """Microseconds the dense reward adds to a step, by episode length."""
+def length_sweep(
+    lengths: list[int], repeat: int, clock: Callable[[], float]
+) -> dict[int, tuple[Spread, Spread]]:
+    """Steps per second with the outcome reward and with the dense reward, by episode length."""
     from stategym.kernel.env import outcome_reward
 
-    added = {}
+    rates = {}
     for length in lengths:
         items = [long_episode(length)] * max(1, 2000 // length)
-        plain = best_rate(lambda i=items: steps(i, outcome_reward), repeat, clock)
-        dense = best_rate(lambda i=items: steps(i, dense_reward), repeat, clock)
-        added[length] = (1 / dense - 1 / plain) * 1e6
-    return added
+        plain = measure(lambda i=items: steps(i, outcome_reward), repeat, clock)
+        dense = measure(lambda i=items: steps(i, dense_reward), repeat, clock)
+        rates[length] = (plain, dense)
+    return rates
+
+
+def _per_step(rates: Spread) -> str:
+    """Microseconds per step: the median and the IQR (a high rate is a short step)."""
+    low, high = rates.iqr
+    return f"{1e6 / rates.median:.1f} [{1e6 / high:.1f}-{1e6 / low:.1f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="14 tasks, 2 passes")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
-        "--lengths", default="10,50,200", help="episode lengths of the dense-reward sweep"
+        "--lengths",
+        default="5,20,80,320,1280",
+        help="episode lengths of the dense-reward sweep",
     )
     parser.add_argument(
         "--only-lengths", action="store_true", help="run only the episode-length sweep"
@@ -182,19 +199,24 @@ def main(argv: list[str] | None = None) -> int:
     clock = CLOCKS[args.clock]
     domains = list(all_domains()) if args.domains == "all" else args.domains.split(",")
     sweep = length_sweep([int(n) for n in args.lengths.split(",")], repeat, clock)
-    print(f"{'rounds per episode':28} {'dense reward, us per step':>26}")
-    for length, added_us in sweep.items():
-        print(f"{length:<28} {added_us:26.1f}")
+    print(f"{'rounds':>7} {'outcome us/step [IQR]':>26} {'dense us/step [IQR]':>26} {'ratio':>6}")
+    for length, (plain, dense) in sweep.items():
+        ratio = plain.median / dense.median
+        print(f"{length:>7} {_per_step(plain):>26} {_per_step(dense):>26} {ratio:6.2f}")
     if args.only_lengths:
         return 0
     items = pool(domains, seeds)
     lines = [dumps(item.trajectory) for item in items]
     from stategym.kernel.env import outcome_reward
 
-    figures = {
-        "score (task in memory)": best_rate(lambda: score_in_memory(items), repeat, clock),
-        "score from the log": best_rate(lambda: score_from_log(lines), repeat, clock),
+    spreads = {
+        "score (task in memory)": measure(lambda: score_in_memory(items), repeat, clock, True),
+        "score from the log, cold": measure(lambda: score_from_log(lines), repeat, clock, True),
+        "score from the log, warm": measure(
+            lambda: score_from_log_warm(lines), repeat, clock, True
+        ),
     }
+    figures = {name: spread.median for name, spread in spreads.items()}
     plain = best_rate(lambda: steps(items, outcome_reward), repeat, clock)
     dense = best_rate(lambda: steps(items, dense_reward), repeat, clock)
     added_us = (1 / dense - 1 / plain) * 1e6
@@ -203,9 +225,16 @@ def main(argv: list[str] | None = None) -> int:
         f"pool: {len(items)} trajectories ({', '.join(domains)}; {len(agent_names())} agents;"
         f" mixed knobs; {rounds:.1f} rounds on average); clock: {args.clock}"
     )
-    print(f"{'figure':28} {'per second':>12} {'x target':>9} {'x tau2':>9}")
-    for name, rate in figures.items():
-        print(f"{name:28} {rate:12,.0f} {rate / TARGET:9.2f} {rate / TAU2:9,.0f}")
+    print(
+        f"{'figure (per second)':28} {'median [IQR], GC on':>24} {'best, GC off':>13}"
+        f" {'x target':>9} {'x tau2':>9}"
+    )
+    for name, spread in spreads.items():
+        rate = spread.median
+        print(
+            f"{name:28} {spread.describe():>24} {spread.best_gc_off or 0:13,.0f}"
+            f" {rate / TARGET:9.2f} {rate / TAU2:9,.0f}"
+        )
     print(f"{'steps, outcome reward':28} {plain:12,.0f}")
     print(f"{'steps, dense reward':28} {dense:12,.0f}   (+{added_us:.0f} us per step)")
     if args.json:
@@ -219,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
             "tau2": TAU2,
             "steps_per_second": {"outcome": plain, "dense": dense},
             "dense_us_per_step": added_us,
-            "dense_us_per_step_by_length": {str(k): v for k, v in sweep.items()},
+            "us_per_step_by_length": {
+                str(k): {"outcome": 1e6 / p.median, "dense": 1e6 / d.median}
+                for k, (p, d) in sweep.items()
+            },
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
