@@ -21,8 +21,12 @@ from stategym.registry import get_domain
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())
+"""The first held-out set; with the second, it is training data now (``questions.json``)."""
+BLIND = json.loads((FIXTURE.parent / "heldout_questions_v3.json").read_text())
+"""The third set, the blind one: none of it may reach the training data."""
+TRAINED_SETS = [HELDOUT, json.loads((FIXTURE.parent / "heldout_questions_v2.json").read_text())]
 SYNTHETIC = "synth:chain2+askgate3+conflict"
-PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "understanding"
+PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
 
 def _table(name: str) -> dict[str, tuple[str, ...]]:
@@ -41,12 +45,53 @@ def _questions(spec: dict[str, object]) -> list[str]:
     return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
-def test_no_heldout_question_is_in_the_training_set(name: str) -> None:
+COINCIDENCES = {
+    "Destination?", "Home airport?", "Policy limit?", "Festival dates?", "Departure time?",
+    "Seat?", "Which days could the meeting be on?", "What time do you finish work?",
+    "Delivery address?", "Approved vendors?", "Deadline?", "Project ID?", "How many GB?",
+    "What do you want to know about it?", "What information?", "Earliest or latest?",
+    "Reference?", "Minimum grade?", "Contact?",
+}  # fmt: skip
+"""Blind questions that a phrase table already held when the blind set was written (terse
+ones, mostly): written independently, they are not a leak, but no other may join them."""
+
+
+def _prior_plain() -> set[str]:
+    out = {
+        _plain(q)
+        for fx in TRAINED_SETS
+        for spec in fx["domains"].values()
+        for q in _questions(spec)
+    }
+    return out | {_plain(q) for fx in TRAINED_SETS for q in fx["unclear"]}
+
+
+@pytest.mark.parametrize("name", sorted(BLIND["domains"]))
+def test_no_blind_question_is_in_the_training_set(name: str) -> None:
+    """Questions of the blind set reach the training data only where the first two sets (now
+    training data) or a phrase table had the same words before it was written."""
     trained = {_plain(p) for phrases in _table(name).values() for p in phrases}
     trained |= {_plain(p) for phrases in GENERAL.values() for p in phrases}
-    leaked = [q for q in _questions(HELDOUT["domains"][name]) if _plain(q) in trained]
-    assert leaked == []
+    prior = _prior_plain()
+    messages = _questions(BLIND["domains"][name]) + list(BLIND["unclear"])
+    leaked = {q for q in messages if _plain(q) in trained and _plain(q) not in prior}
+    assert leaked <= COINCIDENCES
+
+
+@pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
+def test_the_first_two_sets_are_the_labelled_training_questions(name: str) -> None:
+    """Every slot question of the first two sets trains its own slot, except those the
+    domain's ``questions.json`` drops (with the reason), and nothing else is labelled."""
+    table = _table(name)
+    resource = PACKAGE.parents[1] / "domains" / name / "questions.json"
+    data = json.loads(resource.read_text())
+    dropped = set(data.get("dropped", {}))
+    for slot, labelled in data["slots"].items():
+        expected = [
+            q for fx in TRAINED_SETS for q in fx["domains"][name]["slots"][slot] if q not in dropped
+        ]
+        assert list(labelled) == list(dict.fromkeys(expected)), slot
+        assert table[slot][-len(labelled) :] == tuple(labelled), slot
 
 
 def test_the_heldout_fixture_has_fifteen_questions_for_every_slot_of_every_domain() -> None:
@@ -109,8 +154,11 @@ def test_nothing_to_answer_is_not_understood() -> None:
 
 
 def test_the_package_imports_nothing_but_itself_and_the_standard_library() -> None:
-    allowed = {"__future__", "collections", "dataclasses", "functools", "math", "re"}
-    for path in PACKAGE.glob("*.py"):
+    allowed = {"__future__", "collections", "dataclasses", "functools", "importlib", "json"}
+    allowed |= {"math", "re"}
+    paths = sorted(PACKAGE.glob("*.py"))
+    assert len(paths) >= 5  # the package is where this test looks
+    for path in paths:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -159,11 +207,11 @@ def _benchmark() -> ModuleType:
     return module
 
 
-def test_the_user_understands_the_heldout_questions() -> None:
-    """The measured floor (see ``benchmarks/user_understanding.py``): at least 80% of every
-    slot's held-out questions (95% over all slots), few wrong-slot answers, and the priority,
-    open and unclear questions read as such. The goal is 90% on every slot and no wrong
-    answer; the numbers below are what the matcher reaches today, kept from slipping."""
+def test_the_user_understands_the_first_set() -> None:
+    """The first held-out set is training data now (``questions.json``), so this is a floor on
+    fitting it, not a measure of understanding (the blind set's floors are in
+    ``test_understanding_blind.py``): at least 80% of every slot's questions (95% over all
+    slots), few wrong-slot answers, and the priority, open and unclear questions read as such."""
     results = _benchmark().measure(HELDOUT)
     slots = [t for rows in results.values() for row, t in rows.items() if not row.startswith("(")]
     assert all(t.rate >= 0.8 for t in slots)

@@ -1,11 +1,11 @@
-"""A regression floor for the simulated user on the second, blind held-out set.
+"""A regression floor for the simulated user on the third, blind held-out set.
 
-``tests/fixtures/heldout_questions_v2.json`` was written without reading the matcher, its
-phrase tables or the first held-out set, so, unlike ``heldout_questions.json``, nothing was
-tuned against it. The floors below sit ten points under what was measured when it was written
-(``python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions_v2.json``):
-they catch a regression, they do not certify the goal (>= 90% on every slot, no wrong answer),
-which this set shows is not met yet.
+``tests/fixtures/heldout_questions_v3.json`` was written from the slots' meanings only, without
+reading the matcher, its phrase tables or the earlier sets, which are its training data now
+(``questions.json``). It was measured once, after the matcher's last change
+(``python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions_v3.json``);
+the floors below sit ten points under that. They catch a regression; they do not certify the
+goal (>= 90% on every slot, no wrong answer), which this set shows is not met.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ from stategym import Knobs
 from stategym.registry import get_domain
 
 ROOT = Path(__file__).parents[1]
-BLIND = ROOT / "tests" / "fixtures" / "heldout_questions_v2.json"
+BLIND = ROOT / "tests" / "fixtures" / "heldout_questions_v3.json"
 SYNTHETIC = "synth:chain2+askgate3+conflict"  # the synthetic domain the benchmark measures
 
 # Pooled slot-question rate per domain as measured, minus ten points.
 DOMAIN_FLOORS = {
-    "travel": 0.84,  # measured 110/117 = 94%
-    "meetings": 0.74,  # measured 98/117 = 84%
-    "shop": 0.78,  # measured 92/104 = 88%
-    "bank": 0.83,  # measured 109/117 = 93%
-    "cloud": 0.86,  # measured 75/78 = 96%
-    "lookup": 0.70,  # measured 52/65 = 80%
-    "synthetic": 0.84,  # measured 73/78 = 94%
+    "travel": 0.77,  # measured 102/117 = 87%
+    "meetings": 0.77,  # measured 102/117 = 87%
+    "shop": 0.73,  # measured 87/104 = 84%
+    "bank": 0.81,  # measured 107/117 = 91%
+    "cloud": 0.83,  # measured 73/78 = 94%
+    "lookup": 0.67,  # measured 50/65 = 77%
+    "synthetic": 0.81,  # measured 71/78 = 91%
 }
 
 
@@ -67,30 +67,30 @@ def test_the_blind_set_covers_every_slot_of_every_domain() -> None:
 
 
 def test_slot_questions_stay_above_the_measured_floor(results: dict[str, Any]) -> None:
-    """Measured: mean slot rate 90.1% over 52 slots, the lowest slot 8/13 = 61.5% (meetings
-    window, lookup other); 20 slots under 90%."""
+    """Measured: mean slot rate 87.6% over 52 slots, the lowest slot 6/13 = 46% (shop item);
+    24 slots under 90%."""
     slots = [t for rows in results.values() for row, t in rows.items() if not row.startswith("(")]
     assert len(slots) == 52
-    assert all(t.rate >= 0.5 for t in slots)
-    assert sum(t.rate for t in slots) / len(slots) >= 0.80
+    assert all(t.rate >= 0.36 for t in slots)
+    assert sum(t.rate for t in slots) / len(slots) >= 0.77
     for name, floor in DOMAIN_FLOORS.items():
         plain = [t for row, t in results[name].items() if not row.startswith("(")]
         assert sum(t.right for t in plain) / sum(t.total for t in plain) >= floor, name
 
 
 def test_wrong_answers_stay_below_the_measured_ceiling(results: dict[str, Any]) -> None:
-    """Measured: 64 wrong answers over every kind of question (47 of them to slot questions).
+    """Measured: 68 wrong answers over every kind of question (54 of them to slot questions).
     A wrong answer reveals a slot the agent did not ask for, so it is worse than a miss."""
     wrong = sum(t.wrong for rows in results.values() for t in rows.values())
-    assert wrong <= 80
+    assert wrong <= 85
 
 
 @pytest.mark.parametrize(
     ("row", "floor"),
     [
-        ("(compound)", 0.83),  # measured 29/31 = 94%
-        ("(priorities)", 0.70),  # measured 72/90 = 80%
-        ("(open)", 0.63),  # measured 36/49 = 73%
+        ("(compound)", 0.64),  # measured 23/31 = 74%
+        ("(priorities)", 0.84),  # measured 85/90 = 94%
+        ("(open)", 0.78),  # measured 43/49 = 88%
     ],
 )
 def test_other_kinds_of_question_stay_above_the_measured_floor(
@@ -101,5 +101,5 @@ def test_other_kinds_of_question_stay_above_the_measured_floor(
 
 
 def test_unclear_messages_stay_above_the_measured_floor(results: dict[str, Any]) -> None:
-    """Measured: 8/12 = 67% of off-topic or gibberish messages reach nothing."""
-    assert results["(all)"]["(unclear)"].rate >= 0.57
+    """Measured: 9/12 = 75% of off-topic or gibberish messages reach nothing."""
+    assert results["(all)"]["(unclear)"].rate >= 0.65

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 
 from .expert import bank_expert
@@ -192,7 +193,7 @@ DOMAIN = Domain(
     name="bank",
     title="Pay an invoice: verify the payee, pick account and rail, lock FX; no recalls",
     tools=TOOLS,
-    slot_phrases=SLOT_PHRASES,
+    slot_phrases=with_questions(__name__, SLOT_PHRASES),
     generate=generate,
     regold=regold,
     new_world=_world,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 
 from .expert import cloud_expert
@@ -142,7 +143,7 @@ DOMAIN = Domain(
     name="cloud",
     title="Delete one volume to free storage; snapshot first where policy says, deletes are final",
     tools=TOOLS,
-    slot_phrases=SLOT_PHRASES,
+    slot_phrases=with_questions(__name__, SLOT_PHRASES),
     generate=generate,
     regold=regold,
     new_world=_world,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 
 from .expert import lookup_expert
@@ -108,7 +109,7 @@ DOMAIN = Domain(
     name="lookup",
     title="Answer a multi-hop question from a read-only corpus; exact match, nothing to commit",
     tools=TOOLS,
-    slot_phrases=SLOT_PHRASES,
+    slot_phrases=with_questions(__name__, SLOT_PHRASES),
     generate=generate,
     new_world=_world,
     commitments=_commitments,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 
 from .expert import meetings_expert
@@ -185,7 +186,7 @@ DOMAIN = Domain(
     name="meetings",
     title="Schedule a meeting across calendars and time zones; holds expire, invitations are final",
     tools=TOOLS,
-    slot_phrases=SLOT_PHRASES,
+    slot_phrases=with_questions(__name__, SLOT_PHRASES),
     generate=generate,
     regold=regold,
     new_world=_world,

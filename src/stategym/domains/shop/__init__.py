@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 
 from .expert import shop_expert
@@ -174,7 +175,7 @@ DOMAIN = Domain(
     name="shop",
     title="Buy for a team from approved vendors within budget; prices move, returns cost a fee",
     tools=TOOLS,
-    slot_phrases=SLOT_PHRASES,
+    slot_phrases=with_questions(__name__, SLOT_PHRASES),
     generate=generate,
     regold=regold,
     new_world=_world,

@@ -14,6 +14,7 @@ from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.errors import UnknownDomainError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 from stategym.topology.motifs import Spec
 
@@ -86,6 +87,8 @@ SLOT_PHRASES: dict[str, tuple[str, ...]] = {
         "when can we contact you",
     ),
 }
+_TABLE = with_questions(__name__, SLOT_PHRASES)
+"""The phrases and the labelled questions: one object, so the user's model trains once."""
 
 
 def _commitments(world: World) -> tuple[Commitment, ...]:
@@ -116,7 +119,7 @@ def build_domain(spec: Spec) -> Domain:
         name=spec.name,
         title=f"Synthetic topology {spec.key} ({spec.motifs()} motif units)",
         tools=tools,
-        slot_phrases=SLOT_PHRASES,
+        slot_phrases=_TABLE,
         generate=task,
         new_world=_new_world,
         commitments=_commitments,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from stategym.kernel.domain import Commitment, Domain
 from stategym.kernel.task import Task
+from stategym.kernel.understanding.labelled import with_questions
 from stategym.kernel.world import World
 
 from .expert import travel_expert
@@ -183,7 +184,7 @@ DOMAIN = Domain(
     name="travel",
     title="Book a flight within policy and budget; fares move, holds expire, payment is final",
     tools=TOOLS,
-    slot_phrases=SLOT_PHRASES,
+    slot_phrases=with_questions(__name__, SLOT_PHRASES),
     generate=generate,
     new_world=_world,
     commitments=_commitments,

@@ -8,7 +8,9 @@ go other than a slot).
 
 from __future__ import annotations
 
+import json
 import re
+from importlib import resources
 
 PRIORITIES = "priorities"
 """The intent (and slot name) of asking which constraint wins when not all can be met."""
@@ -117,10 +119,19 @@ CHOICE_PATTERN = re.compile(
 """"Which <option> should I <choose>?": the agent's decision handed to the user. Read as a
 choice even when a slot's words are in it ("Which slot should I book?" asks no duration)."""
 
+
+def _labelled() -> dict[str, tuple[str, ...]]:
+    """The labelled questions of ``questions.json``: whole questions of earlier held-out sets,
+    by intent, so the model also learns how people and LLM agents really word them."""
+    text = resources.files(__package__).joinpath("questions.json").read_text(encoding="utf-8")
+    return {k: tuple(v) for k, v in json.loads(text)["intents"].items()}
+
+
+_LABELLED = _labelled()
 GENERAL: dict[str, tuple[str, ...]] = {
-    PRIORITIES: PRIORITY_PHRASES,
-    CHOICE: CHOICE_PHRASES,
-    OVERVIEW: OVERVIEW_PHRASES,
-    NOTHING: NOTHING_PHRASES,
+    PRIORITIES: PRIORITY_PHRASES + _LABELLED.get(PRIORITIES, ()),
+    CHOICE: CHOICE_PHRASES + _LABELLED.get(CHOICE, ()),
+    OVERVIEW: OVERVIEW_PHRASES + _LABELLED.get(OVERVIEW, ()),
+    NOTHING: NOTHING_PHRASES + _LABELLED.get(NOTHING, ()),
 }
-"""Every intent that is not a slot, with its training phrases."""
+"""Every intent that is not a slot, with its training phrases and labelled questions."""

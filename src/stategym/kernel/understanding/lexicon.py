@@ -120,9 +120,13 @@ KEPT: dict[str, str] = {
     "time": "time",
     "with": "with",
     "into": "into",
+    "must": "@must",
+    "could": "@could",
+    "we": "@we",
 }
-"""Function words kept because they decide the slot (``from`` vs ``to``, ``who``, ``when``),
-with the feature they become. Checked before :data:`STOP`."""
+"""Function words kept because they decide the slot (``from`` vs ``to``, ``who``, ``when``;
+``must`` asks who is required, ``could``/``we`` what is possible for the meeting rather than
+for you), with the feature they become. Checked before :data:`STOP`."""
 
 SYNONYMS: dict[str, str] = {
     "@money": (
