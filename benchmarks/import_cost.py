@@ -2,8 +2,10 @@
 
 Each case runs in ``--repeat`` new ``python -c`` processes; wall and process CPU time are
 measured inside the child around the statement (interpreter start-up excluded; CPU time is
-less distorted on a shared machine) and their medians reported, with the number of modules
-the statement added to ``sys.modules`` (all of them, and those of stategym itself)::
+less distorted on a shared machine) and their medians reported (garbage collector on, as
+in every benchmark here: see ``timing.py``) with the min-max of the CPU time beside them,
+with the number of modules the statement added to ``sys.modules`` (all of them, and those
+of stategym itself)::
 
     python benchmarks/import_cost.py            # table
     python benchmarks/import_cost.py --json     # one JSON object per case
@@ -60,6 +62,7 @@ def measure(statement: str, repeat: int) -> dict[str, object]:
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
         "cpu": statistics.median(r["cpu"] for r in runs),
+        "cpu_spread": [min(r["cpu"] for r in runs), max(r["cpu"] for r in runs)],
         "modules": statistics.median(r["modules"] for r in runs),
         "stategym_modules": len(runs[0]["stategym"]),
         "stategym": runs[0]["stategym"],
@@ -73,14 +76,18 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="name the stategym modules")
     args = parser.parse_args()
     if not args.json:
-        print(f"{'case':<26}{'wall s':>8}{'cpu s':>8}{'modules':>9}{'stategym':>10}")
+        print(
+            f"{'case':<26}{'wall s':>8}{'cpu s':>8}{'cpu min-max':>14}"
+            f"{'modules':>9}{'stategym':>10}"
+        )
     for label, statement in CASES.items():
         figures = measure(statement, args.repeat)
         if args.json:
             print(json.dumps({"case": label, **figures}))
             continue
         print(
-            f"{label:<26}{figures['seconds']:>8.3f}{figures['cpu']:>8.3f}{figures['modules']:>9.0f}"
+            f"{label:<26}{figures['seconds']:>8.3f}{figures['cpu']:>8.3f}"
+            f"{'{:.3f}-{:.3f}'.format(*figures['cpu_spread']):>14}{figures['modules']:>9.0f}"
             f"{figures['stategym_modules']:>10}"
         )
         if args.list:
