@@ -20,10 +20,12 @@ from typing import Any, NamedTuple
 from stategym.kernel.boundary import MAX_TEXT, clean_text, decode_message, raw_text
 from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
 from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.outcome import judge
 from stategym.kernel.protocol import (
     FINISH,
+    JSON,
     Action,
     CallBatch,
     Observation,
@@ -40,12 +42,13 @@ from stategym.kernel.task import EventKind, Task, Value
 from stategym.kernel.tools import Tool, finish_tool_schema
 from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
+    CallRecord,
     Outcome,
     RoundKind,
     RoundRecord,
     Trajectory,
 )
-from stategym.kernel.user import SimulatedUser
+from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.kernel.validation import (
     NOT_RUN,
     Ready,
@@ -64,16 +67,33 @@ GIVE_UP_AFTER = 3
 
 
 class Played(NamedTuple):
-    """What a round handler returns (the clock is known only once the round has ended)."""
+    """What a round handler returns. The round's record is made from it once the round has
+    ended (the clock, the events, the charges and the user's notice are known only then)."""
 
-    record: RoundRecord
-    """The round's record, before the clock moves and events fire."""
+    kind: RoundKind
+    latency: int
+    """Ticks the round costs."""
+    calls: tuple[CallRecord, ...]
+    say: str | None
+    """The agent's message (a say round)."""
+    turn: UserTurn | None
+    """How the user read that message (a say round)."""
+    format_errors: tuple[str, ...]
+    raw: JSON
+    """The unusable action (an invalid round)."""
     results: tuple[ToolResult, ...]
     """The observation's tool results."""
     user: str | None
     """The user's words."""
     error: str | None
-    """A round-level error (an invalid round)."""
+    """A round-level error (an invalid round): the observation's, and the record's."""
+
+
+# Made on every round and every call: frozen records built the quick way (kernel/frozen.py).
+_new_record = quick_constructor(RoundRecord)
+_new_observation = quick_constructor(Observation)
+_new_result = quick_constructor(ToolResult)
+_new_origin = quick_constructor(Origin)
 
 
 class Env:
@@ -149,6 +169,7 @@ class Env:
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
+        self._judges = self.domain.judges_answer(task.knobs)
         self._pay = self.reward_fn(task)
         self._next_seed = task.seed + 1
         self.world = self.domain.new_world(task)
@@ -232,18 +253,18 @@ class Env:
                 {"format_errors": ("episode_over",)},
             )
         index = len(self.rounds)
-        self.world.round = index
-        charges_before = len(self.world.charges)
-        record, results, user, error = play(index, *args)
-        record = self._end_round(record, charges_before)
+        world = self.world
+        world.round = index
+        charges_before = len(world.charges)
+        played = play(index, *args)
+        record = self._end_round(index, played, charges_before)
         self.rounds.append(record)
-        if not self._terminated and len(self.rounds) >= self.task.max_rounds:
+        if not self._terminated and index + 1 >= self.task.max_rounds:
             self._truncated = True
         done = self._terminated or self._truncated
         paid = self._pay(record, self.outcome() if done else None)
-        if record.notice is not None:
-            user = _join(user, record.notice)
-        observation = Observation(index, self.world.clock, results, user, error)
+        user = played.user if record.notice is None else _join(played.user, record.notice)
+        observation = _new_observation(index, world.clock, played.results, user, played.error)
         info: dict[str, Any] = dict(paid.info)
         if record.format_errors:
             info["format_errors"] = record.format_errors
@@ -259,63 +280,52 @@ class Env:
         if self._confused >= GIVE_UP_AFTER:
             reply += " I'll handle this myself. Goodbye."
             self._terminated = True
-        record = RoundRecord(
-            index, self.world.clock, USER_LATENCY, RoundKind.SAY, say=text, user=turn
-        )
-        return Played(record, (), reply, None)
+        return Played(RoundKind.SAY, USER_LATENCY, (), text, turn, (), None, (), reply, None)
 
     def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> Played:
-        judges = self.domain.judges_answer(self.task.knobs)
+        tools, judges, provenance = self._tools, self._judges, self.provenance
         checked = [
-            check_call(
-                call, call_id(call.id, index, position), self._tools, judges, self.provenance
-            )
+            check_call(call, call_id(call.id, index, position), tools, judges, provenance)
             for position, call in enumerate(batch)
         ]
-        ready = [c for c in checked if isinstance(c, Ready)]
+        ready = [c for c in checked if type(c) is Ready]
         if len(ready) < len(checked):  # some call is malformed: nothing runs
             records = rejected(checked)
             errors = tuple(r.error_kind or "" for r in records if r.error_kind != NOT_RUN)
-            latency = 1
-        else:
-            records = tuple(run_ready(call, self.world) for call in ready)
-            errors = ()
-            latency = max([1, *(c.tool.latency for c in ready if c.tool is not None)])
+            results = tuple(
+                _new_result(r.id, r.name, r.content, r.error, r.error_kind) for r in records
+            )
+            return Played(
+                RoundKind.CALLS, 1, records, None, None, errors, None, results, None, None
+            )
+        world, latency, finish = self.world, 1, None
+        records = tuple([run_ready(call, world) for call in ready])
+        for call, record in zip(ready, records, strict=True):
+            if call.tool is None:  # finish, which cannot fail once checked
+                finish = finish or record
+            else:
+                latency = max(latency, call.tool.latency)
+        # Observed once every call has run, as the agent sees the results.
         for record in records:
             if record.error is None and record.name != FINISH:
-                self.provenance.observe(record.content, Origin(Source.TOOL, index, record.id))
-        finish = next((r for r in records if r.name == FINISH and r.error is None), None)
+                provenance.observe(record.content, _new_origin(Source.TOOL, index, record.id))
+        results = tuple(
+            [_new_result(r.id, r.name, r.content, r.error, r.error_kind) for r in records]
+        )
         if finish is not None:
             self._terminated = True
             self._answer = finish.content.get("answer") if finish.content else None
-        round_record = RoundRecord(
-            index,
-            self.world.clock,
-            latency,
-            RoundKind.CALLS,
-            calls=records,
-            format_errors=errors,
-        )
-        results = tuple(ToolResult(r.id, r.name, r.content, r.error, r.error_kind) for r in records)
-        return Played(round_record, results, None, None)
+        return Played(RoundKind.CALLS, latency, records, None, None, (), None, results, None, None)
 
     def _invalid(self, index: int, kind: str, message: str, raw: str | None) -> Played:
         # The error text is logged so a transcript shows the round as the agent saw it.
-        record = RoundRecord(
-            index,
-            self.world.clock,
-            1,
-            RoundKind.INVALID,
-            format_errors=(kind,),
-            raw=raw,
-            error=message,
-        )
-        return Played(record, (), None, message)
+        return Played(RoundKind.INVALID, 1, (), None, None, (kind,), raw, (), None, message)
 
-    def _end_round(self, record: RoundRecord, charges_before: int) -> RoundRecord:
-        """Advance the clock, fire due events, and complete the round's record."""
+    def _end_round(self, index: int, played: Played, charges_before: int) -> RoundRecord:
+        """Advance the clock, fire due events, and make the round's record."""
         world = self.world
-        world.clock += record.latency
+        clock = world.clock
+        world.clock = clock + played.latency
         fired: list[int] = []
         events = self.task.events
         while self._fired < len(events) and events[self._fired].at <= world.clock:
@@ -328,13 +338,31 @@ class Env:
             self._fired += 1
         notice: str | None = None
         values: tuple[tuple[str, Value], ...] = ()
-        if record.kind is not RoundKind.SAY and not self._terminated:
+        if played.kind is not RoundKind.SAY and not self._terminated:
             notice, values = self.user.announce()
-            origin = Origin(Source.USER, record.index, "notice")
-            for _, value in values:
-                self.provenance.observe(value, origin)
-        charges = tuple(world.charges[charges_before:])
-        return _complete(record, tuple(fired), charges, notice, values)
+            if values:
+                origin = Origin(Source.USER, index, "notice")
+                for _, value in values:
+                    self.provenance.observe(value, origin)
+        charges = tuple(world.charges[charges_before:]) if world.charges else ()
+        return _new_record(
+            index,
+            clock,
+            played.latency,
+            played.kind,
+            played.calls,
+            played.say,
+            played.turn,
+            notice,
+            values,
+            tuple(fired),
+            charges,
+            played.format_errors,
+            played.raw,
+            played.error,
+            None,  # model: the runner adds what the model generated
+            {},  # meta
+        )
 
     # -- state ----------------------------------------------------------------------------
 
@@ -410,17 +438,3 @@ class Env:
 
 def _join(first: str | None, second: str) -> str:
     return second if first is None else f"{first} {second}"
-
-
-def _complete(
-    record: RoundRecord,
-    fired: tuple[int, ...],
-    charges: tuple[Any, ...],
-    notice: str | None,
-    values: tuple[tuple[str, Any], ...],
-) -> RoundRecord:
-    if not fired and not charges and notice is None:
-        return record
-    from dataclasses import replace
-
-    return replace(record, events=fired, charges=charges, notice=notice, notice_values=values)

@@ -60,6 +60,10 @@ class Param:
     def check(self, value: Any, tool: str) -> Any:
         """Return the value (ints widened to float where a float is wanted) or raise."""
         expected = self.annotation
+        if type(value) is expected:
+            # The common case, checked first: a Literal or list[...] annotation is never a
+            # value's type, so this returns exactly what the checks below would.
+            return value
         if self.choices:
             if value in self.choices and type(value) is type(self.choices[0]):
                 return value

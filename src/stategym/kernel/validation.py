@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from stategym.kernel.errors import AgentFormatError, ToolError
+from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.protocol import (
     FINISH,
     JSON,
@@ -59,6 +60,10 @@ class Ready(NamedTuple):
     tool: Tool | None
     arguments: dict[str, Any]
     sources: dict[str, Origin | None]
+
+
+_new_call_record = quick_constructor(CallRecord)
+"""Made for every call that runs: built the quick way (:mod:`stategym.kernel.frozen`)."""
 
 
 def batch_problem(calls: Any) -> tuple[str, str] | None:
@@ -164,7 +169,7 @@ def run_ready(call: Ready, world: World) -> CallRecord:
         return CallRecord(
             call.id, call.name, call.arguments, tool.effect, None, str(error), "tool", call.sources
         )
-    return CallRecord(
+    return _new_call_record(
         call.id, call.name, call.arguments, tool.effect, content, None, None, call.sources
     )
 
