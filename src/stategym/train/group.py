@@ -146,12 +146,15 @@ class _Batcher:
             return
         order = sorted(self._waiting)
         started = time.perf_counter()
+        # A member's cache is kept across its rounds (a stand-in policy without an engine
+        # takes no sessions).
+        kept = {"sessions": order} if getattr(self.policy, "engine", None) is not None else {}
         replies = self.policy.generate(
             [self._waiting[m][0] for m in order],
             max_tokens=self.sampling.max_tokens,
             temperature=self.sampling.temperature,
             generator=self.generator,
-            sessions=order,  # a member's cache is kept across its rounds
+            **kept,
         )
         self.timing.generation += time.perf_counter() - started
         self.timing.tokens += sum(len(r.ids) for r in replies)
@@ -227,7 +230,7 @@ def play(
 ) -> tuple[list[Rollout], Timing]:
     """Play every member (the policy's in lock-step, teachers directly), in member order."""
     started = time.perf_counter()
-    policy.engine.clear()  # caches of earlier weights are stale
+    _forget(policy)  # caches made with earlier weights are stale
     learners = [i for i, m in enumerate(members) if not m.teacher]
     batcher = _Batcher(policy, sampling, generator, live=len(learners))
     out: dict[int, Rollout] = {}
@@ -237,7 +240,7 @@ def play(
     try:
         results = asyncio.run(_play_learners(batcher, members, learners, sampling.rendering))
     finally:
-        policy.engine.clear()
+        _forget(policy)
     out.update(results)
     batcher.timing.total = time.perf_counter() - started
     return [out[i] for i in range(len(members))], batcher.timing
@@ -257,13 +260,20 @@ async def _play_learners(
         try:
             trajectory = await adrive(Episode(env, agent, observation))
         finally:
-            batcher.policy.engine.release(index)
+            _forget(batcher.policy, index)
             batcher.leave()
         assert agent.tokens is not None  # the backend has a chat template
         return _rollout(member, trajectory, env.task, agent.tokens, backend.keys)
 
     done = await asyncio.gather(*(one(i) for i in learners))
     return dict(zip(learners, done, strict=True))
+
+
+def _forget(policy: Policy, member: int | None = None) -> None:
+    """Drop one member's kept cache, or all of them (a stand-in policy may keep none)."""
+    engine = getattr(policy, "engine", None)
+    if engine is not None:
+        engine.clear() if member is None else engine.release(member)
 
 
 def _rollout(
