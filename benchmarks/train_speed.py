@@ -1,12 +1,15 @@
 """Trainer speed: SFT tokens/s, and GRPO iterations of 64 episodes (8 tasks x 8) with the
 time split over generation, environment, scoring and backward.
 
-    python benchmarks/train_speed.py [--iterations 3] [--tasks 8] [--group 8]
+    python benchmarks/train_speed.py [--iterations 5] [--tasks 8] [--group 8] [--quick]
 
 It builds the tiny model (SFT from the expert, ``--sft-iterations`` steps), then runs GRPO
 iterations from it and prints one line per iteration, so a cost that grows with the
-iteration number shows. CPU, one thread. Figures depend on the machine's load: report them
-with the load average printed at the end.
+iteration number shows (the slope of seconds over iterations is printed too). The headline
+is the median iteration time with the garbage collector on, its spread (min-max) and its
+ratio to the goal (1 s). CPU, one thread. Figures depend on the machine's load: report them
+with the load average printed at the end. ``--quick`` (3 iterations of 4 tasks x 4) is what
+``benchmarks/all.py`` can call.
 """
 
 from __future__ import annotations
@@ -14,18 +17,49 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 from pathlib import Path
+from typing import Any
+
+GOAL_S = 1.0
+"""Seconds one GRPO iteration of 64 episodes should take on a quiet 2-core machine."""
+
+
+def iterations(run: Path) -> list[dict[str, Any]]:
+    """The per-iteration lines of a GRPO run (held-out evaluation lines left out)."""
+    lines = map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+    return [line for line in lines if "eval" not in line]
+
+
+def report(lines: list[dict[str, Any]], episodes: int) -> dict[str, Any]:
+    """Median, spread, slope (seconds per iteration) and ratio to the goal."""
+    seconds = [line["seconds"] for line in lines]
+    xs = list(range(len(seconds)))
+    slope = statistics.linear_regression(xs, seconds).slope if len(seconds) > 1 else 0.0
+    median = statistics.median(seconds)
+    return {
+        "episodes": episodes,
+        "median_s": median,
+        "spread_s": [min(seconds), max(seconds)],
+        "slope_s_per_iteration": slope,
+        "ratio_to_goal": median / GOAL_S * 64 / episodes,
+        "seconds": seconds,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--sft-iterations", type=int, default=10)
     parser.add_argument("--credit", default="gigpo")
+    parser.add_argument("--quick", action="store_true", help="3 iterations of 4 tasks x 4")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    if args.quick:
+        args.iterations, args.tasks, args.group = 3, 4, 4
 
     from stategym.train.config import GRPOConfig, SFTConfig
     from stategym.train.grpo import train as grpo
@@ -43,15 +77,26 @@ def main() -> None:
     run = grpo(GRPOConfig(out=str(root / "grpo"), init=str(sft_run), credit=args.credit,
                           tasks=args.tasks, group=args.group, minibatch=16,
                           iterations=args.iterations, **common))  # fmt: skip
-    for line in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()):
-        if "eval" in line:
-            continue
+    episodes = args.tasks * args.group
+    lines = iterations(run)
+    for line in lines:
         share = ", ".join(f"{k} {v:.0%}" for k, v in line["share"].items())
-        episodes = args.tasks * args.group
         rate = f"generation {line['tokens_per_s']:,.0f} tokens/s"
-        print(f"GRPO iteration {line['iteration']}: {episodes} episodes in {line['seconds']:.1f} s")
+        print(f"GRPO iteration {line['iteration']}: {episodes} episodes in {line['seconds']:.2f} s")
         print(f"  {share}; {rate}")
+    figures = report(lines, episodes)
+    low, high = figures["spread_s"]
+    print(
+        f"GRPO: median {figures['median_s']:.2f} s an iteration of {episodes} episodes "
+        f"(spread {low:.2f}-{high:.2f} s over {len(lines)}, GC on), "
+        f"{figures['ratio_to_goal']:.1f}x the 1 s goal per 64 episodes; "
+        f"slope {figures['slope_s_per_iteration']:+.3f} s per iteration"
+    )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        figures["sft_tokens_per_s"] = tokens / seconds
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
 
 if __name__ == "__main__":
