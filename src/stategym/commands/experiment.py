@@ -10,7 +10,7 @@ One budget flag picks the configuration (:mod:`stategym.experiments.configs`): `
 a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.json``,
 ``raw.json``, ``table.md`` and ``plots/``; the CPU time of the run is in ``results.json``.
 E2 trains its arms with :mod:`stategym.train` (run directories under ``OUT/runs``, resumed
-on a re-run), as does E1; E4 is not wired to the trainer yet and refuses with one line.
+on a re-run), as do E1 and E4.
 """
 
 from __future__ import annotations
@@ -121,6 +121,12 @@ def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float
 
         arms = e1.run(E1[level], seeds, out)
         return e1.write(arms, out, time.process_time() - start)
+    if name == "e4":
+        from stategym.experiments import e4
+        from stategym.experiments.configs import E4
+
+        credits = e4.run(E4[level], seeds, out)
+        return e4.write(credits, out, time.process_time() - start)
     if name == "e2":
         from stategym.experiments import e2
         from stategym.experiments.configs import E2

@@ -97,6 +97,27 @@ class E1Config:
 
 
 @dataclass(frozen=True, slots=True)
+class E4Config:
+    """E4: token-level outcome GRPO vs round-aware credit, from one SFT start.
+
+    Attributes:
+        budget: which budget this is.
+        recipe: the trainer settings every arm shares.
+        episodes: held-out tasks per seed block (seed ``s``: task seeds ``s*episodes ..``).
+        credits: the GRPO arms.
+        demonstrators: the SFT start's demonstration mixture.
+        resamples: bootstrap resamples.
+    """
+
+    budget: Budget
+    recipe: Recipe
+    episodes: int
+    credits: tuple[Credit, ...] = ("outcome", "dense", "gigpo")
+    demonstrators: str = "expert:1,all-serial:1"
+    resamples: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class E2Config:
     """E2: SFT on the oracle vs SFT on the expert vs oracle-SFT then GRPO, on ask-or-act.
 
@@ -152,4 +173,11 @@ E1: dict[Budget, E1Config] = {
     "quick": E1Config("quick", Recipe(sft_steps=80, iterations=6, tasks=2), episodes=8),
     "standard": E1Config("standard", Recipe(sft_steps=120, iterations=12), episodes=16),
     "full": E1Config("full", Recipe(sft_steps=160, iterations=48, width=128), episodes=64),
+}
+E4: dict[Budget, E4Config] = {
+    "smoke": E4Config("smoke", _SMOKE, episodes=2, credits=("outcome", "dense"), resamples=200),
+    # not measured: 3 credits x 3 seeds = 9 GRPO runs; sized by E2's costs
+    "quick": E4Config("quick", Recipe(sft_steps=80, iterations=6, tasks=2), episodes=8),
+    "standard": E4Config("standard", Recipe(sft_steps=120, iterations=12), episodes=16),
+    "full": E4Config("full", Recipe(sft_steps=160, iterations=48, width=128), episodes=64),
 }
