@@ -77,11 +77,11 @@ cost the tiny model most of its context) and Hermes-style calls."""
 
 @dataclass(frozen=True, slots=True)
 class TinyConfig:
-    """The recipe's settings. The defaults built in 1,077 s (18 min; 630 s CPU) on this
-    project's 2-core machine under a load average of 3-4, before the warm-up drew batches of
-    similar length and computed logits only on assistant tokens; those cut a step's CPU time
-    by 16% (3.49 -> 2.93 CPU-s, 8 steps, load average 8-10), so expect about 15 minutes
-    there. A progress bar on stderr shows the step, the loss, tokens/s and the time left."""
+    """The recipe's settings. The defaults built in 595 s of CPU time (one thread; loss
+    7.00 -> 0.22) on this project's 2-core machine, measured under a load average of 8-14,
+    where it took 66 minutes of wall time; on a quiet machine the wall time is near the CPU
+    time, about 10 minutes (the previous warm-up: 630 s CPU). A progress bar on stderr shows
+    the step, the loss, tokens/s and the time left."""
 
     arch: Literal["qwen2", "llama"] = "qwen2"
     """Model architecture."""
