@@ -15,6 +15,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from stategym.domains.draws import randint, randrange
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -209,7 +210,7 @@ def _draw(seed: int) -> Draw:
         rooms=rooms,
         busy=_busy(rng, people[: invited + 1], days),
         room_busy={
-            (r.id, d): _blocks(rng, OPEN, CLOSE, rng.randint(0, 3), 4) for r in rooms for d in days
+            (r.id, d): _blocks(rng, OPEN, CLOSE, randint(rng, 0, 3), 4) for r in rooms for d in days
         },
         duration=duration,
         duration_new=rng.choice([d for d in DURATIONS if d != duration])
@@ -248,8 +249,8 @@ def _blocks(rng: random.Random, first: int, last: int, count: int, longest: int)
     """``count`` random busy blocks of 1..``longest`` half hours between two times."""
     mask = 0
     for _ in range(count):
-        length = rng.randint(1, longest) * CELL
-        start = rng.randrange(first, last - length + 1, CELL)
+        length = randint(rng, 1, longest) * CELL
+        start = randrange(rng, first, last - length + 1, CELL)
         mask |= span(start, start + length)
     return mask
 
@@ -261,7 +262,7 @@ def _busy(rng: random.Random, invitees: list[Person], days: tuple[int, ...]) -> 
     for person in invitees:
         shift = 60 * (person.utc_offset - organiser.utc_offset)
         for day in days:
-            local = _blocks(rng, person.work_start, person.work_end, rng.randint(1, 4), 3)
+            local = _blocks(rng, person.work_start, person.work_end, randint(rng, 1, 4), 3)
             # on the organiser's clock a person ``shift`` minutes ahead is that much earlier
             busy[(person.id, day)] = (
                 local >> (shift // CELL) if shift > 0 else local << (-shift // CELL)

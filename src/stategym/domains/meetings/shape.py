@@ -22,7 +22,7 @@ from .timegrid import (
     day_view,
     satisfied,
     span,
-    starts,
+    start_windows,
     window,
 )
 
@@ -102,8 +102,7 @@ def _plant_spots(
 ) -> list[tuple[int, int, str]]:
     """Every ``(day, start, room)`` where a meeting keeping ``keep`` and missing ``miss`` can go."""
     spots: list[tuple[int, int, str]] = []
-    for start in starts(cal.duration):
-        mask = window(start, cal.duration)
+    for start, mask in start_windows(cal.duration):
         if mask & ~cal.hours or any(mask & ~cal.work[p] for p in cal.required):
             continue
         if "optional_attend" in keep and any(mask & ~cal.work[p] for p in cal.optional):
@@ -176,8 +175,7 @@ def kill(cal: Calendars, target: Target, rng: random.Random) -> bool:
     for day in cal.days:
         scene = cal.scene((day,))
         view = day_view(scene, day)
-        for start in starts(cal.duration):
-            mask = window(start, cal.duration)
+        for start, mask in start_windows(cal.duration):
             for room, features in cal.rooms:
                 if mask & cal.room_busy.get((room, day), 0):
                     continue

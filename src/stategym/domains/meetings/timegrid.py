@@ -11,6 +11,7 @@ the rule that defines the user's constraints exists once.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -63,6 +64,13 @@ def window(start: int, duration: int) -> int:
 def starts(duration: int) -> range:
     """Every start time (minutes) the building allows for a meeting of ``duration``."""
     return range(OPEN, CLOSE - duration + 1, CELL)
+
+
+@functools.cache
+def start_windows(duration: int) -> tuple[tuple[int, int], ...]:
+    """``(start, window mask)`` of every start :func:`starts` allows, built once per
+    duration: generation walks these a few hundred times per task."""
+    return tuple((start, window(start, duration)) for start in starts(duration))
 
 
 def cells(mask: int) -> Iterator[int]:
@@ -248,8 +256,7 @@ def options(
     for day in scene.days if days is None else days:
         view = day_view(scene, day)
         taken = [scene.room_busy.get((room, day), 0) for room, _, _ in rooms]
-        for start in starts(scene.duration):
-            cells_ = window(start, scene.duration)
+        for start, cells_ in start_windows(scene.duration):
             bits = _time_bits(scene, view, start, cells_)
             if only_feasible and bits & _HARD_BITS != _HARD_BITS:
                 continue
