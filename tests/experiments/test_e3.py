@@ -1,17 +1,22 @@
-"""E3's smoke configuration end to end: the zero-shot arm through the protocol."""
+"""E3's smoke configuration end to end: the zero-shot arm through the protocol and the
+n-episode fine-tuning arm (tiny SFT runs) on the same cells."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from experiment_checks import check_images, estimates
 
 from stategym.cli import main
+from stategym.experiments import e3_finetune
 from stategym.experiments.configs import E3
-from stategym.experiments.pending import FINE_TUNING
+from stategym.experiments.e3 import K_SHOT
+from stategym.topology.generalisation import ProtocolConfig
+from stategym.topology.split import Cell
 
 SEEDS = "0,1"
 
@@ -32,8 +37,12 @@ def test_every_file_is_written(run_dir: Path, results: dict[str, Any]) -> None:
     for name in ("results.json", "raw.json", "table.md"):
         assert (run_dir / name).stat().st_size > 0
     check_images(run_dir / "plots", ("r_vs_distance", "bands"))
-    assert results["not_run"] == [FINE_TUNING]
-    assert FINE_TUNING in (run_dir / "table.md").read_text()
+    assert results["not_run"] == [K_SHOT]
+    table = (run_dir / "table.md").read_text()
+    assert K_SHOT in table
+    assert "per-dimension gaps" in table
+    for n in E3["smoke"].finetune:
+        assert f"| sft-n{n} |" in table
 
 
 def test_seed_blocks_are_disjoint(results: dict[str, Any]) -> None:
@@ -42,7 +51,9 @@ def test_seed_blocks_are_disjoint(results: dict[str, Any]) -> None:
 
 
 def test_bands_are_probabilities_and_intervals_contain_the_mean(results: dict[str, Any]) -> None:
-    assert list(results["agents"]) == list(E3["smoke"].agents)
+    tuned = [e3_finetune.arm_name(n) for n in E3["smoke"].finetune]
+    assert results["finetuned"] == tuned
+    assert list(results["agents"]) == [*E3["smoke"].agents, *tuned]
     for agent, mine in results["agents"].items():
         assert mine["bands"], agent
         for where, e in estimates(mine["bands"]):
@@ -50,7 +61,14 @@ def test_bands_are_probabilities_and_intervals_contain_the_mean(results: dict[st
             assert least <= e["low"] <= e["mean"] <= e["high"] <= 1.0, (agent, where)
         collapse = mine["collapse"]
         assert 0.0 <= collapse["low"] <= collapse["mean"] <= collapse["high"] <= 1.0
+        attraction = mine["attraction"]
+        assert 0.0 <= attraction["low"] <= attraction["mean"] <= attraction["high"] <= 1.0
         assert len(mine["reports"]) == 2
+        assert set(mine["gaps"]) <= {"close", "near", "far"} and mine["gaps"], agent
+        for where, e in estimates(mine["gaps"]):
+            # a difference of two means: within [-1, 1], R's within [-2, 2]
+            most = 2.0 if where.endswith("/composite") else 1.0
+            assert -most <= e["low"] <= e["mean"] <= e["high"] <= most, (agent, where)
 
 
 def test_the_expert_is_perfect_in_every_band(results: dict[str, Any]) -> None:
@@ -65,3 +83,33 @@ def test_raw_holds_every_episode(run_dir: Path, results: dict[str, Any]) -> None
     for values in raw["agents"].values():
         assert len(values) == 2
         assert all(len(block) == cells * E3["smoke"].episodes for block in values)
+
+
+def test_each_fine_tuned_arm_trained_on_its_n_and_played_every_cell(
+    run_dir: Path, results: dict[str, Any]
+) -> None:
+    for n in E3["smoke"].finetune:
+        for seed in (0, 1):
+            config = orjson.loads(
+                (run_dir / "runs" / f"seed-{seed}" / f"sft-n{n}" / "config.json").read_bytes()
+            )
+            assert config["episodes"] == n and config["agents"] == "expert"
+            assert config["domain"] == E3["smoke"].train[0]
+        for report in results["agents"][f"sft-n{n}"]["reports"]:
+            assert report["notes"] == [e3_finetune.NOTE]
+            assert report["config"]["agent"] == f"sft-n{n}"
+            # every cell played (the report's cell rows hold the agent's means)
+            assert all("composite" in c for c in report["cells"])
+            assert len(report["cells"]) == len(results["cells"])
+
+
+def test_a_fine_tuned_arm_is_reproduced_bit_for_bit(run_dir: Path, tmp_path: Path) -> None:
+    """Training seed 0's smallest arm again, in a fresh directory: the same episodes' numbers."""
+    config, n = E3["smoke"], E3["smoke"].finetune[0]
+    raw = orjson.loads((run_dir / "raw.json").read_bytes())
+    results = orjson.loads((run_dir / "results.json").read_bytes())
+    cells = [Cell.from_dict(c) for c in results["cells"]]
+    knobs = ProtocolConfig("expert", config.train).knobs
+    trained = e3_finetune.train_arm(config, 0, n, tmp_path, knobs)
+    _, values = e3_finetune.play_block(trained, config, cells, 0, knobs)
+    assert np.array_equal(np.asarray(values), np.asarray(raw["agents"][f"sft-n{n}"][0]))

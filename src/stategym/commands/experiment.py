@@ -10,7 +10,7 @@ One budget flag picks the configuration (:mod:`stategym.experiments.configs`): `
 a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.json``,
 ``raw.json``, ``table.md`` and ``plots/``; the CPU time of the run is in ``results.json``.
 E2 trains its arms with :mod:`stategym.train` (run directories under ``OUT/runs``, resumed
-on a re-run), as do E1 and E4.
+on a re-run), as do E1, E4 and E3's fine-tuning arm.
 """
 
 from __future__ import annotations
@@ -133,8 +133,8 @@ def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float
 
         trained = e2.run(E2[level], seeds, out)
         return e2.write(trained, out, time.process_time() - start)
-    from stategym.experiments import e3
+    from stategym.experiments import e3, e3_finetune
     from stategym.experiments.configs import E3
 
-    run = e3.run(E3[level], seeds)
+    run = e3_finetune.run(E3[level], seeds, out)
     return e3.write(run, out, time.process_time() - start)

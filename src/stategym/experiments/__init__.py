@@ -9,8 +9,9 @@ from), ``table.md`` and ``plots/*.png|svg``.
 - :mod:`.e1`: outcome-only vs step-level credit, irreversible vs the stateless control
   (GRPO arms from one SFT start).
 - :mod:`.e2`: SFT on the oracle vs the expert vs oracle-SFT then GRPO, on must-ask slots.
-- :mod:`.e3`: score against tool-topology distance for zero-shot baselines (the protocol).
-- E4 and E3's fine-tuning arm are not wired to the trainer; :mod:`.pending` says so.
+- :mod:`.e3`: score against tool-topology distance for zero-shot baselines (the protocol);
+  :mod:`.e3_finetune`: the same measures for the tiny model after SFT on n expert episodes.
+- :mod:`.e4`: token-level outcome GRPO vs round-aware credit, on parallel rounds.
 
 Shared pieces: :mod:`.configs` (a frozen dataclass per experiment per budget),
 :mod:`.arms` (the trainer's Python API per seed, and per-task held-out scoring),

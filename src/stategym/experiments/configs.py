@@ -9,7 +9,7 @@ budget (:class:`~stategym.experiments.arms.Recipe`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from stategym.agents import agent_names
@@ -51,9 +51,17 @@ class E0Config:
         return self.agents or tuple(agent_names())
 
 
+FINETUNE = Recipe(sft_steps=80, vocab=1024, max_length=4096)
+"""E3's fine-tuning recipe unless a budget says otherwise: a 1,024-token vocabulary and a
+4,096-token context, since the training topology's prompt alone is about 1,100 tokens with
+400 (about 600 with 1,024) and the far domains' prompts run to about 1,850 (measured on
+one expert episode per cell)."""
+
+
 @dataclass(frozen=True, slots=True)
 class E3Config:
-    """E3: zero-shot baselines across the protocol's splits and distance bands.
+    """E3: zero-shot and n-episode fine-tuned policies across the protocol's splits and
+    distance bands.
 
     Attributes:
         budget: which budget this is.
@@ -64,6 +72,11 @@ class E3Config:
         probes: counterfactual probe pairs per domain.
         compositions: cells in the composition split.
         resamples: bootstrap resamples.
+        recipe: the fine-tuning arm's trainer settings (its ``sft_episodes`` is replaced by
+            each ``n``; the same steps for every ``n``).
+        finetune: the fine-tuning arm's demonstration counts ``n`` (empty: no such arm).
+        per_band: cells kept per distance band, the first of each in the protocol's order
+            (0: every cell; the smoke keeps one so that CI plays few cells).
     """
 
     budget: Budget
@@ -73,6 +86,9 @@ class E3Config:
     probes: int = 4
     compositions: int = 4
     resamples: int = 1000
+    recipe: Recipe = FINETUNE
+    finetune: tuple[int, ...] = (8, 32, 128)
+    per_band: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +170,16 @@ E0: dict[Budget, E0Config] = {
     "full": E0Config("full", tasks=100 * _CYCLE),
 }
 E3: dict[Budget, E3Config] = {
-    "smoke": E3Config("smoke", episodes=2, agents=("expert", "serial"), probes=1, resamples=200),
+    "smoke": E3Config(
+        "smoke",
+        episodes=2,
+        agents=("expert", "serial"),
+        probes=1,
+        resamples=200,
+        recipe=replace(_SMOKE, vocab=1024, max_length=2048),
+        finetune=(2, 4),
+        per_band=1,
+    ),
     "quick": E3Config("quick", episodes=10),
     "standard": E3Config("standard", episodes=40, probes=10),
     "full": E3Config("full", episodes=100, probes=20),

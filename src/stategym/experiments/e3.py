@@ -1,19 +1,22 @@
-"""E3's baselines: score against tool-topology distance, zero-shot, through the protocol.
+"""E3's baselines: score against tool-topology distance, through the protocol.
 
 The protocol (:mod:`stategym.topology.generalisation`) builds the splits once from the training
 topology and plays each agent on every cell; seed ``s`` is an independent block of
 evaluation seeds ``EVAL_SEED + s*episodes ..``. Per agent: goal rate and R in each distance
 band (paired bootstrap over seed blocks and episodes), the least-squares slope of R against
 the cell's distance (the same bootstrap), and the collapse index and template attraction of
-the protocol's report (computed per seed block; their interval is over seed blocks only).
-Scripted agents have no in-context learning, so the k-shot arm is empty here, and the
-n-episode fine-tuning arm needs training runs (:data:`~stategym.experiments.pending.FINE_TUNING`).
+the protocol's report (computed per seed block; their interval is over seed blocks only),
+and the per-dimension gaps (in-distribution minus each band, from the same reports, over seed
+blocks). This module plays the zero-shot arm (scripted agents) and holds the summaries and
+files every arm shares; :mod:`stategym.experiments.e3_finetune` adds the n-episode
+fine-tuning arm (the tiny model after SFT on n expert episodes), summarised the same way.
+Scripted agents have no in-context learning, so the k-shot arm (:data:`K_SHOT`) is not run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +34,10 @@ from stategym.experiments.output import (
     estimate_json,
     write_json,
 )
-from stategym.experiments.pending import FINE_TUNING
 from stategym.experiments.plots import band_bars, score_vs_distance
 from stategym.metrics import score
 from stategym.metrics.aggregate import Estimate, bootstrap
+from stategym.metrics.dimensions import LABELS
 from stategym.metrics.report import cell
 from stategym.tables import Grid, markdown
 from stategym.topology.generalisation import EVAL_SEED, ProtocolConfig, run_protocol, task_of
@@ -42,6 +45,13 @@ from stategym.topology.report import build_report
 from stategym.topology.split import Band, Cell, make_splits
 
 MEASURES = ("success", "composite")
+GAP_MEASURES = ("success", "composite", *(str(d) for d in LABELS))
+"""The measures whose in-distribution-minus-band gap is summarised (R's dimensions by name)."""
+K_SHOT = (
+    "e3's k-shot arm needs an LLM agent (stategym protocol --agents openai:MODEL --shots "
+    "0,1,3,8); scripted agents and the tiny fine-tuned policies are played zero-shot"
+)
+"""The note E3 writes about the arm it leaves out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,8 @@ class AgentResult:
         slope: slope of R against distance, and its interval.
         collapse: the protocol's collapse index, mean over seed blocks and interval.
         attraction: template attraction over the unseen cells, likewise.
+        gaps: ``band -> measure -> estimate``: in-distribution mean minus the band's, mean
+            over seed blocks and its interval (over seed blocks).
         values: ``(seeds, episodes, MEASURES)``: every episode's numbers, cells in order.
         reports: the protocol's report of each seed block.
     """
@@ -61,18 +73,25 @@ class AgentResult:
     slope: Estimate
     collapse: Estimate
     attraction: Estimate
+    gaps: dict[str, dict[str, Estimate]]
     values: NDArray
     reports: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class E3Result:
-    """What E3 measured: the configuration, the seed blocks, the cells, each agent."""
+    """What E3 measured: the configuration, the seed blocks, the cells, each zero-shot
+    agent and each fine-tuned arm (``sft-nN``; empty when not run)."""
 
     config: E3Config
     seeds: tuple[int, ...]
     cells: tuple[Cell, ...]
     agents: dict[str, AgentResult]
+    finetuned: dict[str, AgentResult] = field(default_factory=dict)
+
+    def arms(self) -> dict[str, AgentResult]:
+        """Every row of the tables: the zero-shot agents, then the fine-tuned arms."""
+        return {**self.agents, **self.finetuned}
 
 
 def first_seed(config: E3Config, block: int) -> int:
@@ -113,6 +132,25 @@ def _attraction(report: dict[str, Any]) -> float | None:
     return float(np.mean(shares)) if shares else None
 
 
+def _gap(report: dict[str, Any], band: str, measure: str) -> float | None:
+    value = report["gaps"].get("0", {}).get(f"band:{band}", {}).get(measure)
+    return None if value is None else float(value)
+
+
+def _gaps(reports: Sequence[dict[str, Any]], resamples: int) -> dict[str, dict[str, Estimate]]:
+    out: dict[str, dict[str, Estimate]] = {}
+    # the same band is in distribution: its gap is not a generalisation gap
+    for band in (str(b) for b in Band if b is not Band.SAME):
+        per = {}
+        for measure in GAP_MEASURES:
+            found = [v for v in (_gap(r, band, measure) for r in reports) if v is not None]
+            if found:
+                per[measure] = bootstrap(found, resamples=resamples, seed=0)
+        if per:
+            out[band] = per
+    return out
+
+
 def summarise(
     config: E3Config, cells: Sequence[Cell], values: NDArray, reports: tuple[dict[str, Any], ...]
 ) -> AgentResult:
@@ -129,7 +167,10 @@ def summarise(
         if not mask.any():
             continue
         w = all_weights * mask
-        means = np.einsum("sem,rse->mr", values, w) / w.sum(axis=(1, 2))
+        # a replicate that drew no episode of this band has no mean: NaN, left out of the
+        # percentiles by ``interval`` (possible only when a band holds few episodes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.einsum("sem,rse->mr", values, w) / w.sum(axis=(1, 2))
         by_band[band] = {m: interval(means[i, 0], means[i, 1:]) for i, m in enumerate(MEASURES)}
     x = np.broadcast_to(distance, (seeds, episodes))
     y = values[:, :, MEASURES.index("composite")]
@@ -139,6 +180,7 @@ def summarise(
         interval(slopes[0], slopes[1:]),
         _over_seeds(reports, lambda r: r["collapse"]["agent"]["0"]["index"], config.resamples),
         _over_seeds(reports, _attraction, config.resamples),
+        _gaps(reports, config.resamples),
         values,
         reports,
     )
@@ -150,10 +192,25 @@ def _weighted_slope(x: NDArray, y: NDArray, w: NDArray) -> float:
     return float((w * (x - mx) * (y - my)).sum() / sxx) if sxx > 0 else float("nan")
 
 
+def keep_per_band(cells: Sequence[Cell], per_band: int) -> list[Cell]:
+    """The first ``per_band`` cells of each distance band, in order (0: every cell)."""
+    if not per_band:
+        return list(cells)
+    kept: dict[str, int] = {}
+    out = []
+    for c in cells:
+        band = str(c.placement.band)
+        if kept.get(band, 0) < per_band:
+            kept[band] = kept.get(band, 0) + 1
+            out.append(c)
+    return out
+
+
 def run(config: E3Config, seeds: Sequence[int]) -> E3Result:
     """Build the splits once, play every agent on every seed block, summarise."""
     default = ProtocolConfig(agent="expert", train=config.train)
-    cells = tuple(make_splits(config.train, default.knobs, config.compositions, default.budget))
+    every = make_splits(config.train, default.knobs, config.compositions, default.budget)
+    cells = tuple(keep_per_band(every, config.per_band))
     agents = {}
     for agent in config.agents:
         values, reports = play(config, agent, cells, seeds)
@@ -162,8 +219,10 @@ def run(config: E3Config, seeds: Sequence[int]) -> E3Result:
 
 
 def grids(result: E3Result) -> list[Grid]:
-    """One table: each agent's bands, slope, collapse index and attraction."""
-    bands = [str(b) for b in Band if any(str(b) in a.bands for a in result.agents.values())]
+    """Two tables: each arm's bands, slope, collapse index and attraction; each arm's
+    per-dimension gaps by band."""
+    arms = result.arms()
+    bands = [str(b) for b in Band if any(str(b) in a.bands for a in arms.values())]
     headers = (
         "agent",
         *(f"{b}: goal / R" for b in bands),
@@ -172,7 +231,7 @@ def grids(result: E3Result) -> list[Grid]:
         "attraction",
     )
     rows = []
-    for agent, mine in result.agents.items():
+    for agent, mine in arms.items():
         per_band = [
             " / ".join(cell(mine.bands[b][m]) for m in MEASURES) if b in mine.bands else "-"
             for b in bands
@@ -181,42 +240,66 @@ def grids(result: E3Result) -> list[Grid]:
             (agent, *per_band, cell(mine.slope), cell(mine.collapse), cell(mine.attraction))
         )
     caption = (
-        "bands and slope: paired bootstrap over seed blocks and episodes; collapse index and "
-        f"attraction: bootstrap over seed blocks. {FINE_TUNING}."
+        "sft-nN: the tiny model after SFT on N expert episodes of the training topology. "
+        "Bands and slope: paired bootstrap over seed blocks and episodes; collapse index and "
+        f"attraction: bootstrap over seed blocks. {K_SHOT}."
     )
-    return [
-        Grid("E3: zero-shot score against topology distance", headers, tuple(rows), caption=caption)
-    ]
+    title = "E3: score against topology distance (zero-shot agents, fine-tuned policies)"
+    return [Grid(title, headers, tuple(rows), caption=caption), _gap_grid(result)]
+
+
+def _gap_grid(result: E3Result) -> Grid:
+    labels = {str(d): label for d, label in LABELS.items()}
+    headers = ("agent", "band", *(labels.get(m, m) for m in GAP_MEASURES))
+    rows = tuple(
+        (agent, band, *(cell(per[m]) if m in per else "-" for m in GAP_MEASURES))
+        for agent, mine in result.arms().items()
+        for band, per in mine.gaps.items()
+    )
+    caption = (
+        "in-distribution (instances) mean minus the band's mean, per measure (positive: worse "
+        "away from training); mean over seed blocks, bootstrap over seed blocks"
+    )
+    return Grid("E3: per-dimension gaps by distance band", headers, rows, caption=caption)
+
+
+def _arm_json(r: AgentResult) -> dict[str, Any]:
+    def per(table: dict[str, dict[str, Estimate]]) -> dict[str, Any]:
+        return {b: {m: estimate_json(e) for m, e in ms.items()} for b, ms in table.items()}
+
+    return {
+        "bands": per(r.bands),
+        "slope": estimate_json(r.slope),
+        "collapse": estimate_json(r.collapse),
+        "attraction": estimate_json(r.attraction),
+        "gaps": per(r.gaps),
+        "reports": list(r.reports),
+    }
 
 
 def write(result: E3Result, out: Path, cpu_seconds: float) -> list[Path]:
-    """Write the run directory (see :mod:`stategym.experiments`); the files written."""
+    """Write the run directory (see :mod:`stategym.experiments`); the files written.
+
+    ``agents`` (in ``results.json`` and ``raw.json``) holds every arm, zero-shot agents
+    first; ``finetuned`` names the fine-tuned ones.
+    """
     out.mkdir(parents=True, exist_ok=True)
+    arms = result.arms()
     results = {
         "experiment": "e3",
         "config": config_json(result.config),
         "seeds": list(result.seeds),
         "first_seeds": {str(s): first_seed(result.config, s) for s in result.seeds},
         "cpu_seconds": cpu_seconds,
-        "not_run": [FINE_TUNING],
+        "not_run": [K_SHOT],
         "cells": [c.to_dict() for c in result.cells],
-        "agents": {
-            agent: {
-                "bands": {
-                    b: {m: estimate_json(e) for m, e in per.items()} for b, per in r.bands.items()
-                },
-                "slope": estimate_json(r.slope),
-                "collapse": estimate_json(r.collapse),
-                "attraction": estimate_json(r.attraction),
-                "reports": list(r.reports),
-            }
-            for agent, r in result.agents.items()
-        },
+        "finetuned": list(result.finetuned),
+        "agents": {agent: _arm_json(r) for agent, r in arms.items()},
     }
     raw = {
         "shape": ["seeds", "episodes (cells in order, then seed)", "measures"],
         "measures": list(MEASURES),
-        "agents": {agent: r.values for agent, r in result.agents.items()},
+        "agents": {agent: r.values for agent, r in arms.items()},
     }
     written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
     (out / TABLE).write_text(markdown(grids(result)))
@@ -225,8 +308,9 @@ def write(result: E3Result, out: Path, cpu_seconds: float) -> list[Path]:
 
 def _plots(result: E3Result, folder: Path) -> list[Path]:
     episodes = result.config.episodes
+    arms = result.arms()
     series = {}
-    for agent, r in result.agents.items():
+    for agent, r in arms.items():
         per_cell = r.values[:, :, MEASURES.index("composite")].reshape(
             len(result.seeds), len(result.cells), episodes
         )
@@ -234,10 +318,8 @@ def _plots(result: E3Result, folder: Path) -> list[Path]:
         series[agent] = [
             (c.placement.distance, float(m)) for c, m in zip(result.cells, means, strict=True)
         ]
-    title = f"E3 zero-shot ({result.config.budget})"
-    bands = {
-        agent: {b: e["composite"] for b, e in r.bands.items()} for agent, r in result.agents.items()
-    }
+    title = f"E3 ({result.config.budget})"
+    bands = {agent: {b: e["composite"] for b, e in r.bands.items()} for agent, r in arms.items()}
     return [
         *score_vs_distance(series, folder / "r_vs_distance", title),
         *band_bars(bands, folder / "bands", title, "R"),
