@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+
+import pytest
 
 from stategym.domains.draws import below, randint, randrange
 
@@ -20,3 +23,18 @@ def test_draws_match_the_standard_library_bit_for_bit() -> None:
             assert randrange(ours, start, stop, step) == theirs.randrange(start, stop, step)
     # the two generators are still in the same state: no draw took more or fewer bits
     assert ours.random() == theirs.random()
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda rng: below(rng, 0),
+        lambda rng: randint(rng, 3, 2),
+        lambda rng: randrange(rng, 10, 10, 5),
+    ],
+)
+def test_an_empty_range_raises_as_the_standard_library_does(
+    draw: Callable[[random.Random], int],
+) -> None:
+    with pytest.raises(ValueError):
+        draw(random.Random(0))

@@ -15,7 +15,13 @@ import random
 
 
 def below(rng: random.Random, n: int) -> int:
-    """``rng._randbelow(n)``: a uniform integer in ``[0, n)``, ``n >= 1``."""
+    """``rng._randbelow(n)``: a uniform integer in ``[0, n)``.
+
+    Raises:
+        ValueError: ``n < 1`` (an empty range, as the standard library raises).
+    """
+    if n < 1:
+        raise ValueError(f"empty range for a draw below {n}")
     k = n.bit_length()
     r = rng.getrandbits(k)
     while r >= n:

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, order_matters
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -121,10 +122,10 @@ def _draw(seed: int) -> Draw:
     rng = random.Random(f"bank:{seed}")
     index = rng.randrange(len(PAYEES))
     currency = rng.choices(CURRENCIES, (0.2, 0.45, 0.35))[0]
-    amount = rng.randrange(400, 4001, 10)
-    iban = f"{rng.choice(('DE', 'FR', 'NL', 'GB', 'US'))}{rng.randint(10**9, 10**10 - 1)}"
+    amount = randrange(rng, 400, 4001, 10)
+    iban = f"{rng.choice(('DE', 'FR', 'NL', 'GB', 'US'))}{randint(rng, 10**9, 10**10 - 1)}"
     invoice = Invoice(
-        f"INV{rng.randint(1000, 9999)}", PAYEES[index], iban, amount, currency, rng.randint(2, 5)
+        f"INV{randint(rng, 1000, 9999)}", PAYEES[index], iban, amount, currency, randint(rng, 2, 5)
     )
     fraud = rng.random() < 0.12
     domestic = rng.random() < 0.15  # every account holds the invoice's currency: no FX at all
@@ -133,24 +134,24 @@ def _draw(seed: int) -> Draw:
         held = rng.choice(CURRENCIES)
         held = currency if domestic else held
         prefix = "CA" if kind == "current" else "SV"
-        aid = f"{prefix}{rng.randint(10, 99)}"
+        aid = f"{prefix}{randint(rng, 10, 99)}"
         while aid in accounts:
-            aid = f"{prefix}{rng.randint(10, 99)}"
+            aid = f"{prefix}{randint(rng, 10, 99)}"
         scale = 10_000 if held == currency else MID_E4[held, currency]
-        balance = amount * scale // 10_000 * rng.randint(6, 30) // 10 // 10 * 10
+        balance = amount * scale // 10_000 * randint(rng, 6, 30) // 10 // 10 * 10
         accounts[aid] = Account(
             aid, f"{held} {kind}", kind, held, balance, rng.choice((0, 100, 250, 500, 1000))
         )
     rates = {
         sell: FxRate(
-            sell, MID_E4[sell, currency] * rng.randint(97, 103) // 100, rng.choice(MARGINS_BP)
+            sell, MID_E4[sell, currency] * randint(rng, 97, 103) // 100, rng.choice(MARGINS_BP)
         )
         for sell in CURRENCIES
         if sell != currency
     }
     rails = {
-        "standard": RailTerms("standard", rng.randint(0, 4), rng.randint(1, 3)),
-        "express": RailTerms("express", rng.randrange(10, 31, 5), 0),
+        "standard": RailTerms("standard", randint(rng, 0, 4), randint(rng, 1, 3)),
+        "express": RailTerms("express", randrange(rng, 10, 31, 5), 0),
     }
     return Draw(
         invoice=invoice,
@@ -158,7 +159,7 @@ def _draw(seed: int) -> Draw:
         accounts=accounts,
         rails=rails,
         rates=rates,
-        fee_cap=rng.randrange(45, 81, 5),
+        fee_cap=randrange(rng, 45, 81, 5),
         savings=rng.choice((KEEP, USE)),
         conversion=rng.choice((AVOID, FINE)),
         category=rng.choice(CATEGORIES),
@@ -167,7 +168,7 @@ def _draw(seed: int) -> Draw:
         hidden={s: rng.random() < 0.6 for s in ("fee_cap", "savings", "conversion")},
         priorities_hidden=rng.random() < 0.6,
         cap_drop=rng.choice((0, 0, 5, 10)),
-        event_times=(rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 3)),
+        event_times=(randint(rng, 1, 3), randint(rng, 1, 3), randint(rng, 1, 3)),
     )
 
 

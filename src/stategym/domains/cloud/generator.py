@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, order_matters
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.knobs import Knobs
@@ -90,7 +91,7 @@ def regold(task: Task, best: tuple[str, ...]) -> GoldGraph:
 
 def _unique(rng: random.Random, prefix: str, low: int, high: int, taken: set[str]) -> str:
     while True:
-        value = f"{prefix}{rng.randint(low, high)}"
+        value = f"{prefix}{randint(rng, low, high)}"
         if value not in taken:
             taken.add(value)
             return value
@@ -101,28 +102,28 @@ def _draw(seed: int) -> Draw:
     team = rng.choice(TEAMS)
     others = tuple(t for t in TEAMS if t != team)
     account = Account(
-        rng.choice(USERS), team, f"prj{rng.randint(1000, 9999)}", rng.choice(PROJECTS)
+        rng.choice(USERS), team, f"prj{randint(rng, 1000, 9999)}", rng.choice(PROJECTS)
     )
-    policy = RetentionPolicy(rng.choice(SNAPSHOT_TIERS), rng.randint(2, 6))
+    policy = RetentionPolicy(rng.choice(SNAPSHOT_TIERS), randint(rng, 2, 6))
     taken: set[str] = set()
     instances: dict[str, Instance] = {}
     states: tuple[Literal["running", "stopped"], ...] = ("stopped", "running")
-    for state in (*states, rng.choice(states))[: rng.randint(2, 3)]:  # one of each, at least
+    for state in (*states, rng.choice(states))[: randint(rng, 2, 3)]:  # one of each, at least
         iid = _unique(rng, "i", 10000, 99999, taken)
         instances[iid] = Instance(
             iid, rng.choice(MACHINES), state, team if rng.random() < 0.5 else rng.choice(others)
         )
     volumes: dict[str, Volume] = {}
-    for _ in range(rng.randint(5, 7)):
+    for _ in range(randint(rng, 5, 7)):
         vid = _unique(rng, "vol", 1000, 9999, taken)
         attached = rng.choice(list(instances)) if rng.random() < 0.35 else None
         volumes[vid] = Volume(
             vid,
-            rng.randrange(50, 801, 50),
+            randrange(rng, 50, 801, 50),
             rng.choice(TIERS),
             team if rng.random() < 0.4 else rng.choice(others),
             attached,
-            rng.randint(0, 180),
+            randint(rng, 0, 180),
             "active",
         )
     return Draw(
@@ -130,7 +131,7 @@ def _draw(seed: int) -> Draw:
         policy=policy,
         instances=instances,
         volumes=volumes,
-        need_gb=rng.randrange(100, 401, 50),
+        need_gb=randrange(rng, 100, 401, 50),
         idle_min=rng.choice((30, 60, 90)),
         window=rng.choice(WINDOWS),
         order=tuple(rng.sample(PREFERENCES, len(PREFERENCES))),
@@ -138,7 +139,7 @@ def _draw(seed: int) -> Draw:
         hidden={s: rng.random() < 0.6 for s in ("need_gb", "idle_min")},
         priorities_hidden=rng.random() < 0.6,
         need_raise=rng.choice((0, 0, 50, 100)),
-        event_times=(rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 3)),
+        event_times=(randint(rng, 1, 3), randint(rng, 1, 3), randint(rng, 1, 3)),
     )
 
 

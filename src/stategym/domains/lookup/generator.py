@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 
+from stategym.domains.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Constraint,
@@ -84,12 +85,12 @@ def _corpus(rng: random.Random) -> Corpus:
     numbers = rng.sample(range(100, 1000), 40)
     ids = iter(numbers)
     cities = [
-        City(f"T{next(ids)}", name, country, rng.randrange(50_000, 5_000_000, 1000))
+        City(f"T{next(ids)}", name, country, randrange(rng, 50_000, 5_000_000, 1000))
         for name, country in rng.sample(CITIES, 8)
     ]
     people_names = rng.sample([f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES], 8)
     people = [
-        Person(f"P{next(ids)}", name, rng.choice(cities).id, rng.randint(1940, 1990))
+        Person(f"P{next(ids)}", name, rng.choice(cities).id, randint(rng, 1940, 1990))
         for name in people_names
     ]
     brands = rng.sample(BRANDS, 6)
@@ -98,7 +99,7 @@ def _corpus(rng: random.Random) -> Corpus:
     company_ids = [f"C{next(ids)}" for _ in company_names]
     makers = company_ids + [rng.choice(company_ids) for _ in product_names[len(company_ids) :]]
     products = [
-        Product(f"R{next(ids)}", name, maker, rng.randrange(10, 900, 5), rng.randint(1995, 2023))
+        Product(f"R{next(ids)}", name, maker, randrange(rng, 10, 900, 5), randint(rng, 1995, 2023))
         for name, maker in zip(product_names, makers, strict=True)
     ]
     companies = [
@@ -107,7 +108,7 @@ def _corpus(rng: random.Random) -> Corpus:
             name,
             rng.choice(people).id,
             rng.choice(cities).id,
-            rng.randint(1950, 2015),
+            randint(rng, 1950, 2015),
             tuple(p.id for p in products if p.maker == cid),
         )
         for cid, name in zip(company_ids, company_names, strict=True)

@@ -180,8 +180,8 @@ def generate(seed: int, knobs: Knobs) -> Task:
 
 def _draw(seed: int) -> Draw:
     rng = random.Random(f"meetings:{seed}")
-    invited = rng.randint(3, 5)
-    count = invited + 1 + rng.randint(1, 3)
+    invited = randint(rng, 3, 5)
+    count = invited + 1 + randint(rng, 1, 3)
     names = [
         f"{first} {last}"
         for first, last in zip(
@@ -195,10 +195,10 @@ def _draw(seed: int) -> Draw:
         Person(f"P{i}", n, offset + rng.choice(SHIFTS), *rng.choice(HOURS))
         for i, n in zip(ids[1:], names[1:], strict=True)
     ]
-    optional = tuple(p.id for p in rng.sample(people[1 : invited + 1], rng.randint(1, 2)))
+    optional = tuple(p.id for p in rng.sample(people[1 : invited + 1], randint(rng, 1, 2)))
     team = [p.id for p in people[1:]]
     rng.shuffle(team)
-    days = tuple(range(FIRST_DAY, FIRST_DAY + rng.randint(2, 3)))
+    days = tuple(range(FIRST_DAY, FIRST_DAY + randint(rng, 2, 3)))
     rooms = _rooms(rng, invited + 1)
     duration = rng.choice(DURATIONS)
     return Draw(
@@ -223,7 +223,7 @@ def _draw(seed: int) -> Draw:
         shape=rng.choices(SHAPES, SHAPE_WEIGHTS)[0],
         hidden={s: rng.random() < 0.5 for s in USER_FACTS},
         priorities_hidden=rng.random() < 0.6,
-        times=(rng.randint(1, 3), rng.randint(2, 6), rng.randint(2, 6)),
+        times=(randint(rng, 1, 3), randint(rng, 2, 6), randint(rng, 2, 6)),
         shape_seed=rng.getrandbits(32),
     )
 
@@ -234,11 +234,11 @@ def _rooms(rng: random.Random, headcount: int) -> tuple[Room, ...]:
     big: list[tuple[str, ...]] = [("video",), ("whiteboard",), ()]
     if rng.random() < 0.5:
         big.append(rng.choice((("video", "whiteboard"), ("video",), ())))
-    small = [rng.choice((("video",), (), ("whiteboard",))) for _ in range(rng.randint(1, 2))]
+    small = [rng.choice((("video",), (), ("whiteboard",))) for _ in range(randint(rng, 1, 2))]
     names = rng.sample(ROOM_NAMES, len(big) + len(small))
-    rooms = [Room(n, rng.randint(headcount, 14), f) for n, f in zip(names, big, strict=False)]
+    rooms = [Room(n, randint(rng, headcount, 14), f) for n, f in zip(names, big, strict=False)]
     rooms += [
-        Room(n, rng.randint(2, headcount - 1), f)
+        Room(n, randint(rng, 2, headcount - 1), f)
         for n, f in zip(names[len(big) :], small, strict=True)
     ]
     rng.shuffle(rooms)

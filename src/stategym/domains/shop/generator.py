@@ -14,6 +14,7 @@ import random
 from collections.abc import Container
 from dataclasses import dataclass, replace
 
+from stategym.domains.draws import randint, randrange
 from stategym.generation import (
     apply_sets,
     dominated_decoys,
@@ -101,24 +102,24 @@ def _draw(seed: int) -> Draw:
     products: dict[str, Product] = {}
     offers: dict[str, Offer] = {}
     vendors = rng.sample(VENDORS, 5)
-    for _ in range(rng.randint(3, 4)):
+    for _ in range(randint(rng, 3, 4)):
         pid = _fresh(rng, "P", products)
         brand = rng.choice(BRANDS)
-        name = f"{brand} {rng.choice(MODELS)} {rng.randint(2, 9)}"
+        name = f"{brand} {rng.choice(MODELS)} {randint(rng, 2, 9)}"
         products[pid] = Product(pid, name, brand, category, rng.random() < 0.4)
-        for vendor in rng.sample(vendors, rng.randint(2, 3)):
+        for vendor in rng.sample(vendors, randint(rng, 2, 3)):
             oid = _fresh(rng, vendor[:2].upper(), offers)
             offers[oid] = Offer(
                 oid,
                 pid,
                 vendor,
-                rng.randrange(low, high, 5),
+                randrange(rng, low, high, 5),
                 rng.choice(SHIPPING),
-                rng.randint(1, 12),
-                rng.randint(1, 8),
+                randint(rng, 1, 12),
+                randint(rng, 1, 8),
             )
-    quantity = rng.randint(1, 5)
-    budget = quantity * rng.randrange((low + high) // 2, high, 10) + rng.choice((0, 20, 40))
+    quantity = randint(rng, 1, 5)
+    budget = quantity * randrange(rng, (low + high) // 2, high, 10) + rng.choice((0, 20, 40))
     brands = sorted({p.brand for p in products.values()})
     return Draw(
         category=category,
@@ -127,23 +128,23 @@ def _draw(seed: int) -> Draw:
         approved=tuple(sorted(rng.sample(vendors, 3))),
         quantity=quantity,
         budget=budget,
-        deadline=rng.choice((f"by day {rng.randint(4, 8)}", ANY_DAY)),
+        deadline=rng.choice((f"by day {randint(rng, 4, 8)}", ANY_DAY)),
         brand=rng.choice((rng.choice(brands), ANY_BRAND)),
         color=rng.choice(COLORS),
-        account=Account(rng.choice(BUYERS), f"AD{rng.randint(100, 999)}", rng.choice(CITIES)),
+        account=Account(rng.choice(BUYERS), f"AD{randint(rng, 100, 999)}", rng.choice(CITIES)),
         order=tuple(rng.sample(PREFERENCES, 3)),
         shape=rng.choices(("fits", "conflict", "nothing"), (0.45, 0.43, 0.12))[0],
         hidden={s: rng.random() < 0.6 for s in ("budget", "deadline", "brand")},
         priorities_hidden=rng.random() < 0.6,
         budget_drop=rng.choice((0, 0, 1, 2)) * max(10, budget // 200 * 10),
-        approval_pct=rng.randrange(40, 111, 5),
-        event_times=(rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 3)),
+        approval_pct=randrange(rng, 40, 111, 5),
+        event_times=(randint(rng, 1, 3), randint(rng, 1, 3), randint(rng, 1, 3)),
     )
 
 
 def _fresh(rng: random.Random, prefix: str, taken: Container[str]) -> str:
     while True:
-        key = f"{prefix}{rng.randint(100, 999)}"
+        key = f"{prefix}{randint(rng, 100, 999)}"
         if key not in taken:
             return key
 

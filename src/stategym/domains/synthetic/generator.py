@@ -14,6 +14,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -76,17 +77,17 @@ def draw(spec: Spec, seed: int) -> Draw:
     options: list[Option] = []
     numbers = rng.sample(range(100, 1000), 5 * spec.fanout)
     for source in range(1, spec.fanout + 1):
-        for _ in range(rng.randint(3, 5)):
+        for _ in range(randint(rng, 3, 5)):
             options.append(
                 Option(
                     str(numbers[len(options)]),
                     source,
-                    rng.randrange(150, 900, 10),
+                    randrange(rng, 150, 900, 10),
                     rng.choice(CATEGORIES),
-                    rng.randint(1, 5),
+                    randint(rng, 1, 5),
                     rng.random() < 0.4,
                     rng.random() < 0.4,
-                    rng.randint(1, 5),
+                    randint(rng, 1, 5),
                 )
             )
     return Draw(
@@ -95,16 +96,16 @@ def draw(spec: Spec, seed: int) -> Draw:
         left=f"L-{codes[7]}",
         right=f"G-{codes[8]}",
         merged=f"M-{codes[9]}",
-        route=rng.randint(0, 1),
+        route=randint(rng, 0, 1),
         route_key=f"V-{codes[10]}",
         options=tuple(options),
-        limit=rng.randrange(350, 751, 50),
+        limit=randrange(rng, 350, 751, 50),
         category=rng.choice(CATEGORIES),
-        level=rng.randint(2, 4),
+        level=randint(rng, 2, 4),
         order=tuple(rng.sample(PREFS, 2)),  # type: ignore[arg-type]
         nothing=rng.random() < NOTHING_RATE,
         limit_drop=rng.choice((0, 0, 50, 100)),
-        event_times=(rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)),
+        event_times=(randint(rng, 1, 2), randint(rng, 1, 2), randint(rng, 1, 2)),
         extra=rng.choice(("in the morning", "after lunch", "in the evening")),
     )
 

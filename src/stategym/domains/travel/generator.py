@@ -10,6 +10,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, dominated_decoys, order_matters
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -83,22 +84,22 @@ def generate(seed: int, knobs: Knobs) -> Task:
 def _draw(seed: int) -> Draw:
     rng = random.Random(f"travel:{seed}")
     (home, _, _), (dest, _, event_name) = rng.sample(CITIES, 2)
-    days = tuple(range(FIRST_DAY, FIRST_DAY + rng.randint(3, 5)))
-    tail = rng.randint(1, 2)
+    days = tuple(range(FIRST_DAY, FIRST_DAY + randint(rng, 3, 5)))
+    tail = randint(rng, 1, 2)
     event_days = (days[-tail] if rng.random() < 0.5 else days[0], 0)
     event_days = (event_days[0], event_days[0] + tail - 1)
-    cap = rng.randrange(800, 1301, 50)
-    budget = rng.randrange(550, cap + 1, 50)
+    cap = randrange(rng, 800, 1301, 50)
+    budget = randrange(rng, 550, cap + 1, 50)
     flights: dict[str, Flight] = {}
     carrier = rng.choice(("SG", "NX", "AQ", "LU"))
     for day in days:
-        for depart in sorted(rng.sample(DEPARTURES, rng.randint(2, 4))):
-            number = f"{carrier}{rng.randint(100, 999)}"
+        for depart in sorted(rng.sample(DEPARTURES, randint(rng, 2, 4))):
+            number = f"{carrier}{randint(rng, 100, 999)}"
             while number in flights:
-                number = f"{carrier}{rng.randint(100, 999)}"
-            price = rng.randrange(300, 1400, 10)
+                number = f"{carrier}{randint(rng, 100, 999)}"
+            price = randrange(rng, 300, 1400, 10)
             flights[number] = Flight(
-                number, home, dest, day, depart, price, rng.random() < 0.4, rng.randint(1, 9)
+                number, home, dest, day, depart, price, rng.random() < 0.4, randint(rng, 1, 9)
             )
     return Draw(
         home=home,
@@ -117,7 +118,7 @@ def _draw(seed: int) -> Draw:
         priorities_hidden=rng.random() < 0.6,
         flights=flights,
         budget_drop=rng.choice((0, 0, 50, 100)),
-        event_times=(rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 3)),
+        event_times=(randint(rng, 1, 3), randint(rng, 1, 3), randint(rng, 1, 3)),
     )
 
 
