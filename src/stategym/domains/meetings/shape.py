@@ -10,6 +10,7 @@ killing only ever adds busy time, so one pass in order suffices.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,9 +18,10 @@ from .timegrid import (
     CELL,
     NOON,
     Availability,
+    DayView,
     Scene,
     cells,
-    day_view,
+    merged,
     satisfied,
     span,
     start_windows,
@@ -81,6 +83,17 @@ class Calendars:
             room_busy={k: v for k, v in self.room_busy.items() if k[1] in days},
             time_of_day=self.time_of_day,
             room_feature=self.room_feature,
+        )
+
+    def day_view(self, day: int) -> DayView:
+        """``day_view(self.scene((day,)), day)``, without building the scene (shaping
+        re-reads one day after every busy half hour it adds)."""
+
+        def people(ids: tuple[str, ...]) -> Iterator[Availability]:
+            return (Availability(self.work[p], self.busy.get((p, day), 0)) for p in ids)
+
+        return DayView(
+            day, self.hours, *merged(people(self.required)), *merged(people(self.optional))
         )
 
     def clear(self, key: Key, mask: int, room: bool = False) -> None:
@@ -171,10 +184,12 @@ def kill(cal: Calendars, target: Target, rng: random.Random) -> bool:
     """Break every meeting that meets every preference (``all_prefs``: an optional attendee
     or the room gets taken) or every feasible meeting (``feasible``: someone who must attend
     gets taken). Returns ``False`` if protected plants left no way to break one."""
-    prefs = frozenset(cal.scene().preferences())
+    # a meeting's hits read the scene only for its duration and wishes, which shaping never
+    # changes; the day's masks, which it does change, come fresh from ``cal.day_view``
+    scene = cal.scene()
+    prefs = frozenset(scene.preferences())
     for day in cal.days:
-        scene = cal.scene((day,))
-        view = day_view(scene, day)
+        view = cal.day_view(day)
         for start, mask in start_windows(cal.duration):
             for room, features in cal.rooms:
                 if mask & cal.room_busy.get((room, day), 0):
@@ -186,7 +201,7 @@ def kill(cal: Calendars, target: Target, rng: random.Random) -> bool:
                     continue
                 if not _break(cal, day, room, mask, target, rng):
                     return False
-                view = day_view(cal.scene((day,)), day)
+                view = cal.day_view(day)
     return True
 
 

@@ -204,14 +204,16 @@ class DayView:
     optional_busy: int
 
 
-def day_view(scene: Scene, day: int) -> DayView:
-    def merged(people: tuple[Availability, ...]) -> tuple[int, int]:
-        work, busy = FULL, 0
-        for person in people:
-            work &= person.work
-            busy |= person.busy
-        return work, busy
+def merged(people: Iterable[Availability]) -> tuple[int, int]:
+    """The cells inside everyone's hours, and the cells anyone is busy."""
+    work, busy = FULL, 0
+    for person in people:
+        work &= person.work
+        busy |= person.busy
+    return work, busy
 
+
+def day_view(scene: Scene, day: int) -> DayView:
     required = merged(scene.required.get(day, ()))
     optional = merged(scene.optional.get(day, ()))
     return DayView(day, scene.hours, *required, *optional)
