@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from stategym.domains.draws import below, randint, randrange
+from stategym.kernel.draws import below, randint, randrange
 
 
 def test_draws_match_the_standard_library_bit_for_bit() -> None:

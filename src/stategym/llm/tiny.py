@@ -79,9 +79,8 @@ cost the tiny model most of its context) and Hermes-style calls."""
 class TinyConfig:
     """The recipe's settings. The defaults built in 595 s of CPU time (one thread; loss
     7.00 -> 0.22) on this project's 2-core machine, measured under a load average of 8-14,
-    where it took 66 minutes of wall time; on a quiet machine the wall time is near the CPU
-    time, about 10 minutes (the previous warm-up: 630 s CPU). A progress bar on stderr shows
-    the step, the loss, tokens/s and the time left."""
+    where it took 66 minutes of wall time (on a quiet machine the wall time is near the CPU
+    time). A progress bar on stderr shows the step, the loss, tokens/s and the time left."""
 
     arch: Literal["qwen2", "llama"] = "qwen2"
     """Model architecture."""

@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, order_matters
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Event,

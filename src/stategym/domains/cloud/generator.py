@@ -13,9 +13,9 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, order_matters
 from stategym.kernel.domain import GoldGraph
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Event,

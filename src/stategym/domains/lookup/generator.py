@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from stategym.domains.draws import randint, randrange
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Constraint,

@@ -15,8 +15,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from stategym.domains.draws import randint, randrange
 from stategym.kernel.domain import GoldGraph
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     EventKind,

@@ -14,12 +14,12 @@ import random
 from collections.abc import Container
 from dataclasses import dataclass, replace
 
-from stategym.domains.draws import randint, randrange
 from stategym.generation import (
     apply_sets,
     dominated_decoys,
     order_matters,
 )
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Event,

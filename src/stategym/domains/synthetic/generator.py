@@ -14,8 +14,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Constraint,

@@ -10,8 +10,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from stategym.domains.draws import randint, randrange
 from stategym.generation import apply_sets, dominated_decoys, order_matters
+from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Constraint,
