@@ -38,6 +38,7 @@ tau2-bench's evaluator takes about 0.7 s per trajectory (about 1.4 trajectories/
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -207,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     items = pool(domains, seeds)
     lines = [dumps(item.trajectory) for item in items]
+    # The pool is the benchmark's own data, which a real scoring run (streaming its log) never
+    # holds: out of the collector's generations, full collections stop walking it, while
+    # the garbage collector stays on for everything scoring allocates.
+    gc.freeze()
     from stategym.kernel.env import outcome_reward
 
     spreads = {
