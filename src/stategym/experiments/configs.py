@@ -201,8 +201,15 @@ E1: dict[Budget, E1Config] = {
 }
 E4: dict[Budget, E4Config] = {
     "smoke": E4Config("smoke", _SMOKE, episodes=2, credits=("outcome", "dense"), resamples=200),
-    # not measured: 3 credits x 3 seeds = 9 GRPO runs; sized by E2's costs
-    "quick": E4Config("quick", Recipe(sft_steps=80, iterations=6, tasks=2), episodes=8),
-    "standard": E4Config("standard", Recipe(sft_steps=120, iterations=12), episodes=16),
-    "full": E4Config("full", Recipe(sft_steps=160, iterations=48, width=128), episodes=64),
+    # 2,048 tokens of context: an expert episode of synth:chain2+fanout3 is about 1,550 tokens
+    # with the 400-id tokenizer, and a 1,024-token context cut every demonstration to its first
+    # ~8 policy tokens (measured: 64 loss tokens per SFT step of 8; the policy never called a
+    # tool, 0 rounds in every arm)
+    "quick": E4Config("quick", Recipe(sft_steps=80, iterations=6, tasks=2, max_length=2048), 8),
+    "standard": E4Config(
+        "standard", Recipe(sft_steps=120, iterations=12, max_length=2048), episodes=16
+    ),
+    "full": E4Config(
+        "full", Recipe(sft_steps=160, iterations=48, width=128, max_length=2048), episodes=64
+    ),
 }
