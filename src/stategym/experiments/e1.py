@@ -36,12 +36,9 @@ from stategym.experiments.configs import E1Config
 from stategym.experiments.intervals import interval, replicate_weights, weighted_means
 from stategym.experiments.output import (
     PLOTS,
-    RAW,
-    RESULTS,
-    TABLE,
     config_json,
     estimate_json,
-    write_json,
+    write_run,
 )
 from stategym.experiments.plots import training_curves
 from stategym.kernel.knobs import Knobs
@@ -182,9 +179,7 @@ def write(result: E1Result, out: Path, cpu_seconds: float) -> list[Path]:
         "columns": list(PER_TASK),
         "values": result.values,
     }
-    written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
-    (out / TABLE).write_text(markdown(grids(result)))
-    return [*written, out / TABLE, *_plots(result, out / PLOTS)]
+    return [*write_run(out, results, raw, markdown(grids(result))), *_plots(result, out / PLOTS)]
 
 
 def _plots(result: E1Result, folder: Path) -> list[Path]:

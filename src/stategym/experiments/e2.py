@@ -35,12 +35,9 @@ from stategym.experiments.configs import E2Config
 from stategym.experiments.intervals import ratio, replicate_weights
 from stategym.experiments.output import (
     PLOTS,
-    RAW,
-    RESULTS,
-    TABLE,
     config_json,
     estimate_json,
-    write_json,
+    write_run,
 )
 from stategym.experiments.plots import band_bars, training_curves
 from stategym.metrics.aggregate import Estimate
@@ -242,9 +239,7 @@ def write(result: E2Result, out: Path, cpu_seconds: float) -> list[Path]:
         "columns": list(PER_TASK),
         "values": result.values,
     }
-    written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
-    (out / TABLE).write_text(markdown(grids(result)))
-    return [*written, out / TABLE, *_plots(result, out / PLOTS)]
+    return [*write_run(out, results, raw, markdown(grids(result))), *_plots(result, out / PLOTS)]
 
 
 def _ends(seeds: range) -> list[int]:

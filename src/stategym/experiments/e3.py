@@ -27,12 +27,9 @@ from stategym.experiments.configs import E3Config
 from stategym.experiments.intervals import interval, replicate_weights
 from stategym.experiments.output import (
     PLOTS,
-    RAW,
-    RESULTS,
-    TABLE,
     config_json,
     estimate_json,
-    write_json,
+    write_run,
 )
 from stategym.experiments.plots import band_bars, score_vs_distance
 from stategym.metrics import score
@@ -301,9 +298,7 @@ def write(result: E3Result, out: Path, cpu_seconds: float) -> list[Path]:
         "measures": list(MEASURES),
         "agents": {agent: r.values for agent, r in arms.items()},
     }
-    written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
-    (out / TABLE).write_text(markdown(grids(result)))
-    return [*written, out / TABLE, *_plots(result, out / PLOTS)]
+    return [*write_run(out, results, raw, markdown(grids(result))), *_plots(result, out / PLOTS)]
 
 
 def _plots(result: E3Result, folder: Path) -> list[Path]:

@@ -33,12 +33,9 @@ from stategym.experiments.configs import E4Config
 from stategym.experiments.intervals import ratio, replicate_weights
 from stategym.experiments.output import (
     PLOTS,
-    RAW,
-    RESULTS,
-    TABLE,
     config_json,
     estimate_json,
-    write_json,
+    write_run,
 )
 from stategym.experiments.plots import training_curves
 from stategym.kernel.knobs import Knobs
@@ -156,8 +153,7 @@ def write(result: E4Result, out: Path, cpu_seconds: float) -> list[Path]:
         "columns": list(PER_TASK),
         "values": result.values,
     }
-    written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
-    (out / TABLE).write_text(markdown(grids(result)))
+    written = write_run(out, results, raw, markdown(grids(result)))
     panels: dict[str, dict[str, list[list[float]]]] = {
         measure: {
             str(credit): [
@@ -170,7 +166,7 @@ def write(result: E4Result, out: Path, cpu_seconds: float) -> list[Path]:
     }
     title = f"E4 ({result.config.budget})"
     plots = training_curves(panels, out / PLOTS / "curves", title)
-    return [*written, out / TABLE, *plots]
+    return [*written, *plots]
 
 
 __all__ = ["COLUMNS", "CURVES", "PER_TASK", "E4Result", "estimate", "grids", "run", "write"]

@@ -50,3 +50,12 @@ def write_json(path: Path, data: Mapping[str, Any]) -> Path:
     """Write ``data`` as indented JSON (NumPy arrays and scalars allowed)."""
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
     return path
+
+
+def write_run(
+    out: Path, results: Mapping[str, Any], raw: Mapping[str, Any], table: str
+) -> list[Path]:
+    """Write an experiment's ``results.json``, ``raw.json`` and Markdown table into ``out``;
+    returns their paths (the plots are each experiment's own)."""
+    (out / TABLE).write_text(table)
+    return [write_json(out / RESULTS, results), write_json(out / RAW, raw), out / TABLE]
