@@ -91,3 +91,36 @@ def test_a_run_directory_refuses_other_settings(sft_run: Path) -> None:
     config.pop("kind")
     with pytest.raises(UsageError, match="other settings"):
         train(SFTConfig(**{**config, "lr": 0.5}))
+
+
+def test_a_right_padded_batch_scores_each_sample_as_it_alone(sft_run: Path) -> None:
+    """The training forward passes no attention mask for right padding (the causal mask
+    keeps padding out); each row's real tokens must get the log-probabilities the sample
+    gets alone, and a left-padded batch (mask and position ids) the same again."""
+    import torch
+
+    from stategym.train.batching import Sample, collate
+    from stategym.train.policy import Policy
+
+    policy = Policy.load(sft_run / "model")
+    generator = torch.Generator().manual_seed(0)
+    lengths = (37, 5, 90, 61)
+    samples = [
+        Sample(
+            ids=tuple(torch.randint(3, 300, (n,), generator=generator).tolist()),
+            loss_mask=(True,) * n,
+            advantages=(0.0,) * n,
+            logprobs=(0.0,) * n,
+        )
+        for n in lengths
+    ]
+    with torch.no_grad():
+        right, _ = policy.forward(collate(samples, pad_id=policy.pad_id))
+        left, _ = policy.forward(collate(samples, side="left", pad_id=policy.pad_id))
+        for i, (sample, n) in enumerate(zip(samples, lengths, strict=True)):
+            alone, _ = policy.forward(collate([sample], pad_id=policy.pad_id))
+            torch.testing.assert_close(right[i, :n], alone[0], atol=1e-5, rtol=1e-5)
+            # position 0 of a sample has no prediction (0); a left-padded row's first real
+            # column holds the padding's prediction of it instead, so it is left out
+            start = left.shape[1] - n + 1
+            torch.testing.assert_close(left[i, start:], alone[0, 1:], atol=1e-5, rtol=1e-5)

