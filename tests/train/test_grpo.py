@@ -66,7 +66,7 @@ def test_a_run_logs_every_metric_and_resumes_bit_for_bit(sft_run: Path, tmp_path
     steps = [m for m in lines(whole) if "eval" not in m]
     assert [m["iteration"] for m in steps] == [1, 2]
     wanted = "goal_rate composite ask_rate parallel_rate harm_rate lost lucky_rate rounds"
-    for key in (*wanted.split(), "critical_path", "entropy", "kl", "tokens_per_s"):
+    for key in (*wanted.split(), "critical_path", "entropy", "kl", "tokens_per_s", "batch_tokens"):
         assert key in steps[0], key
     assert abs(sum(steps[0]["share"].values()) - 1) < 0.05
     losses = [[m["loss"] for m in lines(run) if "loss" in m] for run in (whole, again, resumed)]

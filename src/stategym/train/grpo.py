@@ -256,6 +256,7 @@ def iterate(
     line["reward"] = line.get("goal_rate" if config.credit == "outcome" else "composite", 0.0)
     line["seconds"] = round(total, 4)
     line["tokens_per_s"] = round(timing.tokens / timing.generation, 1) if timing.generation else 0.0
+    line["batch_tokens"] = sum(len(s.ids) for s in samples)  # what the updates ran over
     line["share"] = {
         "generation": round(timing.generation / total, 4),
         "environment": round(timing.environment / total, 4),
