@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--family", default="ask-or-act", help="task family ('' : travel)")
     parser.add_argument("--sft", default="", help="reuse this SFT run instead of training one")
     parser.add_argument("--credit", default="gigpo")
+    parser.add_argument("--share-prefix", action="store_true", help="GRPO's share_prefix on")
     parser.add_argument("--quick", action="store_true", help="30 SFT steps, 3 iterations of 4 x 4")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
@@ -96,13 +97,16 @@ def main() -> None:
     print(f"SFT: {tokens / seconds:,.0f} tokens/s ({tokens:,} tokens in {seconds:.1f} s)")
     run = grpo(GRPOConfig(out=str(root / "grpo"), init=str(sft_run), credit=args.credit,
                           tasks=args.tasks, group=args.group, minibatch=16,
-                          iterations=args.iterations, **common))  # fmt: skip
+                          iterations=args.iterations, share_prefix=args.share_prefix,
+                          **common))  # fmt: skip
     episodes = args.tasks * args.group
     lines = iterations(run)
     for line in lines:
         share = ", ".join(f"{k} {v:.0%}" for k, v in line["share"].items())
         rate = f"generation {line['tokens_per_s']:,.0f} tokens/s"
         size = f", {line['batch_tokens']:,} tokens" if "batch_tokens" in line else ""
+        if "shared_tokens" in line:
+            size += f" ({line['shared_tokens']:,} row-tokens spared by the shared prefix)"
         took = f"{line['seconds']:.2f} s"
         print(f"GRPO iteration {line['iteration']}: {episodes} episodes{size} in {took}")
         print(f"  {share}; {rate}")

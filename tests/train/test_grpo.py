@@ -85,3 +85,17 @@ def test_a_checkpoint_plays_as_hf_path_in_eval(sft_run: Path, tmp_path: Path) ->
                    "--max-tokens", "16", "--resamples", "10", "--out", str(out)])  # fmt: skip
     assert status == 0
     assert (out / "scorecard.json").is_file()
+
+
+def test_sharing_the_prefix_changes_a_step_only_by_rounding(sft_run: Path, tmp_path: Path) -> None:
+    """One iteration with and without ``share_prefix``: the same episodes (generation does
+    not use it) and the same loss parts up to float rounding."""
+    plain, shared = (
+        lines(train(small(sft_run, tmp_path / name, iterations=1, share_prefix=share)))[0]
+        for name, share in (("plain", False), ("shared", True))
+    )
+    assert shared["shared_tokens"] > 0 and "shared_tokens" not in plain  # it did share
+    for key in ("rounds", "composite", "goal_rate", "batch_tokens"):
+        assert shared[key] == plain[key], key
+    for key in ("loss", "policy_loss", "kl", "entropy"):
+        assert shared[key] == pytest.approx(plain[key], abs=1e-4), key

@@ -124,3 +124,58 @@ def test_a_right_padded_batch_scores_each_sample_as_it_alone(sft_run: Path) -> N
             # column holds the padding's prediction of it instead, so it is left out
             start = left.shape[1] - n + 1
             torch.testing.assert_close(left[i, start:], alone[0, 1:], atol=1e-5, rtol=1e-5)
+
+
+def _with_head(head: int, tails: tuple[int, ...], seed: int = 0) -> list:
+    """Samples that all begin with the same ``head`` random ids, then their own tails."""
+    import torch
+
+    from stategym.train.batching import Sample
+
+    generator = torch.Generator().manual_seed(seed)
+    common = torch.randint(3, 300, (head,), generator=generator).tolist()
+    samples = []
+    for n in tails:
+        ids = tuple(common + torch.randint(3, 300, (n,), generator=generator).tolist())
+        samples.append(Sample(ids, (True,) * len(ids), (0.0,) * len(ids), (0.0,) * len(ids)))
+    return samples
+
+
+def test_the_shared_prefix_is_what_every_row_begins_with_capped_per_row() -> None:
+    from stategym.train.batching import collate
+    from stategym.train.policy import MIN_SHARED, shared_prefix
+
+    assert shared_prefix(collate(_with_head(40, (5, 9, 2)))) == 40
+    # the shortest row (40 + 0 tokens) keeps one token after the prefix
+    assert shared_prefix(collate(_with_head(40, (5, 0, 2)))) == 39
+    assert shared_prefix(collate(_with_head(40, (5,)))) == 0  # one row: nothing to share
+    assert shared_prefix(collate(_with_head(MIN_SHARED - 1, (5, 9)))) == 0
+    # rows that differ at the first token share nothing
+    assert shared_prefix(collate(_with_head(0, (30, 30)))) == 0
+
+
+def test_a_shared_prefix_forward_equals_the_plain_one_with_its_gradients(sft_run: Path) -> None:
+    """Logits and gradients of the prefix-once forward match the plain forward's (the
+    prefix's gradient sums over every row), entropies too, on rows of unequal length."""
+    import torch
+
+    from stategym.train.batching import collate
+    from stategym.train.policy import Policy, shared_prefix
+
+    policy = Policy.load(sft_run / "model")
+    batch = collate(_with_head(120, (40, 3, 77, 1, 60)), pad_id=policy.pad_id)
+    assert shared_prefix(batch) == 120
+    results = []
+    for share in (False, True):
+        policy.share_prefix = share
+        policy.model.zero_grad(set_to_none=True)
+        logp, entropy = policy.forward(batch, entropy=True)
+        real = batch.attention
+        (logp[real].sum() + 0.1 * entropy[real].sum()).backward()
+        grads = [p.grad.detach().clone() for p in policy.model.parameters()]
+        results.append((logp.detach()[real], entropy.detach()[real], grads))
+    (plain_lp, plain_h, plain_g), (shared_lp, shared_h, shared_g) = results
+    torch.testing.assert_close(shared_lp, plain_lp, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(shared_h, plain_h, atol=1e-4, rtol=1e-4)
+    for shared, plain in zip(shared_g, plain_g, strict=True):
+        torch.testing.assert_close(shared, plain, atol=1e-4, rtol=1e-3)  # sums reordered

@@ -119,7 +119,7 @@ class Engine:
         self._sessions: OrderedDict[Hashable, _Session] = OrderedDict()
         forward = inspect.signature(model.forward).parameters
         # transformers renamed ``past_key_values`` to ``cache`` (5.x); take either.
-        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
         self._last_only = "logits_to_keep" in forward
         self.fed_tokens = 0
         """Prompt tokens fed so far (a measure of what the kept caches saved)."""
@@ -174,7 +174,7 @@ class Engine:
         return _Row(request, session, keep, request.prompt[keep:])
 
     def _forward(self, batch: _Batch, ids: Any, positions: Any, width: int) -> Any:
-        options: dict[str, Any] = {self._cache_arg: batch.cache}
+        options: dict[str, Any] = {self.cache_arg: batch.cache}
         if self._last_only:
             options["logits_to_keep"] = 1  # only the last column's logits are read
         out = self.model(

@@ -57,6 +57,8 @@ class Common:
     """Weights' dtype (bfloat16 on a GPU)."""
     threads: int = 1
     """Torch CPU threads (one thread is the deterministic setting)."""
+    share_prefix: bool = False
+    """Run the tokens every row of a training batch begins with once (the system prompt)."""
     eval_every: int = 0
     """Held-out evaluation every this many iterations (0: only at the end)."""
     eval_episodes: int = 8

@@ -242,6 +242,7 @@ def iterate(
     scoring = (scored - scoring) + (time.perf_counter() - advantaged)
     backward = time.perf_counter()
     teachers = [bool(r.member.teacher) for r in rollouts]
+    spared = policy.shared_tokens
     parts = update(policy, reference, optimiser, samples, config, iteration, teachers)
     backward = time.perf_counter() - backward
     total = time.perf_counter() - started
@@ -257,6 +258,8 @@ def iterate(
     line["seconds"] = round(total, 4)
     line["tokens_per_s"] = round(timing.tokens / timing.generation, 1) if timing.generation else 0.0
     line["batch_tokens"] = sum(len(s.ids) for s in samples)  # what the updates ran over
+    if config.share_prefix:  # row-tokens the policy's forwards did not compute again
+        line["shared_tokens"] = policy.shared_tokens - spared
     line["share"] = {
         "generation": round(timing.generation / total, 4),
         "environment": round(timing.environment / total, 4),
@@ -278,6 +281,7 @@ def train(config: GRPOConfig) -> Path:
     resume = checkpoint.latest(run)
     source = checkpoint.model_source(config.init) if resume is None else str(resume)
     policy = Policy.load(source, device=config.device, dtype=config.dtype)
+    policy.share_prefix = config.share_prefix
     start = 0 if resume is None else checkpoint.iteration_of(resume)
     runlog.truncate_metrics(run, start, config.eval_every)
     reference = None
@@ -286,6 +290,7 @@ def train(config: GRPOConfig) -> Path:
             checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
         )
         reference.model.requires_grad_(False)
+        reference.share_prefix = config.share_prefix
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
         checkpoint.restore_optimiser(resume, optimiser)

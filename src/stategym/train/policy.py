@@ -70,6 +70,12 @@ class Policy:
         self.pad_id = int(pad if pad is not None else (eos or 0))
         self.engine = Engine(self.model, self.stops, self.pad_id)
         """Batched decoding, each episode's cache kept across its turns."""
+        self.share_prefix = False
+        """Training forwards compute the tokens every row of a batch begins with once
+        (:func:`shared_prefix`); off by default, since the logits then differ from the
+        plain forward's in the last bits."""
+        self.shared_tokens = 0
+        """Row-tokens the shared prefix spared so far (``shared x (rows - 1)`` a forward)."""
 
     @classmethod
     def load(cls, source: str | Path, *, device: str = "cpu", dtype: str = "float32") -> Policy:
@@ -98,6 +104,9 @@ class Policy:
         from stategym.train.losses import token_entropy, token_logprobs
 
         ids = batch.ids.to(self.device)
+        shared = shared_prefix(batch) if self.share_prefix and batch.side == "right" else 0
+        if shared:
+            return self._prefixed(ids, shared, entropy)
         if batch.side == "right":
             # Every real token comes before its row's padding, so the causal mask alone keeps
             # padding out of every real token's attention: with no mask, SDPA takes its fused
@@ -112,6 +121,38 @@ class Policy:
             ).logits
         logp = token_logprobs(logits, ids)
         return logp, (token_entropy(logits) if entropy else None)
+
+    def _prefixed(self, ids: Any, shared: int, entropy: bool) -> tuple[Any, Any]:
+        """:meth:`forward` of a right-padded batch whose rows all begin with the same
+        ``shared`` tokens: those run once, as one row, and every row continues from their
+        keys and values; the prefix's log-probabilities (and entropies) are computed once
+        and expanded. Gradients reach the prefix through every row (expanding sums them),
+        so a step equals the plain forward's up to rounding."""
+        import torch
+
+        from stategym.train.losses import token_entropy, token_logprobs
+
+        rows = ids.shape[0]
+        self.shared_tokens += shared * (rows - 1)
+        head = self.model(input_ids=ids[:1, :shared], use_cache=True)
+        cache = head.cache if self.engine.cache_arg == "cache" else head.past_key_values
+        for layer in cache.layers:
+            layer.keys = layer.keys.expand(rows, -1, -1, -1)
+            layer.values = layer.values.expand(rows, -1, -1, -1)
+        options = {self.engine.cache_arg: cache}
+        tail = self.model(input_ids=ids[:, shared:], use_cache=True, **options).logits
+        # the prefix's last position predicts each row's first tail token
+        joined = torch.cat([head.logits[:, -1:].expand(rows, -1, -1), tail], dim=1)
+        edge = ids[:, shared - 1 :]
+
+        def glue(before: Any, after: Any) -> Any:
+            return torch.cat([before.expand(rows, -1), after[:, 1:]], dim=1)
+
+        logp = glue(token_logprobs(head.logits, ids[:1, :shared]), token_logprobs(joined, edge))
+        if not entropy:
+            return logp, None
+        spread = glue(token_entropy(head.logits), token_entropy(joined))
+        return logp, spread
 
     def generate(
         self,
@@ -141,6 +182,29 @@ class Policy:
         ]
         decoded = self.engine.run(requests, lambda logits: _sample(logits, temperature, generator))
         return [Generated(d.ids, d.logprobs, d.stopped) for d in decoded]
+
+
+MIN_SHARED = 16
+"""The fewest common tokens worth a separate prefix pass."""
+
+
+def shared_prefix(batch: Batch) -> int:
+    """How many leading tokens every row of a right-padded batch has in common, capped so
+    that every row keeps at least one token after them (0 when under :data:`MIN_SHARED`
+    or with one row).
+
+    A batch of one family's episodes shares the system prompt (tools and rules: about 670
+    of an ``ask-or-act`` episode's ~1,000 tokens), so the training forward computes it once
+    for the batch instead of once per row.
+    """
+    rows, width = batch.ids.shape
+    if rows < 2 or width == 0:
+        return 0
+    same = (batch.ids == batch.ids[:1]).all(dim=0)
+    differs = (~same).nonzero()
+    common = int(differs[0, 0]) if len(differs) else width
+    common = min(common, int(batch.lengths.min()) - 1)
+    return common if common >= MIN_SHARED else 0
 
 
 def _quiet() -> None:

@@ -73,6 +73,7 @@ def train(config: SFTConfig) -> Path:
         policy, start = make_policy(config, episodes), 0
         runlog.truncate_metrics(run, 0)
     policy.model.to(config.device)
+    policy.share_prefix = config.share_prefix
     policy.device = config.device
     samples = data.sequences(episodes, policy.chat, config.rendering, config.max_length)
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
