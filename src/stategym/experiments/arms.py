@@ -51,6 +51,8 @@ class Recipe:
         lr: GRPO learning rate.
         max_tokens: most tokens per round.
         max_length: most tokens per episode.
+        share_prefix: training forwards run the batch's common prefix once (equal up to
+            rounding; ``stategym.train.policy.shared_prefix``).
     """
 
     sft_steps: int
@@ -65,6 +67,7 @@ class Recipe:
     lr: float = 3e-3
     max_tokens: int = 24
     max_length: int = 1024
+    share_prefix: bool = False
 
 
 def first_seed(seed: int) -> int:
@@ -78,7 +81,7 @@ def _common(recipe: Recipe, out: Path, seed: int, where: dict[str, str]) -> dict
     return {
         "out": str(out), "seed": seed, "max_tokens": recipe.max_tokens,
         "max_length": recipe.max_length, "eval_episodes": 1, "save_every": 1000,
-        "progress": False, "threads": 1, **where,
+        "progress": False, "threads": 1, "share_prefix": recipe.share_prefix, **where,
     }  # fmt: skip
 
 
