@@ -113,3 +113,62 @@ def test_a_fine_tuned_arm_is_reproduced_bit_for_bit(run_dir: Path, tmp_path: Pat
     trained = e3_finetune.train_arm(config, 0, n, tmp_path, knobs)
     _, values = e3_finetune.play_block(trained, config, cells, 0, knobs)
     assert np.array_equal(np.asarray(values), np.asarray(raw["agents"][f"sft-n{n}"][0]))
+
+
+def test_the_k_shot_arm_plays_each_llm_agent_with_k_demonstrations(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An LLM agent (here a stand-in: the expert behind an ``x:y`` spec, recording what it
+    is given) plays every cell once per ``k``; k expert demonstrations reach it for k > 0,
+    none for k = 0; each ``k`` is its own row, summarised from its own reports."""
+    from dataclasses import replace
+
+    from stategym.agents import scripted
+    from stategym.experiments import e3
+    from stategym.topology import generalisation
+
+    given: list[dict[str, Any]] = []
+    real = generalisation.resolve
+
+    def stand_in(domain: Any, agent: str, **options: Any) -> Any:
+        if agent != "stand-in:llm":
+            return real(domain, agent, **options)
+        given.append(options)
+        return scripted(domain, "expert")
+
+    monkeypatch.setattr(generalisation, "resolve", stand_in)
+    config = replace(
+        E3["smoke"], agents=("serial",), finetune=(), llm_agents=("stand-in:llm",), shots=(0, 2),
+        llm_options=(("temperature", 0.0),),
+    )  # fmt: skip
+    result = e3.run(config, (0,))
+    rows = ["serial", e3.shot_name("stand-in:llm", 0), e3.shot_name("stand-in:llm", 2)]
+    assert list(result.agents) == rows
+    demonstrations = [o.get("demonstrations", "") for o in given]
+    assert all(o["temperature"] == 0.0 for o in given)
+    assert "" in demonstrations and any(demonstrations)  # k = 0 gets none, k = 2 gets some
+    for k in (0, 2):
+        mine = result.agents[e3.shot_name("stand-in:llm", k)]
+        assert [r["config"]["shots"] for r in mine.reports] == [[k]]
+        for band in mine.bands.values():  # the stand-in is the expert: perfect everywhere
+            assert band["success"].mean == 1.0
+    e3.write(result, tmp_path, 0.0)
+    written = orjson.loads((tmp_path / "results.json").read_bytes())
+    assert written["not_run"] == [] and list(written["agents"]) == rows
+    assert K_SHOT not in (tmp_path / "table.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "said"),
+    [
+        ("e3", ["--llm-agent", "expert"], "(openai:MODEL, hf:PATH), not 'expert'"),
+        ("e3", ["--shots", "0,1"], "--shots needs an LLM agent"),
+        ("e1", ["--llm-agent", "openai:m"], "belong to e3's k-shot arm"),
+    ],
+    ids=["scripted-spec", "shots-without-agent", "other-experiment"],
+)
+def test_k_shot_options_are_refused_where_they_do_not_apply(
+    name: str, extra: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["experiment", name, "--smoke", *extra]) == 2
+    assert said in capsys.readouterr().err

@@ -4,6 +4,7 @@ Examples::
 
     stategym experiment e0 --quick --seeds 0,1,2 --out runs/e0
     stategym experiment e3 --smoke --seeds 0 --out runs/e3-smoke
+    stategym experiment e3 --llm-agent openai:MODEL --base-url URL --shots 0,1,3,8
 
 One budget flag picks the configuration (:mod:`stategym.experiments.configs`): ``--smoke``
 (seconds, proves every file is written; never quote its numbers), ``--quick`` (the default,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 NAME = "experiment"
 HELP = "Run an experiment of the project's claims (e0-e4): tables, intervals and plots."
@@ -68,6 +70,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also write OUT/report.html (stategym report of this run)",
     )
+    kshot = parser.add_argument_group("e3's k-shot arm (LLM agents)")
+    kshot.add_argument(
+        "--llm-agent",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an LLM agent (openai:MODEL, hf:PATH) played with k demonstrations; repeatable",
+    )
+    kshot.add_argument(
+        "--shots",
+        type=options.whole_numbers,
+        default=None,
+        help="comma-separated demonstration counts (default: 0,1,3,8)",
+    )
+    kshot.add_argument("--base-url", default=None, help="the openai: agents' endpoint")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -80,6 +97,20 @@ def main(args: argparse.Namespace) -> int:
 
     if args.name in NEEDS_TRAINING:
         raise UsageError(NEEDS_TRAINING[args.name])
+    kshot = {"llm_agents": tuple(args.llm_agent)}
+    if args.shots is not None:
+        kshot["shots"] = tuple(args.shots)
+    if args.base_url is not None:
+        kshot["llm_options"] = (("base_url", args.base_url),)
+    if args.name != "e3" and (args.llm_agent or args.shots is not None or args.base_url):
+        raise UsageError("--llm-agent, --shots and --base-url belong to e3's k-shot arm")
+    if args.shots is not None and not args.llm_agent:
+        raise UsageError("--shots needs an LLM agent (--llm-agent openai:MODEL)")
+    for spec in args.llm_agent:
+        if ":" not in spec:
+            raise UsageError(
+                f"--llm-agent takes an LLM agent (openai:MODEL, hf:PATH), not {spec!r}"
+            )
     try:
         import matplotlib  # noqa: F401
         import scipy  # noqa: F401
@@ -91,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
     console = Console()
     start = time.process_time()
     with console.status(f"{args.name} ({args.budget}): playing"):
-        written = _run(args.name, args.budget, args.seeds, out, start)
+        written = _run(args.name, args.budget, args.seeds, out, start, kshot)
     console.print(f"{args.name}: CPU {time.process_time() - start:.1f} s; wrote {out}")
     for path in written:
         console.print(f"  {path}")
@@ -102,8 +133,16 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float) -> list[Path]:
+def _run(
+    name: str,
+    budget: str,
+    seeds: tuple[int, ...],
+    out: Path,
+    start: float,
+    kshot: dict[str, Any] | None = None,
+) -> list[Path]:
     import time
+    from dataclasses import replace
     from typing import cast
 
     from stategym.experiments.configs import Budget
@@ -136,5 +175,5 @@ def _run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float
     from stategym.experiments import e3, e3_finetune
     from stategym.experiments.configs import E3
 
-    run = e3_finetune.run(E3[level], seeds, out)
+    run = e3_finetune.run(replace(E3[level], **(kshot or {})), seeds, out)
     return e3.write(run, out, time.process_time() - start)

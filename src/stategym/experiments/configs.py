@@ -10,7 +10,7 @@ budget (:class:`~stategym.experiments.arms.Recipe`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from stategym.agents import agent_names
 from stategym.experiments.arms import Recipe
@@ -78,6 +78,11 @@ class E3Config:
         finetune: the fine-tuning arm's demonstration counts ``n`` (empty: no such arm).
         per_band: cells kept per distance band, the first of each in the protocol's order
             (0: every cell; the smoke keeps one so that CI plays few cells).
+        llm_agents: LLM agents of the k-shot arm (``openai:MODEL``, ``hf:PATH``; empty:
+            the arm is not run), each played with every ``shots`` count of expert
+            demonstrations of the training topology in context.
+        shots: the k-shot arm's demonstration counts.
+        llm_options: the LLM agents' options (``base_url``, ``temperature`` ...), as pairs.
     """
 
     budget: Budget
@@ -90,6 +95,9 @@ class E3Config:
     recipe: Recipe = FINETUNE
     finetune: tuple[int, ...] = (8, 32, 128)
     per_band: int = 0
+    llm_agents: tuple[str, ...] = ()
+    shots: tuple[int, ...] = (0, 1, 3, 8)
+    llm_options: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

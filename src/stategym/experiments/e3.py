@@ -10,7 +10,11 @@ and the per-dimension gaps (in-distribution minus each band, from the same repor
 blocks). This module plays the zero-shot arm (scripted agents) and holds the summaries and
 files every arm shares; :mod:`stategym.experiments.e3_finetune` adds the n-episode
 fine-tuning arm (the tiny model after SFT on n expert episodes), summarised the same way.
-Scripted agents have no in-context learning, so the k-shot arm (:data:`K_SHOT`) is not run.
+The k-shot arm plays each LLM agent of ``config.llm_agents`` (``openai:MODEL``, ``hf:PATH``)
+with ``k`` expert demonstrations of the training topology in context for every ``k`` of
+``config.shots``, one row per agent and ``k`` (``stategym experiment e3 --llm-agent SPEC``);
+scripted agents have no in-context learning, so without an LLM agent it is not run
+(:data:`K_SHOT`).
 """
 
 from __future__ import annotations
@@ -45,10 +49,15 @@ MEASURES = ("success", "composite")
 GAP_MEASURES = ("success", "composite", *(str(d) for d in LABELS))
 """The measures whose in-distribution-minus-band gap is summarised (R's dimensions by name)."""
 K_SHOT = (
-    "e3's k-shot arm needs an LLM agent (stategym protocol --agents openai:MODEL --shots "
-    "0,1,3,8); scripted agents and the tiny fine-tuned policies are played zero-shot"
+    "e3's k-shot arm needs an LLM agent (stategym experiment e3 --llm-agent openai:MODEL "
+    "--base-url URL); scripted agents and the tiny fine-tuned policies are played zero-shot"
 )
-"""The note E3 writes about the arm it leaves out."""
+"""The note E3 writes about the arm it leaves out when no LLM agent is given."""
+
+
+def shot_name(agent: str, k: int) -> str:
+    """The k-shot arm's row: ``openai:gpt-x 3-shot``."""
+    return f"{agent} {k}-shot"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +105,11 @@ def first_seed(config: E3Config, block: int) -> int:
     return EVAL_SEED + block * config.episodes
 
 
-def play(config: E3Config, agent: str, cells: Sequence[Cell], seeds: Sequence[int]) -> Any:
-    """``(values (seeds, cells*episodes, MEASURES), reports)`` of one agent."""
+def play(
+    config: E3Config, agent: str, cells: Sequence[Cell], seeds: Sequence[int], shots: int = 0
+) -> Any:
+    """``(values (seeds, cells*episodes, MEASURES), reports)`` of one agent, with ``shots``
+    expert demonstrations in context (an LLM agent only; its ``config.llm_options``)."""
     values, reports = [], []
     order = {(c.domain, str(c.split)): i for i, c in enumerate(cells)}
     for block in seeds:
@@ -108,6 +120,8 @@ def play(config: E3Config, agent: str, cells: Sequence[Cell], seeds: Sequence[in
             seed=first_seed(config, block),
             probes=config.probes,
             compositions=config.compositions,
+            shots=(shots,),
+            options=dict(config.llm_options) if ":" in agent else {},
         )
         run = run_protocol(protocol, cells)
         reports.append(build_report(run))
@@ -123,24 +137,26 @@ def _over_seeds(reports: Sequence[dict[str, Any]], pick: Any, resamples: int) ->
     return bootstrap(found, resamples=resamples, seed=0)
 
 
-def _attraction(report: dict[str, Any]) -> float | None:
-    bands = report["bands"].get("0", {})
+def _attraction(report: dict[str, Any], shot: str = "0") -> float | None:
+    bands = report["bands"].get(shot, {})
     shares = [b["attraction"] for b in bands.values() if "attraction" in b]
     return float(np.mean(shares)) if shares else None
 
 
-def _gap(report: dict[str, Any], band: str, measure: str) -> float | None:
-    value = report["gaps"].get("0", {}).get(f"band:{band}", {}).get(measure)
+def _gap(report: dict[str, Any], band: str, measure: str, shot: str = "0") -> float | None:
+    value = report["gaps"].get(shot, {}).get(f"band:{band}", {}).get(measure)
     return None if value is None else float(value)
 
 
-def _gaps(reports: Sequence[dict[str, Any]], resamples: int) -> dict[str, dict[str, Estimate]]:
+def _gaps(
+    reports: Sequence[dict[str, Any]], resamples: int, shot: str = "0"
+) -> dict[str, dict[str, Estimate]]:
     out: dict[str, dict[str, Estimate]] = {}
     # the same band is in distribution: its gap is not a generalisation gap
     for band in (str(b) for b in Band if b is not Band.SAME):
         per = {}
         for measure in GAP_MEASURES:
-            found = [v for v in (_gap(r, band, measure) for r in reports) if v is not None]
+            found = [v for v in (_gap(r, band, measure, shot) for r in reports) if v is not None]
             if found:
                 per[measure] = bootstrap(found, resamples=resamples, seed=0)
         if per:
@@ -149,9 +165,15 @@ def _gaps(reports: Sequence[dict[str, Any]], resamples: int) -> dict[str, dict[s
 
 
 def summarise(
-    config: E3Config, cells: Sequence[Cell], values: NDArray, reports: tuple[dict[str, Any], ...]
+    config: E3Config,
+    cells: Sequence[Cell],
+    values: NDArray,
+    reports: tuple[dict[str, Any], ...],
+    shots: int = 0,
 ) -> AgentResult:
-    """The bands, slope, collapse and attraction of one agent's episodes."""
+    """The bands, slope, collapse and attraction of one agent's episodes (played with
+    ``shots`` demonstrations: the reports keep each ``k`` apart)."""
+    shot = str(shots)
     seeds, episodes, _ = values.shape
     weights = replicate_weights(seeds, episodes, config.resamples)
     full = np.ones((1, seeds, episodes))
@@ -175,9 +197,9 @@ def summarise(
     return AgentResult(
         by_band,
         interval(slopes[0], slopes[1:]),
-        _over_seeds(reports, lambda r: r["collapse"]["agent"]["0"]["index"], config.resamples),
-        _over_seeds(reports, _attraction, config.resamples),
-        _gaps(reports, config.resamples),
+        _over_seeds(reports, lambda r: r["collapse"]["agent"][shot]["index"], config.resamples),
+        _over_seeds(reports, lambda r: _attraction(r, shot), config.resamples),
+        _gaps(reports, config.resamples, shot),
         values,
         reports,
     )
@@ -212,6 +234,10 @@ def run(config: E3Config, seeds: Sequence[int]) -> E3Result:
     for agent in config.agents:
         values, reports = play(config, agent, cells, seeds)
         agents[agent] = summarise(config, cells, values, reports)
+    for agent in config.llm_agents:
+        for k in config.shots:
+            values, reports = play(config, agent, cells, seeds, shots=k)
+            agents[shot_name(agent, k)] = summarise(config, cells, values, reports, shots=k)
     return E3Result(config, tuple(seeds), cells, agents)
 
 
@@ -239,7 +265,8 @@ def grids(result: E3Result) -> list[Grid]:
     caption = (
         "sft-nN: the tiny model after SFT on N expert episodes of the training topology. "
         "Bands and slope: paired bootstrap over seed blocks and episodes; collapse index and "
-        f"attraction: bootstrap over seed blocks. {K_SHOT}."
+        "attraction: bootstrap over seed blocks."
+        + ("" if result.config.llm_agents else f" {K_SHOT}.")
     )
     title = "E3: score against topology distance (zero-shot agents, fine-tuned policies)"
     return [Grid(title, headers, tuple(rows), caption=caption), _gap_grid(result)]
@@ -288,7 +315,7 @@ def write(result: E3Result, out: Path, cpu_seconds: float) -> list[Path]:
         "seeds": list(result.seeds),
         "first_seeds": {str(s): first_seed(result.config, s) for s in result.seeds},
         "cpu_seconds": cpu_seconds,
-        "not_run": [K_SHOT],
+        "not_run": [] if result.config.llm_agents else [K_SHOT],
         "cells": [c.to_dict() for c in result.cells],
         "finetuned": list(result.finetuned),
         "agents": {agent: _arm_json(r) for agent, r in arms.items()},
