@@ -123,3 +123,34 @@ def test_repeated_seeds_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
         main(["experiment", "e0", "--smoke", "--seeds", "0,0"])
     assert stopped.value.code == 2
     assert "distinct seeds" in capsys.readouterr().err
+
+
+def test_an_llm_agent_is_played_beside_the_scripted_ones_with_its_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--llm-agent`` rows: a stand-in LLM (the expert behind an ``x:y`` spec) plays the
+    same tasks after the scripted agents, given the LLM options; scripted agents are not."""
+    import stategym.agents
+    from stategym.agents import scripted
+
+    given: list[tuple[str, dict[str, Any]]] = []
+    real = stategym.agents.resolve
+
+    def stand_in(domain: Any, agent: str, **options: Any) -> Any:
+        given.append((agent, options))
+        return scripted(domain, "expert") if agent == "stand-in:llm" else real(domain, agent)
+
+    monkeypatch.setattr(stategym.agents, "resolve", stand_in)
+    config = E0Config(
+        "smoke", tasks=E0["smoke"].tasks, resamples=50, domains=("travel",),
+        agents=("expert", "serial"), llm_agents=("stand-in:llm",),
+        llm_options=(("temperature", 0.0),),
+    )  # fmt: skip
+    result = e0.run(config, (0,))
+    assert result.agents == ("expert", "serial", "stand-in:llm")
+    assert {a: o for a, o in given} == {
+        "expert": {}, "serial": {}, "stand-in:llm": {"temperature": 0.0}
+    }  # fmt: skip
+    expert, llm = (result.estimates[("travel", a)] for a in ("expert", "stand-in:llm"))
+    assert llm["success"].mean == expert["success"].mean == 1.0
+    assert llm["composite"].mean == expert["composite"].mean

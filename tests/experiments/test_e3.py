@@ -163,7 +163,7 @@ def test_the_k_shot_arm_plays_each_llm_agent_with_k_demonstrations(
     [
         ("e3", ["--llm-agent", "expert"], "(openai:MODEL, hf:PATH), not 'expert'"),
         ("e3", ["--shots", "0,1"], "--shots needs an LLM agent"),
-        ("e1", ["--llm-agent", "openai:m"], "belong to e3's k-shot arm"),
+        ("e1", ["--llm-agent", "openai:m"], "belong to e0 and e3"),
     ],
     ids=["scripted-spec", "shots-without-agent", "other-experiment"],
 )

@@ -70,13 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also write OUT/report.html (stategym report of this run)",
     )
-    kshot = parser.add_argument_group("e3's k-shot arm (LLM agents)")
+    kshot = parser.add_argument_group("LLM agents (e0's rows, e3's k-shot arm)")
     kshot.add_argument(
         "--llm-agent",
         action="append",
         default=[],
         metavar="SPEC",
-        help="an LLM agent (openai:MODEL, hf:PATH) played with k demonstrations; repeatable",
+        help="an LLM agent (openai:MODEL, hf:PATH): e0 plays it beside the scripted agents, "
+        "e3 with k demonstrations in context; repeatable",
     )
     kshot.add_argument(
         "--shots",
@@ -102,8 +103,10 @@ def main(args: argparse.Namespace) -> int:
         kshot["shots"] = tuple(args.shots)
     if args.base_url is not None:
         kshot["llm_options"] = (("base_url", args.base_url),)
-    if args.name != "e3" and (args.llm_agent or args.shots is not None or args.base_url):
-        raise UsageError("--llm-agent, --shots and --base-url belong to e3's k-shot arm")
+    if args.name not in ("e0", "e3") and (args.llm_agent or args.base_url):
+        raise UsageError("--llm-agent and --base-url belong to e0 and e3")
+    if args.name != "e3" and args.shots is not None:
+        raise UsageError("--shots belongs to e3's k-shot arm")
     if args.shots is not None and not args.llm_agent:
         raise UsageError("--shots needs an LLM agent (--llm-agent openai:MODEL)")
     for spec in args.llm_agent:
@@ -152,7 +155,8 @@ def _run(
         from stategym.experiments import e0
         from stategym.experiments.configs import E0
 
-        result = e0.run(E0[level], seeds)
+        llm = {k: v for k, v in (kshot or {}).items() if k != "shots"}
+        result = e0.run(replace(E0[level], **llm), seeds)
         return e0.write(result, out, time.process_time() - start)
     if name == "e1":
         from stategym.experiments import e1

@@ -35,6 +35,9 @@ class E0Config:
         resamples: bootstrap resamples.
         domains: domains played (empty: every registered domain).
         agents: agents played (empty: every scripted agent).
+        llm_agents: LLM agents played after them (``hf:PATH`` for a trained tiny policy,
+            ``openai:MODEL``), on the same tasks.
+        llm_options: the LLM agents' options, as pairs.
     """
 
     budget: Budget
@@ -43,12 +46,14 @@ class E0Config:
     resamples: int = 1000
     domains: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
+    llm_agents: tuple[str, ...] = ()
+    llm_options: tuple[tuple[str, Any], ...] = ()
 
     def domain_names(self) -> tuple[str, ...]:
         return self.domains or tuple(all_domains())
 
     def agent_names(self) -> tuple[str, ...]:
-        return self.agents or tuple(agent_names())
+        return (*(self.agents or agent_names()), *self.llm_agents)
 
 
 FINETUNE = Recipe(sft_steps=80, vocab=1024, max_length=4096, share_prefix=True)

@@ -105,6 +105,7 @@ def play(config: E0Config, domain: str, seeds: Sequence[int]) -> NDArray:
             agent,
             task_seeds(block, config.tasks),
             {s: schedule(s) for s in task_seeds(block, config.tasks)},
+            options=dict(config.llm_options) if agent in config.llm_agents else None,
         )
     ]
     played = [trajectory for _, trajectory in stream(specs, Agents())]
