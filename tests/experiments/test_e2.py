@@ -103,3 +103,25 @@ def test_finite_means_skip_undefined_iterations() -> None:
     nan = float("nan")
     means = e2.finite_means([[0.0, nan, 1.0], [1.0, nan, nan]])
     assert means[0] == 0.5 and np.isnan(means[1]) and means[2] == 1.0
+
+
+def test_a_given_model_starts_every_arm_and_plays_on_the_given_device(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """``--model`` (a GPU run's Hugging Face id; here a folder of a trained tiny model)
+    replaces the tiny build in every SFT arm, with ``--device`` and ``--dtype`` passed to
+    training and to the held-out play; the rest of the run is unchanged."""
+    start = run_dir / "runs" / "seed-0" / "expert-sft" / "model"
+    out = tmp_path / "given"
+    argv = ["experiment", "e2", "--smoke", "--seeds", "0", "--out", str(out)]
+    assert main([*argv, "--model", str(start), "--device", "cpu", "--dtype", "float32"]) == 0
+    for arm in ("oracle-sft", "expert-sft"):
+        config = orjson.loads((out / "runs" / "seed-0" / arm / "config.json").read_bytes())
+        assert config["init"] == str(start) and config["device"] == "cpu"
+    written = orjson.loads((out / "results.json").read_bytes())
+    assert written["config"]["recipe"]["init"] == str(start)
+
+
+def test_model_options_are_refused_where_nothing_trains(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "e0", "--smoke", "--model", "some/model"]) == 2
+    assert "belong to the experiments that train" in capsys.readouterr().err

@@ -70,6 +70,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also write OUT/report.html (stategym report of this run)",
     )
+    model = parser.add_argument_group("the trained arms' model (e1, e2, e3's fine-tuning, e4)")
+    model.add_argument(
+        "--model",
+        default=None,
+        metavar="ID",
+        help="start model: a Hugging Face id or folder instead of the tiny one (a GPU run)",
+    )
+    model.add_argument("--device", default=None, help="torch device (cpu, cuda)")
+    model.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
     kshot = parser.add_argument_group("LLM agents (e0's rows, e3's k-shot arm)")
     kshot.add_argument(
         "--llm-agent",
@@ -77,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="SPEC",
         help="an LLM agent (openai:MODEL, hf:PATH): e0 plays it beside the scripted agents, "
-        "e3 with k demonstrations in context; repeatable",
+        "e3 with k demonstrations in context; repeatable (default: none)",
     )
     kshot.add_argument(
         "--shots",
@@ -98,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.name in NEEDS_TRAINING:
         raise UsageError(NEEDS_TRAINING[args.name])
-    kshot = {"llm_agents": tuple(args.llm_agent)}
+    kshot: dict[str, Any] = {"llm_agents": tuple(args.llm_agent)}
     if args.shots is not None:
         kshot["shots"] = tuple(args.shots)
     if args.base_url is not None:
@@ -107,6 +116,14 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--llm-agent and --base-url belong to e0 and e3")
     if args.name != "e3" and args.shots is not None:
         raise UsageError("--shots belongs to e3's k-shot arm")
+    trained = {
+        key: value
+        for key, value in (("init", args.model), ("device", args.device), ("dtype", args.dtype))
+        if value is not None
+    }
+    if trained and args.name == "e0":
+        raise UsageError("--model, --device and --dtype belong to the experiments that train")
+    kshot["recipe"] = trained
     if args.shots is not None and not args.llm_agent:
         raise UsageError("--shots needs an LLM agent (--llm-agent openai:MODEL)")
     for spec in args.llm_agent:
@@ -151,33 +168,40 @@ def _run(
     from stategym.experiments.configs import Budget
 
     level = cast(Budget, budget)  # argparse allows only the four budget names
+    kshot = dict(kshot or {})
+    model = kshot.pop("recipe", {})
+
+    def trained(config: Any) -> Any:
+        """The budget's configuration with the model settings given on the command line."""
+        return replace(config, recipe=replace(config.recipe, **model)) if model else config
+
     if name == "e0":
         from stategym.experiments import e0
         from stategym.experiments.configs import E0
 
-        llm = {k: v for k, v in (kshot or {}).items() if k != "shots"}
+        llm = {k: v for k, v in kshot.items() if k != "shots"}
         result = e0.run(replace(E0[level], **llm), seeds)
         return e0.write(result, out, time.process_time() - start)
     if name == "e1":
         from stategym.experiments import e1
         from stategym.experiments.configs import E1
 
-        arms = e1.run(E1[level], seeds, out)
+        arms = e1.run(trained(E1[level]), seeds, out)
         return e1.write(arms, out, time.process_time() - start)
     if name == "e4":
         from stategym.experiments import e4
         from stategym.experiments.configs import E4
 
-        credits = e4.run(E4[level], seeds, out)
+        credits = e4.run(trained(E4[level]), seeds, out)
         return e4.write(credits, out, time.process_time() - start)
     if name == "e2":
         from stategym.experiments import e2
         from stategym.experiments.configs import E2
 
-        trained = e2.run(E2[level], seeds, out)
-        return e2.write(trained, out, time.process_time() - start)
+        played = e2.run(trained(E2[level]), seeds, out)
+        return e2.write(played, out, time.process_time() - start)
     from stategym.experiments import e3, e3_finetune
     from stategym.experiments.configs import E3
 
-    run = e3_finetune.run(replace(E3[level], **(kshot or {})), seeds, out)
+    run = e3_finetune.run(trained(replace(E3[level], **kshot)), seeds, out)
     return e3.write(run, out, time.process_time() - start)

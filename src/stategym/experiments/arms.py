@@ -53,6 +53,10 @@ class Recipe:
         max_length: most tokens per episode.
         share_prefix: training forwards run the batch's common prefix once (equal up to
             rounding; ``stategym.train.policy.shared_prefix``).
+        init: the start model: ``tiny`` (built here from scratch: ``width``, ``vocab``) or a
+            Hugging Face model id or folder (a GPU run's ``--model``).
+        device: torch device (``cuda`` on a GPU).
+        dtype: weights' dtype (``bfloat16`` on a GPU).
     """
 
     sft_steps: int
@@ -68,6 +72,9 @@ class Recipe:
     max_tokens: int = 24
     max_length: int = 1024
     share_prefix: bool = False
+    init: str = "tiny"
+    device: str = "cpu"
+    dtype: str = "float32"
 
 
 def first_seed(seed: int) -> int:
@@ -81,7 +88,8 @@ def _common(recipe: Recipe, out: Path, seed: int, where: dict[str, str]) -> dict
     return {
         "out": str(out), "seed": seed, "max_tokens": recipe.max_tokens,
         "max_length": recipe.max_length, "eval_episodes": 1, "save_every": 1000,
-        "progress": False, "threads": 1, "share_prefix": recipe.share_prefix, **where,
+        "progress": False, "threads": 1, "share_prefix": recipe.share_prefix,
+        "device": recipe.device, "dtype": recipe.dtype, **where,
     }  # fmt: skip
 
 
@@ -97,7 +105,7 @@ def sft(recipe: Recipe, out: Path, seed: int, agents: str, where: dict[str, str]
         **_common(recipe, out, seed, where),
         agents=agents, episodes=recipe.sft_episodes, iterations=recipe.sft_steps,
         batch_size=8, lr=recipe.sft_lr, tiny_width=recipe.width, tiny_vocab=recipe.vocab,
-        first_seed=first_seed(seed),
+        first_seed=first_seed(seed), init=recipe.init,
     )  # fmt: skip
     return train(config)
 
@@ -145,7 +153,7 @@ def episodes(
     from stategym.train.group import Member, Sampling, play
     from stategym.train.policy import Policy
 
-    policy = Policy.load(model_source(str(run)))
+    policy = Policy.load(model_source(str(run)), device=recipe.device, dtype=recipe.dtype)
     members = [Member(domain, task_seed, knobs) for domain, task_seed, knobs in tasks]
     sampling = Sampling(0.0, recipe.max_tokens, recipe.max_length, "compact")
     rollouts, _ = play(policy, members, sampling, iteration_generator(seed, 0, "experiment"))
