@@ -101,7 +101,9 @@ def test_experiment_report_prints_the_report_it_wrote(
     from stategym.commands import experiment
 
     # the run itself is stood in for by the tiny E0 run (tests/experiments play the budgets)
-    def run(name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float) -> list:
+    def run(
+        name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float, options: dict
+    ) -> list:
         shutil.copytree(experiments["e0"], out)
         return [out / "results.json"]
 
