@@ -164,8 +164,10 @@ def test_the_k_shot_arm_plays_each_llm_agent_with_k_demonstrations(
         ("e3", ["--llm-agent", "expert"], "(openai:MODEL, hf:PATH), not 'expert'"),
         ("e3", ["--shots", "0,1"], "--shots needs an LLM agent"),
         ("e1", ["--llm-agent", "openai:m"], "belong to e0 and e3"),
+        ("e3", ["--llm-agent", "hf:/no/such/model"], "no model folder at /no/such/model"),
+        ("e3", ["--llm-agent", "llama:m"], "unknown LLM agent kind 'llama'"),
     ],
-    ids=["scripted-spec", "shots-without-agent", "other-experiment"],
+    ids=["scripted-spec", "shots-without-agent", "other-experiment", "missing-model", "kind"],
 )
 def test_k_shot_options_are_refused_where_they_do_not_apply(
     name: str, extra: list[str], said: str, capsys: pytest.CaptureFixture[str]

@@ -102,7 +102,7 @@ def test_experiment_report_prints_the_report_it_wrote(
 
     # the run itself is stood in for by the tiny E0 run (tests/experiments play the budgets)
     def run(
-        name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float, options: dict
+        name: str, budget: str, seeds: tuple[int, ...], out: Path, start: float, overrides: object
     ) -> list:
         shutil.copytree(experiments["e0"], out)
         return [out / "results.json"]

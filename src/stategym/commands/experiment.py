@@ -17,6 +17,7 @@ on a re-run), as do E1, E4 and E3's fine-tuning arm.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,30 +108,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.name in NEEDS_TRAINING:
         raise UsageError(NEEDS_TRAINING[args.name])
-    kshot: dict[str, Any] = {"llm_agents": tuple(args.llm_agent)}
-    if args.shots is not None:
-        kshot["shots"] = tuple(args.shots)
-    if args.base_url is not None:
-        kshot["llm_options"] = (("base_url", args.base_url),)
-    if args.name not in ("e0", "e3") and (args.llm_agent or args.base_url):
-        raise UsageError("--llm-agent and --base-url belong to e0 and e3")
-    if args.name != "e3" and args.shots is not None:
-        raise UsageError("--shots belongs to e3's k-shot arm")
-    trained = {
-        key: value
-        for key, value in (("init", args.model), ("device", args.device), ("dtype", args.dtype))
-        if value is not None
-    }
-    if trained and args.name == "e0":
-        raise UsageError("--model, --device and --dtype belong to the experiments that train")
-    kshot["recipe"] = trained
-    if args.shots is not None and not args.llm_agent:
-        raise UsageError("--shots needs an LLM agent (--llm-agent openai:MODEL)")
-    for spec in args.llm_agent:
-        if ":" not in spec:
-            raise UsageError(
-                f"--llm-agent takes an LLM agent (openai:MODEL, hf:PATH), not {spec!r}"
-            )
+    overrides = _overrides(args)
     try:
         import matplotlib  # noqa: F401
         import scipy  # noqa: F401
@@ -142,7 +120,7 @@ def main(args: argparse.Namespace) -> int:
     console = Console()
     start = time.process_time()
     with console.status(f"{args.name} ({args.budget}): playing"):
-        written = _run(args.name, args.budget, args.seeds, out, start, kshot)
+        written = _run(args.name, args.budget, args.seeds, out, start, overrides)
     console.print(f"{args.name}: CPU {time.process_time() - start:.1f} s; wrote {out}")
     for path in written:
         console.print(f"  {path}")
@@ -153,34 +131,82 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """What the command line changes in the budget's configuration.
+
+    Attributes:
+        llm: E0's and E3's LLM-agent fields (``llm_agents``, ``shots``, ``llm_options``).
+        model: the trained arms' :class:`~stategym.experiments.arms.Recipe` fields
+            (``init``, ``device``, ``dtype``).
+    """
+
+    llm: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+def _overrides(args: argparse.Namespace) -> Overrides:
+    """The command line's overrides, refused where they do not apply; an LLM agent is
+    checked before anything plays (a missing model folder, an endpoint that does not answer).
+
+    Raises:
+        UsageError: an option for another experiment, or an agent that cannot play.
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.llm import check_agent
+
+    if args.name not in ("e0", "e3") and (args.llm_agent or args.base_url):
+        raise UsageError("--llm-agent and --base-url belong to e0 and e3")
+    if args.name != "e3" and args.shots is not None:
+        raise UsageError("--shots belongs to e3's k-shot arm")
+    if args.shots is not None and not args.llm_agent:
+        raise UsageError("--shots needs an LLM agent (--llm-agent openai:MODEL)")
+    options = {} if args.base_url is None else {"base_url": args.base_url}
+    for spec in args.llm_agent:
+        kind, sep, target = spec.partition(":")
+        if not sep:
+            raise UsageError(
+                f"--llm-agent takes an LLM agent (openai:MODEL, hf:PATH), not {spec!r}"
+            )
+        check_agent(kind, target, **options)
+    llm: dict[str, Any] = {"llm_agents": tuple(args.llm_agent)} if args.llm_agent else {}
+    if args.shots is not None:
+        llm["shots"] = tuple(args.shots)
+    if options:
+        llm["llm_options"] = tuple(options.items())
+    given = (("init", args.model), ("device", args.device), ("dtype", args.dtype))
+    model = {key: value for key, value in given if value is not None}
+    if model and args.name == "e0":
+        raise UsageError("--model, --device and --dtype belong to the experiments that train")
+    return Overrides(llm, model)
+
+
 def _run(
     name: str,
     budget: str,
     seeds: tuple[int, ...],
     out: Path,
     start: float,
-    kshot: dict[str, Any] | None = None,
+    overrides: Overrides | None = None,
 ) -> list[Path]:
     import time
-    from dataclasses import replace
     from typing import cast
 
     from stategym.experiments.configs import Budget
 
     level = cast(Budget, budget)  # argparse allows only the four budget names
-    kshot = dict(kshot or {})
-    model = kshot.pop("recipe", {})
+    given = overrides or Overrides()
 
     def trained(config: Any) -> Any:
         """The budget's configuration with the model settings given on the command line."""
+        model = given.model
         return replace(config, recipe=replace(config.recipe, **model)) if model else config
 
     if name == "e0":
         from stategym.experiments import e0
         from stategym.experiments.configs import E0
 
-        llm = {k: v for k, v in kshot.items() if k != "shots"}
-        result = e0.run(replace(E0[level], **llm), seeds)
+        result = e0.run(replace(E0[level], **given.llm), seeds)
         return e0.write(result, out, time.process_time() - start)
     if name == "e1":
         from stategym.experiments import e1
@@ -203,5 +229,5 @@ def _run(
     from stategym.experiments import e3, e3_finetune
     from stategym.experiments.configs import E3
 
-    run = e3_finetune.run(trained(replace(E3[level], **kshot)), seeds, out)
+    run = e3_finetune.run(trained(replace(E3[level], **given.llm)), seeds, out)
     return e3.write(run, out, time.process_time() - start)

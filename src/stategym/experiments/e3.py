@@ -121,7 +121,7 @@ def play(
             probes=config.probes,
             compositions=config.compositions,
             shots=(shots,),
-            options=dict(config.llm_options) if ":" in agent else {},
+            options=dict(config.llm_options) if agent in config.llm_agents else {},
         )
         run = run_protocol(protocol, cells)
         reports.append(build_report(run))
