@@ -8,7 +8,7 @@ per task object.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,10 +222,8 @@ def _independent(
     # ``above[i]``: the nodes with a path to node ``i``
     above = [0] * len(ids)
     for i, mask in enumerate(reach):
-        while mask:
-            low = mask & -mask
-            above[low.bit_length() - 1] |= 1 << i
-            mask ^= low
+        for j in _indices(mask):
+            above[j] |= 1 << i
     wanted = sum(bit[n] for n in required)
     # nodes that are independent of each other share one mask once each adds itself back,
     # so each distinct group is turned into a set once and each node's set is that minus it
@@ -243,13 +241,16 @@ def _independent(
     return independent, pairs // 2
 
 
-def _members(mask: int, ids: tuple[str, ...]) -> list[str]:
-    found = []
+def _indices(mask: int) -> Iterator[int]:
+    """The index of every set bit of ``mask``, lowest first."""
     while mask:
         low = mask & -mask
-        found.append(ids[low.bit_length() - 1])
+        yield low.bit_length() - 1
         mask ^= low
-    return found
+
+
+def _members(mask: int, ids: tuple[str, ...]) -> list[str]:
+    return [ids[i] for i in _indices(mask)]
 
 
 def _reach(start: int, child: list[int]) -> int:
@@ -259,7 +260,7 @@ def _reach(start: int, child: list[int]) -> int:
     while frontier:
         seen |= frontier
         step = 0
-        while frontier:
+        while frontier:  # _indices inlined: this loop is most of the build
             low = frontier & -frontier
             step |= child[low.bit_length() - 1]
             frontier ^= low
