@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 python -m pip install --dry-run --ignore-installed --quiet --report "$report" \
-    torch==2.13.0 -e '.[dev,llm,hf,serve,plot,experiments,ray]'
+    torch==2.13.0 -e '.[dev,llm,hf,serve,plot,experiments,ray,trl,verifiers,openenv]'
 python - "$report" > constraints.txt <<'PY'
 import json
 import sys

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # torch first: the CPU wheel is on disk, while an unpinned torch pulled in by the hf extra
 # could resolve to a multi-gigabyte CUDA build.
 python -m pip install -c constraints.txt torch==2.13.0
-python -m pip install -c constraints.txt -e '.[dev,llm,hf,serve,plot,experiments,ray]'
+python -m pip install -c constraints.txt -e '.[dev,llm,hf,serve,plot,experiments,ray,trl,verifiers,openenv]'
 
 ruff check src tests benchmarks
 ruff format --check src tests benchmarks
