@@ -161,7 +161,6 @@ def tiny(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
     return Qwen2ForCausalLM(config), tokenizer
 
 
-@pytest.mark.slow  # ~13 CPU-s, but importing trl alone took 34 s wall on the loaded machine
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 def test_grpo_trains_on_a_domain_through_environment_factory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
