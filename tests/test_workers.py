@@ -22,7 +22,8 @@ from stategym.cli import main
 from stategym.kernel.domain import Domain
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import dumps, loads
-from stategym.rollout import Agents, EpisodeSpec, episode_specs, stream
+from stategym.metrics import score
+from stategym.rollout import Agents, EpisodeSpec, episode_specs, stream, stream_scored
 from stategym.rollout.log import Appender
 from stategym.rollout.workers import (
     CHUNK,
@@ -71,6 +72,16 @@ def test_two_workers_yield_the_same_trajectories_in_spec_order() -> None:
     two = [(spec, dumps(t)) for spec, t in stream(specs, Agents(), spread=Spread(2))]
     assert [spec for spec, _ in two] == specs
     assert two == one
+    assert _no_workers_left()
+
+
+def test_episodes_scored_on_workers_carry_the_cards_the_parent_would_make() -> None:
+    specs = _specs()
+    here = list(stream_scored(specs, Agents()))
+    there = list(stream_scored(specs, Agents(), spread=Spread(2)))
+    assert [(spec, dumps(t)) for spec, t, _ in there] == [(s, dumps(t)) for s, t, _ in here]
+    assert [card for *_, card in there] == [score(t) for _, t, _ in here]
+    assert [card for *_, card in here] == [score(t) for _, t, _ in here]
     assert _no_workers_left()
 
 

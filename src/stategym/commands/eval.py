@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from stategym.kernel.trajectory import Trajectory
+    from stategym.metrics.score import Scorecard
     from stategym.rollout import Agents, EpisodeSpec
+    from stategym.rollout.spec import Key
     from stategym.rollout.workers import Spread
 
 NAME = "eval"
@@ -94,6 +96,7 @@ def main(args: argparse.Namespace) -> int:
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
     from stategym.rollout import pending, requested
+    from stategym.rollout.spec import trajectory_key
 
     if args.report:  # refused now, not after every episode has played
         from stategym.commands.report import require_matplotlib
@@ -124,7 +127,8 @@ def main(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / TRAJECTORIES
     finished = _resume(path, args.overwrite, console)
-    finished += _play(path, pending(specs, finished), agents, options, spread_of(args), console)
+    played = _play(path, pending(specs, finished), agents, options, spread_of(args), console)
+    finished += [trajectory for trajectory, _ in played]
     config = {
         "command": "eval",
         "domains": domains,
@@ -136,7 +140,8 @@ def main(args: argparse.Namespace) -> int:
         "resamples": args.resamples,
         "stategym_version": __version__,
     }
-    status = _report(args.out, requested(specs, finished), config, args.resamples, console)
+    cards = {trajectory_key(t): card for t, card in played}
+    status = _report(args.out, requested(specs, finished), cards, config, args.resamples, console)
     if args.report:
         from stategym.commands.report import write_report
 
@@ -223,22 +228,24 @@ def _play(
     options: dict[str, Any],
     spread: Spread,
     console: Console,
-) -> list[Trajectory]:
+) -> list[tuple[Trajectory, Scorecard]]:
     """Play the specs, appending each trajectory to the file as it ends (in spec order
-    when they play on workers or Ray)."""
+    when they play on workers or Ray); each with its scorecard, made where it was played."""
     from rich.progress import Progress
 
-    from stategym.rollout import stream
+    from stategym.rollout import stream_scored
     from stategym.rollout.log import Appender
 
     append = Appender(path)
-    played: list[Trajectory] = []
+    played: list[tuple[Trajectory, Scorecard]] = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("episodes", total=len(specs))
         concurrency = options.get("concurrency")
-        for _, trajectory in stream(specs, agents, concurrency=concurrency, spread=spread):
+        for _, trajectory, card in stream_scored(
+            specs, agents, concurrency=concurrency, spread=spread
+        ):
             append(trajectory)
-            played.append(trajectory)
+            played.append((trajectory, card))
             progress.advance(task)
     return played
 
@@ -246,18 +253,29 @@ def _play(
 def _report(
     out: Path,
     trajectories: list[Trajectory],
+    cards: dict[Key, Scorecard],
     config: dict[str, Any],
     resamples: int,
     console: Console,
 ) -> int:
-    """Score every trajectory, write the scorecard files and print the tables."""
+    """Score every trajectory (``cards``: those scored as they were played, by episode key),
+    write the scorecard files and print the tables."""
     from rich.text import Text
 
-    from stategym.metrics import report, score
+    from stategym.metrics import report
+    from stategym.rollout.spec import trajectory_key
     from stategym.tables import print_grids
 
-    cards = [score(t) for t in trajectories]
-    rows = report.write(out, cards, config, resamples=resamples)
-    print_grids(console, [*report.domain_grids(rows), report.litmus_grid(cards, rows)])
+    scorecards = [_card(cards, trajectory_key(t), t) for t in trajectories]
+    rows = report.write(out, scorecards, config, resamples=resamples)
+    print_grids(console, [*report.domain_grids(rows), report.litmus_grid(scorecards, rows)])
     console.print(Text(f"scores: {out / report.SCORES}   tables: {out / report.SCORECARD_MD}"))
     return 0
+
+
+def _card(cards: dict[Key, Scorecard], key: Key, trajectory: Trajectory) -> Scorecard:
+    """The card made as the episode was played, or (resumed from the log) a new one."""
+    from stategym.metrics import score
+
+    known = cards.get(key)
+    return known if known is not None else score(trajectory)

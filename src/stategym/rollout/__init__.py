@@ -6,7 +6,8 @@
 - :mod:`.play`: the episode loop, blocking (:func:`drive`) and async (:func:`adrive`) over
   one :class:`Episode`; :func:`run_episode` and :func:`play` for a ready environment.
 - :mod:`.engine`: :func:`stream` plays many specs (LLM agents concurrently) and yields each
-  trajectory as it ends; ``run``, ``eval`` and ``protocol`` all use it.
+  trajectory as it ends; ``run``, ``eval`` and ``protocol`` all use it (:func:`stream_scored`
+  with each episode's scorecard, made on the worker that played it).
 - :mod:`.agents`: spec -> agent (:class:`Agents` resolves names; :class:`FixedAgent` plays a
   ready factory).
 - :mod:`.workers`: scripted specs over worker processes (:class:`Spread`,
@@ -25,6 +26,7 @@ from stategym.rollout.engine import (
     play_in_order,
     play_spec,
     stream,
+    stream_scored,
 )
 from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
 from stategym.rollout.play import (
@@ -73,6 +75,7 @@ __all__ = [
     "run_episodes",
     "spec_task",
     "stream",
+    "stream_scored",
     "trajectory_key",
     "worker_count",
 ]

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 
 from stategym.kernel.env import Env
 from stategym.kernel.trajectory import Trajectory
+from stategym.metrics.score import Scorecard, score
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
 from stategym.rollout.spec import EpisodeSpec
 
 if TYPE_CHECKING:
-    from stategym.rollout.workers import Spread
+    from stategym.rollout.workers import Scored, Spread
 
 DEFAULT_CONCURRENCY = 8
 """LLM episodes in flight when the caller does not say."""
@@ -109,22 +110,62 @@ def stream(
     Raises:
         Whatever stopped the run (after the episodes finished before it were yielded).
     """
+    for spec, trajectory, _ in _played(specs, agents, concurrency, task_of, spread, False):
+        yield spec, trajectory
+
+
+def stream_scored(
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    *,
+    concurrency: int | None = None,
+    task_of: TaskOf = spec_task,
+    spread: Spread | None = None,
+) -> Iterator[tuple[EpisodeSpec, Trajectory, Scorecard]]:
+    """:func:`stream`, each episode with its scorecard, scored where it was played.
+
+    A worker (or Ray task) scores the episodes it played while their tasks are in its
+    cache, so the parent neither regenerates the tasks nor scores on one core what the
+    workers played on all of them. The cards are those ``score(trajectory)`` gives.
+    """
+    for spec, trajectory, card in _played(specs, agents, concurrency, task_of, spread, True):
+        yield spec, trajectory, card if card is not None else score(trajectory, task_of(spec))
+
+
+def _played(
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    concurrency: int | None,
+    task_of: TaskOf,
+    spread: Spread | None,
+    scored: bool,
+) -> Iterator[Scored]:
+    """The one playing path of :func:`stream` and :func:`stream_scored` (cards from the
+    workers where ``scored``; ``None`` for what played here, scored by the caller)."""
     llm = [spec for spec in specs if spec.llm]
     scripted = [spec for spec in specs if not spec.llm]
     if llm:
-        yield from _stream_concurrently(llm, agents, concurrency or DEFAULT_CONCURRENCY, task_of)
+        for spec, trajectory in _stream_concurrently(
+            llm, agents, concurrency or DEFAULT_CONCURRENCY, task_of
+        ):
+            yield spec, trajectory, None
     if spread is not None and spread.ray and scripted:
         from stategym.rollout.ray import play_on_ray
 
-        yield from play_on_ray(scripted, agents, address=spread.address, task_of=task_of)
+        yield from play_on_ray(
+            scripted, agents, address=spread.address, task_of=task_of, scored=scored
+        )
         return
     from stategym.rollout.workers import play_in_processes, worker_count
 
     workers = worker_count(spread.workers if spread else 1, len(scripted))
     if workers > 1:
-        yield from play_in_processes(scripted, agents, workers=workers, task_of=task_of)
+        yield from play_in_processes(
+            scripted, agents, workers=workers, task_of=task_of, scored=scored
+        )
     else:
-        yield from play_in_order(scripted, agents, task_of)
+        for spec, trajectory in play_in_order(scripted, agents, task_of):
+            yield spec, trajectory, None
 
 
 def _stream_concurrently(

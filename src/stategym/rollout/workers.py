@@ -46,6 +46,7 @@ from typing import Any
 
 from stategym.kernel.env import Env
 from stategym.kernel.trajectory import Trajectory
+from stategym.metrics.score import Scorecard, score
 from stategym.registry import DOMAINS
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.engine import play_in_order
@@ -64,6 +65,8 @@ in the parent, against 4-5 ms to play an expert episode)."""
 WINDOW = 2
 """Chunks in flight per worker: one playing, one queued, so no worker waits on the parent."""
 Finished = tuple[EpisodeSpec, Trajectory]
+Scored = tuple[EpisodeSpec, Trajectory, Scorecard | None]
+"""A finished episode with its scorecard (``None`` where the chunk was not scored)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +113,13 @@ class Played:
 
     Attributes:
         trajectories: the chunk's episodes, in order, up to the one that failed (if any).
+        cards: their scorecards, where the chunk was scored (``None``: not asked for).
         error: what stopped the chunk (raised by the parent after ``trajectories``).
         trace: the worker's traceback of ``error`` (a traceback does not pickle).
     """
 
     trajectories: list[Trajectory]
+    cards: list[Scorecard] | None = None
     error: Exception | None = None
     trace: str = ""
 
@@ -131,21 +136,32 @@ def play_chunk(
     agents: AgentSource,
     task_of: TaskOf = spec_task,
     envs: dict[str, Env] | None = None,
+    scored: bool = False,
 ) -> Played:
     """:func:`~stategym.rollout.engine.play_in_order` as a list, stopped at the first error
-    (handed back with the episodes before it, so the parent still writes those)."""
+    (handed back with the episodes before it, so the parent still writes those).
+
+    ``scored``: score each episode here too, while its task is in this process's cache (the
+    parent would regenerate it: scoring cold costs about as much as playing an expert
+    episode, so a parent that scores what its workers played is the run's one busy core).
+    """
     played: list[Trajectory] = []
+    cards: list[Scorecard] | None = [] if scored else None
     try:
-        for _, trajectory in play_in_order(specs, agents, task_of, envs):
+        for spec, trajectory in play_in_order(specs, agents, task_of, envs):
+            if cards is not None:
+                cards.append(score(trajectory, task_of(spec)))
             played.append(trajectory)
     except Exception as error:  # raised again by the parent, in order: see hand_over
-        return Played(played, error, traceback.format_exc())
-    return Played(played)
+        return Played(played, cards, error, traceback.format_exc())
+    return Played(played, cards)
 
 
-def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Finished]:
-    """A chunk's ``(spec, trajectory)`` pairs, then its error (with the worker's traceback)."""
-    yield from zip(specs, played.trajectories, strict=False)
+def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Scored]:
+    """A chunk's ``(spec, trajectory, card)`` triples, then its error (with the worker's
+    traceback)."""
+    cards = played.cards if played.cards is not None else [None] * len(played.trajectories)
+    yield from zip(specs, played.trajectories, cards, strict=False)
     if played.error is not None:
         raise played.error from WorkerTraceback(played.trace)
 
@@ -160,8 +176,8 @@ def _start_worker(agents: AgentSource, task_of: TaskOf) -> None:
     _WORKER.update(agents=agents, task_of=task_of, envs={})
 
 
-def _play_in_worker(specs: list[EpisodeSpec]) -> Played:
-    return play_chunk(specs, _WORKER["agents"], _WORKER["task_of"], _WORKER["envs"])
+def _play_in_worker(specs: list[EpisodeSpec], scored: bool) -> Played:
+    return play_chunk(specs, _WORKER["agents"], _WORKER["task_of"], _WORKER["envs"], scored)
 
 
 # What the fork server imports once, so that no worker imports it again: this module, the
@@ -184,9 +200,15 @@ def _context() -> Any:
 
 
 def play_in_processes(
-    specs: Sequence[EpisodeSpec], agents: AgentSource, *, workers: int, task_of: TaskOf = spec_task
-) -> Iterator[Finished]:
-    """Play scripted specs on ``workers`` processes, yielding them in spec order.
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    *,
+    workers: int,
+    task_of: TaskOf = spec_task,
+    scored: bool = False,
+) -> Iterator[Scored]:
+    """Play scripted specs on ``workers`` processes, yielding them in spec order, each with
+    its scorecard where ``scored`` (scored on the worker that played it).
 
     ``agents`` and ``task_of`` travel to each worker once, by standard pickle (an
     :class:`~stategym.rollout.Agents` as its recipe; ``task_of`` a module-level function).
@@ -204,7 +226,7 @@ def play_in_processes(
     try:
         for index, part in enumerate(parts):
             while submitted < len(parts) and submitted < index + workers * WINDOW:
-                futures[submitted] = executor.submit(_play_in_worker, parts[submitted])
+                futures[submitted] = executor.submit(_play_in_worker, parts[submitted], scored)
                 submitted += 1
             yield from hand_over(part, futures.pop(index).result())
         completed = True
