@@ -7,9 +7,10 @@ Usage::
     python benchmarks/scale.py --json runs/scale.json
 
 What is timed is what ``stategym eval --agents expert --workers N`` (or ``--ray``) does
-between resolving its agents and scoring: every episode played by the engine
-(:func:`stategym.rollout.stream`) and appended to a trajectories file in spec order. Scoring
-and the scorecard stay in the parent and are not timed here. Each measurement runs in a fresh
+between resolving its agents and writing its report: every episode played and scored by the
+engine (:func:`stategym.rollout.stream_scored`: each scored on the worker that played it) and
+appended to a trajectories file in spec order. The report (bootstrap intervals, tables) is
+not timed. Each measurement runs in a fresh
 interpreter, so it pays what a command pays: the fork server and the workers start inside
 the timed region. Ray is the exception: its local instance (``ray.init(num_cpus=2)``) is
 started before the clock (a cluster is started once, not per command); its start-up is
@@ -24,8 +25,8 @@ work, whatever the load; not measured for Ray, whose processes are its own); and
 workers and Ray the overhead per
 episode, ``(wall - wall_1 / 2) / episodes``: what each episode costs beyond a perfect split
 over two cores. N workers is this machine's core count (left out where that is 2). Every
-run's trajectories file is compared with the one-worker run's: the script fails if a byte
-differs.
+run's trajectories file and scores are compared with the one-worker run's: the script fails
+if a byte differs.
 
 On a machine other work is using, wall-clock ratios fall: say the load average with them.
 """
@@ -51,7 +52,7 @@ DOMAINS = ("travel", "meetings", "shop", "bank", "cloud", "lookup")
 def one(config: str, domains: list[str], seeds: int, out: Path) -> dict[str, Any]:
     """Play every (domain, seed) with the expert under ``config`` (``1``, ``2``, ``ray``...)
     into ``out``, timed; what a child process prints."""
-    from stategym.rollout import Agents, episode_specs, stream
+    from stategym.rollout import Agents, episode_specs, stream_scored
     from stategym.rollout.log import Appender
     from stategym.rollout.workers import Spread
 
@@ -68,8 +69,10 @@ def one(config: str, domains: list[str], seeds: int, out: Path) -> dict[str, Any
     wall, cpu = time.perf_counter(), time.process_time()
     specs = [s for d in domains for s in episode_specs(d, "expert", range(seeds))]
     append = Appender(out)
-    for _, trajectory in stream(specs, Agents(), spread=spread):
+    composites = []
+    for _, trajectory, card in stream_scored(specs, Agents(), spread=spread):
         append(trajectory)
+        composites.append(card.composite)
     wall = time.perf_counter() - wall
     _reap_fork_server()
     return {
@@ -77,7 +80,7 @@ def one(config: str, domains: list[str], seeds: int, out: Path) -> dict[str, Any
         "parent_cpu_s": time.process_time() - cpu,
         "episodes": len(specs),
         "ray_start_s": started_ray,
-        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "sha256": hashlib.sha256(out.read_bytes() + repr(composites).encode()).hexdigest(),
     }
 
 
@@ -174,7 +177,7 @@ def main() -> int:
         print(_line(rows[-1]), flush=True)
     print(f"load average after: {os.getloadavg()}")
     identical = len({h for r in rows for h in r["sha256"]}) == 1
-    print("trajectories byte-identical to one worker:", identical)
+    print("trajectories and scores byte-identical to one worker:", identical)
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0 if identical else 1
