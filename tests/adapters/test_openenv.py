@@ -1,0 +1,241 @@
+"""The OpenEnv adapter through the wire: OpenEnv's own server, run by uvicorn in a thread on a
+free port of 127.0.0.1, driven by OpenEnv's WebSocket clients (:class:`StategymClient`, and
+OpenEnv's ``GenericEnvClient`` for payloads the typed client cannot write).
+
+Every episode played through the server is compared with the same episode played here, in
+this process, without OpenEnv: the same trajectory line, state key and scorecard.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openenv", reason="the openenv extra is not installed")
+
+from openenv.core.generic_client import GenericEnvClient
+
+from stategym.adapters.openenv import (
+    NO_EPISODE,
+    Call,
+    Scores,
+    StategymAction,
+    StategymClient,
+    build_app,
+    main,
+    served,
+)
+from stategym.agents import resolve
+from stategym.kernel.env import Env
+from stategym.kernel.errors import UnknownDomainError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import Task
+from stategym.kernel.trajectory import RoundKind, Trajectory, dumps, loads
+from stategym.metrics import score
+from stategym.registry import all_domains, cached_task, get_domain
+from stategym.rollout.play import play
+
+DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
+TWO = ("get_profile", "get_travel_policy")
+"""Two travel reads of one tick each (the expert makes them in one round with a third)."""
+
+
+@pytest.fixture(scope="module")
+def travel() -> Iterator[str]:
+    with served(build_app("travel", max_sessions=8)) as url:
+        yield url
+
+
+def client(url: str) -> Any:
+    return StategymClient(base_url=url).sync()
+
+
+def local_expert(domain: str, seed: int) -> Trajectory:
+    env = Env(domain)
+    observation, _ = env.reset(seed=seed)
+    return play(env, resolve(get_domain(domain), "expert")(env.task), observation)
+
+
+def wire_expert(env: Any, domain: str, seed: int) -> tuple[Any, list[float]]:
+    """The expert's episode through ``env`` (a connected client): the last result, the rewards."""
+    result = env.reset(seed=seed, agent="expert")
+    assert result.observation.round == -1 and result.observation.tools
+    agent = resolve(get_domain(domain), "expert")(task(domain, seed))
+    rewards = []
+    while not result.done:
+        assert result.observation.scores is None  # filled only once the episode has ended
+        result = env.step(StategymAction.of(agent.act(result.observation.to_stategym())))
+        rewards.append(result.reward)
+    return result, rewards
+
+
+def task(domain: str, seed: int) -> Task:
+    return cached_task(domain, seed, Knobs())
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_expert_scores_through_the_wire_what_it_scores_here(domain: str) -> None:
+    seed = 2
+    local = local_expert(domain, seed)
+    card = score(local, task(domain, seed))
+    with served(build_app(domain)) as url, client(url) as env:
+        last, rewards = wire_expert(env, domain, seed)
+        state = env.state()
+    assert card.composite == 1.0
+    assert last.observation.scores == Scores.of(card)
+    assert state.trajectory == dumps(local).decode() and state.state_key == local.digest
+    assert state.step_count == len(local.rounds) == len(rewards) and state.done
+    assert sum(rewards) == pytest.approx(card.composite)  # the dense rewards sum to R
+
+
+def test_a_parallel_round_is_one_round(travel: str) -> None:
+    with client(travel) as env:
+        env.reset(seed=3)
+        action = StategymAction(calls=[Call(name=n, id=f"p{i}") for i, n in enumerate(TWO)])
+        observation = env.step(action).observation
+        trajectory = loads(env.state().trajectory)
+    assert observation.round == 0 and [r.call_id for r in observation.results] == ["p0", "p1"]
+    assert all(r.error is None for r in observation.results)
+    (first,) = trajectory.rounds
+    assert first.kind is RoundKind.CALLS and [c.name for c in first.calls] == list(TWO)
+    assert first.latency == 1  # the batch costs its slowest call (1 tick), not the sum (2)
+
+
+def test_a_message_goes_to_the_simulated_user(travel: str) -> None:
+    with client(travel) as env:
+        env.reset(seed=3)
+        observation = env.step(StategymAction(message="What is your budget?")).observation
+        (record,) = loads(env.state().trajectory).rounds
+    assert record.kind is RoundKind.SAY and record.user is not None
+    assert observation.user == record.user.reply and observation.user
+
+
+@pytest.mark.parametrize(
+    ("call", "kind"),
+    [
+        (Call(name="book_everything"), "unknown_tool"),
+        (Call(name="get_city_events", arguments={"airport": 7}), "wrong_type"),
+        (Call(name="get_city_events", arguments="{not json"), "malformed_json"),
+        (Call(name="get_city_events"), "missing_argument"),
+    ],
+)
+def test_a_bad_call_is_stategyms_format_error(travel: str, call: Call, kind: str) -> None:
+    with client(travel) as env:
+        env.reset(seed=3)
+        result = env.step(StategymAction(calls=[call]))
+        after = env.step(StategymAction(calls=[Call(name="get_profile")])).observation
+        trajectory = loads(env.state().trajectory)
+    (bad,) = result.observation.results
+    assert bad.error_kind == kind and bad.error and not result.done
+    assert result.observation.format_errors == [kind]
+    assert trajectory.rounds[0].format_errors == (kind,)
+    assert after.results[0].error is None  # the session plays on
+
+
+def test_an_empty_action_is_an_invalid_round(travel: str) -> None:
+    with client(travel) as env:
+        env.reset(seed=3)
+        observation = env.step(StategymAction()).observation
+        (record,) = loads(env.state().trajectory).rounds
+    assert observation.format_errors == ["empty_action"] and observation.error
+    assert record.kind is RoundKind.INVALID
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"calls": 5},
+        {"calls": [{"name": 3}]},
+        {"calls": [{"name": "get_profile"}], "message": "hi"},
+        {"say": "hello"},
+    ],
+)
+def test_a_payload_outside_the_schema_is_refused_and_the_session_goes_on(
+    travel: str, payload: dict[str, Any]
+) -> None:
+    with GenericEnvClient(base_url=travel).sync() as env:
+        env.reset(seed=3)
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            env.step(payload)
+        after = env.step({"calls": [{"name": "get_profile"}]})
+        state = env.state()
+    assert after.observation["results"][0]["error"] is None
+    assert state["step_count"] == 1  # the refused payload played no round
+
+
+def test_a_bad_reset_is_refused_and_the_session_goes_on(travel: str) -> None:
+    with client(travel) as env:
+        with pytest.raises(RuntimeError, match="unknown reset options: sede"):
+            env.reset(sede=3)
+        with pytest.raises(RuntimeError, match="seed must be an integer"):
+            env.reset(seed="3")
+        observation = env.step(StategymAction(calls=[Call(name="get_profile")])).observation
+        assert observation.error == NO_EPISODE and observation.done
+        assert env.reset(seed=3).observation.task_id.startswith("travel/3/")
+
+
+def test_after_the_end_a_step_says_so_and_keeps_the_scores(travel: str) -> None:
+    with client(travel) as env:
+        last, _ = wire_expert(env, "travel", 3)
+        again = env.step(StategymAction(message="hello?")).observation
+        rounds = env.state().step_count
+    assert again.error == "the episode is over" and again.done
+    assert again.scores == last.observation.scores and rounds == len(
+        local_expert("travel", 3).rounds
+    )
+
+
+def test_each_session_has_its_own_episode(travel: str) -> None:
+    def episode(seed: int) -> str:
+        with client(travel) as env:
+            wire_expert(env, "travel", seed)
+            return str(env.state().trajectory)
+
+    seeds = [0, 1, 0, 4]  # two sessions on one task share its read-only world base
+    with ThreadPoolExecutor(len(seeds)) as pool:  # played at the same time, one thread each
+        lines = list(pool.map(episode, seeds))
+    assert lines == [dumps(local_expert("travel", seed)).decode() for seed in seeds]
+
+
+def test_sessions_beyond_the_limit_are_refused() -> None:
+    from websockets.sync.client import connect
+
+    with served(build_app("bank", max_sessions=1)) as url, client(url) as first:
+        first.reset(seed=0)
+        # the refusal is sent as the socket opens (the typed client may find it closed)
+        with connect(url.replace("http", "ws", 1) + "/ws") as second:
+            refusal = json.loads(second.recv(timeout=30))
+        assert refusal["type"] == "error" and refusal["data"]["code"] == "CAPACITY_REACHED"
+        assert first.step(StategymAction(message="hello")).observation.round == 0
+
+
+def test_an_http_step_has_no_episode(travel: str) -> None:
+    import httpx
+
+    response = httpx.post(f"{travel}/step", json={"action": {"message": "hello"}})
+    assert response.status_code == 200
+    assert response.json()["observation"]["error"] == NO_EPISODE
+    schema = httpx.get(f"{travel}/schema").json()
+    assert {"calls", "message"} <= set(schema["action"]["properties"])
+    assert "scores" in schema["observation"]["properties"]
+
+
+def test_the_entry_point_refuses_an_unknown_domain() -> None:
+    with pytest.raises(UnknownDomainError):
+        main(["--domain", "atlantis", "--port", "0"])
+
+
+def test_the_entry_point_serves_its_domain(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    ran: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **where: ran.update(app=app, **where))
+    main(["--domain", "bank", "--knobs", "dynamics=off", "--port", "8123", "--max-sessions", "2"])
+    assert (ran["host"], ran["port"]) == ("127.0.0.1", 8123)
+    with served(ran["app"]) as url, client(url) as env:
+        task_id = env.reset(seed=1).observation.task_id
+    assert task_id.startswith("bank/1/") and "dynamics=off" in task_id
