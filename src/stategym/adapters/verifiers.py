@@ -1,0 +1,235 @@
+"""verifiers' ``MultiTurnEnv`` over a stategym domain: one rollout is one episode.
+
+Supported: ``verifiers>=0.3.1,<0.4`` (tested: 0.3.1), whose v0 API ``import verifiers as vf``
+answers (it lives in ``verifiers.legacy``). verifiers 0.4 ships only the v1 API (tasksets and
+harnesses composed into an ``Env``), with no ``MultiTurnEnv``, ``Rubric`` or ``env_response``.
+
+What this relies on in ``MultiTurnEnv.rollout`` (0.3.1): a dataset row is a rollout's input
+(``prompt``, the first messages; the other columns, here ``seed``, in ``state["input"]``);
+``setup_state`` runs before the first model call; before every later one
+``env_response(messages, state)`` answers the last assistant message; setting
+``state["final_env_response"]`` ends the rollout, those messages closing the completion; the
+environment's ``@vf.cleanup`` handlers run when the rollout ends, before the rubric scores.
+
+How stategym's protocol survives that:
+
+- **One assistant message is one round.** The message goes through the episode's renderer,
+  as an ``openai:`` agent's reply does: all its tool calls are one
+  :class:`~stategym.kernel.protocol.CallBatch`, plain text is a
+  :class:`~stategym.kernel.protocol.Say` whose reply comes back as a user message. A bad
+  call is a format error in the trajectory's log and an error tool message, never an
+  exception. Every tool call gets its tool message, under the model's own id (a batch
+  refused whole: the round's error), so the conversation stays valid for an endpoint.
+- **The rollout ends with the episode** (``finish``, the user ending it, stategym's round
+  limit). Every reply is a round, the last one verifiers never answers (``max_turns``)
+  included; a rollout verifiers stops before the episode's end (``max_turns``, an error, a
+  timeout) is scored as truncated, its stop condition the trajectory's ``stop_reason``.
+- **The rubric** is R (weight 1) and each dimension's Q_d as a zero-weight metric, read off
+  the scorecard the cleanup handler computes: verifiers turns an exception in a reward
+  function into a reward of 0, so scoring happens where a bug still raises.
+- **The log comes back**: ``state_columns=[TRAJECTORY_KEY]`` returns each rollout's
+  trajectory (one JSON line, :func:`stategym.kernel.trajectory.loads` reads it), re-scorable
+  offline like any stategym run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+import verifiers as vf
+
+from stategym.adapters.trl import dataset_rows
+from stategym.kernel.env import Env
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Observation
+from stategym.kernel.trajectory import Trajectory, dumps
+from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
+from stategym.registry import get_domain
+from stategym.rendering import PROMPT_VERSION, Message, Renderer, make_renderer, offered_tools
+
+SUPPORTED_VERIFIERS = ">=0.3.1,<0.4"
+"""The verifiers versions this adapter is tested with (it reads ``MultiTurnEnv``, 0.3.1)."""
+EPISODE_KEY = "stategym"
+"""The rollout state's key for its :class:`RolloutEpisode`."""
+TRAJECTORY_KEY = "stategym_trajectory"
+"""The rollout state's key for its trajectory as one JSON line (pass it in ``state_columns``)."""
+TRAIN_SEEDS = range(100)
+"""The task seeds of the training dataset unless ``seeds`` says otherwise."""
+
+
+@dataclass(slots=True)
+class RolloutEpisode:
+    """One rollout's stategym episode, kept in ``state[EPISODE_KEY]``.
+
+    Attributes:
+        env: the environment, reset to the row's task.
+        renderer: the episode's renderer (what reads the replies and writes the answers).
+        scorecard: the episode's scorecard, once the rollout has ended.
+    """
+
+    env: Env
+    renderer: Renderer
+    scorecard: Scorecard | None = None
+
+
+class DomainEnv(vf.MultiTurnEnv):
+    """A stategym domain as a verifiers ``MultiTurnEnv`` (made by :func:`load_environment`).
+
+    Args:
+        domain: the domain's registered name (``synth:...`` included).
+        knobs: the knobs of every task.
+        **kwargs: ``MultiTurnEnv``'s (``dataset``, ``eval_dataset``, ``max_turns``...).
+    """
+
+    def __init__(self, domain: str, knobs: Knobs, **kwargs: Any) -> None:
+        tools = [dict(s["function"]) for s in offered_tools(get_domain(domain), knobs)]
+        super().__init__(tool_defs=tools, rubric=stategym_rubric(), **kwargs)
+        self.domain_name = domain
+        self.knobs = knobs
+
+    async def setup_state(self, state: vf.State) -> vf.State:
+        env = Env(self.domain_name, knobs=self.knobs, agent=f"verifiers:{state['model']}")
+        env.reset(seed=int(state["input"]["seed"]))
+        state[EPISODE_KEY] = RolloutEpisode(env, make_renderer(env.domain, env.task.knobs))
+        return state
+
+    async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> Any:
+        """Play the last assistant message as one round; the observation as messages."""
+        episode: RolloutEpisode = state[EPISODE_KEY]
+        reply = _openai_message(messages[-1])
+        observation = episode.env.step(episode.renderer.parse(reply)).observation
+        answer = _answer(episode.renderer.observation_messages(observation), observation, reply)
+        if episode.env.done:
+            state["final_env_response"] = answer
+        return answer
+
+    @vf.cleanup
+    async def close_episode(self, state: vf.State) -> None:
+        """Score the episode and keep its trajectory in ``state[TRAJECTORY_KEY]``.
+
+        A reply verifiers stopped before answering (``max_turns``) is played first: the
+        model made that decision, and a ``finish`` in its last allowed turn ends the episode.
+        """
+        episode: RolloutEpisode | None = state.get(EPISODE_KEY)
+        if episode is None:  # setup_state raised: let that error show, not a missing key
+            return
+        env, steps = episode.env, state["trajectory"]
+        if not env.done and len(steps) > len(env.rounds):
+            env.step(episode.renderer.parse(_openai_message(steps[-1]["completion"][-1])))
+        trajectory = _played(env, state.get("stop_condition"), episode.renderer.kind)
+        episode.scorecard = score(trajectory, episode.env.task)
+        state[TRAJECTORY_KEY] = dumps(trajectory).decode()
+
+
+def _played(env: Env, stop_condition: str | None, rendering: str) -> Trajectory:
+    """The episode's trajectory; truncated, with ``stop_reason``, if it had not ended."""
+    trajectory = env.trajectory
+    meta: dict[str, Any] = {"prompt_version": PROMPT_VERSION, "rendering": rendering}
+    if not env.done:
+        trajectory = replace(trajectory, truncated=True, outcome=env.outcome())
+        meta["stop_reason"] = stop_condition
+    return replace(trajectory, meta={**trajectory.meta, **meta})
+
+
+def _openai_message(message: Any) -> Message:
+    """A verifiers assistant message as the OpenAI-style message stategym reads."""
+    out: Message = {"role": "assistant", "content": message.get("content")}
+    calls = message.get("tool_calls") or ()
+    if calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return out
+
+
+def _answer(rendered: Sequence[Message], observation: Observation, reply: Message) -> list[Any]:
+    """The rendered observation as verifiers messages, one tool message per call of the reply."""
+    ids = [c["id"] for c in reply.get("tool_calls") or ()]
+    tool = [m["content"] for m in rendered if m["role"] == "tool"]
+    if ids and not tool:  # refused whole (too many calls): each call still needs an answer
+        tool = [orjson.dumps({"error": observation.error}).decode()] * len(ids)
+    # The model's ids, in call order: the environment renames an id it cannot keep (too long).
+    answer: list[Any] = [
+        vf.ToolMessage(tool_call_id=i, content=c) for i, c in zip(ids, tool, strict=True)
+    ]
+    answer += [vf.UserMessage(content=m["content"]) for m in rendered if m["role"] != "tool"]
+    return answer
+
+
+def _scorecard(state: Mapping[str, Any]) -> Scorecard:
+    card = state[EPISODE_KEY].scorecard
+    if card is None:
+        raise RuntimeError("the rollout was scored before its episode was closed")
+    return card
+
+
+def composite(state: vf.State) -> float:
+    """The episode's R in [-1, 1] (the reward)."""
+    return _scorecard(state).composite
+
+
+def _quality(dimension: Dimension) -> Callable[[vf.State], float]:
+    def quality(state: vf.State) -> float:
+        return _scorecard(state).quality(dimension)
+
+    quality.__name__ = quality.__qualname__ = str(dimension)
+    quality.__doc__ = f"Q_{dimension} in [0, 1] (1.0 where the task gives nothing to get wrong)."
+    return quality
+
+
+def stategym_rubric() -> Any:
+    """R as the reward (weight 1); the four dimensions' Q_d as metrics (weight 0), named
+    ``clarification``, ``priority``, ``parallelism`` and ``risk``."""
+    qualities = [_quality(d) for d in DIMENSIONS]
+    return vf.Rubric(funcs=[composite, *qualities], weights=[1.0] + [0.0] * len(qualities))
+
+
+def load_environment(
+    domain: str = "travel",
+    seeds: Iterable[int] = TRAIN_SEEDS,
+    eval_seeds: Iterable[int] | None = None,
+    knobs: Knobs | str | None = None,
+    **kwargs: Any,
+) -> DomainEnv:
+    """A verifiers environment over ``domain``: one row per task seed.
+
+    Args:
+        domain: a registered domain, or ``synth:<spec>``.
+        seeds: the training dataset's task seeds.
+        eval_seeds: the evaluation dataset's; ``None``: verifiers evaluates on ``seeds``.
+        knobs: the tasks' knobs, as an object or as text (``"dynamics=off"``).
+        **kwargs: passed to ``MultiTurnEnv`` (``max_turns``, ``sampling_args``...).
+
+    Example:
+        >>> env = load_environment("bank", seeds=[0, 1])
+        >>> len(env.get_dataset()), env.tool_defs[-1].name
+        (2, 'finish')
+    """
+    from datasets import Dataset
+
+    chosen = Knobs.parse(knobs) if isinstance(knobs, str) else knobs or Knobs()
+    train = tuple(seeds)
+
+    def rows(picked: Sequence[int]) -> Callable[[], Any]:
+        return lambda: Dataset.from_list(dataset_rows(domain, picked, chosen))
+
+    if eval_seeds is not None:
+        kwargs["eval_dataset"] = rows(tuple(eval_seeds))
+    return DomainEnv(domain, chosen, dataset=rows(train), **kwargs)
+
+
+__all__ = [
+    "EPISODE_KEY",
+    "SUPPORTED_VERIFIERS",
+    "TRAIN_SEEDS",
+    "TRAJECTORY_KEY",
+    "DomainEnv",
+    "RolloutEpisode",
+    "composite",
+    "load_environment",
+    "stategym_rubric",
+]

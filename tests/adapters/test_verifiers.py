@@ -1,0 +1,246 @@
+"""The verifiers adapter, through verifiers' own evaluation path (``env.evaluate``).
+
+The model is a fake OpenAI-compatible server: a real ``openai.AsyncOpenAI`` client over an
+``httpx.MockTransport`` that answers each conversation (told apart by the user's request)
+with the next reply of a script. The expert's script is the assistant messages of its own
+stategym episode on that task, so verifiers must play the same episode and score it as
+stategym does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stategym.agents import resolve
+from stategym.kernel.env import Env
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.trajectory import RoundKind, Trajectory, loads
+from stategym.metrics import DIMENSIONS, score
+from stategym.registry import all_domains, cached_task, get_domain
+from stategym.rendering import make_renderer, offered_tools, transcript
+from stategym.rollout import run_episode
+
+vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed")
+httpx = pytest.importorskip("httpx", reason="httpx comes with openai")
+openai = pytest.importorskip("openai", reason="openai comes with verifiers")
+
+from stategym.adapters.verifiers import (  # noqa: E402  (needs verifiers)
+    TRAJECTORY_KEY,
+    DomainEnv,
+    load_environment,
+)
+
+ENVIRONMENTS = Path(__file__).resolve().parents[2] / "environments"
+DOMAINS = [*all_domains(), "synth:chain2+fanout3+askgate+verifycommit"]
+"""Every registered domain and a synthetic one."""
+
+
+class ScriptedModel:
+    """A chat-completions endpoint that answers each conversation from its script.
+
+    Args:
+        scripts: the request's text (the first user message) -> the assistant messages to
+            send, one per request of that conversation.
+    """
+
+    def __init__(self, scripts: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        self.scripts = scripts
+        self.requests: list[dict[str, Any]] = []
+
+    def last_request(self, request_text: str) -> list[dict[str, Any]]:
+        """The messages of the last request of the conversation about ``request_text``."""
+        asked = [
+            r["messages"] for r in self.requests if r["messages"][1]["content"] == request_text
+        ]
+        return asked[-1]
+
+    def client(self) -> Any:
+        transport = httpx.MockTransport(self._answer)
+        http = httpx.AsyncClient(transport=transport, base_url="http://scripted.test/v1")
+        api = openai.AsyncOpenAI(
+            api_key="none", base_url="http://scripted.test/v1", http_client=http
+        )
+        return vf.OpenAIChatCompletionsClient(api)
+
+    def _answer(self, request: Any) -> Any:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        messages = body["messages"]
+        request_text = next(m["content"] for m in messages if m["role"] == "user")
+        turn = sum(m["role"] == "assistant" for m in messages)
+        reply = dict(self.scripts[request_text][turn])
+        finish = "tool_calls" if reply.get("tool_calls") else "stop"
+        completion = {
+            "id": f"scripted-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": reply, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        return httpx.Response(200, json=completion)
+
+
+def expert_episodes(domain: str, seeds: Sequence[int]) -> dict[int, Trajectory]:
+    env = Env(domain)
+    return {s: run_episode(env, resolve(env.domain, "expert"), seed=s) for s in seeds}
+
+
+def request_text(domain: str, seed: int) -> str:
+    """The user's request of a task: how the scripted model tells conversations apart."""
+    return cached_task(domain, seed, Knobs()).request.text
+
+
+def expert_script(trajectory: Trajectory) -> list[dict[str, Any]]:
+    """The expert's replies: the renderer's assistant message for each of its rounds."""
+    renderer = make_renderer(get_domain(trajectory.domain), trajectory.knobs)
+    return [renderer.action_message(r.action(), r.index) for r in trajectory.rounds]
+
+
+def evaluate(env: Any, model: ScriptedModel, examples: int) -> list[dict[str, Any]]:
+    run = env.evaluate(
+        client=model.client(),
+        model="scripted",
+        num_examples=examples,
+        state_columns=[TRAJECTORY_KEY],
+    )
+    return sorted(asyncio.run(run)["outputs"], key=lambda o: o["example_id"])
+
+
+def seen(messages: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """What a conversation says, in the fields both sides write."""
+    return [
+        (
+            m["role"],
+            m.get("content"),
+            m.get("tool_call_id"),
+            [
+                (c["id"], c["function"]["name"], c["function"]["arguments"])
+                for c in m.get("tool_calls") or ()
+            ],
+        )
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_experts_episodes_play_and_score_as_in_stategym(domain: str) -> None:
+    seeds = (0, 3)
+    episodes = expert_episodes(domain, seeds)
+    model = ScriptedModel({request_text(domain, s): expert_script(t) for s, t in episodes.items()})
+    env = load_environment(domain, seeds=seeds)
+    outputs = evaluate(env, model, len(seeds))
+    assert len(outputs) == len(seeds)
+    for output, (seed, expert) in zip(outputs, episodes.items(), strict=True):
+        played = loads(output[TRAJECTORY_KEY])
+        card = score(expert)
+        # verifiers played the expert's episode, round for round, to its end
+        assert (played.seed, played.rounds) == (seed, expert.rounds)
+        assert played.terminated and not played.truncated
+        assert output["stop_condition"] == "has_final_env_response" and output["error"] is None
+        # the rubric's reward is stategym's R of that episode; the metrics are its Q_d
+        assert output["reward"] == output["composite"] == card.composite == 1.0
+        for dimension in DIMENSIONS:
+            assert output[str(dimension)] == card.quality(dimension)
+        assert score(played).composite == output["reward"]  # the returned log re-scores
+    # the model was offered the domain's tools and saw stategym's own transcript
+    tools = [t["function"] for t in model.requests[-1]["tools"]]
+    assert tools == [s["function"] for s in offered_tools(get_domain(domain), Knobs())]
+    asked = model.last_request(request_text(domain, 3))
+    renderer = make_renderer(get_domain(domain), Knobs())
+    rebuilt = transcript(renderer, episodes[3], cached_task(domain, 3, Knobs()))
+    assert asked[0] == renderer.first_messages(cached_task(domain, 3, Knobs()))[0]
+    assert seen(asked[1:]) == seen(rebuilt[: len(asked) - 1])
+
+
+def test_a_message_with_several_calls_is_one_round() -> None:
+    (expert,) = expert_episodes("travel", (3,)).values()
+    model = ScriptedModel({request_text("travel", 3): expert_script(expert)})
+    (output,) = evaluate(load_environment("travel", seeds=[3]), model, 1)
+    played = loads(output[TRAJECTORY_KEY])
+    sizes = [len(r.calls) for r in played.rounds if r.kind is RoundKind.CALLS]
+    assert max(sizes) == 3  # the expert's parallel rounds stayed rounds
+    completion = output["completion"]
+    parallel = [i for i, m in enumerate(completion) if len(m.get("tool_calls") or ()) == 3]
+    assert parallel
+    # each call of that message got its own tool message, under its own id, before any turn
+    first = parallel[0]
+    # verifiers' outputs carry each tool call as JSON text ({"id", "name", "arguments"})
+    ids = [json.loads(c)["id"] for c in completion[first]["tool_calls"]]
+    answers = completion[first + 1 : first + 4]
+    assert [(m["role"], m["tool_call_id"]) for m in answers] == [("tool", i) for i in ids]
+
+
+def test_bad_calls_and_plain_text_reach_stategym_and_an_early_stop_is_truncated() -> None:
+    request = request_text("travel", 3)
+    say = "What is the most you want to pay for the flight?"
+    script = [
+        _calls(("get_profile", "{not json"), ("get_travel_policy", "{}")),
+        _calls(("book_everything", "{}")),
+        {"role": "assistant", "content": say},
+        {"role": "assistant", "content": ""},  # verifiers refuses an empty reply itself
+    ]
+    model = ScriptedModel({request: script})
+    (output,) = evaluate(load_environment("travel", seeds=[3]), model, 1)
+    played = loads(output[TRAJECTORY_KEY])
+    bad_json, unknown, asked = played.rounds
+    # a batch with one malformed call runs none of them, and logs the format error
+    assert bad_json.format_errors == ("malformed_json",)
+    assert [c.error_kind for c in bad_json.calls] == ["malformed_json", "not_run"]
+    assert unknown.format_errors == ("unknown_tool",)
+    # plain text was a message to the simulated user, whose reply came back as a user turn
+    assert asked.kind is RoundKind.SAY and asked.say == say
+    assert asked.user is not None and asked.user.reply
+    conversation = model.last_request(request)
+    assert conversation[-1] == {"role": "user", "content": asked.user.reply}
+    tool_errors = [m for m in conversation if m["role"] == "tool"]
+    assert len(tool_errors) == 3 and all('{"error":' in m["content"] for m in tool_errors)
+    # the empty reply stopped verifiers' rollout: the episode is scored as truncated
+    assert output["stop_condition"] == "has_error"
+    assert played.truncated and played.meta["stop_reason"] == "has_error"
+    assert output["reward"] == score(played).composite < 1.0
+
+
+@pytest.mark.parametrize("turns", [2, 4])
+def test_verifiers_max_turns_ends_the_rollout_and_its_last_reply_is_still_played(
+    turns: int,
+) -> None:
+    (expert,) = expert_episodes("travel", (3,)).values()
+    assert len(expert.rounds) == 4  # the 4th reply is the expert's finish
+    model = ScriptedModel({request_text("travel", 3): expert_script(expert)})
+    env = load_environment("travel", seeds=[3], max_turns=turns)
+    (output,) = evaluate(env, model, 1)
+    played = loads(output[TRAJECTORY_KEY])
+    assert output["stop_condition"] == "max_turns_reached"
+    assert len(model.requests) == turns  # verifiers never answered the last reply itself
+    assert played.rounds == expert.rounds[:turns]  # but stategym played it
+    assert played.terminated == (turns == 4) and played.truncated == (turns < 4)
+    assert played.meta.get("stop_reason") == (None if turns == 4 else "max_turns_reached")
+    assert output["reward"] == score(played).composite
+    assert (output["reward"] == 1.0) == (turns == 4)
+
+
+def _calls(*calls: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": f"x{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ],
+    }
+
+
+def test_verifiers_loads_the_environment_by_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what `vf-install stategym-env` installs, found on the path instead of installed
+    monkeypatch.syspath_prepend(str(ENVIRONMENTS / "stategym_env"))
+    env = vf.load_environment("stategym-env", domain="bank", seeds=[1, 2], knobs="dynamics=off")
+    assert isinstance(env, DomainEnv) and env.env_id == "stategym-env"
+    assert env.knobs == Knobs(dynamics=False)
+    assert [r["seed"] for r in env.get_dataset()] == [1, 2]
