@@ -10,8 +10,11 @@ stategym does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,30 +64,66 @@ class ScriptedModel:
         return asked[-1]
 
     def client(self) -> Any:
-        transport = httpx.MockTransport(self._answer)
+        """A verifiers client whose ``AsyncOpenAI`` reaches this model in process."""
+
+        def answer(request: Any) -> Any:
+            return httpx.Response(200, json=self.reply(json.loads(request.content)))
+
+        transport = httpx.MockTransport(answer)
         http = httpx.AsyncClient(transport=transport, base_url="http://scripted.test/v1")
         api = openai.AsyncOpenAI(
             api_key="none", base_url="http://scripted.test/v1", http_client=http
         )
         return vf.OpenAIChatCompletionsClient(api)
 
-    def _answer(self, request: Any) -> Any:
-        body = json.loads(request.content)
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[str]:
+        """This model on a loopback port, for another process; yields its base URL."""
+        model = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                data = json.dumps(model.reply(json.loads(self.rfile.read(length)))).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat completion answering one request: its conversation's next reply."""
         self.requests.append(body)
         messages = body["messages"]
         request_text = next(m["content"] for m in messages if m["role"] == "user")
         turn = sum(m["role"] == "assistant" for m in messages)
         reply = dict(self.scripts[request_text][turn])
-        finish = "tool_calls" if reply.get("tool_calls") else "stop"
-        completion = {
+        return {
             "id": f"scripted-{len(self.requests)}",
             "object": "chat.completion",
             "created": 0,
             "model": body["model"],
-            "choices": [{"index": 0, "message": reply, "finish_reason": finish}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": reply,
+                    "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
+                }
+            ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
-        return httpx.Response(200, json=completion)
 
 
 def expert_episodes(domain: str, seeds: Sequence[int]) -> dict[int, Trajectory]:
@@ -243,4 +282,56 @@ def test_verifiers_loads_the_environment_by_its_id(monkeypatch: pytest.MonkeyPat
     env = vf.load_environment("stategym-env", domain="bank", seeds=[1, 2], knobs="dynamics=off")
     assert isinstance(env, DomainEnv) and env.env_id == "stategym-env"
     assert env.knobs == Knobs(dynamics=False)
-    assert [r["seed"] for r in env.get_dataset()] == [1, 2]
+    assert [r["info"]["seed"] for r in env.get_dataset()] == [1, 2]
+
+
+def test_a_row_keeps_its_seed_across_verifiers_env_server_boundary() -> None:
+    # vf-eval plays rollouts in an env server: each row crosses a process boundary as
+    # verifiers' RunGroupRequest, packed with msgpack, which keeps only RolloutInput's keys
+    msgpack = pytest.importorskip("msgpack", reason="msgpack comes with verifiers")
+    from verifiers.legacy.serve.types import RunGroupRequest
+    from verifiers.legacy.utils.serve_utils import msgpack_encoder
+
+    rows = load_environment("shop", seeds=[5, 7]).get_dataset().to_list()
+    request = RunGroupRequest(
+        group_inputs=rows,
+        client_config=vf.ClientConfig(),
+        model="scripted",
+        sampling_args={},
+        max_retries=0,
+        state_columns=None,
+    )
+    packed = msgpack.packb(
+        request.model_dump(mode="python", warnings=False), default=msgpack_encoder
+    )
+    crossed = RunGroupRequest.model_validate(msgpack.unpackb(packed, raw=False)).group_inputs
+    assert [r["info"]["seed"] for r in crossed] == [5, 7]
+    assert [r["prompt"] for r in crossed] == [r["prompt"] for r in rows]
+
+
+@pytest.mark.slow  # ~30 CPU-s, 28-69 s wall: the env server spawns interpreters importing verifiers
+def test_the_env_server_vf_eval_runs_plays_the_expert(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ENVIRONMENTS / "stategym_env"))  # the spawned server's too
+    monkeypatch.setenv("STATEGYM_TEST_KEY", "none")
+    seeds = (1, 2)
+    episodes = expert_episodes("bank", seeds)
+    model = ScriptedModel({request_text("bank", s): expert_script(t) for s, t in episodes.items()})
+    env = vf.load_environment("stategym-env", domain="bank", seeds=list(seeds))
+
+    async def evaluate_on_the_server(base_url: str) -> Any:
+        await env.start_server()
+        try:
+            config = vf.ClientConfig(api_base_url=base_url, api_key_var="STATEGYM_TEST_KEY")
+            return await env.evaluate(
+                client=config, model="scripted", num_examples=2, state_columns=[TRAJECTORY_KEY]
+            )
+        finally:
+            await env.stop_server()
+
+    with model.serving() as base_url:
+        outputs = asyncio.run(evaluate_on_the_server(base_url))["outputs"]
+    assert len(outputs) == len(seeds)
+    for output in outputs:
+        played = loads(output[TRAJECTORY_KEY])
+        assert played.rounds == episodes[played.seed].rounds
+        assert output["reward"] == score(played).composite == 1.0

@@ -5,7 +5,7 @@ answers (it lives in ``verifiers.legacy``). verifiers 0.4 ships only the v1 API 
 harnesses composed into an ``Env``), with no ``MultiTurnEnv``, ``Rubric`` or ``env_response``.
 
 What this relies on in ``MultiTurnEnv.rollout`` (0.3.1): a dataset row is a rollout's input
-(``prompt``, the first messages; the other columns, here ``seed``, in ``state["input"]``);
+(``prompt``, the first messages; ``info``, here the task seed, in ``state["info"]``);
 ``setup_state`` runs before the first model call; before every later one
 ``env_response(messages, state)`` answers the last assistant message; setting
 ``state["final_env_response"]`` ends the rollout, those messages closing the completion; the
@@ -92,7 +92,7 @@ class DomainEnv(vf.MultiTurnEnv):
 
     async def setup_state(self, state: vf.State) -> vf.State:
         env = Env(self.domain_name, knobs=self.knobs, agent=f"verifiers:{state['model']}")
-        env.reset(seed=int(state["input"]["seed"]))
+        env.reset(seed=int(state["info"]["seed"]))
         state[EPISODE_KEY] = RolloutEpisode(env, make_renderer(env.domain, env.task.knobs))
         return state
 
@@ -188,6 +188,16 @@ def stategym_rubric() -> Any:
     return vf.Rubric(funcs=[composite, *qualities], weights=[1.0] + [0.0] * len(qualities))
 
 
+def task_rows(domain: str, seeds: Sequence[int], knobs: Knobs) -> list[dict[str, Any]]:
+    """The dataset rows: the renderer's first messages as ``prompt``, the seed in ``info``.
+
+    In ``info`` because verifiers' env server (what ``vf-eval`` runs) sends a row's
+    ``prompt``, ``example_id``, ``answer`` and ``info`` only.
+    """
+    rows = dataset_rows(domain, seeds, knobs)
+    return [{"prompt": r["prompt"], "info": {"seed": r["seed"]}} for r in rows]
+
+
 def load_environment(
     domain: str = "travel",
     seeds: Iterable[int] = TRAIN_SEEDS,
@@ -215,7 +225,7 @@ def load_environment(
     train = tuple(seeds)
 
     def rows(picked: Sequence[int]) -> Callable[[], Any]:
-        return lambda: Dataset.from_list(dataset_rows(domain, picked, chosen))
+        return lambda: Dataset.from_list(task_rows(domain, picked, chosen))
 
     if eval_seeds is not None:
         kwargs["eval_dataset"] = rows(tuple(eval_seeds))
@@ -232,4 +242,5 @@ __all__ = [
     "composite",
     "load_environment",
     "stategym_rubric",
+    "task_rows",
 ]
