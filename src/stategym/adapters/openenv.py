@@ -217,6 +217,15 @@ class StategymEnvironment(Environment):
             task_id=self.env.task.id,
         )
 
+    # Played on the server's event loop, not OpenEnv's per-session thread: a round is a
+    # fraction of a millisecond of CPU that a thread would hold the GIL for anyway, and the
+    # hop cost more than the round (median step 3.4 ms against 6.7 ms, five runs each).
+    async def reset_async(self, **options: Any) -> StategymObservation:
+        return self.reset(**options)
+
+    async def step_async(self, action: StategymAction, **options: Any) -> StategymObservation:
+        return self.step(action, **options)
+
     @property
     def state(self) -> StategymState:
         domain = self.env.domain.name
