@@ -1,0 +1,294 @@
+"""The verl adapter: verl's agent loop, made the way verl's worker makes it, plays episodes.
+
+The loop is instantiated from verl's own registry entry with hydra and verl's own rollout
+config (``verl/trainer/config/rollout/rollout.yaml``). The test seam is the server manager:
+:class:`ScriptedServer` returns verl's ``TokenOutput`` with the ids a script gives, here the
+ids of the scripted expert's turns as the chat template writes them (the tokenizer is
+trained here on expert chats with ``tokenizers``; nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+with warnings.catch_warnings():  # ray warns about its own deprecated modules on import
+    warnings.simplefilter("ignore", DeprecationWarning)
+    verl = pytest.importorskip("verl", reason="the verl extra is not installed")
+    from verl.experimental.agent_loop.agent_loop import (
+        AgentLoopOutput,
+        DictConfigWrap,
+        ToolListWrap,
+        _agent_loop_registry,
+    )
+    from verl.workers.rollout.replica import TokenOutput
+
+    from stategym.adapters import verl as adapter
+
+from stategym.agents import scripted
+from stategym.kernel.env import Env
+from stategym.kernel.trajectory import RoundKind, Trajectory
+from stategym.llm.local import ChatTokenizer
+from stategym.metrics import score
+from stategym.rendering import make_renderer
+from stategym.rollout import run_episode
+from stategym.train.streams import demonstration
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    """A 400-id byte-level BPE with stategym's ChatML template, trained on expert chats."""
+    from stategym.llm.tiny import TinyConfig, expert_chats, train_tokenizer
+
+    return train_tokenizer(expert_chats(TinyConfig(episodes=4)), vocab_size=400)
+
+
+@pytest.fixture
+def envs(monkeypatch: pytest.MonkeyPatch) -> list[Env]:
+    """Every environment the loop makes (to read the episodes it played)."""
+    made: list[Env] = []
+
+    class Recorded(Env):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(adapter, "Env", Recorded)
+    return made
+
+
+class ScriptedServer:
+    """verl's server manager, answering each ``generate`` with the next scripted ids.
+
+    A plain class: hydra's ``instantiate`` would turn a dataclass argument into a config.
+    """
+
+    def __init__(self, replies: Sequence[Sequence[int]], log_probs: bool = False) -> None:
+        self.replies = replies
+        self.log_probs = log_probs
+        self.prompts: list[list[int]] = []
+        self.params: list[dict[str, Any]] = []
+
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
+    ) -> TokenOutput:
+        self.prompts.append(list(prompt_ids))
+        self.params.append(dict(sampling_params))
+        ids = list(self.replies[len(self.prompts) - 1])[: sampling_params["max_tokens"]]
+        logprobs = [-0.5 - i / 100 for i in range(len(ids))] if self.log_probs else None
+        return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed")
+
+
+def rollout_config(**overrides: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    rollout = OmegaConf.load(Path(verl.__file__).parent / "trainer/config/rollout/rollout.yaml")
+    settings = {"prompt_length": 4096, "response_length": 16384, **overrides}
+    turns = {k: settings.pop(k) for k in ("max_assistant_turns", "max_user_turns") if k in settings}
+    return OmegaConf.merge(rollout, settings, {"multi_turn": turns})
+
+
+def play(
+    server: ScriptedServer, tokenizer: Any, domain: str = "travel", seed: int = 3, **limits: Any
+) -> AgentLoopOutput:
+    """One sample through the loop, made and run as verl's ``AgentLoopWorker`` does."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": rollout_config(**limits)}})
+    row = adapter.dataset_rows(domain, [seed])[0]
+    kwargs = {k: v for k, v in row.items() if k != "agent_name"}
+
+    async def run() -> AgentLoopOutput:
+        loop = instantiate(
+            config=_agent_loop_registry[row["agent_name"]],
+            trainer_config=DictConfigWrap(config=config),
+            server_manager=server,
+            tokenizer=tokenizer,
+            processor=None,
+            hf_model_type=None,
+            dataset_cls=RLHFDataset,
+            data_config=DictConfigWrap(OmegaConf.create({})),
+            tools=ToolListWrap([]),
+        )
+        sampling = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
+        return await loop.run(sampling, raw_prompt=row["prompt"], **kwargs)
+
+    return asyncio.run(run())
+
+
+def expert(tokenizer: Any, domain: str = "travel", seed: int = 3) -> tuple[Trajectory, Any]:
+    """The expert's episode and the token stream a policy playing it would have made."""
+    env = Env(domain)
+    trajectory = run_episode(env, scripted(env.domain, "expert"), seed)
+    return trajectory, demonstration(trajectory, env.task, ChatTokenizer(tokenizer), "messages")
+
+
+def moves(trajectory: Trajectory) -> list[tuple[Any, ...]]:
+    """What each round did (call ids differ between agents), and what the world did."""
+    return [
+        (r.kind, tuple((c.name, c.arguments, c.content) for c in r.calls), r.say, r.charges)
+        for r in trajectory.rounds
+    ]
+
+
+def served(stream: Any) -> list[list[int]]:
+    return [list(stream.ids[a:b]) for a, b in stream.spans]
+
+
+def test_the_loop_is_in_verls_registry() -> None:
+    entry = _agent_loop_registry[adapter.AGENT_NAME]
+    assert entry == {"_target_": "stategym.adapters.verl.StategymAgentLoop"}
+
+
+@pytest.mark.parametrize("domain", ["travel", "bank"])
+def test_the_experts_episode_through_the_loop_is_stategyms_episode(
+    tokenizer: Any, envs: list[Env], domain: str
+) -> None:
+    trajectory, stream = expert(tokenizer, domain)
+    server = ScriptedServer(served(stream), log_probs=True)
+    output = play(server, tokenizer, domain)
+    (env,) = envs
+    # the same rounds, and R is stategym's own score of that episode
+    assert moves(env.trajectory) == moves(trajectory)
+    assert any(len(r.calls) > 1 for r in trajectory.rounds)  # a parallel round among them
+    assert output.reward_score == score(trajectory, env.task).composite == 1.0
+    assert output.extra_fields["reward_extra_info"]["composite"] == 1.0
+    assert output.extra_fields["reward_extra_info"]["success"] == 1.0
+    assert sum(output.extra_fields["turn_scores"]) == pytest.approx(1.0)
+    # the ids are the stream a policy playing the episode makes, up to its last sampled id
+    assert output.prompt_ids + output.response_ids == stream.ids
+    # the mask is 1 on exactly the sampled ids, in order
+    sampled = [i for i, m in zip(output.response_ids, output.response_mask, strict=True) if m]
+    assert sampled == [i for reply in server.replies for i in reply]
+    assert sum(output.response_mask) == sum(len(r) for r in server.replies)
+    # the log-probs are the server's on sampled ids and 0 on observation ids
+    assert output.response_logprobs is not None
+    kept = [lp for lp, m in zip(output.response_logprobs, output.response_mask, strict=True) if m]
+    assert kept == [-0.5 - i / 100 for reply in server.replies for i in range(len(reply))]
+    pairs = zip(output.response_logprobs, output.response_mask, strict=True)
+    assert all(lp == 0.0 for lp, m in pairs if not m)
+    # verl's own conversion puts R on the response's last token
+    converted = output.as_dict()
+    assert converted["rm_scores"][-1] == 1.0 and converted["rm_scores"][:-1].abs().sum() == 0
+
+
+def test_every_turns_prompt_is_the_last_prompt_its_completion_and_the_observation(
+    tokenizer: Any,
+) -> None:
+    _, stream = expert(tokenizer)
+    server = ScriptedServer(served(stream))
+    output = play(server, tokenizer)
+    turns = zip(server.prompts, server.replies, server.prompts[1:], strict=False)
+    for before, reply, after in turns:  # the last reply has no prompt after it
+        assert after[: len(before) + len(reply)] == before + list(reply)
+        assert len(after) > len(before) + len(reply)  # the observation's tokens
+    first = len(output.prompt_ids)
+    assert server.prompts[0] == output.prompt_ids
+    for prompt in server.prompts[1:]:  # every later prompt is the sample's ids so far
+        assert prompt == output.prompt_ids + output.response_ids[: len(prompt) - first]
+    # each turn may sample what is left of the response budget
+    assert [p["max_tokens"] for p in server.params] == [
+        16384 - (len(p) - first) for p in server.prompts
+    ]
+
+
+def test_the_calls_of_one_turn_are_one_round_and_text_goes_to_the_user(
+    tokenizer: Any, envs: list[Env]
+) -> None:
+    eos = tokenizer.eos_token_id
+    calls = '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>'
+    calls += '<tool_call>{"name": "get_travel_policy", "arguments": {}}</tool_call>'
+    replies = [[*ids(tokenizer, calls), eos], [*ids(tokenizer, "What is your budget?"), eos]]
+    output = play(ScriptedServer(replies), tokenizer, max_assistant_turns=2)
+    (env,) = envs
+    first, second = env.trajectory.rounds
+    assert first.kind is RoundKind.CALLS
+    assert [c.name for c in first.calls] == ["get_profile", "get_travel_policy"]
+    assert second.kind is RoundKind.SAY and second.user is not None and second.user.reply
+    info = output.extra_fields["reward_extra_info"]
+    assert (info["rounds"], info["calls"], info["asks"]) == (2, 2, 1)
+    # stopped by the turn limit: scored as stategym scores a truncated episode
+    truncated = score(adapter_trajectory(env), env.task).composite
+    assert output.reward_score == truncated and -1.0 <= truncated <= 1.0
+
+
+def adapter_trajectory(env: Env) -> Trajectory:
+    from dataclasses import replace
+
+    return replace(env.trajectory, truncated=True, outcome=env.outcome())
+
+
+def ids(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def test_garbage_and_malformed_calls_are_format_errors_not_exceptions(
+    tokenizer: Any, envs: list[Env]
+) -> None:
+    eos = tokenizer.eos_token_id
+    noise = random.Random(0)
+    replies = [
+        [*ids(tokenizer, '<tool_call>{"name": "search_flights", "arguments": {"day": '), eos],
+        ids(tokenizer, '<tool_call>{"name": "no_such_tool", "arguments": {}}</tool_call>'),
+        [noise.randrange(len(tokenizer)) for _ in range(40)],
+        [],
+        [eos],
+    ]
+    output = play(ScriptedServer(replies), tokenizer, max_assistant_turns=len(replies))
+    (env,) = envs
+    assert len(env.trajectory.rounds) == len(replies)
+    assert output.extra_fields["reward_extra_info"]["format_errors"] >= 3
+    assert -1.0 <= output.reward_score <= 1.0
+    # a turn cut without its end-of-turn gets one from the template, outside the mask
+    assert sum(output.response_mask) == sum(len(r) for r in replies)
+    assert len(output.response_ids) == len(output.response_mask)
+
+
+def test_the_response_length_ends_the_episode(tokenizer: Any, envs: list[Env]) -> None:
+    _, stream = expert(tokenizer)
+    replies = served(stream)
+    budget = len(replies[0]) + 40  # the first turn, then less than an observation and a turn
+    server = ScriptedServer(replies)
+    output = play(server, tokenizer, response_length=budget)
+    (env,) = envs
+    assert len(output.response_ids) <= budget
+    assert len(env.trajectory.rounds) == len(server.prompts) < len(replies)
+    assert output.reward_score == score(adapter_trajectory(env), env.task).composite
+
+
+def test_the_user_turn_limit_counts_observations(tokenizer: Any, envs: list[Env]) -> None:
+    _, stream = expert(tokenizer)
+    server = ScriptedServer(served(stream))
+    play(server, tokenizer, max_user_turns=1)
+    (env,) = envs
+    assert len(server.prompts) == len(env.trajectory.rounds) == 2
+
+
+def test_a_row_without_a_task_and_a_prompt_too_long_are_refused(tokenizer: Any) -> None:
+    with pytest.raises(ValueError, match="extra_info"):
+        adapter.episode_of({"index": 0})
+    with pytest.raises(ValueError, match="prompt_length"):
+        play(ScriptedServer([]), tokenizer, prompt_length=8)
+
+
+def test_dataset_rows_name_the_task_and_hold_the_renderers_prompt() -> None:
+    from stategym.kernel.knobs import Knobs
+    from stategym.registry import cached_task, get_domain
+
+    knobs = Knobs.parse("dynamics=off")
+    rows = adapter.dataset_rows("shop", [5, 9], knobs)
+    assert [r["extra_info"]["seed"] for r in rows] == [5, 9]
+    assert adapter.episode_of(rows[1]["extra_info"]) == ("shop", 9, knobs)
+    renderer = make_renderer(get_domain("shop"), knobs)
+    assert rows[0]["prompt"] == renderer.first_messages(cached_task("shop", 5, knobs))
+    assert {r["agent_name"] for r in rows} == {adapter.AGENT_NAME}
