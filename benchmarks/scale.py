@@ -52,6 +52,7 @@ DOMAINS = ("travel", "meetings", "shop", "bank", "cloud", "lookup")
 def one(config: str, domains: list[str], seeds: int, out: Path) -> dict[str, Any]:
     """Play every (domain, seed) with the expert under ``config`` (``1``, ``2``, ``ray``...)
     into ``out``, timed; what a child process prints."""
+    from stategym.metrics import score
     from stategym.rollout import Agents, episode_specs, stream_scored
     from stategym.rollout.log import Appender
     from stategym.rollout.workers import Spread
@@ -70,7 +71,7 @@ def one(config: str, domains: list[str], seeds: int, out: Path) -> dict[str, Any
     specs = [s for d in domains for s in episode_specs(d, "expert", range(seeds))]
     append = Appender(out)
     composites = []
-    for _, trajectory, card in stream_scored(specs, Agents(), spread=spread):
+    for _, trajectory, card in stream_scored(specs, Agents(), score, spread=spread):
         append(trajectory)
         composites.append(card.composite)
     wall = time.perf_counter() - wall

@@ -77,8 +77,8 @@ def test_two_workers_yield_the_same_trajectories_in_spec_order() -> None:
 
 def test_episodes_scored_on_workers_carry_the_cards_the_parent_would_make() -> None:
     specs = _specs()
-    here = list(stream_scored(specs, Agents()))
-    there = list(stream_scored(specs, Agents(), spread=Spread(2)))
+    here = list(stream_scored(specs, Agents(), score))
+    there = list(stream_scored(specs, Agents(), score, spread=Spread(2)))
     assert [(spec, dumps(t)) for spec, t, _ in there] == [(s, dumps(t)) for s, t, _ in here]
     assert [card for *_, card in there] == [score(t) for _, t, _ in here]
     assert [card for *_, card in here] == [score(t) for _, t, _ in here]

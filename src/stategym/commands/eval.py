@@ -233,6 +233,7 @@ def _play(
     when they play on workers or Ray); each with its scorecard, made where it was played."""
     from rich.progress import Progress
 
+    from stategym.metrics import score
     from stategym.rollout import stream_scored
     from stategym.rollout.log import Appender
 
@@ -242,7 +243,7 @@ def _play(
         task = progress.add_task("episodes", total=len(specs))
         concurrency = options.get("concurrency")
         for _, trajectory, card in stream_scored(
-            specs, agents, concurrency=concurrency, spread=spread
+            specs, agents, score, concurrency=concurrency, spread=spread
         ):
             append(trajectory)
             played.append((trajectory, card))

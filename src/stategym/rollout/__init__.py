@@ -7,7 +7,7 @@
   one :class:`Episode`; :func:`run_episode` and :func:`play` for a ready environment.
 - :mod:`.engine`: :func:`stream` plays many specs (LLM agents concurrently) and yields each
   trajectory as it ends; ``run``, ``eval`` and ``protocol`` all use it (:func:`stream_scored`
-  with each episode's scorecard, made on the worker that played it).
+  with each episode scored by the function handed in, on the worker that played it).
 - :mod:`.agents`: spec -> agent (:class:`Agents` resolves names; :class:`FixedAgent` plays a
   ready factory).
 - :mod:`.workers`: scripted specs over worker processes (:class:`Spread`,

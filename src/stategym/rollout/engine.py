@@ -19,21 +19,22 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from stategym.kernel.env import Env
+from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
-from stategym.metrics.score import Scorecard, score
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
 from stategym.rollout.spec import EpisodeSpec
 
 if TYPE_CHECKING:
-    from stategym.rollout.workers import Scored, Spread
+    from stategym.rollout.workers import Scored, Scorer, Spread
 
 DEFAULT_CONCURRENCY = 8
 """LLM episodes in flight when the caller does not say."""
 Finished = tuple[EpisodeSpec, Trajectory]
+Card = TypeVar("Card")
 
 
 def play_spec(
@@ -110,26 +111,29 @@ def stream(
     Raises:
         Whatever stopped the run (after the episodes finished before it were yielded).
     """
-    for spec, trajectory, _ in _played(specs, agents, concurrency, task_of, spread, False):
+    for spec, trajectory, _ in _played(specs, agents, concurrency, task_of, spread, None):
         yield spec, trajectory
 
 
 def stream_scored(
     specs: Sequence[EpisodeSpec],
     agents: AgentSource,
+    scorer: Callable[[Trajectory, Task], Card],
     *,
     concurrency: int | None = None,
     task_of: TaskOf = spec_task,
     spread: Spread | None = None,
-) -> Iterator[tuple[EpisodeSpec, Trajectory, Scorecard]]:
-    """:func:`stream`, each episode with its scorecard, scored where it was played.
+) -> Iterator[tuple[EpisodeSpec, Trajectory, Card]]:
+    """:func:`stream`, each episode with ``scorer(trajectory, task)``, computed where it was
+    played (``stategym.metrics.score`` for a scorecard; a module-level function, so that it
+    travels to the workers by name).
 
     A worker (or Ray task) scores the episodes it played while their tasks are in its
     cache, so the parent neither regenerates the tasks nor scores on one core what the
-    workers played on all of them. The cards are those ``score(trajectory)`` gives.
+    workers played on all of them.
     """
-    for spec, trajectory, card in _played(specs, agents, concurrency, task_of, spread, True):
-        yield spec, trajectory, card if card is not None else score(trajectory, task_of(spec))
+    for spec, trajectory, card in _played(specs, agents, concurrency, task_of, spread, scorer):
+        yield spec, trajectory, card if card is not None else scorer(trajectory, task_of(spec))
 
 
 def _played(
@@ -138,10 +142,10 @@ def _played(
     concurrency: int | None,
     task_of: TaskOf,
     spread: Spread | None,
-    scored: bool,
+    scorer: Scorer | None,
 ) -> Iterator[Scored]:
-    """The one playing path of :func:`stream` and :func:`stream_scored` (cards from the
-    workers where ``scored``; ``None`` for what played here, scored by the caller)."""
+    """The one playing path of :func:`stream` and :func:`stream_scored` (``scorer``'s
+    results from the workers; ``None`` for what played here, scored by the caller)."""
     llm = [spec for spec in specs if spec.llm]
     scripted = [spec for spec in specs if not spec.llm]
     if llm:
@@ -153,7 +157,7 @@ def _played(
         from stategym.rollout.ray import play_on_ray
 
         yield from play_on_ray(
-            scripted, agents, address=spread.address, task_of=task_of, scored=scored
+            scripted, agents, address=spread.address, task_of=task_of, scorer=scorer
         )
         return
     from stategym.rollout.workers import play_in_processes, worker_count
@@ -161,7 +165,7 @@ def _played(
     workers = worker_count(spread.workers if spread else 1, len(scripted))
     if workers > 1:
         yield from play_in_processes(
-            scripted, agents, workers=workers, task_of=task_of, scored=scored
+            scripted, agents, workers=workers, task_of=task_of, scorer=scorer
         )
     else:
         for spec, trajectory in play_in_order(scripted, agents, task_of):

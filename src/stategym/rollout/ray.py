@@ -24,7 +24,15 @@ from stategym.kernel.errors import UsageError
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import TaskOf, spec_task
 from stategym.rollout.spec import EpisodeSpec
-from stategym.rollout.workers import CHUNK, WINDOW, Scored, chunks, hand_over, play_chunk
+from stategym.rollout.workers import (
+    CHUNK,
+    WINDOW,
+    Scored,
+    Scorer,
+    chunks,
+    hand_over,
+    play_chunk,
+)
 
 
 def connect(address: str | None = None) -> Any:
@@ -48,10 +56,10 @@ def play_on_ray(
     *,
     address: str | None = None,
     task_of: TaskOf = spec_task,
-    scored: bool = False,
+    scorer: Scorer | None = None,
 ) -> Iterator[Scored]:
     """Play scripted specs as Ray tasks (a chunk each), yielding them in spec order, each
-    with its scorecard where ``scored`` (scored by the task that played it).
+    with ``scorer``'s result (computed by the task that played it; ``None`` without one).
 
     ``agents`` and ``task_of`` are put in Ray's object store once and shared by every task
     (an :class:`~stategym.rollout.Agents` travels as its recipe).
@@ -71,7 +79,7 @@ def play_on_ray(
         for index, part in enumerate(parts):
             while submitted < len(parts) and submitted < index + window:
                 refs[submitted] = play.remote(
-                    parts[submitted], shared_agents, shared_task_of, scored=scored
+                    parts[submitted], shared_agents, shared_task_of, scorer=scorer
                 )
                 submitted += 1
             yield from hand_over(part, ray.get(refs.pop(index)))

@@ -39,14 +39,14 @@ import multiprocessing
 import os
 import signal
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from stategym.kernel.env import Env
+from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
-from stategym.metrics.score import Scorecard, score
 from stategym.registry import DOMAINS
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.engine import play_in_order
@@ -65,8 +65,11 @@ in the parent, against 4-5 ms to play an expert episode)."""
 WINDOW = 2
 """Chunks in flight per worker: one playing, one queued, so no worker waits on the parent."""
 Finished = tuple[EpisodeSpec, Trajectory]
-Scored = tuple[EpisodeSpec, Trajectory, Scorecard | None]
-"""A finished episode with its scorecard (``None`` where the chunk was not scored)."""
+Scorer = Callable[[Trajectory, Task], Any]
+"""What judges a finished episode (``stategym.metrics.score``: the rollout layer sits below
+the metrics, so the caller hands it in); a module-level function, so it travels by name."""
+Scored = tuple[EpisodeSpec, Trajectory, Any]
+"""A finished episode with its scorer's result (``None`` where the chunk was not scored)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +116,13 @@ class Played:
 
     Attributes:
         trajectories: the chunk's episodes, in order, up to the one that failed (if any).
-        cards: their scorecards, where the chunk was scored (``None``: not asked for).
+        cards: the scorer's result for each, where the chunk was scored (``None``: not asked).
         error: what stopped the chunk (raised by the parent after ``trajectories``).
         trace: the worker's traceback of ``error`` (a traceback does not pickle).
     """
 
     trajectories: list[Trajectory]
-    cards: list[Scorecard] | None = None
+    cards: list[Any] | None = None
     error: Exception | None = None
     trace: str = ""
 
@@ -136,21 +139,21 @@ def play_chunk(
     agents: AgentSource,
     task_of: TaskOf = spec_task,
     envs: dict[str, Env] | None = None,
-    scored: bool = False,
+    scorer: Scorer | None = None,
 ) -> Played:
     """:func:`~stategym.rollout.engine.play_in_order` as a list, stopped at the first error
     (handed back with the episodes before it, so the parent still writes those).
 
-    ``scored``: score each episode here too, while its task is in this process's cache (the
+    ``scorer``: score each episode here too, while its task is in this process's cache (the
     parent would regenerate it: scoring cold costs about as much as playing an expert
     episode, so a parent that scores what its workers played is the run's one busy core).
     """
     played: list[Trajectory] = []
-    cards: list[Scorecard] | None = [] if scored else None
+    cards: list[Any] | None = [] if scorer is not None else None
     try:
         for spec, trajectory in play_in_order(specs, agents, task_of, envs):
-            if cards is not None:
-                cards.append(score(trajectory, task_of(spec)))
+            if scorer is not None and cards is not None:
+                cards.append(scorer(trajectory, task_of(spec)))
             played.append(trajectory)
     except Exception as error:  # raised again by the parent, in order: see hand_over
         return Played(played, cards, error, traceback.format_exc())
@@ -176,8 +179,8 @@ def _start_worker(agents: AgentSource, task_of: TaskOf) -> None:
     _WORKER.update(agents=agents, task_of=task_of, envs={})
 
 
-def _play_in_worker(specs: list[EpisodeSpec], scored: bool) -> Played:
-    return play_chunk(specs, _WORKER["agents"], _WORKER["task_of"], _WORKER["envs"], scored)
+def _play_in_worker(specs: list[EpisodeSpec], scorer: Scorer | None) -> Played:
+    return play_chunk(specs, _WORKER["agents"], _WORKER["task_of"], _WORKER["envs"], scorer)
 
 
 # What the fork server imports once, so that no worker imports it again: this module, the
@@ -205,10 +208,10 @@ def play_in_processes(
     *,
     workers: int,
     task_of: TaskOf = spec_task,
-    scored: bool = False,
+    scorer: Scorer | None = None,
 ) -> Iterator[Scored]:
     """Play scripted specs on ``workers`` processes, yielding them in spec order, each with
-    its scorecard where ``scored`` (scored on the worker that played it).
+    ``scorer``'s result (computed on the worker that played it; ``None`` without one).
 
     ``agents`` and ``task_of`` travel to each worker once, by standard pickle (an
     :class:`~stategym.rollout.Agents` as its recipe; ``task_of`` a module-level function).
@@ -226,7 +229,7 @@ def play_in_processes(
     try:
         for index, part in enumerate(parts):
             while submitted < len(parts) and submitted < index + workers * WINDOW:
-                futures[submitted] = executor.submit(_play_in_worker, parts[submitted], scored)
+                futures[submitted] = executor.submit(_play_in_worker, parts[submitted], scorer)
                 submitted += 1
             yield from hand_over(part, futures.pop(index).result())
         completed = True
