@@ -28,8 +28,8 @@ How stategym's protocol survives that:
 What TRL cannot express: tools are listed in the prompt alphabetically (TRL sorts the
 methods), not in the domain's order; the user's reply comes back as a tool result of
 ``message_user``, not as a user turn; a change-of-mind notice is appended to the round's
-last tool result; the reward is one scalar per rollout (per-round credit needs the
-``rollout_func`` path, not built yet).
+last tool result; the reward is one scalar per rollout (per-round credit:
+:mod:`stategym.adapters.trl_rollout`).
 
 The classes are picklable by reference (``environment_class(domain)`` is
 ``stategym.adapters.trl.<Domain>Environment``), which TRL's async trainer needs.
