@@ -239,3 +239,16 @@ def test_the_entry_point_serves_its_domain(monkeypatch: pytest.MonkeyPatch) -> N
     with served(ran["app"]) as url, client(url) as env:
         task_id = env.reset(seed=1).observation.task_id
     assert task_id.startswith("bank/1/") and "dynamics=off" in task_id
+
+
+def test_an_episode_cut_by_the_round_limit_is_truncated_and_scored(travel: str) -> None:
+    with client(travel) as env:
+        result = env.reset(seed=3)
+        while not result.done:
+            result = env.step(StategymAction(calls=[Call(name="get_profile")]))
+        state = env.state()
+    trajectory = loads(state.trajectory)
+    assert result.observation.truncated and trajectory.truncated and not trajectory.terminated
+    assert state.step_count == task("travel", 3).max_rounds
+    assert result.observation.scores == Scores.of(score(trajectory, task("travel", 3)))
+    assert result.observation.scores.composite < 1.0
