@@ -120,7 +120,7 @@ def play(
             data_config=DictConfigWrap(OmegaConf.create({})),
             tools=ToolListWrap([]),
         )
-        sampling = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
+        sampling = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": server.log_probs}
         return await loop.run(sampling, raw_prompt=row["prompt"], **kwargs)
 
     return asyncio.run(run())
@@ -244,7 +244,8 @@ def test_garbage_and_malformed_calls_are_format_errors_not_exceptions(
         [],
         [eos],
     ]
-    output = play(ScriptedServer(replies), tokenizer, max_assistant_turns=len(replies))
+    server = ScriptedServer(replies, log_probs=True)
+    output = play(server, tokenizer, max_assistant_turns=len(replies))
     (env,) = envs
     assert len(env.trajectory.rounds) == len(replies)
     assert output.extra_fields["reward_extra_info"]["format_errors"] >= 3
@@ -252,6 +253,9 @@ def test_garbage_and_malformed_calls_are_format_errors_not_exceptions(
     # a turn cut without its end-of-turn gets one from the template, outside the mask
     assert sum(output.response_mask) == sum(len(r) for r in replies)
     assert len(output.response_ids) == len(output.response_mask)
+    # an empty turn has no log-probs, and the sample still has one per response id
+    assert output.response_logprobs is not None
+    assert len(output.response_logprobs) == len(output.response_ids)
 
 
 def test_the_response_length_ends_the_episode(tokenizer: Any, envs: list[Env]) -> None:

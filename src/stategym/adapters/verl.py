@@ -133,8 +133,11 @@ class ServerBackend:
             "text": text,
             "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(ids)},
         }
-        if output.log_probs:
-            meta["logprobs"] = list(output.log_probs)
+        if self.sampling.get("logprobs"):  # asked for: every turn has them, or none does
+            logprobs = list(output.log_probs or ())
+            if len(logprobs) != len(ids):
+                raise RuntimeError(f"the server gave {len(logprobs)} log-probs for {len(ids)} ids")
+            meta["logprobs"] = logprobs
         return Reply(parsed.to_message(f"call_{turn.index}"), meta, parsed.errors)
 
 
