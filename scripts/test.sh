@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 python -m pip install -c constraints.txt torch==2.13.0
 python -m pip install -c constraints.txt -e '.[dev,llm,hf,serve,plot,experiments,ray,trl,verifiers,openenv]'
 
-ruff check src tests benchmarks
-ruff format --check src tests benchmarks
+ruff check src tests benchmarks environments
+ruff format --check src tests benchmarks environments
 mypy
 
 # pytest exits 5 when it collects no tests; an empty suite must not pass.
