@@ -4,7 +4,9 @@ The loop is instantiated from verl's own registry entry with hydra and verl's ow
 config (``verl/trainer/config/rollout/rollout.yaml``). The test seam is the server manager:
 :class:`ScriptedServer` returns verl's ``TokenOutput`` with the ids a script gives, here the
 ids of the scripted expert's turns as the chat template writes them (the tokenizer is
-trained here on expert chats with ``tokenizers``; nothing is downloaded).
+trained here on expert chats with ``tokenizers``; nothing is downloaded). One test runs
+verl's whole rollout path for a batch: rows written to parquet, verl's dataset and collate,
+its ``AgentLoopWorker.generate_sequences``, and the trainer's ``extract_reward``.
 """
 
 from __future__ import annotations
@@ -143,6 +145,62 @@ def moves(trajectory: Trajectory) -> list[tuple[Any, ...]]:
 
 def served(stream: Any) -> list[list[int]]:
     return [list(stream.ids[a:b]) for a, b in stream.spans]
+
+
+class TaskServer:
+    """verl's server manager for many episodes at once: each request id plays the script of
+    the task whose first prompt its prompt starts with."""
+
+    def __init__(self, streams: Sequence[Any]) -> None:
+        self.scripts = {tuple(s.ids[: s.spans[0][0]]): served(s) for s in streams}
+        self.turns: dict[str, int] = {}
+
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
+    ) -> TokenOutput:
+        (script,) = [v for k, v in self.scripts.items() if tuple(prompt_ids[: len(k)]) == k]
+        turn = self.turns[request_id] = self.turns.get(request_id, -1) + 1
+        return TokenOutput(token_ids=script[turn], log_probs=[-0.25] * len(script[turn]))
+
+
+def test_verls_worker_plays_a_parquet_of_rows_into_a_batch_with_r_on_the_last_token(
+    tokenizer: Any, tmp_path: Path
+) -> None:
+    import pandas as pd
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.protocol import DataProto
+    from verl.trainer.ppo.reward import extract_reward
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+    from verl.utils.rollout_trace import RolloutTraceConfig
+
+    seeds = [3, 4]
+    pd.DataFrame(adapter.dataset_rows("travel", seeds)).to_parquet(tmp_path / "train.parquet")
+    data = OmegaConf.create(
+        {"max_prompt_length": 4096, "filter_overlong_prompts": False, "cache_dir": str(tmp_path)}
+    )
+    dataset = RLHFDataset(str(tmp_path / "train.parquet"), tokenizer, data)
+    batch = DataProto.from_single_dict(collate_fn([dataset[i] for i in range(len(seeds))]))
+    rollout = rollout_config(response_length=4096)
+    # The worker's __init__ loads the model's config from a checkpoint folder and starts
+    # verl's tracing; these are the attributes it sets that generate_sequences reads.
+    worker = AgentLoopWorker.__new__(AgentLoopWorker)
+    worker.config = OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}, "data": data})
+    worker.rollout_config = worker.config.actor_rollout_ref.rollout
+    streams = [expert(tokenizer, "travel", seed)[1] for seed in seeds]
+    worker.llm_client = TaskServer(streams)
+    worker.tokenizer, worker.processor, worker.hf_model_type = tokenizer, None, None
+    worker.dataset_cls, worker.tools, worker.mm_processor_kwargs = RLHFDataset, [], {}
+    worker.reward_loop_worker_handles, worker.distillation_enabled = None, False
+    RolloutTraceConfig.init(None, None, None, False, None)
+    out = asyncio.run(worker.generate_sequences(batch))
+    rewards, extra = extract_reward(out)  # what verl's trainer reads
+    assert rewards.sum(-1).tolist() == [1.0, 1.0]
+    assert list(extra["composite"]) == [1.0, 1.0] and list(extra["success"]) == [1.0, 1.0]
+    sampled = [sum(b - a for a, b in s.spans) for s in streams]
+    assert out.batch["response_mask"].sum(-1).tolist() == sampled
+    assert out.batch["rollout_log_probs"].sum(-1).tolist() == [-0.25 * n for n in sampled]
+    assert [sum(t) for t in out.non_tensor_batch["turn_scores"]] == pytest.approx([1.0, 1.0])
 
 
 def test_the_loop_is_in_verls_registry() -> None:
