@@ -18,9 +18,9 @@ the parsing and the rounds are the ones every stategym LLM agent has:
 
 - **Token-in-token-out.** The prompt is the renderer's first messages through the
   tokenizer's chat template; each turn the server continues the whole stream, its ids are
-  appended as sampled (``response_mask`` 1, their log-probs kept when the server gives
-  them), then the observation's tokens cut from the same template (mask 0). The response
-  ends with the last sampled token.
+  appended as sampled (``response_mask`` 1; their log-probs kept when the sampling
+  asks for them, ``rollout.calculate_log_probs``), then the observation's tokens cut from
+  the same template (mask 0). The response ends with the last sampled token.
 - **One turn is one round.** The turn's text is parsed (:mod:`stategym.llm.parse`); all its
   calls are one :class:`~stategym.kernel.protocol.CallBatch`, plain text is a
   :class:`~stategym.kernel.protocol.Say` to the simulated user, and unreadable text is the
@@ -31,8 +31,8 @@ the parsing and the rounds are the ones every stategym LLM agent has:
   truncated. ``multi_turn.max_parallel_calls`` is the tool loop's and is not read here.
 - **The reward** is the episode's composite R; the scorecard's row (success, the four
   dimensions, harm...) and the round counts are ``reward_extra_info``, and the per-round
-  credit (rewards that sum to R) is ``extra_fields["turn_scores"]``, which verl logs but
-  does not train on.
+  credit (rewards that sum to R) is ``extra_fields["turn_scores"]``, which verl carries
+  in the batch but does not train on.
 """
 
 from __future__ import annotations
