@@ -26,6 +26,10 @@ NO_RUN = re.compile(r"<!-- no-run: (.+?) -->\s*$")
 OPTED_OUT = {
     ("docs/adding-a-domain.md", "a template for a domain that does not exist (mydomain)"),
     ("docs/llm.md", "needs an OpenAI-compatible server at 127.0.0.1:8000"),
+    (
+        "docs/integrations.md",
+        "needs the verl extra, which has an environment of its own (scripts/test-verl.sh)",
+    ),
 }
 """Every block that does not run, with its reason. Add to it only what cannot run offline."""
 

@@ -10,8 +10,10 @@
   ``environments/stategym_env`` makes it ``vf.load_environment("stategym-env")``.
 - :mod:`stategym.adapters.openenv` (extra ``openenv``): a domain served over OpenEnv's
   HTTP/WebSocket protocol, with its typed client.
-- :mod:`stategym.adapters.verl` (extra ``verl``, its own environment): an ``AgentLoopBase``
-  agent loop for verl, registered as ``stategym``.
+- :mod:`stategym.adapters.verl` (extra ``verl``, its own environment:
+  ``scripts/test-verl.sh``): an agent loop for verl 0.9's rollout (``StategymAgentLoop``,
+  registered as ``stategym``) that plays one stategym episode per sample, token-in-token-out,
+  with R as the reward.
 
 Adapters only translate (``STYLE.md`` 9): the episode, its rounds and its score are the
 kernel's and the metrics'. Nothing here is imported by ``stategym`` itself, so the core
