@@ -430,3 +430,16 @@ def test_outcome_of_expert_and_shotgun_buyer() -> None:
         outcome = trajectory.outcome
         assert outcome is not None and len(outcome.committed) > 1 and not outcome.goal_reached
         assert outcome.lost == outcome.spent - outcome.refunded > 0
+
+
+def test_a_stopped_episode_is_logged_truncated_with_its_outcome_so_far() -> None:
+    env = Env("travel")
+    env.reset(seed=0)
+    env.step(Say("What is your budget for this flight?"))
+    stopped = env.stopped_trajectory()
+    assert (stopped.truncated, stopped.terminated) == (True, False)
+    assert stopped.outcome == env.outcome() and stopped.outcome is not None
+    assert stopped.rounds == env.trajectory.rounds
+    assert (env.trajectory.truncated, env.trajectory.outcome) == (False, None)
+    env.step(calls(call("finish", answer="")))
+    assert env.done and env.stopped_trajectory() == env.trajectory

@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -87,10 +86,7 @@ class ToolEnvironment:
 
     def get_reward(self) -> float:
         """The episode's composite R (truncated where it stopped before its end)."""
-        trajectory = self.env.trajectory
-        if not self.env.done:
-            trajectory = replace(trajectory, truncated=True, outcome=self.env.outcome())
-        return score(trajectory, self.env.task).composite
+        return score(self.env.stopped_trajectory(), self.env.task).composite
 
     async def message_user(self, message: str) -> str:
         """Send a message to the user and get their reply.

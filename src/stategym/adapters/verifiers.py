@@ -126,11 +126,10 @@ class DomainEnv(vf.MultiTurnEnv):
 
 def _played(env: Env, stop_condition: str | None, rendering: str) -> Trajectory:
     """The episode's trajectory; truncated, with ``stop_reason``, if it had not ended."""
-    trajectory = env.trajectory
     meta: dict[str, Any] = {"prompt_version": PROMPT_VERSION, "rendering": rendering}
     if not env.done:
-        trajectory = replace(trajectory, truncated=True, outcome=env.outcome())
         meta["stop_reason"] = stop_condition
+    trajectory = env.stopped_trajectory()
     return replace(trajectory, meta={**trajectory.meta, **meta})
 
 

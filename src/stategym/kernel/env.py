@@ -421,6 +421,15 @@ class Env:
     @property
     def trajectory(self) -> Trajectory:
         """The episode's log so far."""
+        return self._log(self._truncated, self.outcome() if self.done else None)
+
+    def stopped_trajectory(self) -> Trajectory:
+        """The log of the episode stopped here: :attr:`trajectory` once the episode is over,
+        else the same marked truncated, with the outcome so far (an episode stopped from
+        outside: a rollout limit, an agent that gave up)."""
+        return self.trajectory if self.done else self._log(True, self.outcome())
+
+    def _log(self, truncated: bool, outcome: Outcome | None) -> Trajectory:
         task = self.task
         return Trajectory(
             TRAJECTORY_VERSION,
@@ -430,8 +439,8 @@ class Env:
             self.agent,
             tuple(self.rounds),
             self._terminated,
-            self._truncated,
-            self.outcome() if self.done else None,
+            truncated,
+            outcome,
             self.state_key(),
         )
 

@@ -87,7 +87,7 @@ class Episode:
         trajectory = self.env.trajectory
         extra: dict[str, Any] = {}
         if self.stop_reason is not None:
-            trajectory = replace(trajectory, truncated=True, outcome=self.env.outcome())
+            trajectory = self.env.stopped_trajectory()
             extra["stop_reason"] = self.stop_reason
         # LLM agents attach their per-round log (tokens, logprobs) and where time went;
         # scripted agents have neither, so their trajectories stay byte-identical per seed.
