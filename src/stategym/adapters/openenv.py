@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -49,6 +47,7 @@ from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.reward import RewardFn
 from stategym.kernel.trajectory import dumps
+from stategym.llm.serve import ThreadedServer
 from stategym.metrics import Dimension, Scorecard, dense_reward, score
 from stategym.registry import get_domain
 
@@ -299,21 +298,8 @@ def build_app(
 @contextmanager
 def served(app: Any, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve ``app`` with uvicorn in a thread of this process; yields its base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="stategym-openenv", daemon=True)
-    thread.start()
-    while not server.started:  # uvicorn offers no event to wait on
-        if not thread.is_alive():
-            raise RuntimeError("the server did not start")
-        time.sleep(0.005)
-    bound_host, bound_port = server.servers[0].sockets[0].getsockname()[:2]
-    try:
-        yield f"http://{bound_host}:{bound_port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with ThreadedServer(app, host=host, port=port, name="stategym-openenv") as server:
+        yield server.origin
 
 
 def main(argv: Sequence[str] | None = None) -> None:

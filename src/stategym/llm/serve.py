@@ -20,7 +20,7 @@ import itertools
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import pydantic
 
@@ -187,7 +187,52 @@ def _error(status: int, message: str, kind: str, code: str | None = None) -> Any
     )
 
 
-class BackgroundServer:
+class ThreadedServer:
+    """An ASGI app served by uvicorn in a thread of this process (tests, notebooks,
+    benchmarks); ``port=0`` takes a free port. A context manager: started on entry."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        name: str = "stategym-serve",
+        lifespan: Literal["auto", "on", "off"] = "auto",
+    ) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan=lifespan)
+        self._server: uvicorn.Server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
+
+    @property
+    def origin(self) -> str:
+        """``http://HOST:PORT`` as bound (the free port ``port=0`` took)."""
+        host, port = self._server.servers[0].sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def start(self, timeout: float = 30.0) -> Self:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:  # uvicorn offers no event to wait on
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class BackgroundServer(ThreadedServer):
     """``stategym serve`` in a thread of this process (tests, notebooks, benchmarks).
 
     Example:
@@ -199,37 +244,11 @@ class BackgroundServer:
     def __init__(
         self, model: LocalModel, *, host: str = "127.0.0.1", port: int = 0, name: str | None = None
     ) -> None:
-        import uvicorn
-
-        config = uvicorn.Config(
-            create_app(model, name=name), host=host, port=port, log_level="warning", lifespan="off"
-        )
-        self._server: uvicorn.Server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="stategym-serve", daemon=True)
+        super().__init__(create_app(model, name=name), host=host, port=port, lifespan="off")
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.servers[0].sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self, timeout: float = 30.0) -> BackgroundServer:
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=30)
-
-    def __enter__(self) -> BackgroundServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return f"{self.origin}/v1"
 
 
 def run_server(
