@@ -76,14 +76,12 @@ class Episode:
 
 
 PASSES: dict[int, list[tuple[float, int]]] = {}
-"""Every pass of the last :func:`best_of` call, by the id of the pass it returned."""
+"""Every pass of the last :func:`median_of` call, by the id of the pass it returned."""
 
 
-def best_of(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
-    """The median of ``repeat`` passes of ``run() -> (seconds, operations)``, GC on.
-
-    (The name is kept for the callers; the passes are remembered for :func:`spread`.)
-    """
+def median_of(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
+    """The median of ``repeat`` passes of ``run() -> (seconds, operations)``, GC on (the
+    passes are remembered for :func:`spread`)."""
     gc.collect()
     passes = sorted((run() for _ in range(repeat)), key=lambda p: p[0] / max(p[1], 1))
     middle = passes[len(passes) // 2]
@@ -92,7 +90,7 @@ def best_of(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, i
 
 
 def spread(middle: tuple[float, int], per: Callable[[float, int], float]) -> tuple[float, float]:
-    """The lowest and highest pass of the :func:`best_of` call that returned ``middle``."""
+    """The lowest and highest pass of the :func:`median_of` call that returned ``middle``."""
     values = [per(*p) for p in PASSES.pop(id(middle), [middle])]
     return min(values), max(values)
 
@@ -142,8 +140,8 @@ def resets(domain: Domain, count: int, repeat: int) -> tuple[Figure, Figure]:
             env.reset(seed=seed)
         return clock() - began, count
 
-    fresh = best_of(repeat, new_tasks)
-    warm = best_of(repeat, cached)
+    fresh = median_of(repeat, new_tasks)
+    warm = median_of(repeat, cached)
     return (
         Figure(
             "reset, new task (generation included)",
@@ -184,7 +182,7 @@ def tool_calls(domain: Domain, episodes: list[Episode], label: str, repeat: int)
                     count += len(action.calls)
         return spent, count
 
-    middle = best_of(repeat, run)
+    middle = median_of(repeat, run)
     seconds, count = middle
     return Figure(
         f"tool calls/s, typed API, {label} mix",
@@ -216,7 +214,7 @@ def gym_steps(domain: Domain, episodes: list[Episode], repeat: int) -> Figure:
             count += len(actions)
         return spent, count
 
-    middle = best_of(repeat, run)
+    middle = median_of(repeat, run)
     seconds, count = middle
     return Figure(
         "steps/s, Gymnasium text interface",
@@ -244,9 +242,9 @@ def episodes_per_second(domain: Domain, count: int, repeat: int) -> tuple[Figure
         first[0] += count
         return play(range(first[0], first[0] + count))
 
-    fresh = best_of(repeat, new_tasks)
+    fresh = median_of(repeat, new_tasks)
     play(range(count))
-    warm = best_of(repeat, lambda: play(range(count)))
+    warm = median_of(repeat, lambda: play(range(count)))
     return (
         Figure(
             "expert episodes/s, new tasks",
@@ -288,8 +286,8 @@ def digests(domain: Domain, episodes: list[Episode], repeat: int) -> tuple[Figur
                 read(env)
         return clock() - began, 10 * len(finished)
 
-    world = best_of(repeat, lambda: timed(lambda env: env.world.digest()))
-    key = best_of(repeat, lambda: timed(Env.state_key))
+    world = median_of(repeat, lambda: timed(lambda env: env.world.digest()))
+    key = median_of(repeat, lambda: timed(Env.state_key))
     return (
         Figure(
             "world digest",

@@ -89,7 +89,7 @@ def pool(domains: list[str], seeds: int) -> list[Played]:
     return played
 
 
-def best_rate(work: Callable[[], int], repeat: int, clock: Callable[[], float]) -> float:
+def median_rate(work: Callable[[], int], repeat: int, clock: Callable[[], float]) -> float:
     """Items per second: the median of ``repeat`` runs of ``work`` (returns a count), GC on."""
     return measure(work, repeat, clock).median
 
@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     figures = {name: spread.median for name, spread in spreads.items()}
-    plain = best_rate(lambda: steps(items, outcome_reward), repeat, clock)
-    dense = best_rate(lambda: steps(items, dense_reward), repeat, clock)
+    plain = median_rate(lambda: steps(items, outcome_reward), repeat, clock)
+    dense = median_rate(lambda: steps(items, dense_reward), repeat, clock)
     added_us = (1 / dense - 1 / plain) * 1e6
     rounds = sum(len(item.actions) for item in items) / len(items)
     print(
