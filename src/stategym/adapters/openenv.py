@@ -205,7 +205,9 @@ class StategymEnvironment(Environment):
             return StategymObservation(error=NO_EPISODE, done=True, reward=0.0)
         played = self.env.step(action.to_stategym())
         if self.env.done and self._scores is None:
-            self._scores = Scores.of(score(self.env.trajectory, self.env.task))
+            # the dense reward made the card at the last round; another reward did not
+            card = played.info.get("scorecard") or score(self.env.trajectory, self.env.task)
+            self._scores = Scores.of(card)
         return _wire(
             played.observation,
             reward=played.reward,

@@ -48,6 +48,7 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
+from stategym.adapters.trl import dataset_rows as prompt_rows
 from stategym.kernel.env import Env
 from stategym.kernel.errors import AgentStopped
 from stategym.kernel.knobs import Knobs
@@ -57,8 +58,6 @@ from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.llm.local import ChatTokenizer, Message
 from stategym.llm.parse import parse
 from stategym.metrics import credit, score
-from stategym.registry import cached_task, get_domain
-from stategym.rendering import make_renderer
 from stategym.rendering.tokens import POLICY, TokenStream
 from stategym.rollout.play import Episode, adrive
 
@@ -217,25 +216,25 @@ def loop_output(
 def dataset_rows(domain: str, seeds: Sequence[int], knobs: Knobs | None = None) -> list[dict]:
     """verl dataset rows (write them to parquet): one per task seed.
 
-    Each row has verl's ``prompt`` (the renderer's first messages; the loop renders the
-    same again from the task), ``data_source`` (``stategym/<domain>``), ``agent_name``
+    Each row has verl's ``prompt`` (the renderer's first messages, as
+    :func:`stategym.adapters.trl.dataset_rows` makes them; the loop renders the same again
+    from the task), ``data_source`` (``stategym/<domain>``), ``agent_name``
     (:data:`AGENT_NAME`) and ``extra_info`` naming the task (domain, seed, knobs, index).
     """
     knobs = knobs or Knobs()
-    renderer = make_renderer(get_domain(domain), knobs)
     return [
         {
             "data_source": f"{AGENT_NAME}/{domain}",
-            "prompt": renderer.first_messages(cached_task(domain, seed, knobs)),
+            "prompt": row["prompt"],
             "agent_name": AGENT_NAME,
             "extra_info": {
                 "index": index,
                 "domain": domain,
-                "seed": seed,
+                "seed": row["seed"],
                 "knobs": knobs.describe(),
             },
         }
-        for index, seed in enumerate(seeds)
+        for index, row in enumerate(prompt_rows(domain, seeds, knobs))
     ]
 
 

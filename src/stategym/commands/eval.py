@@ -263,20 +263,15 @@ def _report(
     write the scorecard files and print the tables."""
     from rich.text import Text
 
-    from stategym.metrics import report
+    from stategym.metrics import report, score
     from stategym.rollout.spec import trajectory_key
     from stategym.tables import print_grids
 
-    scorecards = [_card(cards, trajectory_key(t), t) for t in trajectories]
+    scorecards = []
+    for trajectory in trajectories:  # resumed episodes were not scored as they played
+        card = cards.get(trajectory_key(trajectory))
+        scorecards.append(card if card is not None else score(trajectory))
     rows = report.write(out, scorecards, config, resamples=resamples)
     print_grids(console, [*report.domain_grids(rows), report.litmus_grid(scorecards, rows)])
     console.print(Text(f"scores: {out / report.SCORES}   tables: {out / report.SCORECARD_MD}"))
     return 0
-
-
-def _card(cards: dict[Key, Scorecard], key: Key, trajectory: Trajectory) -> Scorecard:
-    """The card made as the episode was played, or (resumed from the log) a new one."""
-    from stategym.metrics import score
-
-    known = cards.get(key)
-    return known if known is not None else score(trajectory)

@@ -149,15 +149,15 @@ def play_chunk(
     episode, so a parent that scores what its workers played is the run's one busy core).
     """
     played: list[Trajectory] = []
-    cards: list[Any] | None = [] if scorer is not None else None
+    cards: list[Any] = []
     try:
         for spec, trajectory in play_in_order(specs, agents, task_of, envs):
-            if scorer is not None and cards is not None:
+            if scorer is not None:
                 cards.append(scorer(trajectory, task_of(spec)))
             played.append(trajectory)
     except Exception as error:  # raised again by the parent, in order: see hand_over
-        return Played(played, cards, error, traceback.format_exc())
-    return Played(played, cards)
+        return Played(played, cards if scorer else None, error, traceback.format_exc())
+    return Played(played, cards if scorer else None)
 
 
 def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Scored]:
