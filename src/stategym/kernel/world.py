@@ -62,12 +62,15 @@ class Table(Generic[K, R]):
         yield from (k for k in self.changed if k not in self.base)
 
     def values(self) -> Iterator[R]:
-        # Searches scan whole tables every round: walk the base once, swapping in changed
-        # records, instead of looking every key up twice.
+        # Searches scan whole tables every round. A table nothing was written to (most of
+        # them, most rounds) hands out its base's own iterator: no generator frame resumed
+        # per record. Otherwise walk the base once, swapping in changed records.
+        if not self.changed:
+            return iter(self.base.values())
+        return self._merged_values()
+
+    def _merged_values(self) -> Iterator[R]:
         changed = self.changed
-        if not changed:
-            yield from self.base.values()
-            return
         for key, record in self.base.items():
             mine = changed.get(key)
             yield record if mine is None else mine
