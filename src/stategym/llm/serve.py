@@ -11,6 +11,11 @@ answers with ``tool_calls`` parsed from the model's text, so any OpenAI-compatib
 model than the one served is answered 404 ``model_not_found``, as OpenAI does (an empty
 ``model`` is taken to mean the served one). Streaming is not supported.
 Binds to 127.0.0.1 unless told otherwise; there is no authentication.
+
+Concurrent requests are decoded together (:class:`Batcher`): while one batch decodes, the
+requests that arrive wait, and the next batch takes every waiting one (each of a request's
+``n`` choices is one row), so a harness with many episodes in flight gets one forward per
+token for all of them. A row's tokens are its own seed's, whatever shares its batch.
 """
 
 from __future__ import annotations
@@ -32,6 +37,66 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
 DEFAULT_MAX_TOKENS = 256
+MAX_BATCH_ROWS = 64
+"""Rows (choices) decoded together at most; more waiting requests go in the next batch."""
+
+Job = tuple[tuple[int, ...], Sampling]
+"""One choice to generate: the prompt's ids and how to sample."""
+
+
+class Batcher:
+    """Decodes the choices of concurrent requests in shared batches.
+
+    :meth:`generate` queues one request's jobs and waits. When no batch is decoding, the
+    waiting requests (whole, up to ``max_rows`` rows; a larger request alone) go to
+    :meth:`LocalModel.generate_batch` in a worker thread, and every request gets its own
+    rows back. Requests that arrive meanwhile wait for the next batch: no timer, so a lone
+    request is answered as soon as the model is free.
+
+    Attributes:
+        batches: how many rows each batch decoded, in order (what the tests and
+            benchmarks read).
+    """
+
+    def __init__(self, model: LocalModel, max_rows: int = MAX_BATCH_ROWS) -> None:
+        self.model = model
+        self.max_rows = max_rows
+        self.batches: list[int] = []
+        self._waiting: list[tuple[list[Job], asyncio.Future[list[Any]]]] = []
+        self._draining = False
+
+    async def generate(self, jobs: list[Job]) -> list[Generation | ContextLengthError]:
+        """Each job's generation (or its context error), in order."""
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((jobs, future))
+        if not self._draining:
+            self._draining = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                taken, rows = 0, 0
+                for jobs, _ in self._waiting:
+                    if taken and rows + len(jobs) > self.max_rows:
+                        break
+                    taken, rows = taken + 1, rows + len(jobs)
+                batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
+                flat = [(prompt, sampling, None) for jobs, _ in batch for prompt, sampling in jobs]
+                self.batches.append(len(flat))
+                try:
+                    answers = await asyncio.to_thread(self.model.generate_batch, flat)
+                except Exception as error:  # a bug: every request of the batch reports it
+                    for _, future in batch:
+                        future.set_exception(error)
+                    continue
+                start = 0
+                for jobs, future in batch:
+                    future.set_result(answers[start : start + len(jobs)])
+                    start += len(jobs)
+        finally:
+            self._draining = False
 
 
 class ChatRequest(pydantic.BaseModel):
@@ -62,6 +127,8 @@ def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
     served = name or model.name
     counter = itertools.count()
     app = FastAPI(title="stategym serve")
+    batcher = Batcher(model)
+    app.state.batcher = batcher
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
@@ -90,41 +157,58 @@ def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
                 "model_not_found",
             )
         number = next(counter)
-        try:
-            return await asyncio.to_thread(_complete, model, body, served, number)
-        except ContextLengthError as error:
-            return _error(
-                400,
-                f"This model's maximum context length is {model.context} tokens: {error}",
-                "invalid_request_error",
-                "context_length_exceeded",
-            )
+        prompt = await asyncio.to_thread(_prompt, model, body)
+        generations = await batcher.generate(_jobs(body, prompt, number))
+        for generation in generations:  # every choice shares the prompt: all or none fit
+            if isinstance(generation, ContextLengthError):
+                return _error(
+                    400,
+                    f"This model's maximum context length is {model.context} tokens: {generation}",
+                    "invalid_request_error",
+                    "context_length_exceeded",
+                )
+        done = [g for g in generations if isinstance(g, Generation)]
+        return _response(model, body, served, number, done)
 
     return app
 
 
-def _complete(model: LocalModel, body: ChatRequest, served: str, number: int) -> dict[str, Any]:
-    """One chat completion (``n`` choices) as the OpenAI response object."""
+def _prompt(model: LocalModel, body: ChatRequest) -> tuple[int, ...]:
+    """The request's prompt ids: ``prompt_token_ids`` as given (token-in-token-out: the
+    client's stream continued as it is), else its messages rendered by the chat template."""
+    given = (body.model_extra or {}).get("prompt_token_ids")
+    if given is not None:
+        return tuple(int(i) for i in given)
+    return tuple(model.render(body.messages, body.tools or []))
+
+
+def _jobs(body: ChatRequest, prompt: tuple[int, ...], number: int) -> list[Job]:
+    """One job per choice: choice ``i`` samples with seed ``seed + i`` (the request's seed,
+    else its number)."""
     base = Sampling(
         temperature=body.temperature,
         top_p=body.top_p,
         max_tokens=body.max_completion_tokens or body.max_tokens or DEFAULT_MAX_TOKENS,
     )
     seed = body.seed if body.seed is not None else number
+    return [(prompt, replace(base, seed=seed + index)) for index in range(body.n)]
+
+
+def _response(
+    model: LocalModel,
+    body: ChatRequest,
+    served: str,
+    number: int,
+    generations: list[Generation],
+) -> dict[str, Any]:
+    """The OpenAI response object of one chat completion (one choice per generation)."""
     assistants = sum(1 for m in body.messages if m.get("role") == "assistant")
-    choices = []
-    prompt_ids: tuple[int, ...] = ()
-    completion_tokens = 0
-    given = (body.model_extra or {}).get("prompt_token_ids")
-    for index in range(body.n):
-        sampling = replace(base, seed=seed + index)
-        if given is not None:  # token-in-token-out: continue the client's stream as it is
-            generation = model.generate_ids([int(i) for i in given], sampling)
-        else:
-            generation = model.generate(body.messages, body.tools or [], sampling)
-        prompt_ids = generation.prompt_ids
-        completion_tokens += len(generation.completion_ids)
-        choices.append(_choice(model, body, generation, index, f"call_{assistants}"))
+    choices = [
+        _choice(model, body, generation, index, f"call_{assistants}")
+        for index, generation in enumerate(generations)
+    ]
+    prompt_ids = generations[0].prompt_ids
+    completion_tokens = sum(len(g.completion_ids) for g in generations)
     response: dict[str, Any] = {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
@@ -260,4 +344,4 @@ def run_server(
     uvicorn.run(create_app(model, name=name), host=host, port=port, log_level="info")
 
 
-__all__ = ["BackgroundServer", "ChatRequest", "create_app", "run_server"]
+__all__ = ["BackgroundServer", "Batcher", "ChatRequest", "create_app", "run_server"]
