@@ -12,7 +12,6 @@ what was rejected is kept in the log as bounded text (:func:`kept_text`, :func:`
 from __future__ import annotations
 
 import json
-import re
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -44,7 +43,8 @@ CUT = "\u2026"
 """Appended to kept text that was cut; it also makes the text invalid JSON, so a cut
 argument text can never replay as a readable one."""
 
-_LONG_NUMBER = re.compile(r"\d{19}")
+_DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
 _SMALL = 1 << 62
 
 
@@ -111,7 +111,7 @@ def read_json(text: str, what: str) -> Any:
             ``"the message"``) starts the message.
     """
     value = _orjson(text, what)
-    return _exact(text, what) if _LONG_NUMBER.search(text) else value
+    return _exact(text, what) if _long_number(text) else value
 
 
 def decode_json(text: str, what: str, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
@@ -123,7 +123,7 @@ def decode_json(text: str, what: str, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
     if len(text) > limit:
         raise AgentFormatError("too_large", f"{what} is longer than {limit} characters")
     value = _orjson(text, what)
-    if _LONG_NUMBER.search(text):
+    if _long_number(text):
         value = _exact(text, what)
     elif 5 * len(text) <= limit and text.count("[") + text.count("{") <= MAX_DEPTH:
         # What orjson read already obeys the rule: its strings are UTF-8, its keys strings,
@@ -135,6 +135,14 @@ def decode_json(text: str, what: str, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
         return to_json(value, limit)
     except AgentFormatError as error:
         raise AgentFormatError(error.kind, f"{what}: {error}") from None
+
+
+def _long_number(text: str) -> bool:
+    """Whether ``text`` has a run of 19 ASCII digits, the shortest integer literal that can
+    fall outside 64 bits (JSON numbers are ASCII digits only). Every digit byte is read as
+    ``0`` and the run searched for as a substring, both in C: the regular expression
+    ``\\d{19}`` this replaces took longer than orjson's whole parse of the text."""
+    return _LONG_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
 
 
 def _orjson(text: str, what: str) -> Any:
