@@ -15,8 +15,8 @@ guess. Each reading keeps the features that decided it.
 
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
 standard library. It is measured on hand-written questions it never sees
-(``benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions_v3.json``, the
-blind set; the first two sets are training data now).
+(``benchmarks/user_understanding.py``, on the blind sets ``heldout_questions_v3.json`` and
+``heldout_questions_v4.json``; the first two sets are training data now).
 """
 
 from __future__ import annotations
