@@ -28,7 +28,7 @@ from stategym.kernel.task import (
 )
 
 from .events import EventPlan, plan_events
-from .judging import DayKey, Judge, option_table, realised, usable_options
+from .judging import DayKey, Judge, every_option, option_table, realised, usable_options
 from .shape import Calendars, Key, kill, plant
 from .spec import base_world, constraints, gold, request_text, slots
 from .timegrid import (
@@ -39,7 +39,6 @@ from .timegrid import (
     OPEN,
     PREFERENCES,
     Option,
-    options,
     span,
 )
 from .world import MeetingsWorld, Person, Room
@@ -300,7 +299,7 @@ def _calendars(draw: Draw, duration: int) -> Calendars:
 
 def _prefs(draw: Draw, cal: Calendars) -> tuple[str, ...]:
     """The active preferences, most important first."""
-    active = cal.scene().preferences()
+    active = cal.preferences()
     return tuple(p for p in draw.order if p in active)
 
 
@@ -329,7 +328,7 @@ def _shaped(
             prefs = _prefs(draw, cal)
             if not _apply_shape(cal, wanted, prefs, rng):
                 continue
-            found = usable_options(cal.scene(), by_day)
+            found = usable_options(cal, by_day)
             if realised(found, prefs) == wanted:
                 return cal, prefs, found
     raise AssertionError("a meeting with nobody free can always be generated")
@@ -363,7 +362,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     judge.remember(cal, shaped)
     plan: EventPlan = plan_events(draw, knobs, cal, duration, judge.judge, judge.options_of)
     found = judge.options_of(plan.final)
-    satisfaction = option_table(list(options(plan.final.scene())), ids)
+    satisfaction = option_table(every_option(plan.final), ids)
     best = judge.best_of(found)
     conflict = knobs.priorities and realised(found, prefs) == "conflict"
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
