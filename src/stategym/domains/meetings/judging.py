@@ -7,12 +7,15 @@ calendars object once (:class:`Judge`).
 
 from __future__ import annotations
 
+import operator
+
 from stategym.generation import order_matters
 from stategym.kernel.task import best_options
 
 from .shape import Calendars
 from .timegrid import Option, Scene, day_options, option_id
 
+_hits = operator.attrgetter("hits")
 DayKey = tuple[object, ...]
 """What one day's options depend on within one task (see :func:`listed_day`)."""
 
@@ -24,9 +27,10 @@ def realised(usable: list[Option], prefs: tuple[str, ...]) -> str:
     if not usable:
         return "nothing"
     every_pref = frozenset(prefs)
-    if any(o.hits >= every_pref for o in usable):
+    distinct = set(map(_hits, usable))  # options share a handful of hit sets
+    if any(hits >= every_pref for hits in distinct):
         return "fits"
-    return "conflict" if order_matters((o.hits for o in usable), prefs) else "plain"
+    return "conflict" if order_matters(distinct, prefs) else "plain"
 
 
 def listed_day(
@@ -73,11 +77,16 @@ def option_table(found: list[Option], ids: tuple[str, ...]) -> dict[str, frozens
     """The constraint ids among ``ids`` each option satisfies."""
     keep = frozenset(ids)
     # options share a handful of ``hits`` sets: intersecting each once keeps tasks small
-    kept = {hits: hits & keep for hits in {o.hits for o in found}}
-    return {
-        option_id(day, start, duration, room): kept[hits]
-        for day, start, duration, room, hits in found
-    }
+    kept = {hits: hits & keep for hits in set(map(_hits, found))}
+    table: dict[str, frozenset[str]] = {}
+    # an id is its time's id with the room appended, and options come grouped by time
+    time: tuple[int, ...] = ()
+    prefix = ""
+    for day, start, duration, room, hits in found:
+        if time != (day, start, duration):
+            time, prefix = (day, start, duration), option_id(day, start, duration, "")
+        table[prefix + room] = kept[hits]
+    return table
 
 
 class Judge:
@@ -121,7 +130,7 @@ class Judge:
         """The ids of the best options among ``usable``, sorted."""
         # only feasible options can beat sending nothing, and options meeting the same
         # constraints score the same, so each distinct set of hits is scored once
-        distinct = list(dict.fromkeys(o.hits for o in usable))
+        distinct = list(dict.fromkeys(map(_hits, usable)))
         table = {str(i): hits & self.keep for i, hits in enumerate(distinct)}
         top = {distinct[int(i)] for i in best_options(table, self.nothing, self.weights)}
         return tuple(sorted(o.id for o in usable if o.hits in top))

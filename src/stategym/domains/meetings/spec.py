@@ -6,6 +6,7 @@ functions only describe a shaped draw.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -235,11 +236,13 @@ def gold(
             )
         )
     if knobs.stateful and best:
-        calls += _commit_nodes(best, duration)
-        edges += _commit_edges(calls, best, must_ask)
+        parts = [_parse(o) for o in best]
+        calls += _commit_nodes(parts, duration)
+        edges += _commit_edges(calls, parts, must_ask)
     return tuple(calls), tuple(edges), tuple(decisions)
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(option: str) -> tuple[int, str, str]:
     """``D4T1030M60CEDAR -> (4, "10:30", "CEDAR")``."""
     day, rest = option[1:].split("T", 1)
@@ -248,8 +251,7 @@ def _parse(option: str) -> tuple[int, str, str]:
     return int(day), f"{start[:2]}:{start[2:]}", room
 
 
-def _commit_nodes(best: tuple[str, ...], duration: int) -> list[GoldCall]:
-    parts = [_parse(o) for o in best]
+def _commit_nodes(parts: list[tuple[int, str, str]], duration: int) -> list[GoldCall]:
     hold_args: dict[str, Value | tuple[Value, ...]] = {
         "room_id": tuple(sorted({r for _, _, r in parts})),
         "day": tuple(sorted({d for d, _, _ in parts})),
@@ -264,9 +266,9 @@ def _commit_nodes(best: tuple[str, ...], duration: int) -> list[GoldCall]:
 
 
 def _commit_edges(
-    calls: list[GoldCall], best: tuple[str, ...], must_ask: tuple[str, ...]
+    calls: list[GoldCall], parts: list[tuple[int, str, str]], must_ask: tuple[str, ...]
 ) -> list[GoldEdge]:
-    chosen = {(r, d) for d, _, r in (_parse(o) for o in best)}
+    chosen = {(r, d) for d, _, r in parts}
     decide, pipe = EdgeKind.DECIDE, EdgeKind.PIPE
     edges = [_edge("profile", "hold", decide), _edge("rooms", "hold", pipe)]
     for node in calls:
