@@ -37,13 +37,24 @@ HARD = ("within_hours", "required_attend")
 _CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
 
+_DAY = 24 * 60
+_CLOCKS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(_DAY))
+"""``HH:MM`` of every minute of the day: tool results spell dozens of times per call."""
+_MINUTES = {text: m for m, text in enumerate(_CLOCKS)}
+
+
 def clock(minutes: int) -> str:
     """``570 -> "09:30"``."""
+    if 0 <= minutes < _DAY:
+        return _CLOCKS[minutes]
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def minutes(text: str) -> int | None:
     """``"09:30" -> 570``; ``None`` for anything that is not ``HH:MM``."""
+    known = _MINUTES.get(text)
+    if known is not None:
+        return known
     match = _CLOCK.match(text)
     if match is None:
         return None
@@ -102,7 +113,7 @@ def intervals(mask: int) -> list[tuple[int, int]]:
     return runs
 
 
-_HHMM = {m: f"{m // 60:02d}{m % 60:02d}" for m in range(24 * 60)}
+_HHMM = {m: f"{m // 60:02d}{m % 60:02d}" for m in range(_DAY)}
 """``HHMM`` of every minute of the day: ids are built for every option of every task."""
 
 
