@@ -115,6 +115,7 @@ class Judge:
         # feasible options of every calendars judged; holding the calendars keeps their
         # ids from being reused by a later trial
         self.seen: dict[int, tuple[Calendars, list[Option]]] = {}
+        self.verdicts: dict[int, tuple[tuple[str, ...], bool]] = {}
 
     def remember(self, cal: Calendars, usable: list[Option]) -> None:
         """Record the feasible options of ``cal``, already listed."""
@@ -137,5 +138,10 @@ class Judge:
 
     def judge(self, cal: Calendars) -> tuple[tuple[str, ...], bool]:
         """The best options of ``cal``, and whether the priority order decides between them."""
-        usable = self.options_of(cal)
-        return self.best_of(usable), realised(usable, self.prefs) == "conflict"
+        # the task's final calendars were judged while planning its events (when it has any)
+        verdict = self.verdicts.get(id(cal))
+        if verdict is None:
+            usable = self.options_of(cal)  # also keeps ``cal``, so its id stays its own
+            verdict = self.best_of(usable), realised(usable, self.prefs) == "conflict"
+            self.verdicts[id(cal)] = verdict
+        return verdict

@@ -24,6 +24,7 @@ from .timegrid import (
     active_preferences,
     cells,
     constraint_bits,
+    feasible_starts,
     room_bits,
     span,
     start_windows,
@@ -256,11 +257,12 @@ def kill(cal: Calendars, target: Target, rng: random.Random) -> bool:
     rooms = [(room, room_bits(scene, features)) for room, features in cal.rooms]
     for day in cal.days:
         view = cal.day_view(day)
+        hard = feasible_starts(view, cal.duration)
         for start, mask in start_windows(cal.duration):
+            if not hard >> (start // CELL) & 1:
+                continue  # no room makes it feasible, and breaking only adds busy time
             # what a meeting meets outside its room (:func:`~.timegrid.satisfied`'s bits)
             bits = time_bits(scene, view, start, mask)
-            if bits & HARD_BITS != HARD_BITS:
-                continue  # no room makes it feasible, and breaking only adds busy time
             for room, in_room in rooms:
                 if mask & cal.room_busy.get((room, day), 0):
                     continue
@@ -269,6 +271,7 @@ def kill(cal: Calendars, target: Target, rng: random.Random) -> bool:
                 if not _break(cal, day, room, mask, target, rng):
                     return False
                 view = cal.day_view(day)
+                hard = feasible_starts(view, cal.duration)
                 bits = time_bits(scene, view, start, mask)
     return True
 

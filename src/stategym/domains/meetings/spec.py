@@ -308,12 +308,24 @@ def base_world(draw: Draw, cal: Calendars, plan: EventPlan) -> MeetingsBase:
         bookings[key] = _booking(key, room, day, start, end, active, "")
         booking_index.setdefault((room, day), []).append(key)
 
+    # the active records, dozens per task, inline; ``appoint`` and ``book`` add the others
     for (person, day), mask in cal.busy.items():
-        for start, end in intervals(mask):
-            appoint(f"AP{len(appointments) + 1}", person, day, start, end, True)
+        runs = intervals(mask)
+        if runs:
+            shift = shifts[person]
+            keys = calendar_index.setdefault((person, day), [])
+            for start, end in runs:
+                key = f"AP{len(appointments) + 1}"
+                appointments[key] = _appointment(key, person, day, start + shift, end + shift, True)
+                keys.append(key)
     for (room, day), mask in cal.room_busy.items():
-        for start, end in intervals(mask):
-            book(f"RB{len(bookings) + 1}", room, day, start, end, True)
+        runs = intervals(mask)
+        if runs:
+            keys = booking_index.setdefault((room, day), [])
+            for start, end in runs:
+                key = f"RB{len(bookings) + 1}"
+                bookings[key] = _booking(key, room, day, start, end, True, "")
+                keys.append(key)
     for added in plan.added:
         ((start, end),) = intervals(added.mask)
         if added.room:

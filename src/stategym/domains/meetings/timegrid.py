@@ -293,6 +293,13 @@ def fits(mask: int, length: int) -> int:
     return fit
 
 
+def feasible_starts(view: DayView, duration: int) -> int:
+    """The cells a meeting of ``duration`` on ``view``'s day may start in and meet every hard
+    constraint (inside the organiser's hours and free for everyone who must attend)."""
+    length = duration // CELL
+    return fits(view.hours, length) & fits(view.required_work & ~view.required_busy, length)
+
+
 def options(
     scene: Scene, days: Iterable[int] | None = None, only_feasible: bool = False
 ) -> Iterator[Option]:
