@@ -22,10 +22,14 @@ from stategym.domains.meetings.timegrid import (
     Option,
     Scene,
     cells,
+    day_view,
     feasible,
     intervals,
     option_id,
     options,
+    satisfied,
+    starts,
+    window,
 )
 from stategym.domains.meetings.tools import ROOM_RATE
 from stategym.kernel.task import EventKind, SlotKind, Task
@@ -305,9 +309,7 @@ def test_option_ids_spell_the_start_as_hhmm(start: int) -> None:
 
 
 _MASK = st.integers(min_value=0, max_value=FULL)
-
-
-@given(
+_SCENES = (
     st.sampled_from(DURATIONS),
     _MASK,
     st.lists(st.tuples(_MASK, _MASK), min_size=1, max_size=3),
@@ -316,7 +318,9 @@ _MASK = st.integers(min_value=0, max_value=FULL)
     st.sampled_from(("morning", "afternoon", "any")),
     st.sampled_from(("video", "whiteboard", "any")),
 )
-def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(
+
+
+def _scene(
     duration: int,
     hours: int,
     required: list[tuple[int, int]],
@@ -324,9 +328,10 @@ def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(
     room_busy: list[int],
     time_of_day: str,
     room_feature: str,
-) -> None:
+) -> Scene:
+    """A one-day scene (day 3); room ``R<i>`` has video when ``i`` is odd."""
     rooms = tuple((f"R{i}", frozenset({"video"} if i % 2 else ())) for i in range(len(room_busy)))
-    scene = Scene(
+    return Scene(
         days=(3,),
         duration=duration,
         hours=hours,
@@ -337,8 +342,43 @@ def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(
         time_of_day=time_of_day,
         room_feature=room_feature,
     )
+
+
+@given(*_SCENES)
+def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(
+    duration: int,
+    hours: int,
+    required: list[tuple[int, int]],
+    optional: list[tuple[int, int]],
+    room_busy: list[int],
+    time_of_day: str,
+    room_feature: str,
+) -> None:
+    scene = _scene(duration, hours, required, optional, room_busy, time_of_day, room_feature)
     every = list(options(scene))
     assert list(options(scene, only_feasible=True)) == [o for o in every if feasible(o)]
+
+
+@given(*_SCENES)
+def test_the_options_are_every_free_room_at_every_start_meeting_what_satisfied_says(
+    duration: int,
+    hours: int,
+    required: list[tuple[int, int]],
+    optional: list[tuple[int, int]],
+    room_busy: list[int],
+    time_of_day: str,
+    room_feature: str,
+) -> None:
+    # the listing judges starts with bit masks; ``satisfied`` is the constraints' definition
+    scene = _scene(duration, hours, required, optional, room_busy, time_of_day, room_feature)
+    view = day_view(scene, 3)
+    expected = [
+        Option(3, start, duration, room, satisfied(scene, view, start, features))
+        for start in starts(duration)
+        for (room, features), busy in zip(scene.rooms, room_busy, strict=True)
+        if not window(start, duration) & busy
+    ]
+    assert list(options(scene)) == expected
 
 
 def test_equal_satisfaction_sets_are_shared_within_a_task() -> None:

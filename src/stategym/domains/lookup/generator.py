@@ -13,6 +13,7 @@ Names share words on purpose, so a search returns near misses beside the entity 
 
 from __future__ import annotations
 
+import functools
 import random
 
 from stategym.kernel.draws import randint, randrange
@@ -56,6 +57,8 @@ ITEMS = (
 )
 FIRST_NAMES = ("Ana", "Bo", "Dee", "Eli", "Farah", "Gus", "Ines", "Jon", "Kai", "Lea", "Mo", "Nia")
 LAST_NAMES = ("Lima", "Chen", "Park", "Novak", "Aziz", "Moreau", "Silva", "Okafor")
+FULL_NAMES = tuple(f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES)
+"""Every person's name a corpus can hold, in the order the draw samples from."""
 CITIES = (
     ("Lisbon", "Portugal"),
     ("Porto", "Portugal"),
@@ -88,7 +91,7 @@ def _corpus(rng: random.Random) -> Corpus:
         City(f"T{next(ids)}", name, country, randrange(rng, 50_000, 5_000_000, 1000))
         for name, country in rng.sample(CITIES, 8)
     ]
-    people_names = rng.sample([f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES], 8)
+    people_names = rng.sample(FULL_NAMES, 8)
     people = [
         Person(f"P{next(ids)}", name, rng.choice(cities).id, randint(rng, 1940, 1990))
         for name in people_names
@@ -115,7 +118,11 @@ def _corpus(rng: random.Random) -> Corpus:
     ]
     entities: list[Entity] = [*cities, *people, *companies, *products]
     rng.shuffle(entities)
-    return Corpus({e.id: e for e in entities}, {e.id: name_words(e.name) for e in entities})
+    return Corpus({e.id: e for e in entities}, {e.id: _name_words(e.name) for e in entities})
+
+
+# every corpus draws its names from the same few hundred, so their words are split once
+_name_words = functools.lru_cache(maxsize=4096)(name_words)
 
 
 def _build(seed: int, knobs: Knobs, corpus: Corpus, question: Question) -> Task:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stategym.kernel.knobs import Knobs
@@ -91,7 +91,10 @@ def plan_events(
         owner = decoy.room if room else rng.choice(current.required[1:])
         table = dict(current.room_busy if room else current.busy)
         table[(owner, decoy.day)] = table.get((owner, decoy.day), 0) | mask
-        trial = replace(current, room_busy=table) if room else replace(current, busy=table)
+        if room:
+            trial = current.with_busy(current.busy, table)
+        else:
+            trial = current.with_busy(table, current.room_busy)
         if judge(trial) != reference:
             continue
         key = f"{'RBE' if room else 'APE'}{len(added) + 1}"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.draws import randint, randrange
+from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     EventKind,
@@ -28,7 +29,7 @@ from stategym.kernel.task import (
 )
 
 from .events import EventPlan, plan_events
-from .judging import DayKey, Judge, option_table, realised, usable_options
+from .judging import DayKey, Judge, every_option, option_table, realised, usable_options
 from .shape import Calendars, Key, kill, plant
 from .spec import base_world, constraints, gold, request_text, slots
 from .timegrid import (
@@ -39,7 +40,6 @@ from .timegrid import (
     OPEN,
     PREFERENCES,
     Option,
-    options,
     span,
 )
 from .world import MeetingsWorld, Person, Room
@@ -116,6 +116,9 @@ SHAPE_WEIGHTS = (0.45, 0.4, 0.15)
 USER_FACTS = ("optional", "duration", "time_of_day", "room_feature")
 ATTEMPTS = 6
 MAX_ROUNDS = 60
+_person = quick_constructor(Person)
+_room = quick_constructor(Room)
+"""The draw's records, made without the frozen ``__init__``'s stores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,9 +193,9 @@ def _draw(seed: int) -> Draw:
     ]
     ids = rng.sample(range(1000, 10000), count)
     offset = rng.choice(UTC_OFFSETS)
-    people = [Person(f"P{ids[0]}", names[0], offset, *rng.choice(HOURS))]
+    people = [_person(f"P{ids[0]}", names[0], offset, *rng.choice(HOURS))]
     people += [
-        Person(f"P{i}", n, offset + rng.choice(SHIFTS), *rng.choice(HOURS))
+        _person(f"P{i}", n, offset + rng.choice(SHIFTS), *rng.choice(HOURS))
         for i, n in zip(ids[1:], names[1:], strict=True)
     ]
     optional = tuple(p.id for p in rng.sample(people[1 : invited + 1], randint(rng, 1, 2)))
@@ -236,9 +239,9 @@ def _rooms(rng: random.Random, headcount: int) -> tuple[Room, ...]:
         big.append(rng.choice((("video", "whiteboard"), ("video",), ())))
     small = [rng.choice((("video",), (), ("whiteboard",))) for _ in range(randint(rng, 1, 2))]
     names = rng.sample(ROOM_NAMES, len(big) + len(small))
-    rooms = [Room(n, randint(rng, headcount, 14), f) for n, f in zip(names, big, strict=False)]
+    rooms = [_room(n, randint(rng, headcount, 14), f) for n, f in zip(names, big, strict=False)]
     rooms += [
-        Room(n, randint(rng, 2, headcount - 1), f)
+        _room(n, randint(rng, 2, headcount - 1), f)
         for n, f in zip(names[len(big) :], small, strict=True)
     ]
     rng.shuffle(rooms)
@@ -300,7 +303,7 @@ def _calendars(draw: Draw, duration: int) -> Calendars:
 
 def _prefs(draw: Draw, cal: Calendars) -> tuple[str, ...]:
     """The active preferences, most important first."""
-    active = cal.scene().preferences()
+    active = cal.preferences()
     return tuple(p for p in draw.order if p in active)
 
 
@@ -329,7 +332,7 @@ def _shaped(
             prefs = _prefs(draw, cal)
             if not _apply_shape(cal, wanted, prefs, rng):
                 continue
-            found = usable_options(cal.scene(), by_day)
+            found = usable_options(cal, by_day)
             if realised(found, prefs) == wanted:
                 return cal, prefs, found
     raise AssertionError("a meeting with nobody free can always be generated")
@@ -362,10 +365,9 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     judge = Judge(by_day, ids, nothing, weights, prefs)
     judge.remember(cal, shaped)
     plan: EventPlan = plan_events(draw, knobs, cal, duration, judge.judge, judge.options_of)
-    found = judge.options_of(plan.final)
-    satisfaction = option_table(list(options(plan.final.scene())), ids)
-    best = judge.best_of(found)
-    conflict = knobs.priorities and realised(found, prefs) == "conflict"
+    satisfaction = option_table(every_option(plan.final), ids)
+    best, order_decides = judge.judge(plan.final)
+    conflict = knobs.priorities and order_decides
     priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
     task_slots = slots(draw, knobs, prefs, priorities_hidden, conflict)
     given = {s.name: s.value for s in task_slots if s.kind is SlotKind.GIVEN}

@@ -10,21 +10,25 @@ killing only ever adds busy time, so one pass in order suffices.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from .timegrid import (
     CELL,
+    FULL,
+    HARD_BITS,
     NOON,
     Availability,
     DayView,
     Scene,
+    active_preferences,
     cells,
-    merged,
-    satisfied,
+    constraint_bits,
+    feasible_starts,
+    room_bits,
     span,
     start_windows,
+    time_bits,
     window,
 )
 
@@ -85,15 +89,73 @@ class Calendars:
             room_feature=self.room_feature,
         )
 
+    def wishes(self) -> Scene:
+        """The scene without anyone's calendar or any booking: what a meeting's hits read
+        besides one day's masks (its duration, the rooms and the wishes)."""
+        return Scene(
+            self.days,
+            self.duration,
+            self.hours,
+            {},
+            {},
+            self.rooms,
+            {},
+            self.time_of_day,
+            self.room_feature,
+        )
+
+    def preferences(self) -> tuple[str, ...]:
+        """``self.scene().preferences()``, without building the scene."""
+        optional = bool(self.days) and bool(self.optional)
+        return active_preferences(optional, self.time_of_day, self.room_feature)
+
     def day_view(self, day: int) -> DayView:
         """``day_view(self.scene((day,)), day)``, without building the scene (shaping
         re-reads one day after every busy half hour it adds)."""
+        required_work, required_busy = self._merged(self.required, day)
+        optional_work, optional_busy = self._merged(self.optional, day)
+        return DayView(day, self.hours, required_work, required_busy, optional_work, optional_busy)
 
-        def people(ids: tuple[str, ...]) -> Iterator[Availability]:
-            return (Availability(self.work[p], self.busy.get((p, day), 0)) for p in ids)
+    def _merged(self, ids: tuple[str, ...], day: int) -> tuple[int, int]:
+        """:func:`~.timegrid.merged` of the people ``ids`` on ``day``, without making their
+        :class:`~.timegrid.Availability`."""
+        work, busy, table = FULL, 0, self.busy
+        for person in ids:
+            work &= self.work[person]
+            busy |= table.get((person, day), 0)
+        return work, busy
 
-        return DayView(
-            day, self.hours, *merged(people(self.required)), *merged(people(self.optional))
+    def merged_work(self, ids: tuple[str, ...]) -> int:
+        """The cells inside the hours of every one of ``ids``."""
+        work = FULL
+        for person in ids:
+            work &= self.work[person]
+        return work
+
+    def merged_must_busy(self, ids: tuple[str, ...], day: int) -> int:
+        """The cells some plant needs busy for one of ``ids`` on ``day``."""
+        busy = 0
+        for person in ids:
+            busy |= self.must_busy.get((person, day), 0)
+        return busy
+
+    def with_busy(self, busy: dict[Key, int], room_busy: dict[Key, int]) -> Calendars:
+        """A copy with other busy tables (the others shared): ``dataclasses.replace``, made
+        directly because event planning makes one per trial."""
+        return Calendars(
+            self.days,
+            self.duration,
+            self.hours,
+            self.work,
+            self.required,
+            self.optional,
+            self.rooms,
+            self.time_of_day,
+            self.room_feature,
+            busy,
+            room_busy,
+            self.must_free,
+            self.must_busy,
         )
 
     def clear(self, key: Key, mask: int, room: bool = False) -> None:
@@ -114,25 +176,29 @@ def _plant_spots(
     cal: Calendars, keep: frozenset[str], miss: frozenset[str]
 ) -> list[tuple[int, int, str]]:
     """Every ``(day, start, room)`` where a meeting keeping ``keep`` and missing ``miss`` can go."""
+    with_optional = "optional_attend" in keep
+    either = keep | miss
+    # a window outside someone's hours is outside the hours everyone shares
+    required_work = cal.merged_work(cal.required)
+    optional_work = cal.merged_work(cal.optional) if with_optional else FULL
+    cleared = cal.required + (cal.optional if with_optional else ())
+    protected = [(day, cal.merged_must_busy(cleared, day)) for day in cal.days]
+    rooms = [
+        r
+        for r, features in cal.rooms
+        if "room_feature" not in either
+        or (cal.room_feature in features) == ("room_feature" in keep)
+    ]
     spots: list[tuple[int, int, str]] = []
     for start, mask in start_windows(cal.duration):
-        if mask & ~cal.hours or any(mask & ~cal.work[p] for p in cal.required):
+        if mask & ~cal.hours or mask & ~required_work or mask & ~optional_work:
             continue
-        if "optional_attend" in keep and any(mask & ~cal.work[p] for p in cal.optional):
-            continue
-        if "time_of_day" in keep | miss and not _morning_ok(
+        if "time_of_day" in either and not _morning_ok(
             start, cal.time_of_day, "time_of_day" in keep
         ):
             continue
-        rooms = [
-            r
-            for r, features in cal.rooms
-            if "room_feature" not in keep | miss
-            or (cal.room_feature in features) == ("room_feature" in keep)
-        ]
-        for day in cal.days:
-            cleared = cal.required + (cal.optional if "optional_attend" in keep else ())
-            if any(mask & cal.must_busy.get((p, day), 0) for p in cleared):
+        for day, busy in protected:
+            if mask & busy:
                 continue
             if "optional_attend" in miss and _missable(cal, day, mask) is None:
                 continue
@@ -186,22 +252,27 @@ def kill(cal: Calendars, target: Target, rng: random.Random) -> bool:
     gets taken). Returns ``False`` if protected plants left no way to break one."""
     # a meeting's hits read the scene only for its duration and wishes, which shaping never
     # changes; the day's masks, which it does change, come fresh from ``cal.day_view``
-    scene = cal.scene()
-    prefs = frozenset(scene.preferences())
+    scene = cal.wishes()
+    wanted = HARD_BITS | (constraint_bits(cal.preferences()) if target == "all_prefs" else 0)
+    rooms = [(room, room_bits(scene, features)) for room, features in cal.rooms]
     for day in cal.days:
         view = cal.day_view(day)
+        hard = feasible_starts(view, cal.duration)
         for start, mask in start_windows(cal.duration):
-            for room, features in cal.rooms:
+            if not hard >> (start // CELL) & 1:
+                continue  # no room makes it feasible, and breaking only adds busy time
+            # what a meeting meets outside its room (:func:`~.timegrid.satisfied`'s bits)
+            bits = time_bits(scene, view, start, mask)
+            for room, in_room in rooms:
                 if mask & cal.room_busy.get((room, day), 0):
                     continue
-                hits = satisfied(scene, view, start, features)
-                if "within_hours" not in hits or "required_attend" not in hits:
-                    continue
-                if target == "all_prefs" and not prefs <= hits:
+                if (bits | in_room) & wanted != wanted:
                     continue
                 if not _break(cal, day, room, mask, target, rng):
                     return False
                 view = cal.day_view(day)
+                hard = feasible_starts(view, cal.duration)
+                bits = time_bits(scene, view, start, mask)
     return True
 
 

@@ -6,10 +6,12 @@ functions only describe a shaped draw.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from stategym.generation import priorities_kind, priorities_sentences
+from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     Constraint,
@@ -32,6 +34,13 @@ from .world import Appointment, MeetingsBase, RoomBooking
 
 if TYPE_CHECKING:
     from .generator import Draw
+
+_call = quick_constructor(GoldCall)
+_edge = quick_constructor(GoldEdge)
+_appointment = quick_constructor(Appointment)
+_booking = quick_constructor(RoomBooking)
+# a task has a hundred gold nodes and edges and dozens of records: they are made without the
+# frozen ``__init__``'s stores
 
 FEATURE_WORDS = {"video": "video", "whiteboard": "a whiteboard"}
 BALANCE = 500
@@ -184,31 +193,29 @@ def gold(
     """Gold call graph and decision point: profile and rooms at the root; every time zone,
     calendar and room schedule fanned out from them; one hold, the organiser's yes, one send."""
     invitees = (draw.organiser, *draw.attendees)
-    calls = [GoldCall(f"ask:{s}", "ask") for s in must_ask]
+    calls = [_call(f"ask:{s}", "ask", {}, None) for s in must_ask]
     calls += [
-        GoldCall("profile", "get_my_profile", {}, Effect.READ),
-        GoldCall("rooms", "list_rooms", {}, Effect.READ),
+        _call("profile", "get_my_profile", {}, Effect.READ),
+        _call("rooms", "list_rooms", {}, Effect.READ),
     ]
     edges: list[GoldEdge] = []
+    pipe = EdgeKind.PIPE
     for person in draw.attendees:
-        calls.append(
-            GoldCall(f"tz:{person.id}", "lookup_person", {"person_id": person.id}, Effect.READ)
-        )
-        edges.append(GoldEdge("profile", f"tz:{person.id}", EdgeKind.PIPE))
+        node = f"tz:{person.id}"
+        calls.append(_call(node, "lookup_person", {"person_id": person.id}, Effect.READ))
+        edges.append(_edge("profile", node, pipe))
     for person in invitees:
         for day in draw.days:
             node = f"cal:{person.id}:{day}"
-            calls.append(
-                GoldCall(node, "get_calendar", {"person_id": person.id, "day": day}, Effect.READ)
-            )
-            edges.append(GoldEdge("profile", node, EdgeKind.PIPE))
+            args = {"person_id": person.id, "day": day}
+            calls.append(_call(node, "get_calendar", args, Effect.READ))
+            edges.append(_edge("profile", node, pipe))
     for room, _ in cal.rooms:
         for day in draw.days:
             node = f"sched:{room}:{day}"
-            calls.append(
-                GoldCall(node, "get_room_schedule", {"room_id": room, "day": day}, Effect.READ)
-            )
-            edges.append(GoldEdge("rooms", node, EdgeKind.PIPE))
+            args = {"room_id": room, "day": day}
+            calls.append(_call(node, "get_room_schedule", args, Effect.READ))
+            edges.append(_edge("rooms", node, pipe))
     decisions: list[DecisionPoint] = []
     if knobs.stateful:
         preconditions = [
@@ -229,11 +236,13 @@ def gold(
             )
         )
     if knobs.stateful and best:
-        calls += _commit_nodes(best, duration)
-        edges += _commit_edges(calls, best, must_ask)
+        parts = [_parse(o) for o in best]
+        calls += _commit_nodes(parts, duration)
+        edges += _commit_edges(calls, parts, must_ask)
     return tuple(calls), tuple(edges), tuple(decisions)
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(option: str) -> tuple[int, str, str]:
     """``D4T1030M60CEDAR -> (4, "10:30", "CEDAR")``."""
     day, rest = option[1:].split("T", 1)
@@ -242,8 +251,7 @@ def _parse(option: str) -> tuple[int, str, str]:
     return int(day), f"{start[:2]}:{start[2:]}", room
 
 
-def _commit_nodes(best: tuple[str, ...], duration: int) -> list[GoldCall]:
-    parts = [_parse(o) for o in best]
+def _commit_nodes(parts: list[tuple[int, str, str]], duration: int) -> list[GoldCall]:
     hold_args: dict[str, Value | tuple[Value, ...]] = {
         "room_id": tuple(sorted({r for _, _, r in parts})),
         "day": tuple(sorted({d for d, _, _ in parts})),
@@ -258,18 +266,18 @@ def _commit_nodes(best: tuple[str, ...], duration: int) -> list[GoldCall]:
 
 
 def _commit_edges(
-    calls: list[GoldCall], best: tuple[str, ...], must_ask: tuple[str, ...]
+    calls: list[GoldCall], parts: list[tuple[int, str, str]], must_ask: tuple[str, ...]
 ) -> list[GoldEdge]:
-    chosen = {(r, d) for d, _, r in (_parse(o) for o in best)}
-    edges = [GoldEdge("profile", "hold", EdgeKind.DECIDE), GoldEdge("rooms", "hold", EdgeKind.PIPE)]
+    chosen = {(r, d) for d, _, r in parts}
+    decide, pipe = EdgeKind.DECIDE, EdgeKind.PIPE
+    edges = [_edge("profile", "hold", decide), _edge("rooms", "hold", pipe)]
     for node in calls:
         if node.tool in ("lookup_person", "get_calendar"):
-            edges.append(GoldEdge(node.id, "hold", EdgeKind.DECIDE))
+            edges.append(_edge(node.id, "hold", decide))
         elif node.tool == "get_room_schedule":
-            _, room, day = node.id.split(":")
             # the start time is read off the chosen room's schedule; the others are compared
-            kind = EdgeKind.PIPE if (room, int(day)) in chosen else EdgeKind.DECIDE
-            edges.append(GoldEdge(node.id, "hold", kind))
+            kind = pipe if (node.args["room_id"], node.args["day"]) in chosen else decide
+            edges.append(_edge(node.id, "hold", kind))
     edges += [GoldEdge(f"ask:{s}", "hold", EdgeKind.GATE) for s in must_ask]
     edges += [
         GoldEdge("hold", "confirm", EdgeKind.DECIDE),
@@ -289,21 +297,35 @@ def base_world(draw: Draw, cal: Calendars, plan: EventPlan) -> MeetingsBase:
     calendar_index: dict[tuple[str, int], list[str]] = {}
     booking_index: dict[tuple[str, int], list[str]] = {}
 
+    shifts = {p.id: 60 * (p.utc_offset - me.utc_offset) for p in draw.people}
+
     def appoint(key: str, person: str, day: int, start: int, end: int, active: bool) -> None:
-        shift = 60 * (people[person].utc_offset - me.utc_offset)
-        appointments[key] = Appointment(key, person, day, start + shift, end + shift, active)
+        shift = shifts[person]
+        appointments[key] = _appointment(key, person, day, start + shift, end + shift, active)
         calendar_index.setdefault((person, day), []).append(key)
 
     def book(key: str, room: str, day: int, start: int, end: int, active: bool) -> None:
-        bookings[key] = RoomBooking(key, room, day, start, end, active)
+        bookings[key] = _booking(key, room, day, start, end, active, "")
         booking_index.setdefault((room, day), []).append(key)
 
+    # the active records, dozens per task, inline; ``appoint`` and ``book`` add the others
     for (person, day), mask in cal.busy.items():
-        for start, end in intervals(mask):
-            appoint(f"AP{len(appointments) + 1}", person, day, start, end, True)
+        runs = intervals(mask)
+        if runs:
+            shift = shifts[person]
+            keys = calendar_index.setdefault((person, day), [])
+            for start, end in runs:
+                key = f"AP{len(appointments) + 1}"
+                appointments[key] = _appointment(key, person, day, start + shift, end + shift, True)
+                keys.append(key)
     for (room, day), mask in cal.room_busy.items():
-        for start, end in intervals(mask):
-            book(f"RB{len(bookings) + 1}", room, day, start, end, True)
+        runs = intervals(mask)
+        if runs:
+            keys = booking_index.setdefault((room, day), [])
+            for start, end in runs:
+                key = f"RB{len(bookings) + 1}"
+                bookings[key] = _booking(key, room, day, start, end, True, "")
+                keys.append(key)
     for added in plan.added:
         ((start, end),) = intervals(added.mask)
         if added.room:

@@ -37,13 +37,24 @@ HARD = ("within_hours", "required_attend")
 _CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
 
+_DAY = 24 * 60
+_CLOCKS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(_DAY))
+"""``HH:MM`` of every minute of the day: tool results spell dozens of times per call."""
+_MINUTES = {text: m for m, text in enumerate(_CLOCKS)}
+
+
 def clock(minutes: int) -> str:
     """``570 -> "09:30"``."""
+    if 0 <= minutes < _DAY:
+        return _CLOCKS[minutes]
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def minutes(text: str) -> int | None:
     """``"09:30" -> 570``; ``None`` for anything that is not ``HH:MM``."""
+    known = _MINUTES.get(text)
+    if known is not None:
+        return known
     match = _CLOCK.match(text)
     if match is None:
         return None
@@ -64,6 +75,12 @@ def window(start: int, duration: int) -> int:
 def starts(duration: int) -> range:
     """Every start time (minutes) the building allows for a meeting of ``duration``."""
     return range(OPEN, CLOSE - duration + 1, CELL)
+
+
+@functools.cache
+def start_cells(duration: int) -> int:
+    """The mask of the cells :func:`starts` allows a meeting of ``duration`` to start in."""
+    return sum(1 << (start // CELL) for start in starts(duration))
 
 
 @functools.cache
@@ -96,7 +113,7 @@ def intervals(mask: int) -> list[tuple[int, int]]:
     return runs
 
 
-_HHMM = {m: f"{m // 60:02d}{m % 60:02d}" for m in range(24 * 60)}
+_HHMM = {m: f"{m // 60:02d}{m % 60:02d}" for m in range(_DAY)}
 """``HHMM`` of every minute of the day: ids are built for every option of every task."""
 
 
@@ -154,12 +171,19 @@ class Scene:
 
     def preferences(self) -> tuple[str, ...]:
         """The preferences that constrain anything (``any`` wishes constrain nothing)."""
-        active = ["optional_attend"] if any(self.optional.get(d) for d in self.days) else []
-        if self.time_of_day != "any":
-            active.append("time_of_day")
-        if self.room_feature != "any":
-            active.append("room_feature")
-        return tuple(p for p in PREFERENCES if p in active)
+        optional = any(self.optional.get(d) for d in self.days)
+        return active_preferences(optional, self.time_of_day, self.room_feature)
+
+
+def active_preferences(optional: bool, time_of_day: str, room_feature: str) -> tuple[str, ...]:
+    """The preferences that constrain anything, given whether anyone is optional and the
+    wishes (``any`` wishes constrain nothing)."""
+    active = ["optional_attend"] if optional else []
+    if time_of_day != "any":
+        active.append("time_of_day")
+    if room_feature != "any":
+        active.append("room_feature")
+    return tuple(p for p in PREFERENCES if p in active)
 
 
 class Option(NamedTuple):
@@ -188,8 +212,17 @@ _BITS = {
     "time_of_day": 16,
     "room_feature": 32,
 }
+_WITHIN, _REQUIRED = _BITS["within_hours"], _BITS["required_attend"]
+_OPTIONAL, _TIMELY = _BITS["optional_attend"], _BITS["time_of_day"]
+HARD_BITS = _WITHIN | _REQUIRED
+"""The bits of the hard constraints."""
 # every subset of the constraints, built once: options share these frozensets
 _SETS = tuple(frozenset(n for n, b in _BITS.items() if m & b) for m in range(64))
+
+
+def constraint_bits(ids: Iterable[str]) -> int:
+    """The bits of the constraints ``ids`` (the bits :func:`satisfied` sets for them)."""
+    return sum(_BITS[i] for i in set(ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +252,7 @@ def day_view(scene: Scene, day: int) -> DayView:
     return DayView(day, scene.hours, *required, *optional)
 
 
-def _time_bits(scene: Scene, view: DayView, start: int, cells_: int) -> int:
+def time_bits(scene: Scene, view: DayView, start: int, cells_: int) -> int:
     """The constraints a meeting meets whatever room it is in, as bits."""
     bits = _BITS["meeting_held"]
     if not cells_ & ~view.hours:
@@ -233,7 +266,8 @@ def _time_bits(scene: Scene, view: DayView, start: int, cells_: int) -> int:
     return bits
 
 
-def _room_bits(scene: Scene, features: frozenset[str]) -> int:
+def room_bits(scene: Scene, features: frozenset[str]) -> int:
+    """The constraints a room with ``features`` adds to a meeting's, as bits."""
     if scene.room_feature == "any" or scene.room_feature in features:
         return _BITS["room_feature"]
     return 0
@@ -242,11 +276,28 @@ def _room_bits(scene: Scene, features: frozenset[str]) -> int:
 def satisfied(scene: Scene, view: DayView, start: int, features: frozenset[str]) -> frozenset[str]:
     """The constraint ids a meeting at ``start`` on ``view.day`` in a room with ``features``
     meets: the definition of every constraint of the domain."""
-    bits = _time_bits(scene, view, start, window(start, scene.duration))
-    return _SETS[bits | _room_bits(scene, features)]
+    bits = time_bits(scene, view, start, window(start, scene.duration))
+    return _SETS[bits | room_bits(scene, features)]
 
 
-_HARD_BITS = _BITS["within_hours"] | _BITS["required_attend"]
+_MORNING = (1 << (NOON // CELL)) - 1
+"""The cells starting before noon."""
+
+
+def fits(mask: int, length: int) -> int:
+    """The cells ``i`` such that cells ``i`` to ``i + length - 1`` are all in ``mask``: the
+    starts (as cells) of every ``length``-cell window inside ``mask``."""
+    fit = mask
+    for shift in range(1, length):
+        fit &= mask >> shift
+    return fit
+
+
+def feasible_starts(view: DayView, duration: int) -> int:
+    """The cells a meeting of ``duration`` on ``view``'s day may start in and meet every hard
+    constraint (inside the organiser's hours and free for everyone who must attend)."""
+    length = duration // CELL
+    return fits(view.hours, length) & fits(view.required_work & ~view.required_busy, length)
 
 
 def options(
@@ -254,17 +305,58 @@ def options(
 ) -> Iterator[Option]:
     """Every meeting whose room is free, in order of day, start time and room (only the
     :func:`feasible` ones with ``only_feasible``, without building the others)."""
-    rooms = [(room, features, _room_bits(scene, features)) for room, features in scene.rooms]
     for day in scene.days if days is None else days:
-        view = day_view(scene, day)
-        taken = [scene.room_busy.get((room, day), 0) for room, _, _ in rooms]
-        for start, cells_ in start_windows(scene.duration):
-            bits = _time_bits(scene, view, start, cells_)
-            if only_feasible and bits & _HARD_BITS != _HARD_BITS:
-                continue
-            for (room, _, room_bits), busy in zip(rooms, taken, strict=True):
-                if not cells_ & busy:
-                    yield Option(day, start, scene.duration, room, _SETS[bits | room_bits])
+        taken = tuple(scene.room_busy.get((room, day), 0) for room, _ in scene.rooms)
+        yield from day_options(scene, day_view(scene, day), taken, only_feasible)
+
+
+def day_options(
+    scene: Scene, view: DayView, taken: tuple[int, ...], only_feasible: bool = False
+) -> list[Option]:
+    """:func:`options` of the day of ``view``, where ``taken`` holds the booked cells of each
+    of ``scene.rooms`` that day. ``scene`` is read only for its duration, rooms and wishes.
+
+    Each constraint is one mask of the starts (as cells) that meet it, so judging a start
+    is a few bit tests; the hits are :func:`satisfied`'s, which a test checks."""
+    duration = scene.duration
+    length = duration // CELL
+    within = fits(view.hours, length)
+    required = fits(view.required_work & ~view.required_busy, length)
+    optional = fits(view.optional_work & ~view.optional_busy, length)
+    if scene.time_of_day == "any":
+        timely = -1
+    else:
+        timely = _MORNING if scene.time_of_day == "morning" else ~_MORNING
+    rooms = [
+        (room, room_bits(scene, features), fits(~busy, length))
+        for (room, features), busy in zip(scene.rooms, taken, strict=True)
+    ]
+    free_somewhere = 0
+    for _, _, free in rooms:
+        free_somewhere |= free
+    candidates = start_cells(duration) & free_somewhere
+    if only_feasible:
+        candidates &= within & required
+    day, held = view.day, _BITS["meeting_held"]
+    found: list[Option] = []
+    new = tuple.__new__  # a named tuple's own __new__ is a Python-level wrapper round this
+    while candidates:
+        low = candidates & -candidates  # the earliest start left
+        candidates ^= low
+        bits = held
+        if within & low:
+            bits |= _WITHIN
+        if required & low:
+            bits |= _REQUIRED
+        if optional & low:
+            bits |= _OPTIONAL
+        if timely & low:
+            bits |= _TIMELY
+        start = (low.bit_length() - 1) * CELL
+        for room, in_room, free in rooms:
+            if free & low:
+                found.append(new(Option, (day, start, duration, room, _SETS[bits | in_room])))
+    return found
 
 
 def feasible(option: Option) -> bool:

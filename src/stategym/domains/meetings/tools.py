@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -113,7 +114,13 @@ def get_room_schedule(world: MeetingsWorld, room_id: str, day: int) -> dict[str,
     for booking in world.bookings(room_id, day):
         taken |= span(booking.start, booking.end)
     free = span(OPEN, CLOSE) & ~taken
-    return {"room_id": room_id, "day": day, "free": [clock(m) for m in cells(free)]}
+    return {"room_id": room_id, "day": day, "free": list(_free_starts(free))}
+
+
+@functools.lru_cache(maxsize=4096)
+def _free_starts(free: int) -> tuple[str, ...]:
+    """The start of every cell of ``free``, as ``HH:MM`` (rooms' days repeat across calls)."""
+    return tuple(clock(m) for m in cells(free))
 
 
 def _check_hold(world: MeetingsWorld, room_id: str, start: str, duration: int) -> int:
