@@ -61,6 +61,10 @@ from .events import Event, Kind
 from .gold import Gold, gold_of
 from .score import Scorecard, score
 
+_HARMFUL = Kind.COMMIT_HARMFUL  # read once (see stategym.metrics.risk on Enum members)
+_RUNNING = tuple((d, spec.running) for d, spec in DECLARED.items())
+"""Each dimension's running quality, in declaration order (read once per call credited)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RoundCredit:
@@ -105,11 +109,11 @@ def running_composite(counts: EventCounts, gold: Gold) -> float:
     """R's formula on the events counted so far (each dimension's running quality)."""
     qualities: dict = {}
     applicable = []
-    for dimension, spec in DECLARED.items():
-        qualities[dimension], used = spec.running(counts, gold)
+    for dimension, running in _RUNNING:
+        qualities[dimension], used = running(counts, gold)
         if used:
             applicable.append(dimension)
-    harm = -counts.total.get(Kind.COMMIT_HARMFUL, 0.0)
+    harm = -counts.total.get(_HARMFUL, 0.0)
     return composite_reward(qualities, applicable, harm)
 
 

@@ -35,6 +35,7 @@ class Gold:
         by_tool: gold node ids by tool name (user nodes under ``ask`` / ``confirm``).
         required: ids of the read and write tool nodes: the calls a good trajectory makes.
         value_preds: for each node, the nodes whose returned values it needs (PIPE, DECIDE).
+        value_order: the same, sorted (the order an early call's missing values are named in).
         all_preds: for each node, its predecessors over every edge kind.
         gates: for each must-ask slot, the nodes its answer gates (GATE edges).
         independent: for each required node, the required nodes with no path to or from it.
@@ -62,6 +63,7 @@ class Gold:
     by_tool: Mapping[str, tuple[str, ...]]
     required: tuple[str, ...]
     value_preds: Mapping[str, frozenset[str]]
+    value_order: Mapping[str, tuple[str, ...]]
     all_preds: Mapping[str, frozenset[str]]
     gates: Mapping[str, frozenset[str]]
     independent: Mapping[str, frozenset[str]]
@@ -78,19 +80,23 @@ class Gold:
     lookup: Mapping[str, tuple[tuple[tuple[str, ...], dict[tuple[Any, ...], tuple[str, ...]]], ...]]
     scan: Mapping[str, tuple[str, ...]]
     _needed: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
+    _gated: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
     def exact(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The nodes a call matches exactly (acceptable arguments), in gold order."""
         hits: list[str] = []
         for keys, table in self.lookup.get(name, ()):
+            get = arguments.get
             try:
-                found = table.get(tuple(arguments.get(k, _ABSENT) for k in keys))
+                found = table.get(tuple([get(k, _ABSENT) for k in keys]))
             except TypeError:  # an unhashable argument (a list) matches no scalar
                 continue
             if found:
-                hits.extend(found)
-        node_map = self.nodes
-        hits.extend(n for n in self.scan.get(name, ()) if node_map[n].matches(name, arguments))
+                hits += found
+        scan = self.scan.get(name)
+        if scan:
+            node_map = self.nodes
+            hits += [n for n in scan if node_map[n].matches(name, arguments)]
         if len(hits) > 1:
             order = self.by_tool[name]
             hits.sort(key=order.index)
@@ -102,6 +108,17 @@ class Gold:
         if found is None:
             found = frozenset.intersection(*(self.value_preds[n] for n in candidates))
             self._needed[candidates] = found
+        return found
+
+    def gated_by(self, candidates: tuple[str, ...]) -> tuple[str, ...]:
+        """The must-ask slots (in ``must_ask`` order) whose answer gates one of the nodes."""
+        found = self._gated.get(candidates)
+        if found is None:
+            empty: frozenset[str] = frozenset()
+            found = tuple(
+                s for s in self.must_ask if not self.gates.get(s, empty).isdisjoint(candidates)
+            )
+            self._gated[candidates] = found
         return found
 
 
@@ -154,6 +171,7 @@ def _build(task: Task) -> Gold:
         by_tool={t: tuple(ids) for t, ids in by_tool.items()},
         required=required,
         value_preds={n: frozenset(p) for n, p in value_preds.items()},
+        value_order={n: tuple(sorted(p)) for n, p in value_preds.items()},
         all_preds={n: frozenset(p) for n, p in all_preds.items()},
         gates={s: frozenset(d) for s, d in gates.items()},
         independent=independent,

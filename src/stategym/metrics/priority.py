@@ -30,6 +30,7 @@ from .gold import Gold
 from .trace import CallView, SayView, Trace
 
 DIM = Dimension.PRIORITY
+_CHOICE = Kind.CHOICE  # read once per round by running_priority (see risk._COMMIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ class PriorityScorer:
 
 def running_priority(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     """Q_prio from the events so far: 0 until the final choice is scored at the end."""
-    return counts.total.get(Kind.CHOICE, 0.0), gold.constrained
+    return counts.total.get(_CHOICE, 0.0), gold.constrained
 
 
 def _choice_round(tr: Trace, choice: str | None) -> int:
