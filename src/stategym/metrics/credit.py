@@ -141,16 +141,18 @@ def pay_round(
         (loose if event.call is None else by_call.setdefault(event.call, [])).append(event)
     shares: list[float] = []
     running = before
-    for position, call in enumerate(record.calls):
-        for event in by_call.get(position, ()):
-            counts.add(event)
+    calls = record.calls
+    for position, call in enumerate(calls):
+        if by_call:
+            for event in by_call.get(position, ()):
+                counts.add(event)
         counts.calls += call.name != FINISH
         after = running_composite(counts, gold)
         shares.append(after - running)
         running = after
     for event in loose:
         counts.add(event)
-    after = running_composite(counts, gold) if loose or not record.calls else running
+    after = running_composite(counts, gold) if loose or not calls else running
     if final is not None:
         counts.done = True
         after = final

@@ -8,12 +8,13 @@ per task object.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.kernel.task import EdgeKind, Event, GoldCall, SlotKind, Task
 from stategym.kernel.tools import Effect
+from stategym.kernel.understanding.answers import normalise_answer
 
 ASK = "ask"
 """Tool name of a gold must-ask node (its id is ``ask:<slot>``)."""
@@ -81,6 +82,7 @@ class Gold:
     scan: Mapping[str, tuple[str, ...]]
     _needed: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
     _gated: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    _normalised: dict[str, str] = field(default_factory=dict)
 
     def exact(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The nodes a call matches exactly (acceptable arguments), in gold order."""
@@ -121,6 +123,20 @@ class Gold:
             self._gated[candidates] = found
         return found
 
+    def answer_of(self, answer: str, options: Iterable[str]) -> str | None:
+        """:func:`~stategym.kernel.understanding.answers.match_answer` of ``answer`` over
+        the task's ``options``, each option normalised once per task (the regular
+        expressions were a tenth of scoring a task judged on its answer)."""
+        wanted = normalise_answer(answer)
+        normalised = self._normalised
+        for option in options:
+            name = normalised.get(option)
+            if name is None:
+                name = normalised[option] = normalise_answer(option)
+            if name == wanted:
+                return option
+        return None
+
 
 _ABSENT = object()
 """Stands for an argument a call did not pass (matches nothing)."""
@@ -153,17 +169,19 @@ def _build(task: Task) -> Gold:
     children: dict[str, set[str]] = {n: set() for n in nodes}
     gates: dict[str, set[str]] = {}
     value_edges = 0
+    gate, ask, required_effects = EdgeKind.GATE, f"{ASK}:", (Effect.READ, Effect.WRITE)
     for edge in truth.edges:
-        if edge.src not in nodes or edge.dst not in nodes:
+        src, dst, kind = edge.src, edge.dst, edge.kind
+        if src not in nodes or dst not in nodes:
             continue  # an edge to a node the task does not list carries no checkable fact
-        all_preds[edge.dst].add(edge.src)
-        children[edge.src].add(edge.dst)
-        if edge.kind in VALUE_EDGES:
-            value_preds[edge.dst].add(edge.src)
+        all_preds[dst].add(src)
+        children[src].add(dst)
+        if kind in VALUE_EDGES:
+            value_preds[dst].add(src)
             value_edges += 1
-        elif edge.kind is EdgeKind.GATE and edge.src.startswith(f"{ASK}:"):
-            gates.setdefault(edge.src.removeprefix(f"{ASK}:"), set()).add(edge.dst)
-    required = tuple(c.id for c in truth.calls if c.effect in (Effect.READ, Effect.WRITE))
+        elif kind is gate and src.startswith(ask):
+            gates.setdefault(src.removeprefix(ask), set()).add(dst)
+    required = tuple([c.id for c in truth.calls if c.effect in required_effects])
     independent, pairs = _independent(tuple(nodes), children, required)
     must_ask = task.must_ask
     return Gold(
@@ -193,11 +211,12 @@ def _match_tables(calls: tuple[GoldCall, ...]) -> dict[str, Any]:
     lookup: dict[str, dict[tuple[str, ...], dict[tuple[Any, ...], list[str]]]] = {}
     scan: dict[str, list[str]] = {}
     for node in calls:
-        if any(type(v) is tuple for v in node.args.values()):
+        args = node.args
+        if tuple in [type(v) for v in args.values()]:
             scan.setdefault(node.tool, []).append(node.id)
             continue
-        keys = tuple(sorted(node.args))
-        values = tuple(node.args[k] for k in keys)
+        keys = tuple(sorted(args))
+        values = tuple([args[k] for k in keys])
         lookup.setdefault(node.tool, {}).setdefault(keys, {}).setdefault(values, []).append(node.id)
     return {
         "lookup": {
@@ -235,14 +254,25 @@ def _independent(
     :func:`gold_of` on tasks with a few dozen nodes).
     """
     bit = {n: 1 << i for i, n in enumerate(ids)}
-    child = [sum(bit[c] for c in children[n]) for n in ids]
-    reach = [_reach(mask, child) for mask in child]
-    # ``above[i]``: the nodes with a path to node ``i``
-    above = [0] * len(ids)
-    for i, mask in enumerate(reach):
-        for j in _indices(mask):
-            above[j] |= 1 << i
-    wanted = sum(bit[n] for n in required)
+    child = []
+    for n in ids:
+        mask = 0
+        for c in children[n]:
+            mask |= bit[c]
+        child.append(mask)
+    closed = _closures(child)
+    if closed is not None:
+        reach, above = closed
+    else:  # a cycle (none expected): a search from every node
+        reach = [_reach(mask, child) for mask in child]
+        # ``above[i]``: the nodes with a path to node ``i``
+        above = [0] * len(ids)
+        for i, mask in enumerate(reach):
+            for j in _indices(mask):
+                above[j] |= 1 << i
+    wanted = 0
+    for n in required:
+        wanted |= bit[n]
     # nodes that are independent of each other share one mask once each adds itself back,
     # so each distinct group is turned into a set once and each node's set is that minus it
     groups: dict[int, frozenset[str]] = {}
@@ -257,6 +287,46 @@ def _independent(
             group = groups[mask | bit[n]] = frozenset(_members(mask | bit[n], ids))
         independent[n] = group - {n}
     return independent, pairs // 2
+
+
+def _closures(child: list[int]) -> tuple[list[int], list[int]] | None:
+    """For an acyclic graph given as each node's children (bit masks): for each node, the
+    nodes reachable from it, and the nodes it is reachable from (``None`` on a cycle).
+
+    One pass in topological order, each node's set the union of its neighbours' sets, in
+    place of a search from every node.
+    """
+    size = len(child)
+    parents: list[list[int]] = [[] for _ in range(size)]
+    for i, mask in enumerate(child):
+        while mask:
+            low = mask & -mask
+            parents[low.bit_length() - 1].append(i)
+            mask ^= low
+    waiting = [mask.bit_count() for mask in child]
+    order = [i for i in range(size) if not waiting[i]]  # leaves first
+    for i in order:  # grows while it is read: a node joins once its children are done
+        for p in parents[i]:
+            waiting[p] -= 1
+            if not waiting[p]:
+                order.append(p)
+    if len(order) < size:
+        return None
+    reach = [0] * size
+    for i in order:
+        mask, seen = child[i], 0
+        while mask:
+            low = mask & -mask
+            seen |= low | reach[low.bit_length() - 1]
+            mask ^= low
+        reach[i] = seen
+    above = [0] * size
+    for i in reversed(order):  # roots first
+        seen = 0
+        for p in parents[i]:
+            seen |= (1 << p) | above[p]
+        above[i] = seen
+    return reach, above
 
 
 def _indices(mask: int) -> Iterator[int]:

@@ -210,11 +210,11 @@ class ParallelismScorer:
     def __init__(self, task: Task, gold: Gold, scale: float) -> None:
         self.gold = gold
         self.rewards = {
-            Kind.CALL_MATCHED: scale / max(1, len(gold.required)),
-            Kind.CALL_EXTRA: -scale / max(1, len(gold.required)),
-            Kind.ROUND_WASTED: -scale / max(1, len(gold.required)),
-            Kind.CALL_EARLY: -scale / max(1, gold.depth),
-            Kind.CALL_SERIALISED: -0.5 * scale / max(1, gold.pairs),
+            _MATCHED: scale / max(1, len(gold.required)),
+            _EXTRA: -scale / max(1, len(gold.required)),
+            _WASTED: -scale / max(1, len(gold.required)),
+            _EARLY: -scale / max(1, gold.depth),
+            _SERIALISED: -0.5 * scale / max(1, gold.pairs),
         }
         self.counts = {kind: 0 for kind in self.rewards}
         self.excused: set[int] = set()

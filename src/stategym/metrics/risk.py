@@ -143,7 +143,7 @@ class RiskScorer:
         self.norm = scale / max(1, len(task.truth.decisions))
         self.used: set[str] = set()
         self.touched: set[str] = set()
-        self.counts = {Kind.COMMIT_SAFE: 0, Kind.COMMIT_UNVERIFIED: 0, Kind.COMMIT_HARMFUL: 0}
+        self.counts = {_SAFE: 0, _UNVERIFIED: 0, _HARMFUL: 0}
         self.harm = 0.0
         self.commits = 0
         self.events: list[Event] = []
