@@ -42,3 +42,24 @@ def test_independent_handles_cycles_chains_and_isolated_nodes() -> None:
     assert found["a"] == {"e", "f"}
     assert found["e"] == {"a", "b", "d", "f"}
     assert pairs == 7
+
+
+def test_independent_matches_the_definition_on_random_graphs() -> None:
+    # acyclic graphs take the one-pass closure, graphs with a back edge the search from
+    # every node; both must give the definition's answer
+    import random
+
+    rng = random.Random(14)
+    for trial in range(300):
+        size = rng.randint(1, 14)
+        ids = [f"n{i}" for i in range(size)]
+        children: dict[str, set[str]] = {n: set() for n in ids}
+        for i in range(size):
+            for j in range(size):
+                if (i < j or trial % 3 == 0) and rng.random() < 0.2:
+                    children[ids[i]].add(ids[j])
+        required = tuple(n for n in ids if rng.random() < 0.7)
+        found, pairs = _independent(tuple(ids), children, required)
+        expected = _naive(children, required)
+        assert found == expected
+        assert pairs == sum(len(v) for v in expected.values()) // 2

@@ -32,6 +32,11 @@ from .trace import CallView, SayView, Trace
 
 DIM = Dimension.CLARIFICATION
 
+# Read once: on CPython 3.11 an Enum member read as a class attribute goes through the
+# metaclass's attribute hook (EnumType defines __getattr__), several times the cost of a
+# module global, and these are read for every call of every round.
+_NEEDED, _MISSED, _NEEDLESS = Kind.ASK_NEEDED, Kind.ASK_MISSED, Kind.ASK_NEEDLESS
+
 ALPHA = 0.5
 """Weight of a question about a slot a tool could have answered."""
 
@@ -112,17 +117,14 @@ class ClarificationScorer:
             return self._say(tr, say)
         new: list[Event] = []
         for call in calls:
-            for slot in self.gold.must_ask:
-                gated = self.gold.gates.get(slot, frozenset())
-                if slot in self.uses or not gated.intersection(call.candidates):
+            for slot in self.gold.gated_by(call.candidates):
+                if slot in self.uses:
                     continue
                 self.uses[slot] = call.round
                 # a slot revealed before its use but not asked in time was volunteered
                 if slot in self.asked_in_time or tr.revealed.get(slot, call.round) < call.round:
                     continue
-                event = Event(
-                    call.round, DIM, Kind.ASK_MISSED, -1.0, -self.norm, slot, call=call.position
-                )
+                event = Event(call.round, DIM, _MISSED, -1.0, -self.norm, slot, call=call.position)
                 self.missed[slot] = event
                 new.append(event)
         return new
@@ -166,8 +168,9 @@ class ClarificationScorer:
 def running_clarification(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     """Q_clar from the events so far: a must-ask slot neither asked nor missed yet counts as
     missed until the episode is over (asking it is progress)."""
-    tp, fn = counts.n(Kind.ASK_NEEDED), counts.n(Kind.ASK_MISSED)
-    fp = -counts.total.get(Kind.ASK_NEEDLESS, 0.0)
+    count = counts.count
+    tp, fn = count.get(_NEEDED, 0), count.get(_MISSED, 0)
+    fp = -counts.total.get(_NEEDLESS, 0.0)
     pending = 0 if counts.done else max(0, len(gold.must_ask) - tp - fn)
     return clarification_quality(tp, fn + pending, fp), bool(gold.must_ask) or fp > 0
 

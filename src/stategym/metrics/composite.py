@@ -43,7 +43,7 @@ def composite_reward(
     dims = tuple(applicable)
     if not dims:
         return 1.0
-    product = math.prod(FLOOR + (1.0 - FLOOR) * qualities[d] for d in dims)
+    product = math.prod([FLOOR + (1.0 - FLOOR) * qualities[d] for d in dims])
     return product ** (1.0 / len(dims))
 
 

@@ -61,6 +61,10 @@ from .events import Event, Kind
 from .gold import Gold, gold_of
 from .score import Scorecard, score
 
+_HARMFUL = Kind.COMMIT_HARMFUL  # read once (see stategym.metrics.risk on Enum members)
+_RUNNING = tuple((d, spec.running) for d, spec in DECLARED.items())
+"""Each dimension's running quality, in declaration order (read once per call credited)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RoundCredit:
@@ -105,11 +109,11 @@ def running_composite(counts: EventCounts, gold: Gold) -> float:
     """R's formula on the events counted so far (each dimension's running quality)."""
     qualities: dict = {}
     applicable = []
-    for dimension, spec in DECLARED.items():
-        qualities[dimension], used = spec.running(counts, gold)
+    for dimension, running in _RUNNING:
+        qualities[dimension], used = running(counts, gold)
         if used:
             applicable.append(dimension)
-    harm = -counts.total.get(Kind.COMMIT_HARMFUL, 0.0)
+    harm = -counts.total.get(_HARMFUL, 0.0)
     return composite_reward(qualities, applicable, harm)
 
 
@@ -137,16 +141,18 @@ def pay_round(
         (loose if event.call is None else by_call.setdefault(event.call, [])).append(event)
     shares: list[float] = []
     running = before
-    for position, call in enumerate(record.calls):
-        for event in by_call.get(position, ()):
-            counts.add(event)
+    calls = record.calls
+    for position, call in enumerate(calls):
+        if by_call:
+            for event in by_call.get(position, ()):
+                counts.add(event)
         counts.calls += call.name != FINISH
         after = running_composite(counts, gold)
         shares.append(after - running)
         running = after
     for event in loose:
         counts.add(event)
-    after = running_composite(counts, gold) if loose or not record.calls else running
+    after = running_composite(counts, gold) if loose or not calls else running
     if final is not None:
         counts.done = True
         after = final

@@ -8,12 +8,13 @@ per task object.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.kernel.task import EdgeKind, Event, GoldCall, SlotKind, Task
 from stategym.kernel.tools import Effect
+from stategym.kernel.understanding.answers import normalise_answer
 
 ASK = "ask"
 """Tool name of a gold must-ask node (its id is ``ask:<slot>``)."""
@@ -35,6 +36,7 @@ class Gold:
         by_tool: gold node ids by tool name (user nodes under ``ask`` / ``confirm``).
         required: ids of the read and write tool nodes: the calls a good trajectory makes.
         value_preds: for each node, the nodes whose returned values it needs (PIPE, DECIDE).
+        value_order: the same, sorted (the order an early call's missing values are named in).
         all_preds: for each node, its predecessors over every edge kind.
         gates: for each must-ask slot, the nodes its answer gates (GATE edges).
         independent: for each required node, the required nodes with no path to or from it.
@@ -62,6 +64,7 @@ class Gold:
     by_tool: Mapping[str, tuple[str, ...]]
     required: tuple[str, ...]
     value_preds: Mapping[str, frozenset[str]]
+    value_order: Mapping[str, tuple[str, ...]]
     all_preds: Mapping[str, frozenset[str]]
     gates: Mapping[str, frozenset[str]]
     independent: Mapping[str, frozenset[str]]
@@ -78,19 +81,24 @@ class Gold:
     lookup: Mapping[str, tuple[tuple[tuple[str, ...], dict[tuple[Any, ...], tuple[str, ...]]], ...]]
     scan: Mapping[str, tuple[str, ...]]
     _needed: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
+    _gated: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    _normalised: dict[str, str] = field(default_factory=dict)
 
     def exact(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The nodes a call matches exactly (acceptable arguments), in gold order."""
         hits: list[str] = []
         for keys, table in self.lookup.get(name, ()):
+            get = arguments.get
             try:
-                found = table.get(tuple(arguments.get(k, _ABSENT) for k in keys))
+                found = table.get(tuple([get(k, _ABSENT) for k in keys]))
             except TypeError:  # an unhashable argument (a list) matches no scalar
                 continue
             if found:
-                hits.extend(found)
-        node_map = self.nodes
-        hits.extend(n for n in self.scan.get(name, ()) if node_map[n].matches(name, arguments))
+                hits += found
+        scan = self.scan.get(name)
+        if scan:
+            node_map = self.nodes
+            hits += [n for n in scan if node_map[n].matches(name, arguments)]
         if len(hits) > 1:
             order = self.by_tool[name]
             hits.sort(key=order.index)
@@ -103,6 +111,31 @@ class Gold:
             found = frozenset.intersection(*(self.value_preds[n] for n in candidates))
             self._needed[candidates] = found
         return found
+
+    def gated_by(self, candidates: tuple[str, ...]) -> tuple[str, ...]:
+        """The must-ask slots (in ``must_ask`` order) whose answer gates one of the nodes."""
+        found = self._gated.get(candidates)
+        if found is None:
+            empty: frozenset[str] = frozenset()
+            found = tuple(
+                s for s in self.must_ask if not self.gates.get(s, empty).isdisjoint(candidates)
+            )
+            self._gated[candidates] = found
+        return found
+
+    def answer_of(self, answer: str, options: Iterable[str]) -> str | None:
+        """:func:`~stategym.kernel.understanding.answers.match_answer` of ``answer`` over
+        the task's ``options``, each option normalised once per task (the regular
+        expressions were a tenth of scoring a task judged on its answer)."""
+        wanted = normalise_answer(answer)
+        normalised = self._normalised
+        for option in options:
+            name = normalised.get(option)
+            if name is None:
+                name = normalised[option] = normalise_answer(option)
+            if name == wanted:
+                return option
+        return None
 
 
 _ABSENT = object()
@@ -136,17 +169,19 @@ def _build(task: Task) -> Gold:
     children: dict[str, set[str]] = {n: set() for n in nodes}
     gates: dict[str, set[str]] = {}
     value_edges = 0
+    gate, ask, required_effects = EdgeKind.GATE, f"{ASK}:", (Effect.READ, Effect.WRITE)
     for edge in truth.edges:
-        if edge.src not in nodes or edge.dst not in nodes:
+        src, dst, kind = edge.src, edge.dst, edge.kind
+        if src not in nodes or dst not in nodes:
             continue  # an edge to a node the task does not list carries no checkable fact
-        all_preds[edge.dst].add(edge.src)
-        children[edge.src].add(edge.dst)
-        if edge.kind in VALUE_EDGES:
-            value_preds[edge.dst].add(edge.src)
+        all_preds[dst].add(src)
+        children[src].add(dst)
+        if kind in VALUE_EDGES:
+            value_preds[dst].add(src)
             value_edges += 1
-        elif edge.kind is EdgeKind.GATE and edge.src.startswith(f"{ASK}:"):
-            gates.setdefault(edge.src.removeprefix(f"{ASK}:"), set()).add(edge.dst)
-    required = tuple(c.id for c in truth.calls if c.effect in (Effect.READ, Effect.WRITE))
+        elif kind is gate and src.startswith(ask):
+            gates.setdefault(src.removeprefix(ask), set()).add(dst)
+    required = tuple([c.id for c in truth.calls if c.effect in required_effects])
     independent, pairs = _independent(tuple(nodes), children, required)
     must_ask = task.must_ask
     return Gold(
@@ -154,6 +189,7 @@ def _build(task: Task) -> Gold:
         by_tool={t: tuple(ids) for t, ids in by_tool.items()},
         required=required,
         value_preds={n: frozenset(p) for n, p in value_preds.items()},
+        value_order={n: tuple(sorted(p)) for n, p in value_preds.items()},
         all_preds={n: frozenset(p) for n, p in all_preds.items()},
         gates={s: frozenset(d) for s, d in gates.items()},
         independent=independent,
@@ -175,11 +211,12 @@ def _match_tables(calls: tuple[GoldCall, ...]) -> dict[str, Any]:
     lookup: dict[str, dict[tuple[str, ...], dict[tuple[Any, ...], list[str]]]] = {}
     scan: dict[str, list[str]] = {}
     for node in calls:
-        if any(type(v) is tuple for v in node.args.values()):
+        args = node.args
+        if tuple in [type(v) for v in args.values()]:
             scan.setdefault(node.tool, []).append(node.id)
             continue
-        keys = tuple(sorted(node.args))
-        values = tuple(node.args[k] for k in keys)
+        keys = tuple(sorted(args))
+        values = tuple([args[k] for k in keys])
         lookup.setdefault(node.tool, {}).setdefault(keys, {}).setdefault(values, []).append(node.id)
     return {
         "lookup": {
@@ -217,14 +254,25 @@ def _independent(
     :func:`gold_of` on tasks with a few dozen nodes).
     """
     bit = {n: 1 << i for i, n in enumerate(ids)}
-    child = [sum(bit[c] for c in children[n]) for n in ids]
-    reach = [_reach(mask, child) for mask in child]
-    # ``above[i]``: the nodes with a path to node ``i``
-    above = [0] * len(ids)
-    for i, mask in enumerate(reach):
-        for j in _indices(mask):
-            above[j] |= 1 << i
-    wanted = sum(bit[n] for n in required)
+    child = []
+    for n in ids:
+        mask = 0
+        for c in children[n]:
+            mask |= bit[c]
+        child.append(mask)
+    closed = _closures(child)
+    if closed is not None:
+        reach, above = closed
+    else:  # a cycle (none expected): a search from every node
+        reach = [_reach(mask, child) for mask in child]
+        # ``above[i]``: the nodes with a path to node ``i``
+        above = [0] * len(ids)
+        for i, mask in enumerate(reach):
+            for j in _indices(mask):
+                above[j] |= 1 << i
+    wanted = 0
+    for n in required:
+        wanted |= bit[n]
     # nodes that are independent of each other share one mask once each adds itself back,
     # so each distinct group is turned into a set once and each node's set is that minus it
     groups: dict[int, frozenset[str]] = {}
@@ -239,6 +287,46 @@ def _independent(
             group = groups[mask | bit[n]] = frozenset(_members(mask | bit[n], ids))
         independent[n] = group - {n}
     return independent, pairs // 2
+
+
+def _closures(child: list[int]) -> tuple[list[int], list[int]] | None:
+    """For an acyclic graph given as each node's children (bit masks): for each node, the
+    nodes reachable from it, and the nodes it is reachable from (``None`` on a cycle).
+
+    One pass in topological order, each node's set the union of its neighbours' sets, in
+    place of a search from every node.
+    """
+    size = len(child)
+    parents: list[list[int]] = [[] for _ in range(size)]
+    for i, mask in enumerate(child):
+        while mask:
+            low = mask & -mask
+            parents[low.bit_length() - 1].append(i)
+            mask ^= low
+    waiting = [mask.bit_count() for mask in child]
+    order = [i for i in range(size) if not waiting[i]]  # leaves first
+    for i in order:  # grows while it is read: a node joins once its children are done
+        for p in parents[i]:
+            waiting[p] -= 1
+            if not waiting[p]:
+                order.append(p)
+    if len(order) < size:
+        return None
+    reach = [0] * size
+    for i in order:
+        mask, seen = child[i], 0
+        while mask:
+            low = mask & -mask
+            seen |= low | reach[low.bit_length() - 1]
+            mask ^= low
+        reach[i] = seen
+    above = [0] * size
+    for i in reversed(order):  # roots first
+        seen = 0
+        for p in parents[i]:
+            seen |= (1 << p) | above[p]
+        above[i] = seen
+    return reach, above
 
 
 def _indices(mask: int) -> Iterator[int]:

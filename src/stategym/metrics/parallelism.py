@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from stategym.kernel.task import Task
 from stategym.kernel.tools import Effect
@@ -41,6 +42,12 @@ from .gold import CONFIRM, Gold
 from .trace import CallView, SayView, Trace
 
 DIM = Dimension.PARALLELISM
+
+# Read once: on CPython 3.11 an Enum member read as a class attribute goes through the
+# metaclass's attribute hook (EnumType defines __getattr__), several times the cost of a
+# module global, and these are read for every call of every round.
+_MATCHED, _EARLY, _EXTRA = Kind.CALL_MATCHED, Kind.CALL_EARLY, Kind.CALL_EXTRA
+_WASTED, _SERIALISED, _COMMIT = Kind.ROUND_WASTED, Kind.CALL_SERIALISED, Effect.COMMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +115,7 @@ def _missing(
     first: list[str] | None = None
     for node in candidates:
         missing = [
-            pred
-            for pred in sorted(gold.value_preds[node])
-            if not tr.observed_before(pred, at, option)
+            pred for pred in gold.value_order[node] if not tr.observed_before(pred, at, option)
         ]
         if not missing:
             return []
@@ -126,25 +131,49 @@ def _rereads(tr: Trace, gold: Gold, call: CallView, event: int) -> bool:
     change = gold.events[event]
     if change.slot:
         gated = gold.gates.get(change.slot, frozenset())
-        return bool(gated.intersection(call.candidates)) or change.value in _scalars(call.arguments)
+        return not gated.isdisjoint(call.candidates) or _holds(call.arguments, change.value)
     return bool(change.key) and (
-        change.key in _scalars(call.arguments) or change.key in _scalars(call.content)
+        _holds(call.arguments, change.key) or _holds(call.content, change.key)
     )
 
 
-def _scalars(value: object) -> set[object]:
-    """Every string and number inside a JSON value (what a call passed or observed)."""
-    found: set[object] = set()
-    stack = [value]
+def _holds(value: object, target: object) -> bool:
+    """Whether ``target`` is one of the strings and numbers (not booleans) inside a JSON
+    value (what a call passed or observed): ``target in`` the set of them, found without
+    building the set, stopping at the first hit."""
+    stack: list[Any] = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
+        kind = type(item)  # the exact JSON types first: isinstance is the slow path
+        if kind is str or kind is int or kind is float:
+            found = item is target or item == target
+        elif kind is dict:
             stack.extend(item.values())
-        elif isinstance(item, list | tuple):
+            continue
+        elif kind is list or kind is tuple:
             stack.extend(item)
-        elif isinstance(item, str | int | float) and not isinstance(item, bool):
-            found.add(item)
-    return found
+            continue
+        else:
+            found = _holds_other(item, stack, target)
+        if found:
+            return True
+    return False
+
+
+def _holds_other(item: object, stack: list[object], target: object) -> bool:
+    """:func:`_holds` on a value of any other type (a subclass of a JSON type, ``None``)."""
+    if isinstance(item, dict):
+        stack.extend(item.values())
+    elif isinstance(item, _SEQUENCES):
+        stack.extend(item)
+    elif isinstance(item, _SCALARS) and not isinstance(item, bool):
+        return item is target or item == target
+    return False
+
+
+# tuples, not ``list | tuple``: that expression builds a new union object at every test
+_SEQUENCES = (list, tuple)
+_SCALARS = (str, int, float)
 
 
 def _ready_round(tr: Trace, gold: Gold, node: str) -> int | None:
@@ -181,11 +210,11 @@ class ParallelismScorer:
     def __init__(self, task: Task, gold: Gold, scale: float) -> None:
         self.gold = gold
         self.rewards = {
-            Kind.CALL_MATCHED: scale / max(1, len(gold.required)),
-            Kind.CALL_EXTRA: -scale / max(1, len(gold.required)),
-            Kind.ROUND_WASTED: -scale / max(1, len(gold.required)),
-            Kind.CALL_EARLY: -scale / max(1, gold.depth),
-            Kind.CALL_SERIALISED: -0.5 * scale / max(1, gold.pairs),
+            _MATCHED: scale / max(1, len(gold.required)),
+            _EXTRA: -scale / max(1, len(gold.required)),
+            _WASTED: -scale / max(1, len(gold.required)),
+            _EARLY: -scale / max(1, gold.depth),
+            _SERIALISED: -0.5 * scale / max(1, gold.pairs),
         }
         self.counts = {kind: 0 for kind in self.rewards}
         self.excused: set[int] = set()
@@ -194,35 +223,35 @@ class ParallelismScorer:
 
     def _event(self, at: int, kind: Kind, subject: str, call: int | None) -> Event:
         self.counts[kind] += 1
-        value = 1.0 if kind is Kind.CALL_MATCHED else -1.0
+        value = 1.0 if kind is _MATCHED else -1.0
         return Event(at, DIM, kind, value, self.rewards[kind], subject, call=call)
 
     def add(self, tr: Trace, calls: Sequence[CallView], say: SayView | None) -> list[Event]:
         gold, new = self.gold, []
         if tr.wasted and tr.wasted[-1] == tr.last:
-            new.append(self._event(tr.last, Kind.ROUND_WASTED, "invalid round", None))
+            new.append(self._event(tr.last, _WASTED, "invalid round", None))
         for call in calls:
             at, pos = call.round, call.position
             # a commit's unobserved preconditions are risk's (UNVERIFIED), counted once there
-            commit = call.effect is Effect.COMMIT
+            commit = call.effect is _COMMIT
             missing = [] if commit else _missing(tr, gold, call.candidates, at, call.option)
             if missing:
                 subject = f"{','.join(missing)}->{call.name}"
-                new.append(self._event(at, Kind.CALL_EARLY, subject, pos))
+                new.append(self._event(at, _EARLY, subject, pos))
             if call.first is not None and call.first in gold.independent:
-                new.append(self._event(at, Kind.CALL_MATCHED, call.first, pos))
+                new.append(self._event(at, _MATCHED, call.first, pos))
                 new += [
-                    self._event(at, Kind.CALL_SERIALISED, f"{other}|{call.first}", pos)
+                    self._event(at, _SERIALISED, f"{other}|{call.first}", pos)
                     for other in _serialised(tr, gold, call)
                 ]
             elif call.first is None and not self._excuse(tr, call, missing):
-                new.append(self._event(at, Kind.CALL_EXTRA, call.name, pos))
+                new.append(self._event(at, _EXTRA, call.name, pos))
         if say is not None and say.proposed is not None:
             confirm = gold.by_tool.get(CONFIRM, ())
             missing = _missing(tr, gold, confirm, say.round, say.proposed)
             if missing:
                 subject = f"{','.join(missing)}->{CONFIRM}"
-                new.append(self._event(say.round, Kind.CALL_EARLY, subject, None))
+                new.append(self._event(say.round, _EARLY, subject, None))
         self.events += new
         return new
 
@@ -280,13 +309,14 @@ def _parts(
 
 def running_parallelism(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     """Q_par from the events so far: coverage grows with each required call matched."""
-    wasted = counts.n(Kind.ROUND_WASTED)
+    count = counts.count
+    wasted = count.get(_WASTED, 0)
     parts = _parts(
         gold,
-        counts.n(Kind.CALL_MATCHED),
-        counts.n(Kind.CALL_EARLY),
-        counts.n(Kind.CALL_EXTRA) + wasted,
-        counts.n(Kind.CALL_SERIALISED),
+        count.get(_MATCHED, 0),
+        count.get(_EARLY, 0),
+        count.get(_EXTRA, 0) + wasted,
+        count.get(_SERIALISED, 0),
         counts.calls + wasted,
     )
     return parallelism_quality(*parts), bool(gold.required)

@@ -30,6 +30,7 @@ from .gold import Gold
 from .trace import CallView, SayView, Trace
 
 DIM = Dimension.PRIORITY
+_CHOICE = Kind.CHOICE  # read once per round by running_priority (see risk._COMMIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +80,18 @@ def priority(trajectory: Trajectory, task: Task) -> float:
     return score(trajectory, task).priority.quality
 
 
-def choice_of(task: Task, outcome: Outcome | None, by_answer: bool) -> str | None:
-    """The option a finished episode chose (``None``: nothing)."""
+def choice_of(
+    task: Task, outcome: Outcome | None, by_answer: bool, gold: Gold | None = None
+) -> str | None:
+    """The option a finished episode chose (``None``: nothing); ``gold``, the task's gold
+    tables, keeps the options' normalised names between episodes."""
     truth = task.truth
     if outcome is None:
         return None
     if by_answer:
-        return match_answer(outcome.answer, truth.satisfaction)
+        if gold is None or outcome.answer is None:
+            return match_answer(outcome.answer, truth.satisfaction)
+        return gold.answer_of(outcome.answer, truth.satisfaction)
     committed = [o for o in outcome.committed if o in truth.satisfaction]
     if not committed:
         # an option outside the table (sold out at the end) still counts as a commitment
@@ -122,7 +128,7 @@ class PriorityScorer:
     def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Priority, list[Event]]:
         task, gold = self.task, self.gold
         truth = task.truth
-        choice = choice_of(task, outcome, gold.by_answer)
+        choice = choice_of(task, outcome, gold.by_answer, gold)
         score = truth.score(choice)
         nothing, best = truth.score(None), truth.best_score
         quality = priority_quality(score, nothing, best)
@@ -141,7 +147,7 @@ class PriorityScorer:
 
 def running_priority(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     """Q_prio from the events so far: 0 until the final choice is scored at the end."""
-    return counts.total.get(Kind.CHOICE, 0.0), gold.constrained
+    return counts.total.get(_CHOICE, 0.0), gold.constrained
 
 
 def _choice_round(tr: Trace, choice: str | None) -> int:

@@ -18,8 +18,13 @@ from stategym.kernel.trajectory import CallRecord, RoundKind, RoundRecord
 
 from .gold import ASK, CONFIRM, Gold
 
+# Read once: on CPython 3.11 an Enum member read as a class attribute goes through the
+# metaclass's attribute hook (EnumType defines __getattr__), several times the cost of a
+# module global, and these are read for every call of every round.
+_INVALID, _SAY = RoundKind.INVALID, RoundKind.SAY
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)  # not frozen: see the note after SayView
 class CallView:
     """One tool call as the metrics see it.
 
@@ -55,7 +60,7 @@ class CallView:
     content: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: see below
 class SayView:
     """One message to the user, as the user read it."""
 
@@ -66,6 +71,12 @@ class SayView:
     accepted: bool | None
     understood: bool
     open: bool = False
+
+
+# The two views above are built for every call and message the scorer reads (the dense
+# reward's hot path) and never leave the metrics; a frozen dataclass's ``__init__`` sets
+# each field through ``object.__setattr__``, about six times the cost of a plain one for
+# CallView's twelve fields. Nothing assigns to a view after it is built.
 
 
 @dataclass(slots=True)
@@ -116,6 +127,9 @@ class Trace:
     done: bool = False
     first: dict[str, int] = field(default_factory=dict)
     _finished: int | None = None
+    _stood_first: dict[str, dict[str | None, int]] = field(default_factory=dict)
+    """``stood`` indexed: for each node and option, the first round a call stood for it
+    (what :meth:`observed_before` asks, without a pass over every call so far)."""
 
     @property
     def finished(self) -> bool:
@@ -133,36 +147,53 @@ class Trace:
         first = self.observed(node)
         if first is not None and first < at:
             return True
-        return option is not None and any(
-            r < at and o == option for r, o in self.stood.get(node, ())
-        )
+        if option is None:
+            return False
+        stood = self._stood_first.get(node)
+        if stood is None:
+            return False
+        round_ = stood.get(option)
+        return round_ is not None and round_ < at
 
     def add(self, record: RoundRecord, last: bool = False) -> tuple[list[CallView], SayView | None]:
         """Read one more round (``last``: the episode ends with it); returns its calls
         (``finish`` left out) and its message to the user, as the dimensions see them."""
         index = record.index
         self.last = index
-        if record.kind is RoundKind.INVALID:
+        kind = record.kind
+        if kind is _INVALID:
             self.wasted.append(index)
-        say = self._add_say(record) if record.kind is RoundKind.SAY else None
-        for name, _ in record.notice_values:
-            self._reveal(name, index)
-        if record.notice_values:
+        say = self._add_say(record) if kind is _SAY else None
+        notice = record.notice_values
+        if notice:
+            for name, _ in notice:
+                self._reveal(name, index)
             self.updates.append(index)
         views = []
+        gold, seen, first, stood, stood_first = (
+            self.gold,
+            self.seen,
+            self.first,
+            self.stood,
+            self._stood_first,
+        )
         for position, call in enumerate(record.calls):
             if call.name == FINISH:
                 if call.error is None and self._finished is None:
                     self._finished = index
                 continue
-            view = self._view(index, position, call)
+            view = _view(index, position, call, gold, seen, first)
             views.append(view)
             if view.ok:
+                option = view.option
                 for node in view.candidates:
-                    self.stood.setdefault(node, []).append((index, view.option))
+                    stood.setdefault(node, []).append((index, option))
+                    stood_first.setdefault(node, {}).setdefault(option, index)
         self.calls += views
-        self.changes_before.append(self.changes_before[-1] + len(record.events))
-        self.fired += [(index, event) for event in record.events]
+        fired = record.events
+        self.changes_before.append(self.changes_before[-1] + len(fired))
+        if fired:
+            self.fired += [(index, event) for event in fired]
         if last:
             self.done = True
             self.end = index if self._finished is None else self._finished
@@ -201,9 +232,6 @@ class Trace:
             if node in self.gold.nodes and self.gold.nodes[node].tool == ASK:
                 self.first.setdefault(node, index)
 
-    def _view(self, index: int, position: int, call: CallRecord) -> CallView:
-        return _view(index, position, call, self.gold, self.seen, self.first)
-
 
 def trace(rounds: Sequence[RoundRecord], gold: Gold, done: bool) -> Trace:
     """Read ``rounds`` (all of an episode, or the ones played so far) against ``gold``."""
@@ -221,16 +249,20 @@ def _view(
     seen: dict[str, list[tuple[int, str | None]]],
     first_seen: dict[str, int],
 ) -> CallView:
-    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    same_tool = gold.by_tool.get(call.name, ())
-    exact = gold.exact(call.name, arguments) if isinstance(call.arguments, dict) else ()
+    name, arguments = call.name, call.arguments
+    if isinstance(arguments, dict):
+        exact = gold.exact(name, arguments)
+    else:
+        arguments, exact = {}, ()
     ok = call.error is None
     content = call.content
-    option = content.get("option") if ok and isinstance(content, dict) else None
-    option = option if isinstance(option, str) else None
-    damage = content.get("damage") if ok and isinstance(content, dict) else None
+    option = damage = None
+    if ok and isinstance(content, dict):
+        option = content.get("option")
+        option = option if isinstance(option, str) else None
+        damage = content.get("damage")
     first: str | None = None
-    if ok:
+    if ok and exact:
         first = next((node for node in exact if node not in seen), None)
         for node in exact:
             # a call covers one new node; it re-observes the nodes it covered before
@@ -242,11 +274,11 @@ def _view(
     return CallView(
         index,
         position,
-        call.name,
+        name,
         ok,
         malformed,
         call.effect,
-        exact or same_tool,
+        exact or gold.by_tool.get(name, ()),
         first,
         option,
         arguments,
