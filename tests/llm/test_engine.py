@@ -90,6 +90,27 @@ def test_a_kept_cache_continues_as_a_full_re_encode(model: Any) -> None:
         _same(fresh, cont)
 
 
+def test_rows_that_leave_the_batch_early_keep_their_cache(model: Any) -> None:
+    # Budgets that end rows at different steps: the short ones leave the batch (their
+    # caches cut out then) while the others go on decoding.
+    engine = _engine(model)
+    prompts = _prompts([6, 21, 11, 30, 3])
+    budgets = [2, 9, 1, 5, 9]
+    first = engine.run(
+        [Request(p, b, i) for i, (p, b) in enumerate(zip(prompts, budgets, strict=True))], greedy
+    )
+    assert [len(d.ids) for d in first] == budgets
+    for prompt, budget, reply in zip(prompts, budgets, first, strict=True):
+        _same(_engine(model).run([Request(prompt, budget)], greedy)[0], reply)
+    observations = _prompts([4, 1, 9, 2, 5], seed=2)
+    second = [p + d.ids + o for p, d, o in zip(prompts, first, observations, strict=True)]
+    fed_before = engine.fed_tokens
+    continued = engine.run([Request(p, 6, i) for i, p in enumerate(second)], greedy)
+    assert engine.fed_tokens - fed_before == sum(1 + len(o) for o in observations)
+    for prompt, cont in zip(second, continued, strict=True):
+        _same(_engine(model).run([Request(prompt, 6)], greedy)[0], cont)
+
+
 def test_a_rewritten_history_is_fed_from_where_it_differs(model: Any) -> None:
     engine = _engine(model)
     (prompt,) = _prompts([20])

@@ -153,8 +153,7 @@ class Engine:
         rows = [self._row(r) for r in requests]
         with torch.inference_mode():
             batch = _Batch.build(self.model, rows, self.pad_id)
-            decoded, fed = self._decode(batch, rows, pick)
-            self._keep(batch, rows, decoded, fed)
+            decoded = self._decode(batch, rows, pick)
         self.seconds += time.perf_counter() - started
         return decoded
 
@@ -186,65 +185,83 @@ class Engine:
         )
         return out.logits[:, -1].float()
 
-    def _decode(
-        self, batch: _Batch, rows: Sequence[_Row], pick: Picker
-    ) -> tuple[list[Decoded], list[int]]:
-        """Prefill, then decode; also each row's count of sampled ids that were fed."""
+    def _decode(self, batch: _Batch, rows: Sequence[_Row], pick: Picker) -> list[Decoded]:
+        """Prefill, then decode, keeping each row's cache as it leaves the batch.
+
+        A row that has finished leaves the batch once a quarter of the batch has (its cache
+        cut out for its session first): replies end at very different lengths (a short
+        message, a few calls, the budget), and a finished row left in would cost a full
+        row of every later step. ``pick`` still sees one row per request, in order (the
+        rows that left hold zeros, and their picks are ignored), so what a row samples does
+        not depend on when others left.
+        """
         import torch
 
         width = batch.prompt_width
         logits = self._forward(batch, batch.ids, batch.positions, width)
         positions = batch.next_positions
+        live = list(range(len(rows)))  # the request of each row the batch still holds
         out: list[list[int]] = [[] for _ in rows]
         logps: list[list[float]] = [[] for _ in rows]
         done = [False] * len(rows)
         stopped = [False] * len(rows)
         while True:
+            if len(live) < len(rows):
+                full = logits.new_zeros((len(rows), logits.shape[-1]))
+                full[torch.tensor(live, device=logits.device)] = logits
+                logits = full
             tokens = pick(logits)
             logp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
-            for i, (token, lp) in enumerate(zip(tokens.tolist(), logp.tolist(), strict=True)):
+            for i, token, lp in zip(live, tokens[live].tolist(), logp[live].tolist(), strict=True):
                 if done[i]:
-                    continue  # a finished row keeps its place in the batch; its ids are junk
+                    continue  # finished, not yet out of the batch: its ids are junk
                 out[i].append(int(token))
                 logps[i].append(float(lp))
                 stopped[i] = int(token) in self.stops
                 done[i] = stopped[i] or len(out[i]) >= rows[i].request.budget
-            if all(done):
+            tokens = tokens[live]
+            finished = [j for j, i in enumerate(live) if done[i]]
+            if len(finished) == len(live):
                 break
+            if 4 * len(finished) >= len(live):
+                for j in finished:
+                    self._keep(batch, j, rows[live[j]], out[live[j]])
+                kept = [j for j, i in enumerate(live) if not done[i]]
+                batch.select(kept)
+                tokens, positions = tokens[kept], positions[kept]
+                live = [live[j] for j in kept]
             batch.mask[:, width] = 1
             width += 1
             logits = self._forward(batch, tokens[:, None], positions[:, None], width)
             positions = positions + 1
-        decoded = [
-            Decoded(tuple(o), tuple(lp), s) for o, lp, s in zip(out, logps, stopped, strict=True)
-        ]
-        return decoded, [len(o) - 1 for o in out]  # the last id of a reply is never fed
-
-    def _keep(
-        self, batch: _Batch, rows: Sequence[_Row], decoded: Sequence[Decoded], fed: Sequence[int]
-    ) -> None:
-        """Cut each session's real columns out of the batch's cache, for its next turn."""
-        import torch
-
-        for i, (row, reply) in enumerate(zip(rows, decoded, strict=True)):
-            if row.request.session is None:
-                continue
-            start = batch.cache_width - row.keep
-            suffix_start = batch.prompt_width - len(row.suffix)
-            columns = torch.cat(
-                [
-                    torch.arange(start, batch.cache_width),
-                    torch.arange(suffix_start, batch.prompt_width + fed[i]),
-                ]
-            ).to(batch.mask.device)
-            keys = tuple(layer.buffer_keys[i].index_select(1, columns) for layer in batch.layers)
-            values = tuple(
-                layer.buffer_values[i].index_select(1, columns) for layer in batch.layers
-            )
-            ids = row.request.prompt + reply.ids[: fed[i]]
-            self._sessions[row.request.session] = _Session(ids, keys, values)
+        for j, i in enumerate(live):
+            self._keep(batch, j, rows[i], out[i])
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
+        return [
+            Decoded(tuple(o), tuple(lp), s) for o, lp, s in zip(out, logps, stopped, strict=True)
+        ]
+
+    def _keep(self, batch: _Batch, j: int, row: _Row, reply: Sequence[int]) -> None:
+        """Cut row ``j``'s real columns out of the batch's cache, for its session's next
+        turn (the last id of a reply is never fed)."""
+        import torch
+
+        if row.request.session is None:
+            return
+        fed = len(reply) - 1
+        start = batch.cache_width - row.keep
+        suffix_start = batch.prompt_width - len(row.suffix)
+        columns = torch.cat(
+            [
+                torch.arange(start, batch.cache_width),
+                torch.arange(suffix_start, batch.prompt_width + fed),
+            ]
+        ).to(batch.mask.device)
+        keys = tuple(layer.buffer_keys[j].index_select(1, columns) for layer in batch.layers)
+        values = tuple(layer.buffer_values[j].index_select(1, columns) for layer in batch.layers)
+        ids = row.request.prompt + tuple(reply[:fed])
+        self._sessions[row.request.session] = _Session(ids, keys, values)
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -276,6 +293,11 @@ def _layer_class() -> type:
             self.values = self.buffer_values[:, :, : self.filled]
             self.is_initialized = True
             self.device = self.buffer_keys.device
+
+        def select(self, index: Any) -> None:
+            self.buffer_keys = self.buffer_keys.index_select(0, index)
+            self.buffer_values = self.buffer_values.index_select(0, index)
+            self._expose()
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
             if self.buffer_keys is None:  # no session had a cache: allocate on first use
@@ -310,6 +332,15 @@ class _Batch:
     layers: list[Any]
     cache_width: int
     prompt_width: int
+
+    def select(self, kept: Sequence[int]) -> None:
+        """Keep only rows ``kept`` (in that order) of the mask and the cache."""
+        import torch
+
+        index = torch.tensor(kept, device=self.mask.device)
+        self.mask = self.mask.index_select(0, index)
+        for layer in self.layers:
+            layer.select(index)
 
     @classmethod
     def build(cls, model: Any, rows: Sequence[_Row], pad_id: int) -> _Batch:

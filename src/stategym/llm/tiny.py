@@ -16,6 +16,7 @@ prices): it is a test fixture and a starting point, not a good agent.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -77,10 +78,12 @@ cost the tiny model most of its context) and Hermes-style calls."""
 
 @dataclass(frozen=True, slots=True)
 class TinyConfig:
-    """The recipe's settings. The defaults built in 595 s of CPU time (one thread; loss
-    7.00 -> 0.22) on this project's 2-core machine, measured under a load average of 8-14,
-    where it took 66 minutes of wall time (on a quiet machine the wall time is near the CPU
-    time). A progress bar on stderr shows the step, the loss, tokens/s and the time left."""
+    """The recipe's settings. The defaults build in about 525 s of CPU time (one thread), an
+    estimate from the rate of a 160-step build on this project's 2-core machine at a load
+    average of ~7: 2.1 CPU-s a warm-up step, 362 CPU-s and 34 minutes of wall time in all.
+    The same recipe passing an attention mask took 761 CPU-s (55 minutes) there. On a
+    machine with a free core the wall time comes near the CPU time. A progress bar on stderr
+    shows the step, the loss, tokens/s and the time left."""
 
     arch: Literal["qwen2", "llama"] = "qwen2"
     """Model architecture."""
@@ -109,7 +112,9 @@ class TinyConfig:
     max_length: int = 1536
     """Training sequences are cut to this many tokens."""
     steps: int = 240
-    """Optimiser steps of the warm-up."""
+    """Optimiser steps of the warm-up (160 builds in 362 CPU-s to a loss of 0.25 instead of
+    0.22, with fewer rounds that fail to parse but the expert's tools less often; see
+    ``docs/llm.md``)."""
     batch_size: int = 8
     """Sequences per step."""
     lr: float = 3e-3
@@ -263,13 +268,26 @@ class Watcher(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class WarmUp:
-    """What the supervised warm-up did."""
+    """What the supervised warm-up did.
+
+    Attributes:
+        steps: optimiser steps.
+        first_loss: the first step's loss.
+        final_loss: the mean loss of the last 10 steps.
+        seconds: wall time.
+        tokens: tokens processed (padding included).
+        cpu_seconds: CPU time of this process (wall time on a shared machine overstates
+            the work; with one thread this is the work).
+        curve: the mean loss of each tenth of the steps, in order (does it still fall?).
+    """
 
     steps: int
     first_loss: float
     final_loss: float
     seconds: float
     tokens: int
+    cpu_seconds: float = math.nan
+    curve: tuple[float, ...] = ()
 
 
 def warm_up(
@@ -290,7 +308,7 @@ def warm_up(
     model.train()
     losses: list[float] = []
     tokens = 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     order: list[int] = []
     for step in range(config.steps):
         scale = (
@@ -303,8 +321,8 @@ def warm_up(
         if not order:
             order = _length_pooled(examples, config.batch_size, generator)
         picks, order = order[: config.batch_size], order[config.batch_size :]
-        ids, mask, labels = _batch([examples[i] for i in picks], pad_id)
-        loss = assistant_loss(model, ids, mask, labels)
+        ids, labels = _batch([examples[i] for i in picks], pad_id)
+        loss = assistant_loss(model, ids, labels)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -322,7 +340,16 @@ def warm_up(
         sum(tail) / len(tail),
         time.perf_counter() - started,
         tokens,
+        time.process_time() - cpu,
+        _tenths(losses),
     )
+
+
+def _tenths(losses: Sequence[float]) -> tuple[float, ...]:
+    """The mean of each tenth of ``losses`` (fewer parts when there are under ten)."""
+    parts = min(10, len(losses))
+    bounds = [len(losses) * k // parts for k in range(parts + 1)]
+    return tuple(round(sum(losses[a:b]) / (b - a), 4) for a, b in itertools.pairwise(bounds))
 
 
 POOL = 4
@@ -344,13 +371,23 @@ def _length_pooled(
     return [i for b in shuffled for i in batches[b]]
 
 
-def assistant_loss(model: Any, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> Any:
-    """The causal LM loss (mean cross-entropy of each labelled token given the ones before),
-    with the output layer applied only where a label is: four fifths of the tokens are the
-    prompt and the observations, and their logits would be computed only to be ignored."""
+def assistant_loss(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> Any:
+    """The causal LM loss (mean cross-entropy of each labelled token given the ones before)
+    of a right-padded batch, with the output layer applied only where a label is: four
+    fifths of the tokens are the prompt and the observations, and their logits would be
+    computed only to be ignored.
+
+    No attention mask: every real token comes before its row's padding, so the causal mask
+    alone keeps padding out of every real token's attention, and SDPA takes its fused causal
+    kernel instead of materialising a ``(B, H, L, L)`` mask (a step of 8 x ~1,300 tokens:
+    3.0 -> 1.95 CPU-s; the loss and gradients are the same). Running the ~330 tokens every
+    row shares (system prompt, tool list) once, as the trainer does, did not pay here
+    (2.13 CPU-s): a tail continuing from a cache needs the materialised mask again, and at
+    these lengths attention, not the projections, is most of a step.
+    """
     import torch
 
-    hidden = model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+    hidden = model.base_model(input_ids=ids).last_hidden_state
     targets = labels[:, 1:]
     keep = targets != -100
     logits = model.get_output_embeddings()(hidden[:, :-1][keep])
@@ -359,19 +396,17 @@ def assistant_loss(model: Any, ids: torch.Tensor, mask: torch.Tensor, labels: to
 
 def _batch(
     examples: Sequence[tuple[list[int], list[int]]], pad_id: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded ids, attention mask and labels (-100 on padding: never learned)."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids and labels (-100 on padding: never learned)."""
     import torch
 
     width = max(len(ids) for ids, _ in examples)
     ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
     labels = torch.full((len(examples), width), -100, dtype=torch.long)
     for row, (tokens, targets) in enumerate(examples):
         ids[row, : len(tokens)] = torch.tensor(tokens)
-        mask[row, : len(tokens)] = 1
         labels[row, : len(targets)] = torch.tensor(targets)
-    return ids, mask, labels
+    return ids, labels
 
 
 def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | None = None) -> Path:
@@ -387,7 +422,7 @@ def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | N
 
     config = config or TinyConfig()
     tell = watcher.phase if watcher is not None else (lambda name: None)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     tell(f"playing {config.episodes} expert episodes")
     chats = expert_chats(config)
     tell("training the tokenizer")
@@ -413,6 +448,7 @@ def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | N
         "parameters": sum(p.numel() for p in model.parameters()),
         "warm_up": asdict(record),
         "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
         "torch": torch.__version__,
     }
     (out / RECIPE_FILE).write_text(json.dumps(meta, indent=2) + "\n")
