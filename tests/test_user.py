@@ -8,13 +8,15 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stategym import Env, Knobs, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
 from stategym.kernel.protocol import Action, Observation, Say
 from stategym.kernel.task import SlotKind, Task
-from stategym.kernel.user import SimulatedUser, normalise
+from stategym.kernel.user import SimulatedUser, _option_key, normalise
 from stategym.metrics.score import score
 from stategym.registry import all_domains, get_domain
 
@@ -303,3 +305,9 @@ def test_a_question_no_fact_answers_gets_what_the_user_can_tell(question: str) -
     assert "don't understand" not in turn.reply and "I can tell you about" in turn.reply
     assert "my budget" in turn.reply and "which of my wishes matters most" in turn.reply
     assert not any(_states(turn.reply, s.value) for s in task.slots if s.name != "priorities")
+
+
+@given(st.text(alphabet="AaBbSsZz019-_ .é", max_size=12))
+def test_an_option_key_is_its_normalised_form(option: str) -> None:
+    """The fast path for ids of ASCII letters and digits gives what the regex path gives."""
+    assert _option_key(option) == normalise(option).strip()

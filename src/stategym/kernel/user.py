@@ -52,7 +52,17 @@ def normalise(text: str) -> str:
 def _option_keys(options: tuple[str, ...]) -> Mapping[str, str]:
     """Each option by its normalised id (one token); cached because a task can have hundreds
     of options and every episode of it needs the same (read-only) table."""
-    return MappingProxyType({normalise(option).strip(): option for option in options})
+    return MappingProxyType({_option_key(option): option for option in options})
+
+
+def _option_key(option: str) -> str:
+    """``normalise(option).strip()``, without the regular expression for the common id of
+    ASCII letters and digits (one token: lower-cased, a plural ``s`` cut as ``normalise``
+    cuts it). A new meetings task has ~130 options; the regex path cost ~0.3 ms of its reset."""
+    if option.isascii() and option.isalnum():
+        key = option.lower()
+        return key[:-1] if len(key) > 3 and key.endswith("s") and not key.endswith("ss") else key
+    return normalise(option).strip()
 
 
 @dataclass(frozen=True, slots=True)
