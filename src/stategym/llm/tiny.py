@@ -78,12 +78,11 @@ cost the tiny model most of its context) and Hermes-style calls."""
 
 @dataclass(frozen=True, slots=True)
 class TinyConfig:
-    """The recipe's settings. The defaults build in about 525 s of CPU time (one thread), an
-    estimate from the rate of a 160-step build on this project's 2-core machine at a load
-    average of ~7: 2.1 CPU-s a warm-up step, 362 CPU-s and 34 minutes of wall time in all.
-    The same recipe passing an attention mask took 761 CPU-s (55 minutes) there. On a
-    machine with a free core the wall time comes near the CPU time. A progress bar on stderr
-    shows the step, the loss, tokens/s and the time left."""
+    """The recipe's settings. The defaults built in 362 s of CPU time (one thread; loss 7.00
+    -> 0.25) on this project's 2-core machine at a load average of ~7, where it took 34
+    minutes of wall time; on a machine with a free core the wall time comes near the CPU
+    time. The previous default (240 steps, each passing an attention mask) took 761 CPU-s
+    there. A progress bar on stderr shows the step, the loss, tokens/s and the time left."""
 
     arch: Literal["qwen2", "llama"] = "qwen2"
     """Model architecture."""
@@ -111,10 +110,10 @@ class TinyConfig:
     """Context the model accepts (rotary positions; training sees at most ``max_length``)."""
     max_length: int = 1536
     """Training sequences are cut to this many tokens."""
-    steps: int = 240
-    """Optimiser steps of the warm-up (160 builds in 362 CPU-s to a loss of 0.25 instead of
-    0.22, with fewer rounds that fail to parse but the expert's tools less often; see
-    ``docs/llm.md``)."""
+    steps: int = 160
+    """Optimiser steps of the warm-up (240, the previous default, end at a loss of 0.22
+    instead of 0.25, pick the expert's tools more often but loop to the round limit with
+    most rounds failing to parse; see ``docs/llm.md``)."""
     batch_size: int = 8
     """Sequences per step."""
     lr: float = 3e-3
