@@ -10,7 +10,8 @@ Plays ``--episodes`` held-out travel tasks (seeds from 0; the recipe trains on s
 1,000,000) with the tiny model through the rollout engine, ``--concurrency`` episodes in
 flight: the local agent answers every waiting episode in one batch and keeps each episode's
 key/value cache across its rounds (``stategym.llm.engine``). ``--via serve`` plays through
-``stategym serve`` on loopback instead (one request at a time: serve does not batch). Wall
+``stategym serve`` on loopback instead (serve decodes the concurrent requests together, but
+without the kept caches: each request's whole prompt is fed again). Wall
 clock, the garbage collector on, ``--repeat`` runs; the headline is the median with the
 spread (min-max) and the ratio to the goal (50 episodes/s). Reported per run:
 
