@@ -8,13 +8,12 @@ per task object.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from stategym.kernel.task import EdgeKind, Event, GoldCall, SlotKind, Task
 from stategym.kernel.tools import Effect
-from stategym.kernel.understanding.answers import normalise_answer
 
 ASK = "ask"
 """Tool name of a gold must-ask node (its id is ``ask:<slot>``)."""
@@ -82,7 +81,6 @@ class Gold:
     scan: Mapping[str, tuple[str, ...]]
     _needed: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
     _gated: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
-    _normalised: dict[str, str] = field(default_factory=dict)
 
     def exact(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
         """The nodes a call matches exactly (acceptable arguments), in gold order."""
@@ -122,20 +120,6 @@ class Gold:
             )
             self._gated[candidates] = found
         return found
-
-    def answer_of(self, answer: str, options: Iterable[str]) -> str | None:
-        """:func:`~stategym.kernel.understanding.answers.match_answer` of ``answer`` over
-        the task's ``options``, each option normalised once per task (the regular
-        expressions were a tenth of scoring a task judged on its answer)."""
-        wanted = normalise_answer(answer)
-        normalised = self._normalised
-        for option in options:
-            name = normalised.get(option)
-            if name is None:
-                name = normalised[option] = normalise_answer(option)
-            if name == wanted:
-                return option
-        return None
 
 
 _ABSENT = object()
@@ -299,10 +283,8 @@ def _closures(child: list[int]) -> tuple[list[int], list[int]] | None:
     size = len(child)
     parents: list[list[int]] = [[] for _ in range(size)]
     for i, mask in enumerate(child):
-        while mask:
-            low = mask & -mask
-            parents[low.bit_length() - 1].append(i)
-            mask ^= low
+        for j in _indices(mask):
+            parents[j].append(i)
     waiting = [mask.bit_count() for mask in child]
     order = [i for i in range(size) if not waiting[i]]  # leaves first
     for i in order:  # grows while it is read: a node joins once its children are done

@@ -80,18 +80,13 @@ def priority(trajectory: Trajectory, task: Task) -> float:
     return score(trajectory, task).priority.quality
 
 
-def choice_of(
-    task: Task, outcome: Outcome | None, by_answer: bool, gold: Gold | None = None
-) -> str | None:
-    """The option a finished episode chose (``None``: nothing); ``gold``, the task's gold
-    tables, keeps the options' normalised names between episodes."""
+def choice_of(task: Task, outcome: Outcome | None, by_answer: bool) -> str | None:
+    """The option a finished episode chose (``None``: nothing)."""
     truth = task.truth
     if outcome is None:
         return None
     if by_answer:
-        if gold is None or outcome.answer is None:
-            return match_answer(outcome.answer, truth.satisfaction)
-        return gold.answer_of(outcome.answer, truth.satisfaction)
+        return match_answer(outcome.answer, truth.satisfaction)
     committed = [o for o in outcome.committed if o in truth.satisfaction]
     if not committed:
         # an option outside the table (sold out at the end) still counts as a commitment
@@ -128,7 +123,7 @@ class PriorityScorer:
     def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Priority, list[Event]]:
         task, gold = self.task, self.gold
         truth = task.truth
-        choice = choice_of(task, outcome, gold.by_answer, gold)
+        choice = choice_of(task, outcome, gold.by_answer)
         score = truth.score(choice)
         nothing, best = truth.score(None), truth.best_score
         quality = priority_quality(score, nothing, best)
