@@ -84,11 +84,12 @@ class Episode:
 
     def finish(self) -> Trajectory:
         """The finished episode's trajectory."""
-        trajectory = self.env.trajectory
         extra: dict[str, Any] = {}
         if self.stop_reason is not None:
             trajectory = self.env.stopped_trajectory()
             extra["stop_reason"] = self.stop_reason
+        else:
+            trajectory = self.env.trajectory
         # LLM agents attach their per-round log (tokens, logprobs) and where time went;
         # scripted agents have neither, so their trajectories stay byte-identical per seed.
         annotate = getattr(self.agent, "annotate", None)
