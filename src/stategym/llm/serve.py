@@ -63,40 +63,38 @@ class Batcher:
         self.max_rows = max_rows
         self.batches: list[int] = []
         self._waiting: list[tuple[list[Job], asyncio.Future[list[Any]]]] = []
-        self._draining = False
+        self._drainer: asyncio.Task[None] | None = None  # held: the loop keeps weak references
 
     async def generate(self, jobs: list[Job]) -> list[Generation | ContextLengthError]:
         """Each job's generation (or its context error), in order."""
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._waiting.append((jobs, future))
-        if not self._draining:
-            self._draining = True
-            asyncio.get_running_loop().create_task(self._drain())
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
         return await future
 
     async def _drain(self) -> None:
-        try:
-            while self._waiting:
-                taken, rows = 0, 0
-                for jobs, _ in self._waiting:
-                    if taken and rows + len(jobs) > self.max_rows:
-                        break
-                    taken, rows = taken + 1, rows + len(jobs)
-                batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
-                flat = [(prompt, sampling, None) for jobs, _ in batch for prompt, sampling in jobs]
-                self.batches.append(len(flat))
-                try:
-                    answers = await asyncio.to_thread(self.model.generate_batch, flat)
-                except Exception as error:  # a bug: every request of the batch reports it
-                    for _, future in batch:
+        while self._waiting:
+            taken, rows = 0, 0
+            for jobs, _ in self._waiting:
+                if taken and rows + len(jobs) > self.max_rows:
+                    break
+                taken, rows = taken + 1, rows + len(jobs)
+            batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
+            flat = [(prompt, sampling, None) for jobs, _ in batch for prompt, sampling in jobs]
+            self.batches.append(len(flat))
+            try:
+                answers = await asyncio.to_thread(self.model.generate_batch, flat)
+            except Exception as error:  # a bug: every request of the batch reports it
+                for _, future in batch:
+                    if not future.done():
                         future.set_exception(error)
-                    continue
-                start = 0
-                for jobs, future in batch:
+                continue
+            start = 0
+            for jobs, future in batch:
+                if not future.done():  # a request cancelled while it waited gets nothing
                     future.set_result(answers[start : start + len(jobs)])
-                    start += len(jobs)
-        finally:
-            self._draining = False
+                start += len(jobs)
 
 
 class ChatRequest(pydantic.BaseModel):
