@@ -344,39 +344,26 @@ def _scene(
     )
 
 
-@given(*_SCENES)
-def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(
-    duration: int,
-    hours: int,
-    required: list[tuple[int, int]],
-    optional: list[tuple[int, int]],
-    room_busy: list[int],
-    time_of_day: str,
-    room_feature: str,
-) -> None:
-    scene = _scene(duration, hours, required, optional, room_busy, time_of_day, room_feature)
+_SCENE = st.builds(_scene, *_SCENES)
+
+
+@given(_SCENE)
+def test_listing_only_feasible_options_skips_exactly_the_infeasible_ones(scene: Scene) -> None:
     every = list(options(scene))
     assert list(options(scene, only_feasible=True)) == [o for o in every if feasible(o)]
 
 
-@given(*_SCENES)
+@given(_SCENE)
 def test_the_options_are_every_free_room_at_every_start_meeting_what_satisfied_says(
-    duration: int,
-    hours: int,
-    required: list[tuple[int, int]],
-    optional: list[tuple[int, int]],
-    room_busy: list[int],
-    time_of_day: str,
-    room_feature: str,
+    scene: Scene,
 ) -> None:
     # the listing judges starts with bit masks; ``satisfied`` is the constraints' definition
-    scene = _scene(duration, hours, required, optional, room_busy, time_of_day, room_feature)
     view = day_view(scene, 3)
     expected = [
-        Option(3, start, duration, room, satisfied(scene, view, start, features))
-        for start in starts(duration)
-        for (room, features), busy in zip(scene.rooms, room_busy, strict=True)
-        if not window(start, duration) & busy
+        Option(3, start, scene.duration, room, satisfied(scene, view, start, features))
+        for start in starts(scene.duration)
+        for room, features in scene.rooms
+        if not window(start, scene.duration) & scene.room_busy[(room, 3)]
     ]
     assert list(options(scene)) == expected
 
