@@ -3,20 +3,23 @@
 A small, deterministic intent model (:mod:`~stategym.kernel.understanding.model`) is trained on a
 domain's phrase table (each slot's phrases) and on phrases every domain shares
 (:mod:`~stategym.kernel.understanding.intents`: the priority order, the agent's own choice,
-"all your
-constraints", and messages with nothing to answer), and on labelled questions of earlier
+"all your constraints", and messages with nothing to answer), and on labelled questions of earlier
 held-out sets (:mod:`~stategym.kernel.understanding.labelled`); naive Bayes weights are then
 corrected by a few mistake-driven passes. It reads words through stems and synonym
-sets (:mod:`~stategym.kernel.understanding.words`,
-:mod:`~stategym.kernel.understanding.lexicon`), so a
-question reaches its slot in words the table never used; it reads each clause of a message
+sets (:mod:`~stategym.kernel.understanding.words`, :mod:`~stategym.kernel.understanding.lexicon`),
+so a question reaches its slot in words the table never used; it reads each clause of a message
 apart, so one message can ask several things; and it abstains below a threshold rather than
 guess. Each reading keeps the features that decided it.
 
+It reads a typo as the word meant when one word of its vocabulary is one edit away and the
+typo is not itself English (:mod:`~stategym.kernel.understanding.spelling`), and it does not
+read what a clause of context names ("Aside from the policy limit, what is your own
+budget?" asks the budget only).
+
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
-standard library. It is measured on hand-written questions it never sees
-(``benchmarks/user_understanding.py``, on the blind sets ``heldout_questions_v3.json`` and
-``heldout_questions_v4.json``; the first two sets are training data now).
+standard library and ``pyspellchecker``'s English word list. It is measured on hand-written
+questions it never sees (``benchmarks/user_understanding.py``, on the blind set
+``heldout_questions_v5.json``; the first four sets are training data now).
 """
 
 from __future__ import annotations

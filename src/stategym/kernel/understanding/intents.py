@@ -107,17 +107,26 @@ NOTHING_PHRASES: tuple[str, ...] = (
     "shall i book it",
     "shall i place the order",
     "shall i send the invitation",
+    "i mean",
+    "by the way",
+    "just to be clear",
+    "quick question",
+    "one more thing",
 )
 """Messages with nothing to answer. The last few are how a proposal ends: once its option id
 is taken out, what is left asks for a yes or no, not for a fact."""
 
 CHOICE_PATTERN = re.compile(
-    r"\b(?:which|what)\s+(?:one|option|flight|fare|offer|volume|slot|route|product|time|account|"
-    r"listing|package|plan|lot|unit|quote|bundle)s?\s+(?:should|shall|do|would|must)\s+(?:i|we)\s+"
+    r"\b(?:which|what)\s+(?:[a-z]+\s+)?(?:one|option|flight|fare|offer|volume|slot|route|product|"
+    r"time|account|listing|package|plan|lot|unit|quote|bundle|room)s?\s+"
+    r"(?:should|shall|do|would|must)\s+(?:i|we)\s+"
     r"(?:book|pick|choose|select|buy|delete|remove|take|go with|pay from|use|order|get)\b"
+    r"|\bwhich\s+of\s+(?:these|those|them|the\s+[a-z]+)\s+(?:[a-z]+\s+)?"
+    r"(?:should\s+(?:i|we)|do\s+you|would\s+you)\b"
 )
-""""Which <option> should I <choose>?": the agent's decision handed to the user. Read as a
-choice even when a slot's words are in it ("Which slot should I book?" asks no duration)."""
+""""Which <option> should I <choose>?" ("Which time slot should I book?"), "Which of these do
+you prefer?": the agent's decision handed to the user. Read as a choice even when a slot's
+words are in it ("Which slot should I book?" asks no duration)."""
 
 
 def _labelled() -> dict[str, tuple[str, ...]]:

@@ -40,6 +40,8 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("how", "expensive"): "@howmuch",
     ("out", "of"): "from",
     ("time", "of", "day"): "@timeofday",
+    ("in", "the", "day"): "@timeofday",
+    ("of", "the", "day"): "@timeofday",
     ("part", "of", "the", "day"): "@timeofday",
     ("time", "zone"): "@timezone",
     ("red", "eye"): "@timeofday",

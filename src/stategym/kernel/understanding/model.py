@@ -22,17 +22,23 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
 from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
-from .words import clauses, expand, sentences, stem, words
+from .spelling import Speller
+from .words import IRREGULAR, clauses, expand, sentences, sets_context, stem, tells_plans, words
 
 THRESHOLD = 2.0
 """The least total weight (in nats) at which a clause counts as asking for an intent."""
 SMOOTHING = 0.03
 """The ``a`` of the weights: how much a feature never seen with an intent counts against it."""
+MOST_AGAINST = 2.5
+"""The most (in nats) one feature counts against a slot before correction: naive Bayes makes
+a word never seen with a slot count heavily against it, so one word of another topic inside a
+question ("Is this your team's budget?") could veto the slot it asks."""
 CORRECTION_PASSES = 3
 """Passes of mistake-driven correction over the training examples (see :func:`_correct`)."""
 CORRECTION_MARGIN = 2.0
@@ -50,6 +56,9 @@ COMPARING = frozenset({"@priority", "@sacrifice"})
 """Features of a sentence that weighs constraints against each other ("which matters more",
 "would you give up", "what should I prioritise"). Such a sentence asks for the priority
 order, and the slots it names are what it compares, not questions about them."""
+_WORDS = re.compile(r"[a-z0-9]+")
+_NAME = re.compile(r"(?<=[a-z0-9,;:)] )[A-Z][a-z]+\b")
+"""A capitalised word after a lower-case one: a name, not a typo."""
 _LONGEST = max(len(k) for k in QUESTION_WORDS)
 _FIRSTS = frozenset(k[0] for k in QUESTION_WORDS)
 
@@ -152,6 +161,7 @@ class Matcher:
         self.weights: dict[str, tuple[float, ...]] = _train(examples, self.intents, set(GENERAL))
         self._slots = [i for i, k in enumerate(self.intents) if k not in GENERAL]
         self._cache: dict[str, tuple[Reading, ...]] = {}
+        self.speller = Speller(_vocabulary(examples), trusted=_lexicon())
 
     def read(self, text: str) -> tuple[Reading, ...]:
         """One reading per clause of ``text``; cached, since agents repeat themselves."""
@@ -159,9 +169,21 @@ class Matcher:
         if cached is None:
             if len(self._cache) >= 4096:
                 self._cache.clear()
-            cached = tuple(r for s in sentences(expand(text)) for r in self._read_sentence(s))
+            spelled = self._spelled(text)
+            cached = tuple(r for s in sentences(spelled) for r in self._read_sentence(s))
             self._cache[text] = cached
         return cached
+
+    def _spelled(self, text: str) -> str:
+        """``text`` expanded, its typos corrected; a name (a capitalised word inside a
+        sentence: "the desk from Officio") is never a typo."""
+        names = {n.lower() for n in _NAME.findall(text)}
+
+        def spell(match: re.Match[str]) -> str:
+            word = match.group(0)
+            return word if word in names else self.speller.correct(word) or word
+
+        return _WORDS.sub(spell, expand(text))
 
     def _read_sentence(self, sentence: str) -> list[Reading]:
         comparing = bool(features(sentence) & COMPARING)
@@ -172,8 +194,9 @@ class Matcher:
             sides = {self.read_clause(side).intent for side in sentence.split(" or ", 1)}
             if len(sides - set(GENERAL) - {None}) == 2 or PRIORITIES in sides:
                 return [Reading(sentence.strip(), PRIORITIES, math.inf, ("@rather", "or"))]
+        parts = clauses(sentence, strict=comparing)
         out = []
-        for clause in clauses(sentence, strict=comparing):
+        for clause in parts:
             cues = tuple(sorted(features(clause) & COMPARING))
             if cues:
                 out.append(Reading(clause.strip(), PRIORITIES, math.inf, cues))
@@ -181,6 +204,16 @@ class Matcher:
                 out.append(Reading(clause.strip(), CHOICE, math.inf, ("which ... should i",)))
             else:
                 out.append(self.read_clause(clause))
+        context = [sets_context(clause) for clause in parts]
+        if any(context):
+            # What a context clause names is the scene of the question beside it, not asked;
+            # alone, it is read, unless it tells the agent's own plans.
+            asked = any(r.intent is not None for r, c in zip(out, context, strict=True) if not c)
+            drop = context if asked else [tells_plans(clause) for clause in parts]
+            out = [
+                Reading(r.clause, None, r.score, ("context",)) if d else r
+                for r, d in zip(out, drop, strict=True)
+            ]
         return out
 
     def read_clause(self, clause: str) -> Reading:
@@ -190,9 +223,11 @@ class Matcher:
             return Reading(clause.strip(), None, 0.0, ())
         totals = [sum(column) for column in zip(*(self.weights[f] for f in known), strict=True)]
         best = max(range(len(totals)), key=totals.__getitem__)
-        if self.intents[best] in GENERAL:
-            # A clause that names a slot well enough asks about it, even in words the shared
-            # intents also use ("What shade should I pick?" asks for the colour).
+        if self.intents[best] in (CHOICE, PRIORITIES):
+            # A clause that names a slot well enough asks about it, even in words the choice
+            # and the priority order also use ("What shade should I pick?" asks for the
+            # colour). Asking for everything, or saying nothing, wins on its own words
+            # ("Anything else I should know?", "I'm working on it.").
             top = max(self._slots, key=totals.__getitem__, default=best)
             if totals[top] >= THRESHOLD:
                 best = top
@@ -204,6 +239,35 @@ class Matcher:
         return Reading(clause.strip(), intent, totals[best], evidence)
 
 
+def _example_features(phrase: str) -> frozenset[str]:
+    """The features a training phrase teaches: those of what it asks, without the clauses that
+    only set its context ("Aside from the policy limit, what is your own budget?" teaches
+    the budget "own budget", not "policy limit"), as the matcher reads a message."""
+    text = expand(phrase)
+    parts = [c for s in sentences(text) for c in clauses(s)]
+    asked = [c for c in parts if not sets_context(c)]
+    if not asked or len(asked) == len(parts):
+        return features(text)
+    return features(" . ".join(asked))
+
+
+@functools.cache
+def _lexicon() -> frozenset[str]:
+    """Every word of the lexicon: function words, question words, synonym sets, irregulars."""
+    known = set(STOP) | set(KEPT) | set(IRREGULAR)
+    known.update(w for key in QUESTION_WORDS for w in key)
+    known.update(w for members in SYNONYMS.values() for w in members.split())
+    return frozenset(known)
+
+
+def _vocabulary(examples: Mapping[str, tuple[str, ...]]) -> set[str]:
+    """Every word the model knows: its training phrases' and the lexicon's (what a typo may be
+    corrected to; see :mod:`.spelling`)."""
+    known = set(_lexicon())
+    known.update(w for phrases in examples.values() for p in phrases for w in words(expand(p)))
+    return known
+
+
 def _train(
     examples: Mapping[str, tuple[str, ...]], intents: tuple[str, ...], general: set[str]
 ) -> dict[str, tuple[float, ...]]:
@@ -211,15 +275,15 @@ def _train(
 
     The ``general`` intents are trained on phrases no domain wrote, so a feature they never
     show (a domain's word: "flight", "volume") does not count against them: their weights
-    are floored at zero.
+    are floored at zero. A slot's are floored at ``-MOST_AGAINST``.
     """
-    floor = [0.0 if k in general else -math.inf for k in intents]
+    floor = [0.0 if k in general else -MOST_AGAINST for k in intents]
     a = SMOOTHING
     shown: dict[str, list[int]] = {}
     sizes = [len(examples[k]) for k in intents]
     for i, intent in enumerate(intents):
         for phrase in examples[intent]:
-            for f in features(expand(phrase)):
+            for f in _example_features(phrase):
                 shown.setdefault(f, [0] * len(intents))[i] += 1
     total = sum(sizes)
     weights: dict[str, list[float]] = {}
@@ -254,7 +318,7 @@ def _correct(
     data = []
     for y, intent in enumerate(intents):
         for phrase in examples[intent]:
-            known = sorted(f for f in features(expand(phrase)) if f in weights)
+            known = sorted(f for f in _example_features(phrase) if f in weights)
             if known:
                 data.append((known, y))
     width = range(len(intents))

@@ -26,13 +26,28 @@ _ASKING = (
 )
 _STRICT = re.compile(rf",?\s+and\s+(?:also\s+)?{_ASKING}|\s*,?\s+also,?\s+")
 """Where one question ends and the next begins: ``and`` (or ``also``) before a question word."""
+_AGENT_PLANS = r"(?:before|after|once|so that|so|until|while|since)\s+(?:i|we)\b"
+"""A clause about what the agent will do next ("before I search", "so I can book")."""
+_PLANS = re.compile(rf"\s*{_AGENT_PLANS}")
 _LOOSE = re.compile(
     rf",?\s+(?:and also|and then|as well as|plus|also)\s+|,?\s+and\s+(?={_ASKING[3:-1]}|your\b)"
-    rf"|,\s+{_ASKING}"
+    rf"|,\s+{_ASKING}|,?\s+(?={_AGENT_PLANS})"
 )
-"""Also ``and your ...`` (a second thing of the user's) and a comma before a question word."""
-_JOINERS = frozenset({"and", "also", "plus", "as"})
+"""Also ``and your ...`` (a second thing of the user's), a comma before a question word, and
+before a clause of the agent's plans (which :func:`sets_context` then recognises)."""
+_JOINERS = frozenset(
+    {"and", "also", "plus", "as", "before", "after", "once", "so", "until", "while", "since"}
+)
 """Words without which (and without a comma) a sentence is one clause: the fast path."""
+_CONTEXT = re.compile(
+    r"\s*(?:(?:before|after|once|knowing|given|aside|apart|besides|beyond|separately|setting|"
+    r"putting|leaving|regardless|irrespective|keeping|bearing|now|so|whichever|whatever|wherever|"
+    r"whoever|while|whilst|assuming|considering|because|except|excluding|ignoring|unless|until|"
+    r"if|other than|in addition to|in case|on top of)\b"
+    r"|(?:to|with|within|among|amongst|since|as)\b"
+    r"(?!\s+(?:what|which|when|where|who|whom|whose|how|for|to|regards)\b))"
+)
+
 _CONTRACTIONS = re.compile(r"n['’]t\b|['’](?:re|ll|ve|d|m|s)\b|(?<=\w)-(?=\w)")
 _EXPANDED = {"n": " not", "r": " are", "l": " will", "v": " have", "d": " would", "m": " am"}
 """A contraction by the letter after its apostrophe (``'s`` reads ``is``); a hyphen between
@@ -189,6 +204,36 @@ def clauses(sentence: str, *, strict: bool = False) -> list[str]:
         return [sentence] if sentence.strip() else []
     pattern = _STRICT if strict else _LOOSE
     return [part for part in pattern.split(sentence) if part.strip()]
+
+
+def sets_context(clause: str) -> bool:
+    """Whether ``clause`` only sets the scene for a question beside it.
+
+        A clause that opens with a subordinating word or a preposition of circumstance ("Before I
+        look at fares within your budget, ...", "Aside from the policy limit, ...", "Knowing you
+        prefer an evening flight, ...", "..., so I can book a room") names things as context, not
+        as what it asks. The matcher reads such a clause only when nothing else in its sentence
+        asks anything ("If you have a budget, what is it?"). A preposition before a question word
+        still asks ("To which city?", "With what budget?"), and so does "as for" / "as to"; so
+    does a clause that goes on past a comma ("To proceed, I need the meeting length").
+
+        Example:
+            >>> sets_context("aside from the company policy limit"), sets_context("to which city")
+            (True, False)
+    """
+    return "," not in clause and _CONTEXT.match(clause) is not None
+
+
+def tells_plans(clause: str) -> bool:
+    """Whether ``clause`` says what the agent will do ("while I search", "before I book", "so
+    I can add it"): context that never asks, even alone beside a message with nothing to
+    answer ("Please hold on while I search.").
+
+    Example:
+        >>> tells_plans("while i search"), tells_plans("what is your budget")
+        (True, False)
+    """
+    return _PLANS.match(clause) is not None
 
 
 def words(text: str) -> list[str]:
