@@ -26,18 +26,18 @@ from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
 
-V_TRAINED = ("v2", "v3", "v4")
+V_TRAINED = ("v2", "v3", "v4", "v5")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())
-"""The first held-out set; with the second, third and fourth, training data now
+"""The first held-out set; with the second to the fifth, training data now
 (``questions.json``)."""
 TRAINED_SETS = [
     HELDOUT,
     *(json.loads((FIXTURE.parent / f"heldout_questions_{v}.json").read_text()) for v in V_TRAINED),
 ]
-BLIND = json.loads((FIXTURE.parent / "heldout_questions_v5.json").read_text())
-"""The fifth set, blind: none of it may reach the training data."""
+BLIND = json.loads((FIXTURE.parent / "heldout_questions_v6.json").read_text())
+"""The sixth set, blind: none of it may reach the training data."""
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
@@ -58,14 +58,10 @@ def _questions(spec: dict[str, object]) -> list[str]:
     return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
 
 
-COINCIDENCES = {
-    "Currency conversion?", "How many?", "How much space?", "Lowest or highest?", "Price limit?",
-    "Savings account?", "Spend limit?", "Their bank account?", "What should I do next?",
-    "What team?", "What's it about?", "When's the festival?", "Which invoice?", "Your team?",
-}  # fmt: skip
+COINCIDENCES = {"AM or PM?", "Compare on what?", "Time of day?", "Which days work?"}
 """Blind questions that a phrase table already held when the blind set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. (The
-third and fourth sets had 19 and 30 such; both are training data now.)"""
+third, fourth and fifth sets had 19, 30 and 14 such; all are training data now.)"""
 
 
 def _prior_plain() -> set[str]:
@@ -91,8 +87,8 @@ def test_no_blind_question_is_in_the_training_set(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
-def test_the_first_four_sets_are_the_labelled_training_questions(name: str) -> None:
-    """Every slot question of the first four sets trains its own slot, except those the
+def test_the_first_five_sets_are_the_labelled_training_questions(name: str) -> None:
+    """Every slot question of the first five sets trains its own slot, except those the
     domain's ``questions.json`` drops (with the reason), and nothing else is labelled."""
     table = _table(name)
     resource = PACKAGE.parents[1] / "domains" / name / "questions.json"
@@ -106,8 +102,8 @@ def test_the_first_four_sets_are_the_labelled_training_questions(name: str) -> N
         assert table[slot][-len(labelled) :] == tuple(labelled), slot
 
 
-def test_the_shared_intents_train_on_the_four_sets_priority_open_and_unclear_questions() -> None:
-    """Each priority question of the four sets trains the priority intent, each open one the
+def test_the_shared_intents_train_on_the_five_sets_priority_open_and_unclear_questions() -> None:
+    """Each priority question of the five sets trains the priority intent, each open one the
     agent's choice or everything at once, each unclear one nothing to answer; no other
     question is labelled there (the leak test keeps the blind set's out)."""
     data = json.loads((PACKAGE / "questions.json").read_text())["intents"]

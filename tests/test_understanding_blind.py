@@ -1,12 +1,13 @@
-"""Regression floors for the simulated user on the held-out sets v3, v4 and v5.
+"""Regression floors for the simulated user on the held-out sets v3 to v6.
 
 Each set was written from the slots' meanings only, without reading the matcher, its phrase
 tables or the earlier sets, and measured once, blind, with the matcher as it then was
-(``python benchmarks/user_understanding.py --fixture PATH``): v3 and v4 on 2026-12-01, v5 on
-2026-12-02. The floors below sit ten points under what each measured. v3 and v4 have been the
-matcher's training data since 2026-12-02 (``questions.json``, like v1 and v2), so their floors
-now guard only against forgetting them; v5 is the blind set. The floors catch a regression;
-they do not certify the goal (>= 90% on every slot, no wrong answer).
+(``python benchmarks/user_understanding.py --fixture PATH``): v3 and v4 on 2026-12-01, v5 and
+v6 on 2026-12-02 (v5 after the matcher's first change that day, v6 after its second, which
+read v5's misses). The floors below sit ten points under what each measured. v3, v4 and v5
+are the matcher's training data now (``questions.json``, like v1 and v2), so their floors
+guard only against forgetting them; v6 is the blind set. The floors catch a regression; they
+do not certify the goal (>= 90% on every slot, no wrong answer), which no set has shown met.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from stategym.registry import get_domain
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 SYNTHETIC = "synth:chain2+askgate3+conflict"  # the synthetic domain the benchmark measures
-SETS = ("v3", "v4", "v5")
+SETS = ("v3", "v4", "v5", "v6")
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,26 @@ FLOORS = {
             "(open)": 0.47,  # measured 32/56 = 57%
         },
         unclear=0.73,  # measured 10/12 = 83%
+    ),
+    "v6": Floors(
+        domains={
+            "travel": 0.79,  # measured 105/117 = 90%
+            "meetings": 0.87,  # measured 114/117 = 97%
+            "shop": 0.85,  # measured 99/104 = 95%
+            "bank": 0.86,  # measured 113/117 = 97%
+            "cloud": 0.87,  # measured 76/78 = 97%
+            "lookup": 0.83,  # measured 61/65 = 94%
+            "synthetic": 0.88,  # measured 77/78 = 99%
+        },
+        lowest_slot=0.59,  # measured 9/13 = 69% (travel window)
+        mean_slot=0.85,  # measured 95.4% over 52 slots, 7 under 90%
+        wrong_ceiling=50,  # measured 41 (23 of them to slot questions)
+        kinds={
+            "(compound)": 0.81,  # measured 32/35 = 91%
+            "(priorities)": 0.79,  # measured 81/91 = 89%
+            "(open)": 0.77,  # measured 49/56 = 88%
+        },
+        unclear=0.48,  # measured 7/12 = 58%
     ),
 }
 

@@ -52,12 +52,12 @@ def test_a_correction_lands_only_on_an_english_or_lexicon_word() -> None:
 
 def test_a_name_inside_a_sentence_is_never_a_typo() -> None:
     matcher = matcher_for(get_domain("shop").slot_phrases)
-    assert matcher.speller.correct("budgte") == "budget"
-    assert "budgte" in matcher.read("I found the desk from Budgte.")[0].clause
+    assert matcher.speller.correct("budegt") == "budget"
+    assert "budegt" in matcher.read("I found the desk from Budegt.")[0].clause
 
 
 def test_the_matcher_reads_typos_through_its_own_vocabulary() -> None:
-    assert _asked("travel", "Whats your budgte for the fare?") == {"budget"}
+    assert _asked("travel", "Whats your budegt for the fare?") == {"budget"}
     assert _asked("meetings", "Whats the agnda?") == {"agenda"}
 
 
@@ -110,3 +110,45 @@ def test_naming_a_slot_as_context_never_answers_it(name: str) -> None:
                     assert with_context <= alone | {asked_slot}, (opener, asked_slot)
                 else:
                     assert with_context == alone, (opener, asked_slot, named_slot)
+
+
+@pytest.mark.parametrize(
+    ("name", "question"),
+    [
+        ("bank", "Would you pay a higher fee to make sure it arrives on time?"),
+        ("bank", "Is a late payment acceptable if it keeps fees down?"),
+        ("cloud", "Is it worse to detach a volume or to delete one that hasn't been idle as long?"),
+        ("travel", "Would you rather pay more or leave a day later?"),
+    ],
+)
+def test_a_trade_between_two_wishes_asks_the_priority_order(name: str, question: str) -> None:
+    """An either-or with "rather", "worse" or "better", or a trade offered on a condition,
+    with a different slot on each side, asks which wish wins, and answers neither slot."""
+    readings = matcher_for(get_domain(name).slot_phrases).read(question)
+    assert [r.intent for r in readings] == ["priorities"]
+
+
+@pytest.mark.parametrize(
+    ("name", "question", "asked"),
+    [
+        ("travel", "Do you prefer to leave early in the day or later on?", {"departure"}),
+        ("shop", "Any preferred brand or colour?", {"brand", "color"}),
+        ("meetings", "Is anywhere from day 3 to day 5 fine for the meeting?", {"window"}),
+    ],
+)
+def test_a_preference_within_one_slot_or_a_list_is_no_trade(
+    name: str, question: str, asked: set[str]
+) -> None:
+    """Not the priority order: one slot, or slots of a list (both need not be reached)."""
+    assert _asked(name, question) and _asked(name, question) <= asked
+
+
+def test_a_comparison_named_only_as_context_is_not_asked() -> None:
+    """'Conflicts' in a clause of context does not make the question a priority question."""
+    question = "So I know whose calendar conflicts matter, who is optional?"
+    assert _asked("meetings", question) == {"optional"}
+
+
+@pytest.mark.parametrize("message", ["I mean, hold on.", "Is that correct?", "By the way."])
+def test_fillers_and_tags_ask_nothing(message: str) -> None:
+    assert _asked("travel", message) == set()

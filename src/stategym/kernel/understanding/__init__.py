@@ -14,12 +14,13 @@ guess. Each reading keeps the features that decided it.
 It reads a typo as the word meant when one word of its vocabulary is one edit away and the
 typo is not itself English (:mod:`~stategym.kernel.understanding.spelling`), and it does not
 read what a clause of context names ("Aside from the policy limit, what is your own
-budget?" asks the budget only).
+budget?" asks the budget only); a trade between two wishes ("Would you pay a higher fee to
+make sure it arrives on time?") asks the priority order.
 
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
 standard library and ``pyspellchecker``'s English word list. It is measured on hand-written
 questions it never sees (``benchmarks/user_understanding.py``, on the blind set
-``heldout_questions_v5.json``; the first four sets are training data now).
+``heldout_questions_v6.json``; the first five sets are training data now).
 """
 
 from __future__ import annotations

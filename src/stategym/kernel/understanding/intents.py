@@ -83,6 +83,13 @@ OVERVIEW_PHRASES: tuple[str, ...] = (
     "what should i do next",
     "anything else you can tell me",
     "what else should i know",
+    "what is the next step",
+    "what next",
+    "how should i proceed",
+    "how do you want me to handle this",
+    "how should i approach this",
+    "where do we go from here",
+    "what would you do in my place",
 )
 NOTHING_PHRASES: tuple[str, ...] = (
     "hello",
@@ -112,6 +119,10 @@ NOTHING_PHRASES: tuple[str, ...] = (
     "just to be clear",
     "quick question",
     "one more thing",
+    "is that correct",
+    "is that right",
+    "correct",
+    "right",
 )
 """Messages with nothing to answer. The last few are how a proposal ends: once its option id
 is taken out, what is left asks for a yes or no, not for a fact."""
@@ -123,10 +134,12 @@ CHOICE_PATTERN = re.compile(
     r"(?:book|pick|choose|select|buy|delete|remove|take|go with|pay from|use|order|get)\b"
     r"|\bwhich\s+of\s+(?:these|those|them|the\s+[a-z]+)\s+(?:[a-z]+\s+)?"
     r"(?:should\s+(?:i|we)|do\s+you|would\s+you)\b"
+    r"|\bwhich\s+one\s+(?:do|would)\s+you\s+(?:want|prefer|like|choose|pick|take)\b"
+    r"|\bwhich\s+one\s*$"
 )
 """"Which <option> should I <choose>?" ("Which time slot should I book?"), "Which of these do
-you prefer?": the agent's decision handed to the user. Read as a choice even when a slot's
-words are in it ("Which slot should I book?" asks no duration)."""
+you prefer?", "Which one do you want?": the agent's decision handed to the user. Read as a
+choice even when a slot's words are in it ("Which slot should I book?" asks no duration)."""
 
 
 def _labelled() -> dict[str, tuple[str, ...]]:

@@ -8,14 +8,20 @@ weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
 
     w(f, k) = log P(f | k) - log P(f),   P(f | k) = (n(f, k) + a) / (n(k) + 2a),
 
-with ``n(f, k)`` the examples of ``k`` showing ``f`` and ``n(k)`` the examples of ``k``.
-Training is a pure function of the table, so every process builds the same model.
+with ``n(f, k)`` the examples of ``k`` showing ``f`` and ``n(k)`` the examples of ``k``
+(a slot's floored at ``-MOST_AGAINST``), then corrected by a few mistake-driven passes. An
+example's clauses of context do not teach it (see below). Training is a pure function of the
+table, so every process builds the same model.
 
-Reading. A message is cut into clauses (:func:`~stategym.kernel.understanding.words.clauses`); a
+Reading. A message's typos are corrected (:mod:`~stategym.kernel.understanding.spelling`), and
+it is cut into clauses (:func:`~stategym.kernel.understanding.words.clauses`). A sentence that
+weighs one wish against another is the priority order (:meth:`Matcher._weighs`). Otherwise a
 clause goes to the intent with the highest total weight of its known features, if that total
-reaches :data:`THRESHOLD` (otherwise it is not understood). Unknown words weigh nothing, so a
-clause is read by the words the model knows. Each reading keeps the features that weighed most
-for its intent: that is why the question reached it.
+reaches :data:`THRESHOLD` (otherwise it is not understood), and a clause that only sets the
+scene (:func:`~stategym.kernel.understanding.words.sets_context`) is dropped when another
+clause of its sentence asks something. Unknown words weigh nothing, so a clause is read by the
+words the model knows. Each reading keeps the features that weighed most for its intent: that
+is why the question reached it.
 """
 
 from __future__ import annotations
@@ -59,6 +65,16 @@ order, and the slots it names are what it compares, not questions about them."""
 _WORDS = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"(?<=[a-z0-9,;:)] )[A-Z][a-z]+\b")
 """A capitalised word after a lower-case one: a name, not a typo."""
+_PREFERRING = frozenset({"@rather", "bad", "good"})
+"""Features of an either-or that weighs its sides ("rather", "worse", "better"; not "prefer":
+"Do you prefer to leave early or later on?" asks one slot)."""
+_OFFER = re.compile(
+    r"\bwould you (?:be willing to |accept |rather )?(?:pay|go|take|accept|settle|give|spend|wait|"
+    r"switch|trade|skip|sacrifice|drop|leave|fly|detach|delete|shorten|move|miss)\b"
+    r"|\b(?:acceptable|accept|willing)\b"
+)
+"""A trade offered ("would you pay ...", "is ... acceptable"), weighing if on a condition."""
+_CONDITION = re.compile(r"\s+(?:if|to make sure|in exchange for|as long as|even if)\s+")
 _LONGEST = max(len(k) for k in QUESTION_WORDS)
 _FIRSTS = frozenset(k[0] for k in QUESTION_WORDS)
 
@@ -186,14 +202,14 @@ class Matcher:
         return _WORDS.sub(spell, expand(text))
 
     def _read_sentence(self, sentence: str) -> list[Reading]:
-        comparing = bool(features(sentence) & COMPARING)
-        if not comparing and "@rather" in features(sentence) and " or " in sentence:
-            # "Would you rather X or Y?" weighs two wishes when X and Y name different slots
-            # ("fly a day later or pay more") or one reads as weighing already; a choice
-            # within one slot ("an early flight or a late one") is a question about it.
-            sides = {self.read_clause(side).intent for side in sentence.split(" or ", 1)}
-            if len(sides - set(GENERAL) - {None}) == 2 or PRIORITIES in sides:
-                return [Reading(sentence.strip(), PRIORITIES, math.inf, ("@rather", "or"))]
+        loose = clauses(sentence)
+        asking = [clause for clause in loose if not sets_context(clause)]
+        focus = " . ".join(asking) if asking and len(asking) < len(loose) else sentence
+        comparing = bool(features(focus) & COMPARING)  # not in a clause of context
+        if not comparing:
+            weighing = self._weighs(sentence)
+            if weighing is not None:
+                return [weighing]
         parts = clauses(sentence, strict=comparing)
         out = []
         for clause in parts:
@@ -215,6 +231,31 @@ class Matcher:
                 for r, d in zip(out, drop, strict=True)
             ]
         return out
+
+    def _weighs(self, sentence: str) -> Reading | None:
+        """The priority reading of a sentence that weighs one wish against another, if it does.
+
+        "Would you rather X or Y?" ("worse", "better" alike) weighs two wishes when X
+        and Y name different slots ("fly a day later or pay more") or one reads as weighing
+        already; a choice within one slot ("an early flight or a late one") is a question
+        about it. So does a trade offered on a condition: "Would you pay a higher fee to make
+        sure it arrives on time?", "Is a late payment acceptable if it keeps fees down?" (one
+        slot on each side of the condition, not a list of questions joined by "and").
+        """
+        preferring = sorted(features(sentence) & _PREFERRING)
+        offer = _OFFER.search(sentence)
+        if preferring and " or " in sentence:
+            pair, cues = sentence.split(" or ", 1), (*preferring, "or")
+        elif offer is not None and " and " not in sentence:
+            pair, cues = _CONDITION.split(sentence, 1), (offer.group(0), "if")
+            if len(pair) != 2:
+                return None
+        else:
+            return None
+        intents = {self.read_clause(side).intent for side in pair}
+        if len(intents - set(GENERAL) - {None}) == 2 or PRIORITIES in intents:
+            return Reading(sentence.strip(), PRIORITIES, math.inf, cues)
+        return None
 
     def read_clause(self, clause: str) -> Reading:
         """The reading of one clause (already expanded)."""

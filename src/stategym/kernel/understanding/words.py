@@ -39,6 +39,7 @@ _JOINERS = frozenset(
     {"and", "also", "plus", "as", "before", "after", "once", "so", "until", "while", "since"}
 )
 """Words without which (and without a comma) a sentence is one clause: the fast path."""
+_MAIN_AFTER_COMMA = re.compile(r",\s*(?:i|we|you|please|tell|let|could|can|would)\b")
 _CONTEXT = re.compile(
     r"\s*(?:(?:before|after|once|knowing|given|aside|apart|besides|beyond|separately|setting|"
     r"putting|leaving|regardless|irrespective|keeping|bearing|now|so|whichever|whatever|wherever|"
@@ -221,7 +222,7 @@ def sets_context(clause: str) -> bool:
             >>> sets_context("aside from the company policy limit"), sets_context("to which city")
             (True, False)
     """
-    return "," not in clause and _CONTEXT.match(clause) is not None
+    return _CONTEXT.match(clause) is not None and _MAIN_AFTER_COMMA.search(clause) is None
 
 
 def tells_plans(clause: str) -> bool:
