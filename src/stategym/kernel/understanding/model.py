@@ -202,10 +202,7 @@ class Matcher:
         return _WORDS.sub(spell, expand(text))
 
     def _read_sentence(self, sentence: str) -> list[Reading]:
-        loose = clauses(sentence)
-        asking = [clause for clause in loose if not sets_context(clause)]
-        focus = " . ".join(asking) if asking and len(asking) < len(loose) else sentence
-        comparing = bool(features(focus) & COMPARING)  # not in a clause of context
+        comparing = bool(features(_asking(clauses(sentence), sentence)) & COMPARING)
         if not comparing:
             weighing = self._weighs(sentence)
             if weighing is not None:
@@ -280,16 +277,20 @@ class Matcher:
         return Reading(clause.strip(), intent, totals[best], evidence)
 
 
+def _asking(parts: list[str], whole: str) -> str:
+    """``whole`` (cut into ``parts``) without the clauses that only set its context; ``whole``
+    itself when none does, or all do. A comparison named in context is not asked ("So I know
+    whose calendar conflicts matter, who is optional?"), nor taught."""
+    asking = [part for part in parts if not sets_context(part)]
+    return " . ".join(asking) if asking and len(asking) < len(parts) else whole
+
+
 def _example_features(phrase: str) -> frozenset[str]:
-    """The features a training phrase teaches: those of what it asks, without the clauses that
-    only set its context ("Aside from the policy limit, what is your own budget?" teaches
-    the budget "own budget", not "policy limit"), as the matcher reads a message."""
+    """The features a training phrase teaches: those of what it asks ("Aside from the policy
+    limit, what is your own budget?" teaches the budget "own budget", not "policy limit"),
+    as the matcher reads a message."""
     text = expand(phrase)
-    parts = [c for s in sentences(text) for c in clauses(s)]
-    asked = [c for c in parts if not sets_context(c)]
-    if not asked or len(asked) == len(parts):
-        return features(text)
-    return features(" . ".join(asked))
+    return features(_asking([c for s in sentences(text) for c in clauses(s)], text))
 
 
 @functools.cache
