@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -143,6 +145,32 @@ def test_training_is_deterministic_and_cached_per_table() -> None:
     table = _table("travel")
     assert Matcher(table).weights == Matcher(dict(table)).weights
     assert matcher_for(table) is matcher_for(table)
+
+
+_READ_IN_A_FRESH_PROCESS = """
+from stategym.kernel.understanding import matcher_for
+from stategym.registry import get_domain
+matcher = matcher_for(get_domain("travel").slot_phrases)
+for q in ("What's the most you're prepared to pay for the fare?", "Whats your orgin airport?",
+          "Aside from the policy limit, what's your own budget?"):
+    print(repr(matcher.read(q)))
+"""
+
+
+def test_readings_do_not_depend_on_the_hash_seed() -> None:
+    """Scores are sums over a clause's features, in one order in every process (a set's order
+    follows ``PYTHONHASHSEED``, and float addition is not associative)."""
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", _READ_IN_A_FRESH_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(runs) == 1 and "budget" in runs.pop()
 
 
 def test_readings_say_why() -> None:

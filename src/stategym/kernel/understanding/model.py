@@ -202,12 +202,16 @@ class Matcher:
         return _WORDS.sub(spell, expand(text))
 
     def _read_sentence(self, sentence: str) -> list[Reading]:
-        comparing = bool(features(_asking(clauses(sentence), sentence)) & COMPARING)
-        if not comparing:
+        parts = clauses(sentence)
+        context = [sets_context(clause) for clause in parts]
+        comparing = bool(features(_asking(parts, context, sentence)) & COMPARING)
+        if comparing:  # its parts are what it compares: cut only between questions
+            parts = clauses(sentence, strict=True)
+            context = [sets_context(clause) for clause in parts]
+        else:
             weighing = self._weighs(sentence)
             if weighing is not None:
                 return [weighing]
-        parts = clauses(sentence, strict=comparing)
         out = []
         for clause in parts:
             cues = tuple(sorted(features(clause) & COMPARING))
@@ -217,7 +221,6 @@ class Matcher:
                 out.append(Reading(clause.strip(), CHOICE, math.inf, ("which ... should i",)))
             else:
                 out.append(self.read_clause(clause))
-        context = [sets_context(clause) for clause in parts]
         if any(context):
             # What a context clause names is the scene of the question beside it, not asked;
             # alone, it is read, unless it tells the agent's own plans.
@@ -256,7 +259,7 @@ class Matcher:
 
     def read_clause(self, clause: str) -> Reading:
         """The reading of one clause (already expanded)."""
-        known = [f for f in features(clause) if f in self.weights]
+        known = sorted(f for f in features(clause) if f in self.weights)  # one sum order
         if not known:
             return Reading(clause.strip(), None, 0.0, ())
         totals = [sum(column) for column in zip(*(self.weights[f] for f in known), strict=True)]
@@ -277,12 +280,14 @@ class Matcher:
         return Reading(clause.strip(), intent, totals[best], evidence)
 
 
-def _asking(parts: list[str], whole: str) -> str:
-    """``whole`` (cut into ``parts``) without the clauses that only set its context; ``whole``
-    itself when none does, or all do. A comparison named in context is not asked ("So I know
-    whose calendar conflicts matter, who is optional?"), nor taught."""
-    asking = [part for part in parts if not sets_context(part)]
-    return " . ".join(asking) if asking and len(asking) < len(parts) else whole
+def _asking(parts: list[str], context: list[bool], whole: str) -> str:
+    """``whole`` (cut into ``parts``, ``context`` saying which only set the scene) without its
+    clauses of context; ``whole`` itself when none is, or all are. A comparison named in
+    context is not asked ("So I know whose calendar conflicts matter, who is optional?"), nor
+    taught."""
+    if all(context) or not any(context):
+        return whole
+    return " . ".join(part for part, scene in zip(parts, context, strict=True) if not scene)
 
 
 def _example_features(phrase: str) -> frozenset[str]:
@@ -290,7 +295,8 @@ def _example_features(phrase: str) -> frozenset[str]:
     limit, what is your own budget?" teaches the budget "own budget", not "policy limit"),
     as the matcher reads a message."""
     text = expand(phrase)
-    return features(_asking([c for s in sentences(text) for c in clauses(s)], text))
+    parts = [c for s in sentences(text) for c in clauses(s)]
+    return features(_asking(parts, [sets_context(c) for c in parts], text))
 
 
 @functools.cache

@@ -210,17 +210,19 @@ def clauses(sentence: str, *, strict: bool = False) -> list[str]:
 def sets_context(clause: str) -> bool:
     """Whether ``clause`` only sets the scene for a question beside it.
 
-        A clause that opens with a subordinating word or a preposition of circumstance ("Before I
-        look at fares within your budget, ...", "Aside from the policy limit, ...", "Knowing you
-        prefer an evening flight, ...", "..., so I can book a room") names things as context, not
-        as what it asks. The matcher reads such a clause only when nothing else in its sentence
-        asks anything ("If you have a budget, what is it?"). A preposition before a question word
-        still asks ("To which city?", "With what budget?"), and so does "as for" / "as to"; so
-    does a clause that goes on past a comma ("To proceed, I need the meeting length").
+    A clause that opens with a subordinating word or a preposition of circumstance ("Before I
+    look at fares within your budget, ...", "Aside from the policy limit, ...", "Knowing you
+    prefer an evening flight, ...", "..., so I can book a room") names things as context, not
+    as what it asks. The matcher reads such a clause only when nothing else in its sentence
+    asks anything ("If you have a budget, what is it?"). A preposition before a question word
+    still asks ("To which city?", "With what budget?"), and so does "as for" / "as to" (but
+    "Besides who should attend, ..." names the attendees as context); so does a clause that
+    goes on past a comma with a main clause ("To proceed, I need the meeting length"; not
+    "Among Milo, Lea and Bo").
 
-        Example:
-            >>> sets_context("aside from the company policy limit"), sets_context("to which city")
-            (True, False)
+    Example:
+        >>> sets_context("aside from the company policy limit"), sets_context("to which city")
+        (True, False)
     """
     return _CONTEXT.match(clause) is not None and _MAIN_AFTER_COMMA.search(clause) is None
 
