@@ -28,18 +28,18 @@ from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
 
-V_TRAINED = ("v2", "v3", "v4", "v5")
+V_TRAINED = ("v2", "v3", "v4", "v5", "v6")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())
-"""The first held-out set; with the second to the fifth, training data now
+"""The first held-out set; with the second to the sixth, training data now
 (``questions.json``)."""
 TRAINED_SETS = [
     HELDOUT,
     *(json.loads((FIXTURE.parent / f"heldout_questions_{v}.json").read_text()) for v in V_TRAINED),
 ]
-BLIND = json.loads((FIXTURE.parent / "heldout_questions_v6.json").read_text())
-"""The sixth set, blind: none of it may reach the training data."""
+BLIND = json.loads((FIXTURE.parent / "heldout_questions_v7.json").read_text())
+"""The seventh set, blind: none of it may reach the training data."""
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
@@ -60,10 +60,21 @@ def _questions(spec: dict[str, object]) -> list[str]:
     return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
 
 
-COINCIDENCES = {"AM or PM?", "Compare on what?", "Time of day?", "Which days work?"}
+COINCIDENCES = {
+    "How much?",
+    "How urgent?",
+    "Invitees?",
+    "Is the savings account off limits?",
+    "Leaving from?",
+    "Office hours?",
+    "Savings?",
+    "What kind?",
+    "Which bill?",
+    "Which project?",
+}
 """Blind questions that a phrase table already held when the blind set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. (The
-third, fourth and fifth sets had 19, 30 and 14 such; all are training data now.)"""
+third to sixth sets had 19, 30, 14 and 4 such; all are training data now.)"""
 
 
 def _prior_plain() -> set[str]:
@@ -89,8 +100,8 @@ def test_no_blind_question_is_in_the_training_set(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
-def test_the_first_five_sets_are_the_labelled_training_questions(name: str) -> None:
-    """Every slot question of the first five sets trains its own slot, except those the
+def test_the_first_six_sets_are_the_labelled_training_questions(name: str) -> None:
+    """Every slot question of the first six sets trains its own slot, except those the
     domain's ``questions.json`` drops (with the reason), and nothing else is labelled."""
     table = _table(name)
     resource = PACKAGE.parents[1] / "domains" / name / "questions.json"
@@ -104,16 +115,18 @@ def test_the_first_five_sets_are_the_labelled_training_questions(name: str) -> N
         assert table[slot][-len(labelled) :] == tuple(labelled), slot
 
 
-def test_the_shared_intents_train_on_the_five_sets_priority_open_and_unclear_questions() -> None:
-    """Each priority question of the five sets trains the priority intent, each open one the
-    agent's choice or everything at once, each unclear one nothing to answer; no other
-    question is labelled there (the leak test keeps the blind set's out)."""
-    data = json.loads((PACKAGE / "questions.json").read_text())["intents"]
+def test_the_shared_intents_train_on_the_six_sets_priority_open_and_unclear_questions() -> None:
+    """Each priority question of the six sets trains the priority intent, each open one the
+    agent's choice or everything at once, each unclear one nothing to answer (except those
+    the file drops, with the reason); no other question is labelled there (the leak test
+    keeps the blind set's out)."""
+    labelled = json.loads((PACKAGE / "questions.json").read_text())
+    data, dropped = labelled["intents"], set(labelled.get("dropped", {}))
     specs = [spec for fx in TRAINED_SETS for spec in fx["domains"].values()]
     assert set(data[PRIORITIES]) == {q for spec in specs for q in spec["priorities"]}
     assert set(data[CHOICE]) | set(data[OVERVIEW]) == {q for spec in specs for q in spec["open"]}
     assert not set(data[CHOICE]) & set(data[OVERVIEW])
-    assert set(data[NOTHING]) == {q for fx in TRAINED_SETS for q in fx["unclear"]}
+    assert set(data[NOTHING]) == {q for fx in TRAINED_SETS for q in fx["unclear"]} - dropped
 
 
 def test_the_heldout_fixture_has_fifteen_questions_for_every_slot_of_every_domain() -> None:

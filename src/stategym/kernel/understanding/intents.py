@@ -123,15 +123,28 @@ NOTHING_PHRASES: tuple[str, ...] = (
     "is that right",
     "correct",
     "right",
+    "is not it",
+    "is it not",
+    "are not you",
+    "do not you",
 )
 """Messages with nothing to answer. The last few are how a proposal ends: once its option id
 is taken out, what is left asks for a yes or no, not for a fact."""
 
+_OPTIONS = (
+    r"(?:one|option|flight|fare|offer|volume|slot|route|product|time|account|listing|package|plan|"
+    r"lot|unit|quote|bundle|room|desk|airline|source)"
+)
+"""What the agent chooses among, by the words domains use for their options."""
+_DECIDING = (
+    r"(?:book|pick|choose|select|buy|delete|remove|take|go with|pay from|use|order|get|"
+    r"reserve|add)\b"
+)
 CHOICE_PATTERN = re.compile(
-    r"\b(?:which|what)\s+(?:[a-z]+\s+)?(?:one|option|flight|fare|offer|volume|slot|route|product|"
-    r"time|account|listing|package|plan|lot|unit|quote|bundle|room)s?\s+"
-    r"(?:should|shall|do|would|must)\s+(?:i|we)\s+"
-    r"(?:book|pick|choose|select|buy|delete|remove|take|go with|pay from|use|order|get)\b"
+    rf"\b(?:which|what)\s+(?:[a-z]+\s+)?{_OPTIONS}s?\s+(?:should|shall|do|would|must)\s+(?:i|we)\s+"
+    rf"{_DECIDING}"
+    rf"|\bwhich\s+(?:[a-z]+\s+)?(?:{_OPTIONS[3:-1]}|desk|airline|source|disk|deal|ticket)s?\s+"
+    rf"(?:would you like|do you want)\s+(?:me|us)\s+to\s+{_DECIDING}"
     r"|\bwhich\s+of\s+(?:these|those|them|the\s+[a-z]+)\s+(?:[a-z]+\s+)?"
     r"(?:should\s+(?:i|we)|do\s+you|would\s+you)\b"
     r"|\bwhich\s+one\s+(?:do|would)\s+you\s+(?:want|prefer|like|choose|pick|take)\b"

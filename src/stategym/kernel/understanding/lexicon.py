@@ -107,6 +107,16 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("works", "best"): "suit",
     ("when", "in", "the", "day"): "@timeofday",
     ("take", "off"): "takeoff",
+    ("rank", "these"): "@priority",
+    ("rank", "the"): "@priority",
+    ("head", "out"): "leave",
+    ("heading", "out"): "leave",
+    ("set", "off"): "leave",
+    ("setting", "off"): "leave",
+    ("set", "out"): "leave",
+    ("setting", "out"): "leave",
+    ("touch", "down"): "land",
+    ("touches", "down"): "land",
     ("off", "to"): "headed",
 }
 """Word sequences read as one token (matched before function words are dropped)."""

@@ -19,9 +19,10 @@ weighs one wish against another is the priority order (:meth:`Matcher._weighs`).
 clause goes to the intent with the highest total weight of its known features, if that total
 reaches :data:`THRESHOLD` (otherwise it is not understood), and a clause that only sets the
 scene (:func:`~stategym.kernel.understanding.words.sets_context`) is dropped when another
-clause of its sentence asks something. Unknown words weigh nothing, so a clause is read by the
-words the model knows. Each reading keeps the features that weighed most for its intent: that
-is why the question reached it.
+clause of its sentence asks something; a statement beside a request, and a sentence's
+preamble before its request, are dropped too (:func:`_requests_only`). Unknown words weigh
+nothing, so a clause is read by the words the model knows. Each reading keeps the features
+that weighed most for its intent: that is why the question reached it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,18 @@ from dataclasses import dataclass
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
 from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
 from .spelling import Speller
-from .words import IRREGULAR, clauses, expand, sentences, sets_context, stem, tells_plans, words
+from .words import (
+    IRREGULAR,
+    asks,
+    clauses,
+    expand,
+    questions,
+    sentences,
+    sets_context,
+    stem,
+    tells_plans,
+    words,
+)
 
 THRESHOLD = 2.0
 """The least total weight (in nats) at which a clause counts as asking for an intent."""
@@ -45,6 +57,9 @@ MOST_AGAINST = 2.5
 """The most (in nats) one feature counts against a slot before correction: naive Bayes makes
 a word never seen with a slot count heavily against it, so one word of another topic inside a
 question ("Is this your team's budget?") could veto the slot it asks."""
+_SHORT = 3
+"""A sentence of at most this many words is a fragment ("Destination.", "Policy cap"): it
+asks, question mark or not."""
 CORRECTION_PASSES = 3
 """Passes of mistake-driven correction over the training examples (see :func:`_correct`)."""
 CORRECTION_MARGIN = 2.0
@@ -185,8 +200,8 @@ class Matcher:
         if cached is None:
             if len(self._cache) >= 4096:
                 self._cache.clear()
-            spelled = self._spelled(text)
-            cached = tuple(r for s in sentences(spelled) for r in self._read_sentence(s))
+            read = [self._read_sentence(s, q) for s, q in questions(self._spelled(text))]
+            cached = _requests_only(read)
             self._cache[text] = cached
         return cached
 
@@ -201,13 +216,21 @@ class Matcher:
 
         return _WORDS.sub(spell, expand(text))
 
-    def _read_sentence(self, sentence: str) -> list[Reading]:
+    def _read_sentence(self, sentence: str, question: bool) -> tuple[list[Reading], bool]:
+        """The readings of one sentence (``question``: it ends in a question mark), and
+        whether it asks (see :func:`_requests_only`)."""
         parts = clauses(sentence)
+        asking = [asks(clause) for clause in parts]
+        requests = question or any(asking) or len(words(sentence)) <= _SHORT
+        return self._read_parts(sentence, parts, asking), requests
+
+    def _read_parts(self, sentence: str, parts: list[str], asking: list[bool]) -> list[Reading]:
         context = [sets_context(clause) for clause in parts]
         comparing = bool(features(_asking(parts, context, sentence)) & COMPARING)
         if comparing:  # its parts are what it compares: cut only between questions
             parts = clauses(sentence, strict=True)
             context = [sets_context(clause) for clause in parts]
+            asking = [asks(clause) for clause in parts]
         else:
             weighing = self._weighs(sentence)
             if weighing is not None:
@@ -230,7 +253,10 @@ class Matcher:
                 Reading(r.clause, None, r.score, ("context",)) if d else r
                 for r, d in zip(out, drop, strict=True)
             ]
-        return out
+        # What comes before the first request of a sentence, without the form of one, is its
+        # preamble ("I want to avoid flights you can't take, so which days could you leave?").
+        first = next((i for i, r in enumerate(out) if asking[i] and r.intent is not None), 0)
+        return [_statement(r) if i < first and not asking[i] else r for i, r in enumerate(out)]
 
     def _weighs(self, sentence: str) -> Reading | None:
         """The priority reading of a sentence that weighs one wish against another, if it does.
@@ -278,6 +304,30 @@ class Matcher:
         if totals[best] < THRESHOLD or intent == NOTHING:
             return Reading(clause.strip(), None, totals[best], evidence)
         return Reading(clause.strip(), intent, totals[best], evidence)
+
+
+def _statement(reading: Reading) -> Reading:
+    return Reading(reading.clause, None, reading.score, ("statement",))
+
+
+def _requests_only(read: list[tuple[list[Reading], bool]]) -> tuple[Reading, ...]:
+    """The readings of a message's sentences (each with whether it asks), those of its
+    statements dropped when one of its requests asks something.
+
+    A sentence asks if it ends in a question mark, has a clause in the form of a request
+    (:func:`~stategym.kernel.understanding.words.asks`) or is a fragment of at most
+    :data:`_SHORT` words ("Destination."). Beside a request, a statement is what the agent
+    says of itself or of the task ("I'd be happy to book this for you. Which airport are you
+    leaving from?", "Suppose the only refundable fares leave in the morning. What should I
+    prioritise?"): it asks nothing. Alone ("Your departure airport is needed to search."),
+    it is read.
+    """
+    asked = any(requests and any(r.intent is not None for r in rs) for rs, requests in read)
+    return tuple(
+        r if requests or not asked or r.intent is None else _statement(r)
+        for rs, requests in read
+        for r in rs
+    )
 
 
 def _asking(parts: list[str], context: list[bool], whole: str) -> str:

@@ -19,7 +19,8 @@ import functools
 import re
 
 _WORD = re.compile(r"[a-z0-9$]+")
-_SENTENCE = re.compile(r"[.?!;\n]+(?:\s+|$)|\s+-\s+")
+_SENTENCE = re.compile(r"([.?!;\n]+(?:\s+|$)|\s+-\s+)")
+"""What ends a sentence (kept by the split: a question mark says it asks)."""
 _ASKING = (
     r"(?=(?:(?:by|in|on|at|for|from|to)\s+(?:what|which|when|whom)|what|which|when|where|who|"
     r"whom|how|do|does|did|is|are|should|can|could|would|will|may|any)\b)"
@@ -28,10 +29,15 @@ _STRICT = re.compile(rf",?\s+and\s+(?:also\s+)?{_ASKING}|\s*,?\s+also,?\s+")
 """Where one question ends and the next begins: ``and`` (or ``also``) before a question word."""
 _AGENT_PLANS = r"(?:before|after|once|so that|so|until|while|since)\s+(?:i|we)\b"
 """A clause about what the agent will do next ("before I search", "so I can book")."""
-_PLANS = re.compile(rf"\s*{_AGENT_PLANS}")
+_NEEDS = (
+    r"(?:before|until|unless|till)\s+(?:i|we)\s+(?:first\s+)?(?:know|get|hear|learn|receive|"
+    r"find\s+out|confirm|understand)\b"
+)
+"""A clause of what the agent must first learn ("until I know your dates"): it asks."""
+_PLANS = re.compile(rf"\s*(?!{_NEEDS}){_AGENT_PLANS}")
 _LOOSE = re.compile(
     rf",?\s+(?:and also|and then|as well as|plus|also)\s+|,?\s+and\s+(?={_ASKING[3:-1]}|your\b)"
-    rf"|,\s+{_ASKING}|,?\s+(?={_AGENT_PLANS})"
+    rf"|,\s+(?:(?:so|then|but)\s+)?{_ASKING}|,?\s+(?={_AGENT_PLANS})"
 )
 """Also ``and your ...`` (a second thing of the user's), a comma before a question word, and
 before a clause of the agent's plans (which :func:`sets_context` then recognises)."""
@@ -41,11 +47,13 @@ _JOINERS = frozenset(
 """Words without which (and without a comma) a sentence is one clause: the fast path."""
 _MAIN_AFTER_COMMA = re.compile(r",\s*(?:i|we|you|please|tell|let|could|can|would)\b")
 _CONTEXT = re.compile(
-    r"\s*(?:(?:before|after|once|knowing|given|aside|apart|besides|beyond|separately|setting|"
+    rf"\s*(?!{_NEEDS})"
+    r"(?:(?:before|after|once|knowing|given|aside|apart|besides|beyond|separately|separate|"
+    r"including|suppose|supposing|imagine|in\s+order\s+to|setting|"
     r"putting|leaving|regardless|irrespective|keeping|bearing|now|so|whichever|whatever|wherever|"
     r"whoever|while|whilst|assuming|considering|because|except|excluding|ignoring|unless|until|"
     r"if|other than|in addition to|in case|on top of)\b"
-    r"|(?:to|with|within|among|amongst|since|as)\b"
+    r"|(?:to|for|with|within|among|amongst|since|as)\b"
     r"(?!\s+(?:what|which|when|where|who|whom|whose|how|for|to|regards)\b))"
 )
 
@@ -190,7 +198,7 @@ def expand(text: str) -> str:
 
 def sentences(text: str) -> list[str]:
     """``text`` (already :func:`expand`-ed) cut into sentences."""
-    return [piece for piece in _SENTENCE.split(text) if piece.strip()]
+    return [sentence for sentence, _ in questions(text)]
 
 
 def clauses(sentence: str, *, strict: bool = False) -> list[str]:
@@ -225,6 +233,49 @@ def sets_context(clause: str) -> bool:
         (True, False)
     """
     return _CONTEXT.match(clause) is not None and _MAIN_AFTER_COMMA.search(clause) is None
+
+
+_OPENERS = (
+    r"(?:(?:so|and|also|then|now|ok|okay|well|but|first|finally|lastly|next|just|sorry|hi|hello|"
+    r"hey|thanks|great|perfect|alright|one more thing|quick question|please|kindly)\b[\s,:]*)*"
+)
+_ASKS = re.compile(
+    rf"\s*{_OPENERS}(?:"
+    r"(?:what|whats|which|when|whens|where|wheres|who|whos|whom|whose|why|how|hows|do|does|did|"
+    r"is|are|was|were|am|can|could|would|will|shall|should|may|might|have|has|any|anything|"
+    r"anyone|tell|let|give|share|provide|confirm|specify|name|list|say|mention|indicate|clarify|"
+    r"advise|state|describe|remind|rank|walk|enter|note|explain|identify|send|need)\b"
+    r"|(?:i|we)\s+(?:will\s+|would\s+|still\s+|also\s+|first\s+|just\s+|really\s+)*"
+    r"(?:need|require|must\s+know|have\s+to\s+(?:know|ask|confirm|check)"
+    r"|am\s+going\s+to\s+need|(?:would\s+like|want|wanted|like)\s+to\s+(?:know|ask|confirm|"
+    r"check|find\s+out|hear|learn|understand|clarify|verify|get))\b"
+    rf"|{_NEEDS})"
+)
+
+
+def asks(clause: str) -> bool:
+    """Whether ``clause`` (expanded text) has the form of a request: a question word or an
+    inverted auxiliary ("what is", "could you"), a verb of asking ("tell me", "confirm"), a
+    statement of need ("I'll need your ...", "until I know your dates"), after openers such
+    as "so", "and", "please". A statement ("I'd be happy to help", "I want to avoid late
+    flights") has none.
+
+    Example:
+        >>> asks("so, which days could you leave"), asks("i want to avoid late flights")
+        (True, False)
+    """
+    return any(_ASKS.match(piece) for piece in clause.split(","))
+
+
+def questions(text: str) -> list[tuple[str, bool]]:
+    """``text`` (already :func:`expand`-ed) cut into sentences, each with whether it ends in a
+    question mark."""
+    pieces = _SENTENCE.split(text)
+    return [
+        (sentence, "?" in end)
+        for sentence, end in zip(pieces[::2], [*pieces[1::2], ""], strict=True)
+        if sentence.strip()
+    ]
 
 
 def tells_plans(clause: str) -> bool:
