@@ -24,8 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "src" / "stategym" / "kernel" / "understanding" / "questions.json"
 DOMAINS = ROOT / "src" / "stategym" / "domains"
-CHOOSING = re.compile(r"^\s*(?:i found [^.?]*[.?]\s*)?which\b|\bchoose one\b|\banswer\b", re.I)
-"""An open question that hands the agent's choice to the user."""
+CHOOSING = re.compile(
+    r"(?:^|[.?!]\s+)which\b|\bchoose one\b|\banswer\b"
+    r"|^\s*(?:should|shall) i (?:book|order|buy|delete|send|pay)\b[^?]*\bor\b",
+    re.I,
+)
+"""An open question that hands the agent's choice to the user: which option, or "should I
+book X or Y"."""
 _ABOUT = re.compile(r"tests/fixtures/heldout_questions_v\d+\.json is the blind one")
 
 

@@ -28,18 +28,18 @@ from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
 
-V_TRAINED = ("v2", "v3", "v4", "v5", "v6")
+V_TRAINED = ("v2", "v3", "v4", "v5", "v6", "v7")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())
-"""The first held-out set; with the second to the sixth, training data now
+"""The first held-out set; with the second to the seventh, training data now
 (``questions.json``)."""
 TRAINED_SETS = [
     HELDOUT,
     *(json.loads((FIXTURE.parent / f"heldout_questions_{v}.json").read_text()) for v in V_TRAINED),
 ]
-BLIND = json.loads((FIXTURE.parent / "heldout_questions_v7.json").read_text())
-"""The seventh set, blind: none of it may reach the training data."""
+BLIND = json.loads((FIXTURE.parent / "heldout_questions_v8.json").read_text())
+"""The eighth set, blind: none of it may reach the training data."""
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
@@ -61,20 +61,15 @@ def _questions(spec: dict[str, object]) -> list[str]:
 
 
 COINCIDENCES = {
-    "How much?",
-    "How urgent?",
-    "Invitees?",
-    "Is the savings account off limits?",
-    "Leaving from?",
-    "Office hours?",
-    "Savings?",
-    "What kind?",
-    "Which bill?",
-    "Which project?",
+    "Expense category?",
+    "On what basis?",
+    "Shall I place the order?",
+    "Which attribute?",
+    "whens it due",
 }
 """Blind questions that a phrase table already held when the blind set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. (The
-third to sixth sets had 19, 30, 14 and 4 such; all are training data now.)"""
+third to seventh sets had 19, 30, 14, 4 and 10 such; all are training data now.)"""
 
 
 def _prior_plain() -> set[str]:
@@ -100,8 +95,8 @@ def test_no_blind_question_is_in_the_training_set(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
-def test_the_first_six_sets_are_the_labelled_training_questions(name: str) -> None:
-    """Every slot question of the first six sets trains its own slot, except those the
+def test_the_first_seven_sets_are_the_labelled_training_questions(name: str) -> None:
+    """Every slot question of the first seven sets trains its own slot, except those the
     domain's ``questions.json`` drops (with the reason), and nothing else is labelled."""
     table = _table(name)
     resource = PACKAGE.parents[1] / "domains" / name / "questions.json"
@@ -115,8 +110,8 @@ def test_the_first_six_sets_are_the_labelled_training_questions(name: str) -> No
         assert table[slot][-len(labelled) :] == tuple(labelled), slot
 
 
-def test_the_shared_intents_train_on_the_six_sets_priority_open_and_unclear_questions() -> None:
-    """Each priority question of the six sets trains the priority intent, each open one the
+def test_the_shared_intents_train_on_the_seven_sets_priority_open_and_unclear_questions() -> None:
+    """Each priority question of the seven sets trains the priority intent, each open one the
     agent's choice or everything at once, each unclear one nothing to answer (except those
     the file drops, with the reason); no other question is labelled there (the leak test
     keeps the blind set's out)."""

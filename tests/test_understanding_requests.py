@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from stategym.kernel.understanding import CHOICE, matcher_for
+from stategym.kernel.understanding.model import features
 from stategym.kernel.understanding.words import asks, expand, questions
 from stategym.registry import get_domain
 
@@ -32,7 +33,9 @@ def _asked(name: str, text: str) -> set[str]:
         ("i would like to know your budget", True),
         ("until i know your travel dates", True),
         ("to proceed, i need the meeting length", True),
+        ("so on what days are you free", True),
         ("i want to avoid late flights", False),
+        ("which has its own costs", False),
         ("i would be happy to book this for you", False),
         ("suppose the only refundable fares leave in the morning", False),
         ("once i have found a fare", False),
@@ -98,9 +101,32 @@ def test_a_statement_alone_is_still_read() -> None:
         ("shop", "Which desk should I buy?", True),
         ("shop", "Which listing should I add to the cart?", True),
         ("shop", "Which color would you like me to order?", False),
+        ("meetings", "I found two free slots. Which would you like?", True),
+        ("bank", "I can pay from two accounts. Which do you want?", True),
         ("shop", "What product would you like me to order?", False),
     ],
 )
 def test_which_option_to_take_is_the_agents_choice(name: str, question: str, choice: bool) -> None:
     readings = matcher_for(get_domain(name).slot_phrases).read(question)
-    assert (readings[0].intent == CHOICE) is choice
+    assert (CHOICE in {r.intent for r in readings}) is choice
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("whats ur budget", "what is your budget"),
+        ("it doesnt matter", "it does not matter"),
+        ("i cant find it", "i can not find it"),
+        ("qty?", "quantity?"),
+        ("the unit is quantity", "the unit is quantity"),
+    ],
+)
+def test_informal_spellings_read_as_the_words_they_stand_for(typed: str, read: str) -> None:
+    assert expand(typed) == read
+
+
+def test_which_binds_the_noun_it_asks_for() -> None:
+    """ "Which company" asks for a company, whatever else the clause says of companies."""
+    assert "which+company" in features("which company is that exactly")
+    assert "which+property" in features("which property of the companies should i compare")
+    assert not any(f.startswith("which+") for f in features("the company is big"))

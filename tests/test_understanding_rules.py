@@ -119,11 +119,18 @@ def test_naming_a_slot_as_context_never_answers_it(name: str) -> None:
         ("bank", "Is a late payment acceptable if it keeps fees down?"),
         ("cloud", "Is it worse to detach a volume or to delete one that hasn't been idle as long?"),
         ("travel", "Would you rather pay more or leave a day later?"),
+        ("travel", "Would you rather skip the trip than pay more than your budget?"),
+        ("shop", "Would you accept a pricier desk to get it delivered before the deadline?"),
+        ("bank", "Fees versus arrival by the due date: which one wins?"),
+        ("bank", "Should I use the savings account if that is the only way to pay on time?"),
+        ("cloud", "If no idle volume is big enough, can I pick one from another team?"),
+        ("shop", "If the only blue desk is over budget, should I still order it?"),
     ],
 )
 def test_a_trade_between_two_wishes_asks_the_priority_order(name: str, question: str) -> None:
-    """An either-or with "rather", "worse" or "better", or a trade offered on a condition,
-    with a different slot on each side, asks which wish wins, and answers neither slot."""
+    """An either-or with "rather", "worse" or "better" (or "rather ... than"), "X versus Y,
+    which?", a trade offered on a condition, or leave asked to act when a wish fails ("if
+    the only ...", "should I still ..."), asks which wish wins, and answers neither slot."""
     readings = matcher_for(get_domain(name).slot_phrases).read(question)
     assert [r.intent for r in readings] == ["priorities"]
 
@@ -134,6 +141,9 @@ def test_a_trade_between_two_wishes_asks_the_priority_order(name: str, question:
         ("travel", "Do you prefer to leave early in the day or later on?", {"departure"}),
         ("shop", "Any preferred brand or colour?", {"brand", "color"}),
         ("meetings", "Is anywhere from day 3 to day 5 fine for the meeting?", {"window"}),
+        ("bank", "If checking is short, may I draw on the savings account?", {"savings"}),
+        ("bank", "Can I pay in another currency if necessary?", {"conversion"}),
+        ("meetings", "Who is required versus optional?", {"optional", "attendees"}),
     ],
 )
 def test_a_preference_within_one_slot_or_a_list_is_no_trade(

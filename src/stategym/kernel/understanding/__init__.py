@@ -15,14 +15,15 @@ It reads a typo as the word meant when one word of its vocabulary is one edit aw
 typo is not itself English (:mod:`~stategym.kernel.understanding.spelling`), and it does not
 read what a clause of context names ("Aside from the policy limit, what is your own
 budget?" asks the budget only); a trade between two wishes ("Would you pay a higher fee to
-make sure it arrives on time?") asks the priority order. Beside a request, a statement asks
-nothing ("I'd be happy to book this. Which airport are you leaving from?" asks the origin
-only; :func:`~stategym.kernel.understanding.model._requests_only`).
+make sure it arrives on time?", "Should I use savings if that's the only way to pay on
+time?") asks the priority order. Beside a request, a statement asks nothing ("I'd be happy
+to book this. Which airport are you leaving from?" asks the origin only;
+:func:`~stategym.kernel.understanding.model._requests_only`).
 
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
 standard library and ``pyspellchecker``'s English word list. It is measured on hand-written
 questions it never sees (``benchmarks/user_understanding.py``, on the blind set
-``heldout_questions_v7.json``; the first six sets are training data now).
+``heldout_questions_v8.json``; the first seven sets are training data now).
 """
 
 from __future__ import annotations

@@ -148,6 +148,8 @@ CHOICE_PATTERN = re.compile(
     r"|\bwhich\s+of\s+(?:these|those|them|the\s+[a-z]+)\s+(?:[a-z]+\s+)?"
     r"(?:should\s+(?:i|we)|do\s+you|would\s+you)\b"
     r"|\bwhich\s+one\s+(?:do|would)\s+you\s+(?:want|prefer|like|choose|pick|take)\b"
+    r"|^\s*which\s+(?:one\s+)?(?:do|would)\s+you\s+(?:want|prefer|like|choose|pick|take)\s*$"
+    r"|^\s*which\s+(?:one\s+)?(?:should|shall)\s+(?:i|we)\s+(?:go\s+with|take|pick|choose|book)\s*$"
     r"|\bwhich\s+one\s*$"
 )
 """"Which <option> should I <choose>?" ("Which time slot should I book?"), "Which of these do

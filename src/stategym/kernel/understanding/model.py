@@ -9,9 +9,10 @@ weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
     w(f, k) = log P(f | k) - log P(f),   P(f | k) = (n(f, k) + a) / (n(k) + 2a),
 
 with ``n(f, k)`` the examples of ``k`` showing ``f`` and ``n(k)`` the examples of ``k``
-(a slot's floored at ``-MOST_AGAINST``), then corrected by a few mistake-driven passes. An
-example's clauses of context do not teach it (see below). Training is a pure function of the
-table, so every process builds the same model.
+(a slot's floored at ``-MOST_AGAINST``, a synonym set's at ``-CONCEPT_AGAINST``), then
+corrected by a few mistake-driven passes. An example's clauses of context do not teach it
+(see below). Training is a pure function of the table, so every process builds the same
+model.
 
 Reading. A message's typos are corrected (:mod:`~stategym.kernel.understanding.spelling`), and
 it is cut into clauses (:func:`~stategym.kernel.understanding.words.clauses`). A sentence that
@@ -57,9 +58,10 @@ MOST_AGAINST = 2.5
 """The most (in nats) one feature counts against a slot before correction: naive Bayes makes
 a word never seen with a slot count heavily against it, so one word of another topic inside a
 question ("Is this your team's budget?") could veto the slot it asks."""
-_SHORT = 3
-"""A sentence of at most this many words is a fragment ("Destination.", "Policy cap"): it
-asks, question mark or not."""
+CONCEPT_AGAINST = 1.0
+"""The most one synonym set ("@money") counts against a slot: a set is broad, and the word
+that brought it counts against the slot as well ("Is this your team's budget?" must not
+lose the team twice over, for "budget" and for "@money")."""
 CORRECTION_PASSES = 3
 """Passes of mistake-driven correction over the training examples (see :func:`_correct`)."""
 CORRECTION_MARGIN = 2.0
@@ -68,11 +70,16 @@ CORRECTION_STEP = 0.25
 """What one correction moves a feature's weight for the right and the winning wrong intent."""
 _PARTICLES = frozenset({"from", "to", "by", "with", "into"})
 _BOUND_ONLY = frozenset({"from", "to", "with", "into"})
+"""Particles that mean nothing alone ("want to do"), only bound to a word ("fly to")."""
 _PRONOUNS = frozenset({"it", "them", "him", "her", "me", "you", "us"})
 """Words skipped without breaking a binding ("send it to", "compare them by")."""
+_DETERMINERS = frozenset({"which"})
+_ASKED_NOUN = "^which"
+"""Left by "which" in a clause's tokens: the next word is the noun asked about ("which
+company", "which property"), a feature of its own beside the word. ("what" is not: bound
+across "what is your ...", it made open questions read as slots on the held-out sets.)"""
 _ASKERS = frozenset({"@where"})
 """Question words a trailing particle binds to: "where ... from" asks for an origin."""
-"""Particles that mean nothing alone ("want to do"), only bound to a word ("fly to")."""
 COMPARING = frozenset({"@priority", "@sacrifice"})
 """Features of a sentence that weighs constraints against each other ("which matters more",
 "would you give up", "what should I prioritise"). Such a sentence asks for the priority
@@ -87,9 +94,26 @@ _OFFER = re.compile(
     r"\bwould you (?:be willing to |accept |rather )?(?:pay|go|take|accept|settle|give|spend|wait|"
     r"switch|trade|skip|sacrifice|drop|leave|fly|detach|delete|shorten|move|miss)\b"
     r"|\b(?:acceptable|accept|willing)\b"
+    r"|\b(?:is it|would you be|are you) (?:ok|okay|fine|alright)\b"
 )
 """A trade offered ("would you pay ...", "is ... acceptable"), weighing if on a condition."""
-_CONDITION = re.compile(r"\s+(?:if|to make sure|in exchange for|as long as|even if)\s+")
+_PERMISSION = re.compile(
+    r"^\s*(?:if|unless)\b[^,]*,\s*(?:should|can|may|shall|could)\s+(?:i|we)\b"
+    r"|^\s*(?:should|can|may|shall|could)\s+(?:i|we)\b(?=.*\s(?:if|unless)\s)"
+)
+"""Leave asked to act on a condition ("Should I break the budget if the only approved vendor
+is pricier?", "If no option meets the grade, should I still buy one?"), weighing like an
+offered trade."""
+_DESPITE = re.compile(r"\b(?:still|anyway|regardless|at all)\b")
+"""Acting although a wish fails ("should I still buy one?")."""
+_CONFLICT = re.compile(r"\b(?:only|no|not|nothing|none|never|exceed|exceeds|miss|misses)\b")
+"""A condition in which a wish fails ("if the only way ...", "if no option meets ..."): leave
+asked on any other condition ("If checking is short, may I use savings?") asks a slot."""
+_CONDITION = re.compile(
+    r"\s+(?:if|unless|to make sure|in exchange for|as long as|even if|so that|"
+    r"to (?:get|avoid|stay|keep|save|have|meet|reach|secure))\s+"
+)
+_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+")
 _LONGEST = max(len(k) for k in QUESTION_WORDS)
 _FIRSTS = frozenset(k[0] for k in QUESTION_WORDS)
 
@@ -131,6 +155,8 @@ def _tokens(text: str) -> list[str]:
                 out.append(KEPT[word])
             elif word in _PRONOUNS:
                 continue
+            elif word in _DETERMINERS:
+                out.append(_ASKED_NOUN)
             elif word in STOP or stem(word) in _STOP_STEMS:
                 out.append("")
             else:
@@ -145,7 +171,14 @@ def features(text: str) -> frozenset[str]:
     previous: tuple[str, ...] = ()
     tokens = _tokens(text)
     asker = next((t for t in tokens if t in _ASKERS), None)
+    determined = False
     for token in tokens:
+        if token == _ASKED_NOUN:
+            determined, previous = True, ()
+            continue
+        if determined and token and token not in _PARTICLES:
+            found.add(f"which+{token}")  # "which company": the thing asked for
+        determined = determined and not token
         if not token:
             previous = ()
             continue
@@ -221,7 +254,7 @@ class Matcher:
         whether it asks (see :func:`_requests_only`)."""
         parts = clauses(sentence)
         asking = [asks(clause) for clause in parts]
-        requests = question or any(asking) or len(words(sentence)) <= _SHORT
+        requests = question or any(asking)
         return self._read_parts(sentence, parts, asking), requests
 
     def _read_parts(self, sentence: str, parts: list[str], asking: list[bool]) -> list[Reading]:
@@ -261,23 +294,22 @@ class Matcher:
     def _weighs(self, sentence: str) -> Reading | None:
         """The priority reading of a sentence that weighs one wish against another, if it does.
 
-        "Would you rather X or Y?" ("worse", "better" alike) weighs two wishes when X
-        and Y name different slots ("fly a day later or pay more") or one reads as weighing
-        already; a choice within one slot ("an early flight or a late one") is a question
-        about it. So does a trade offered on a condition: "Would you pay a higher fee to make
-        sure it arrives on time?", "Is a late payment acceptable if it keeps fees down?" (one
-        slot on each side of the condition, not a list of questions joined by "and").
+        "Would you rather X or Y?" ("worse", "better", "rather X than Y" alike) weighs two
+        wishes when X and Y name different slots ("fly a day later or pay more") or one reads
+        as weighing already; a choice within one slot ("an early flight or a late one") is a
+        question about it. So does "X versus Y, which one?", and a trade offered on a
+        condition: "Would you pay a higher fee to make sure it arrives on time?", "Is a late
+        payment acceptable if it keeps fees down?" (one slot on each side of the condition,
+        not a list of questions joined by "and"). Leave asked to act when a wish fails
+        ("Should I break the budget if the only approved vendor is pricier?", "If no option
+        meets the grade, should I still buy one?") weighs whatever its sides name.
         """
-        preferring = sorted(features(sentence) & _PREFERRING)
-        offer = _OFFER.search(sentence)
-        if preferring and " or " in sentence:
-            pair, cues = sentence.split(" or ", 1), (*preferring, "or")
-        elif offer is not None and " and " not in sentence:
-            pair, cues = _CONDITION.split(sentence, 1), (offer.group(0), "if")
-            if len(pair) != 2:
-                return None
-        else:
+        found = _sides(sentence)
+        if found is None:
             return None
+        pair, cues = found
+        if "leave" in cues:  # acting although a wish fails weighs it, whatever the sides say
+            return Reading(sentence.strip(), PRIORITIES, math.inf, cues)
         intents = {self.read_clause(side).intent for side in pair}
         if len(intents - set(GENERAL) - {None}) == 2 or PRIORITIES in intents:
             return Reading(sentence.strip(), PRIORITIES, math.inf, cues)
@@ -306,25 +338,54 @@ class Matcher:
         return Reading(clause.strip(), intent, totals[best], evidence)
 
 
+def _sides(sentence: str) -> tuple[list[str], tuple[str, ...]] | None:
+    """The two wishes ``sentence`` may weigh against each other, and the words that say so:
+    the sides of "rather X or/than Y" ("worse", "better" alike), of "X versus Y", of an offered
+    trade or of leave asked on a condition (the condition second); ``None`` for none of
+    these, or for a list of questions joined by "and"."""
+    preferring = sorted(features(sentence) & _PREFERRING)
+    for joint in (" or ", " than ") if preferring else ():
+        if joint in sentence:
+            return sentence.split(joint, 1), (*preferring, joint.strip())
+    versus = _VERSUS.search(sentence)
+    if versus is not None and "which" in sentence.split():  # "X vs Y, which one?"
+        return [sentence[: versus.start()], sentence[versus.end() :]], ("versus",)
+    if " and " in sentence:
+        return None
+    leave = _PERMISSION.search(sentence)
+    if leave is not None and sentence.lstrip().startswith(("if", "unless")):
+        condition, act = sentence.split(",", 1)
+        weighs = _CONFLICT.search(condition) or _DESPITE.search(act)
+        return ([act, condition], ("leave", "if")) if weighs else None
+    offer = leave or _OFFER.search(sentence)
+    if offer is None:
+        return None
+    pair = _CONDITION.split(sentence, 1)
+    if len(pair) != 2 or (leave and not (_CONFLICT.search(pair[1]) or _DESPITE.search(pair[0]))):
+        return None
+    return pair, ("leave" if leave else offer.group(0), "if")
+
+
 def _statement(reading: Reading) -> Reading:
     return Reading(reading.clause, None, reading.score, ("statement",))
 
 
 def _requests_only(read: list[tuple[list[Reading], bool]]) -> tuple[Reading, ...]:
     """The readings of a message's sentences (each with whether it asks), those of its
-    statements dropped when one of its requests asks something.
+    statements dropped when it has a request.
 
-    A sentence asks if it ends in a question mark, has a clause in the form of a request
-    (:func:`~stategym.kernel.understanding.words.asks`) or is a fragment of at most
-    :data:`_SHORT` words ("Destination."). Beside a request, a statement is what the agent
-    says of itself or of the task ("I'd be happy to book this for you. Which airport are you
-    leaving from?", "Suppose the only refundable fares leave in the morning. What should I
-    prioritise?"): it asks nothing. Alone ("Your departure airport is needed to search."),
-    it is read.
+    A sentence asks if it ends in a question mark or has a clause in the form of a request
+    (:func:`~stategym.kernel.understanding.words.asks`). Beside a request, a statement is what
+    the agent says of itself or of the task ("I'd be happy to book this for you. Which airport
+    are you leaving from?", "Suppose the only refundable fares leave in the morning. What
+    should I prioritise?", "Budget noted. What grade is needed?"): it asks nothing, even when
+    the request beside it reaches nothing the user could answer (then the message is not
+    understood, rather than answered with what the statement names). Alone ("Your departure
+    airport is needed to search."), it is read.
     """
-    asked = any(requests and any(r.intent is not None for r in rs) for rs, requests in read)
+    requested = any(requests for _, requests in read)
     return tuple(
-        r if requests or not asked or r.intent is None else _statement(r)
+        r if requests or not requested or r.intent is None else _statement(r)
         for rs, requests in read
         for r in rs
     )
@@ -373,9 +434,11 @@ def _train(
 
     The ``general`` intents are trained on phrases no domain wrote, so a feature they never
     show (a domain's word: "flight", "volume") does not count against them: their weights
-    are floored at zero. A slot's are floored at ``-MOST_AGAINST``.
+    are floored at zero. A slot's are floored at ``-MOST_AGAINST``, and at
+    ``-CONCEPT_AGAINST`` for a synonym set.
     """
     floor = [0.0 if k in general else -MOST_AGAINST for k in intents]
+    concept_floor = [0.0 if k in general else -CONCEPT_AGAINST for k in intents]
     a = SMOOTHING
     shown: dict[str, list[int]] = {}
     sizes = [len(examples[k]) for k in intents]
@@ -392,10 +455,17 @@ def _train(
                 low,
                 math.log((c + a) / (n + 2 * a)) - math.log((seen - c + a) / (total - n + 2 * a)),
             )
-            for c, n, low in zip(counts, sizes, floor, strict=True)
+            for c, n, low in zip(
+                counts, sizes, concept_floor if _is_concept(f) else floor, strict=True
+            )
         )
     _correct(weights, examples, intents)
     return {f: tuple(w) for f, w in weights.items()}
+
+
+def _is_concept(feature: str) -> bool:
+    """Whether ``feature`` is a synonym set ("@money"), not a word or a bound pair."""
+    return feature.startswith("@") and "+" not in feature
 
 
 def _correct(

@@ -49,7 +49,7 @@ _MAIN_AFTER_COMMA = re.compile(r",\s*(?:i|we|you|please|tell|let|could|can|would
 _CONTEXT = re.compile(
     rf"\s*(?!{_NEEDS})"
     r"(?:(?:before|after|once|knowing|given|aside|apart|besides|beyond|separately|separate|"
-    r"including|suppose|supposing|imagine|in\s+order\s+to|setting|"
+    r"including|suppose|supposing|imagine|in\s+order\s+to|not|setting|"
     r"putting|leaving|regardless|irrespective|keeping|bearing|now|so|whichever|whatever|wherever|"
     r"whoever|while|whilst|assuming|considering|because|except|excluding|ignoring|unless|until|"
     r"if|other than|in addition to|in case|on top of)\b"
@@ -153,6 +153,8 @@ IRREGULAR: dict[str, str] = {
     "newer": "new",
     "colour": "color",
     "colours": "color",
+    "colourway": "colorway",
+    "colourways": "colorway",
     "favourite": "favorite",
     "prioritise": "prioritize",
     "favour": "favor",
@@ -191,9 +193,36 @@ def stem(word: str) -> str:
     return word
 
 
+_INFORMAL = {
+    **{f"{w}nt": f"{w} not" for w in ("do", "does", "did", "is", "are", "was", "were", "has")},
+    **{f"{w}nt": f"{w} not" for w in ("have", "should", "could", "would")},
+    "cant": "can not",
+    "wont": "will not",
+    "whats": "what is",
+    "wheres": "where is",
+    "whens": "when is",
+    "hows": "how is",
+    "whos": "who is",
+    "thats": "that is",
+    "im": "i am",
+    "ive": "i have",
+    "youre": "you are",
+    "u": "you",
+    "ur": "your",
+    "pls": "please",
+    "plz": "please",
+    "thx": "thanks",
+    "qty": "quantity",
+}
+"""Contractions typed without their apostrophe and chat spellings, as the words they stand
+for ("whats ur budget" reads "what is your budget")."""
+_INFORMAL_WORD = re.compile(r"\b(?:" + "|".join(sorted(_INFORMAL, key=len, reverse=True)) + r")\b")
+
+
 def expand(text: str) -> str:
-    """Lower-case ``text`` with its contractions and hyphens expanded."""
-    return _CONTRACTIONS.sub(_expanded, text.lower())
+    """Lower-case ``text`` with its contractions, informal spellings and hyphens expanded."""
+    text = _CONTRACTIONS.sub(_expanded, text.lower())
+    return _INFORMAL_WORD.sub(lambda m: _INFORMAL[m.group(0)], text)
 
 
 def sentences(text: str) -> list[str]:
@@ -240,8 +269,9 @@ _OPENERS = (
     r"hey|thanks|great|perfect|alright|one more thing|quick question|please|kindly)\b[\s,:]*)*"
 )
 _ASKS = re.compile(
-    rf"\s*{_OPENERS}(?:"
-    r"(?:what|whats|which|when|whens|where|wheres|who|whos|whom|whose|why|how|hows|do|does|did|"
+    rf"\s*{_OPENERS}(?:(?:by|in|on|at|for|from|to|with|under|over|via|versus)\s+)?(?:"
+    r"(?:which(?!\s+(?:has|had|means|meant|costs|makes|gives|leaves|includes|requires|would\s+mean)\b)|"
+    r"what|whats|when|whens|where|wheres|who|whos|whom|whose|why|how|hows|do|does|did|"
     r"is|are|was|were|am|can|could|would|will|shall|should|may|might|have|has|any|anything|"
     r"anyone|tell|let|give|share|provide|confirm|specify|name|list|say|mention|indicate|clarify|"
     r"advise|state|describe|remind|rank|walk|enter|note|explain|identify|send|need)\b"
