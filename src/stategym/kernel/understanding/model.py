@@ -73,7 +73,6 @@ _BOUND_ONLY = frozenset({"from", "to", "with", "into"})
 """Particles that mean nothing alone ("want to do"), only bound to a word ("fly to")."""
 _PRONOUNS = frozenset({"it", "them", "him", "her", "me", "you", "us"})
 """Words skipped without breaking a binding ("send it to", "compare them by")."""
-_DETERMINERS = frozenset({"which"})
 _ASKED_NOUN = "^which"
 """Left by "which" in a clause's tokens: the next word is the noun asked about ("which
 company", "which property"), a feature of its own beside the word. ("what" is not: bound
@@ -155,7 +154,7 @@ def _tokens(text: str) -> list[str]:
                 out.append(KEPT[word])
             elif word in _PRONOUNS:
                 continue
-            elif word in _DETERMINERS:
+            elif word == "which":
                 out.append(_ASKED_NOUN)
             elif word in STOP or stem(word) in _STOP_STEMS:
                 out.append("")

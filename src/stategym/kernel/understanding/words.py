@@ -193,9 +193,9 @@ def stem(word: str) -> str:
     return word
 
 
+_NEGATED = ("do", "does", "did", "is", "are", "was", "were", "has", "have", "should", "could")
 _INFORMAL = {
-    **{f"{w}nt": f"{w} not" for w in ("do", "does", "did", "is", "are", "was", "were", "has")},
-    **{f"{w}nt": f"{w} not" for w in ("have", "should", "could", "would")},
+    **{f"{w}nt": f"{w} not" for w in (*_NEGATED, "would")},
     "cant": "can not",
     "wont": "will not",
     "whats": "what is",
@@ -271,7 +271,7 @@ _OPENERS = (
 _ASKS = re.compile(
     rf"\s*{_OPENERS}(?:(?:by|in|on|at|for|from|to|with|under|over|via|versus)\s+)?(?:"
     r"(?:which(?!\s+(?:has|had|means|meant|costs|makes|gives|leaves|includes|requires|would\s+mean)\b)|"
-    r"what|whats|when|whens|where|wheres|who|whos|whom|whose|why|how|hows|do|does|did|"
+    r"what|when|where|who|whom|whose|why|how|do|does|did|"
     r"is|are|was|were|am|can|could|would|will|shall|should|may|might|have|has|any|anything|"
     r"anyone|tell|let|give|share|provide|confirm|specify|name|list|say|mention|indicate|clarify|"
     r"advise|state|describe|remind|rank|walk|enter|note|explain|identify|send|need)\b"
@@ -284,11 +284,11 @@ _ASKS = re.compile(
 
 
 def asks(clause: str) -> bool:
-    """Whether ``clause`` (expanded text) has the form of a request: a question word or an
-    inverted auxiliary ("what is", "could you"), a verb of asking ("tell me", "confirm"), a
-    statement of need ("I'll need your ...", "until I know your dates"), after openers such
-    as "so", "and", "please". A statement ("I'd be happy to help", "I want to avoid late
-    flights") has none.
+    """Whether ``clause`` (:func:`expand`-ed text, so "whats" already reads "what is") has the
+    form of a request: a question word or an inverted auxiliary ("what is", "could you"), a
+    verb of asking ("tell me", "confirm"), a statement of need ("I'll need your ...", "until I
+    know your dates"), after openers such as "so", "and", "please". A statement ("I'd be happy
+    to help", "I want to avoid late flights") has none.
 
     Example:
         >>> asks("so, which days could you leave"), asks("i want to avoid late flights")
