@@ -12,7 +12,13 @@ and get an answer saying what the user can tell; "unclear" messages must reach n
     python benchmarks/user_understanding.py --json out.json
     python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions.json
 
-``--fixture`` measures another set of the same structure. ``heldout_questions_v8.json``, the
+``--fixture`` measures another set of the same structure. ``--reader openai:MODEL`` measures
+an LLM's reading instead of the rule-based one (:mod:`stategym.llm.reading`; every answer
+kept in ``--cache``, so a second run sends nothing)::
+
+    python benchmarks/user_understanding.py --reader openai:qwen2.5-7b-instruct \
+        --base-url http://127.0.0.1:8000/v1 --cache readings.sqlite
+ ``heldout_questions_v8.json``, the
 default, is the blind set: the first seven (``heldout_questions.json`` and ``_v2`` to ``_v7``)
 are the matcher's labelled training questions now, so their figures are training-set
 figures.
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym import Knobs
+from stategym.kernel.understanding import ReaderSource
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
@@ -54,8 +61,9 @@ class Tally:
         return self.right / self.total if self.total else 1.0
 
 
-def user_for(name: str) -> SimulatedUser:
-    """A user of the first default task that holds every slot of the domain."""
+def user_for(name: str, reading: ReaderSource | None = None) -> SimulatedUser:
+    """A user of the first default task that holds every slot of the domain (reading with
+    ``reading``'s reader if given)."""
     domain = get_domain(SYNTHETIC if name == "synthetic" else name)
     best = None
     for seed in range(200):
@@ -63,7 +71,8 @@ def user_for(name: str) -> SimulatedUser:
         if best is None or len(task.slots) > len(best.slots):
             best = task
     assert best is not None
-    return SimulatedUser(best, domain.slot_phrases, judges=not domain.read_only)
+    reader = reading.reader(domain.slot_phrases) if reading is not None else None
+    return SimulatedUser(best, domain.slot_phrases, judges=not domain.read_only, reader=reader)
 
 
 def _is_open(turn: UserTurn) -> bool:
@@ -102,11 +111,13 @@ def _cases(spec: dict[str, Any]) -> Iterator[tuple[str, str, frozenset[str], str
         yield "(open)", q, frozenset(), "open"
 
 
-def measure(fixture: dict[str, Any]) -> dict[str, dict[str, Tally]]:
+def measure(
+    fixture: dict[str, Any], reading: ReaderSource | None = None
+) -> dict[str, dict[str, Tally]]:
     """Tallies by domain, then by slot or kind of question."""
     out: dict[str, dict[str, Tally]] = {}
     for name, spec in fixture["domains"].items():
-        user = user_for(name)
+        user = user_for(name, reading)
         rows: dict[str, Tally] = {}
         for row, question, expected, kind in _cases(spec):
             user.restore(user.state())
@@ -117,7 +128,7 @@ def measure(fixture: dict[str, Any]) -> dict[str, dict[str, Tally]]:
                 tally.misses.append(f"{verdict}: {question}")
         out[name] = rows
     unclear = Tally()
-    user = user_for("travel")
+    user = user_for("travel", reading)
     for message in fixture["unclear"]:
         verdict = judge(user.respond(message), frozenset(), "unclear")
         setattr(unclear, verdict, getattr(unclear, verdict) + 1)
@@ -163,8 +174,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fixture", type=Path, default=FIXTURE, help="the held-out questions to measure"
     )
+    parser.add_argument("--reader", help="openai:MODEL: an LLM reads the questions instead")
+    parser.add_argument("--base-url", help="the --reader's endpoint")
+    parser.add_argument("--cache", type=Path, help="the --reader's answer cache (SQLite)")
+    parser.add_argument("--offline", action="store_true", help="--reader answers from --cache")
     args = parser.parse_args(argv)
-    results = measure(json.loads(args.fixture.read_text()))
+    reading = None
+    if args.reader:
+        from stategym.llm.reading import LLMReading
+
+        if not args.reader.startswith("openai:") or args.cache is None:
+            parser.error("--reader takes openai:MODEL, with --cache FILE")
+        model = args.reader.removeprefix("openai:")
+        reading = LLMReading(model, args.cache, base_url=args.base_url, offline=args.offline)
+    results = measure(json.loads(args.fixture.read_text()), reading)
     print(report(results, args.misses))
     if args.json:
         data = {d: {r: asdict(t) for r, t in rows.items()} for d, rows in results.items()}

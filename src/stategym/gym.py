@@ -32,6 +32,9 @@ Spaces:
 
 ``reward`` is a :data:`stategym.kernel.reward.RewardFn` or a name in :data:`REWARDS`
 (``"outcome"``, the default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`).
+``reader`` replaces how the simulated user reads messages (an LLM:
+``gymnasium.make("stategym/Travel-v0", reader=LLMReading(...))``, see
+:mod:`stategym.llm.reading`).
 :func:`register_envs`, run by ``import stategym``, registers every domain's ``env_id`` with a
 string entry point, so no environment is built until ``gymnasium.make`` asks for one.
 """
@@ -49,6 +52,7 @@ from gymnasium import spaces
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.reward import RewardFn, outcome_reward
+from stategym.kernel.understanding import ReaderSource
 
 CHARSET = "".join(chr(code) for code in range(32, 128))
 """Printable ASCII and DEL: JSON text escaped to ASCII never needs any other character."""
@@ -117,6 +121,8 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         dynamics: see :class:`~stategym.kernel.knobs.Knobs`.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the last round as text).
         reward: a reward function or its name (:data:`REWARDS`); default ``"outcome"``.
+        reader: what reads the agent's messages for the simulated user (default: the
+            rule-based intent model; an LLM: :class:`stategym.llm.reading.LLMReading`).
 
     Attributes:
         core: the wrapped :class:`stategym.kernel.env.Env` (trajectory, outcome, state key).
@@ -138,6 +144,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         dynamics: bool | None = None,
         render_mode: str | None = None,
         reward: RewardFn | str = "outcome",
+        reader: ReaderSource | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -153,6 +160,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
             knobs=_knobs(knobs, switches),
             reward=reward_function(reward),
             agent="gymnasium",
+            reader=reader,
         )
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_OBSERVATION, min_length=0, charset=CHARSET)

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.server
 import json
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import loopback
 from stategym.agents import resolve
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
@@ -76,32 +75,9 @@ class ScriptedModel:
         )
         return vf.OpenAIChatCompletionsClient(api)
 
-    @contextlib.contextmanager
-    def serving(self) -> Iterator[str]:
+    def serving(self) -> contextlib.AbstractContextManager[str]:
         """This model on a loopback port, for another process; yields its base URL."""
-        model = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                data = json.dumps(model.reply(json.loads(self.rfile.read(length)))).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-        finally:
-            server.shutdown()
-            server.server_close()
+        return loopback.serving(self.reply)
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The chat completion answering one request: its conversation's next reply."""

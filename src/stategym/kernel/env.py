@@ -48,6 +48,7 @@ from stategym.kernel.trajectory import (
     RoundRecord,
     Trajectory,
 )
+from stategym.kernel.understanding import ReaderSource
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.kernel.validation import (
     NOT_RUN,
@@ -105,6 +106,11 @@ class Env:
         knobs: which properties generated tasks have.
         reward: per-round reward function (default: sparse outcome reward).
         agent: the agent's name, stamped on trajectories.
+        reader: what reads the agent's messages for the simulated user; ``None`` (the
+            default): the rule-based intent model. Another reader (an LLM:
+            :class:`stategym.llm.reading.LLMReading`) is named in every trajectory's
+            ``meta["reader"]``, and :func:`~stategym.kernel.trajectory.replay` refuses such a
+            trajectory unless given an environment that reads the same way.
 
     Example:
         >>> env = Env("travel")
@@ -120,8 +126,11 @@ class Env:
         knobs: Knobs | None = None,
         reward: RewardFn = outcome_reward,
         agent: str = "",
+        reader: ReaderSource | None = None,
     ) -> None:
         self.domain = lookup(domain) if isinstance(domain, str) else domain
+        self.reader_name = reader.name if reader is not None else None
+        self._reader = reader.reader(self.domain.slot_phrases) if reader is not None else None
         self.knobs = knobs or Knobs()
         self.reward_fn = reward
         self._pay: RoundReward = OutcomeReward()
@@ -174,7 +183,9 @@ class Env:
         self._next_seed = task.seed + 1
         self.world = self.domain.new_world(task)
         type(self.world).check_events(task.events)  # a hand-made task fails here, not mid-episode
-        self.user = SimulatedUser(task, self.domain.slot_phrases, judges=not self.domain.read_only)
+        self.user = SimulatedUser(
+            task, self.domain.slot_phrases, judges=not self.domain.read_only, reader=self._reader
+        )
         self.provenance = Provenance()
         request_origin = Origin(Source.REQUEST, -1, "")
         for value in (*task.request.given.values(), *task.request.implied):
@@ -442,6 +453,7 @@ class Env:
             truncated,
             outcome,
             self.state_key(),
+            meta={} if self.reader_name is None else {"reader": self.reader_name},
         )
 
 

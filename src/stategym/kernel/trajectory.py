@@ -356,9 +356,22 @@ def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
 
     The returned environment's ``state_key()`` equals ``trajectory.digest`` when the
     environment is deterministic (it is: this is tested for every domain).
+
+    Raises:
+        TrajectoryError: the trajectory's user read messages with another reader
+            (``meta["reader"]``, an LLM) than ``env`` does: replayed with the rule-based
+            reader, its say rounds would be read differently. Pass an environment made
+            with the same reader (its cached answers replay the episode exactly).
     """
     from stategym.kernel.env import Env
 
+    reader = trajectory.meta.get("reader")
+    if reader != (env.reader_name if env is not None else None):
+        raise TrajectoryError(
+            f"this trajectory's user read messages with {reader or 'the rule-based reader'}; "
+            "replay it on an environment made with the same reader "
+            "(Env(domain, knobs=..., reader=...))"
+        )
     env = env or Env(trajectory.domain, knobs=trajectory.knobs)
     env.reset(seed=trajectory.seed)
     for record in trajectory.rounds:

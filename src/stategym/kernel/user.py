@@ -26,7 +26,14 @@ from types import MappingProxyType
 from typing import Any
 
 from stategym.kernel.task import Constraint, Task, Value
-from stategym.kernel.understanding import CHOICE, OVERVIEW, PRIORITIES, Reading, matcher_for
+from stategym.kernel.understanding import (
+    CHOICE,
+    OVERVIEW,
+    PRIORITIES,
+    Reader,
+    Reading,
+    matcher_for,
+)
 from stategym.kernel.understanding.intents import PRIORITY_PHRASES
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -117,14 +124,22 @@ class SimulatedUser:
             first names the slot as the user would ("my budget").
         judges: whether the user judges proposals; a user who asked a question it cannot
             answer itself (the lookup domain) does not, or it would give the answer away.
+        reader: what reads the agent's messages; ``None``: the rule-based intent model of
+            ``slot_phrases`` (:mod:`stategym.kernel.understanding`).
     """
 
     def __init__(
-        self, task: Task, slot_phrases: Mapping[str, tuple[str, ...]], *, judges: bool = True
+        self,
+        task: Task,
+        slot_phrases: Mapping[str, tuple[str, ...]],
+        *,
+        judges: bool = True,
+        reader: Reader | None = None,
     ) -> None:
         self.task = task
         self.judges = judges
-        self._matcher = matcher_for(slot_phrases)
+        self._reader = reader
+        self._matcher: Reader = reader or matcher_for(slot_phrases)
         self._phrases = slot_phrases
         self._order = {slot.name: i for i, slot in enumerate(task.slots)}
         self._options = _option_keys(tuple(task.truth.satisfaction)) if judges else {}
@@ -135,14 +150,15 @@ class SimulatedUser:
     def __getstate__(self) -> dict[str, Any]:
         # The matcher and the option table are shared, read-only caches (one per domain, one
         # per task): a copy rebuilds them rather than copying them or failing to pickle the
-        # option table's mapping proxy.
+        # option table's mapping proxy. A reader given in place of the matcher travels as
+        # ``_reader``.
         state = self.__dict__.copy()
         del state["_matcher"], state["_options"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._matcher = matcher_for(self._phrases)
+        self._matcher = self._reader or matcher_for(self._phrases)
         self._options = _option_keys(tuple(self.task.truth.satisfaction)) if self.judges else {}
 
     def state(self) -> UserState:

@@ -20,6 +20,10 @@ time?") asks the priority order. Beside a request, a statement asks nothing ("I'
 to book this. Which airport are you leaving from?" asks the origin only;
 :func:`~stategym.kernel.understanding.model._requests_only`).
 
+What reads the messages is a seam (:mod:`~stategym.kernel.understanding.reader`): an
+environment given a :class:`ReaderSource` reads them with it instead (an LLM, in
+``stategym.llm.reading``), and the user does everything else as before.
+
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
 standard library and ``pyspellchecker``'s English word list. It is measured on hand-written
 questions it never sees (``benchmarks/user_understanding.py``, on the blind set
@@ -30,5 +34,16 @@ from __future__ import annotations
 
 from .intents import CHOICE, NOTHING, OVERVIEW, PRIORITIES
 from .model import Matcher, Reading, matcher_for
+from .reader import Reader, ReaderSource
 
-__all__ = ["CHOICE", "NOTHING", "OVERVIEW", "PRIORITIES", "Matcher", "Reading", "matcher_for"]
+__all__ = [
+    "CHOICE",
+    "NOTHING",
+    "OVERVIEW",
+    "PRIORITIES",
+    "Matcher",
+    "Reader",
+    "ReaderSource",
+    "Reading",
+    "matcher_for",
+]
