@@ -1,6 +1,6 @@
 """How well the simulated user understands questions it was never trained on.
 
-Reads ``tests/fixtures/heldout_questions_v8.json`` (hand-written questions the user's matcher
+Reads ``tests/fixtures/heldout_questions_v9.json`` (hand-written questions the user's matcher
 never trains on), asks each of them of a user holding every slot of its domain, and prints, per
 domain and per slot, how many it understood (reached exactly the right slots), how many it
 answered with a wrong slot, and how many it missed. Priority questions must be read as such
@@ -18,8 +18,8 @@ kept in ``--cache``, so a second run sends nothing)::
 
     python benchmarks/user_understanding.py --reader openai:qwen2.5-7b-instruct \
         --base-url http://127.0.0.1:8000/v1 --cache readings.sqlite
- ``heldout_questions_v8.json``, the
-default, is the blind set: the first seven (``heldout_questions.json`` and ``_v2`` to ``_v7``)
+ ``heldout_questions_v9.json``, the
+default, is the blind set: the first eight (``heldout_questions.json`` and ``_v2`` to ``_v8``)
 are the matcher's labelled training questions now, so their figures are training-set
 figures.
 """
@@ -39,7 +39,7 @@ from stategym.kernel.understanding import ReaderSource
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions_v8.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions_v9.json"
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 
 

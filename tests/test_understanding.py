@@ -28,18 +28,18 @@ from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
 
-V_TRAINED = ("v2", "v3", "v4", "v5", "v6", "v7")
+V_TRAINED = ("v2", "v3", "v4", "v5", "v6", "v7", "v8")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())
-"""The first held-out set; with the second to the seventh, training data now
+"""The first held-out set; with the second to the eighth, training data now
 (``questions.json``)."""
 TRAINED_SETS = [
     HELDOUT,
     *(json.loads((FIXTURE.parent / f"heldout_questions_{v}.json").read_text()) for v in V_TRAINED),
 ]
-BLIND = json.loads((FIXTURE.parent / "heldout_questions_v8.json").read_text())
-"""The eighth set, blind: none of it may reach the training data."""
+BLIND = json.loads((FIXTURE.parent / "heldout_questions_v9.json").read_text())
+"""The ninth set, blind: none of it may reach the training data."""
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
@@ -61,15 +61,18 @@ def _questions(spec: dict[str, object]) -> list[str]:
 
 
 COINCIDENCES = {
-    "Expense category?",
-    "On what basis?",
-    "Shall I place the order?",
-    "Which attribute?",
-    "whens it due",
+    "Flying out of?",
+    "How soon?",
+    "Other one?",
+    "What matters most?",
+    "What next?",
+    "What would you give up?",
+    "Which one should I pick?",
+    "whos invited?",
 }
 """Blind questions that a phrase table already held when the blind set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. (The
-third to seventh sets had 19, 30, 14, 4 and 10 such; all are training data now.)"""
+third to eighth sets had 19, 30, 14, 4, 10 and 5 such; all are training data now.)"""
 
 
 def _prior_plain() -> set[str]:
@@ -91,12 +94,12 @@ def test_no_blind_question_is_in_the_training_set(name: str) -> None:
     prior = _prior_plain()
     messages = _questions(BLIND["domains"][name]) + list(BLIND["unclear"])
     leaked = {q for q in messages if _plain(q) in trained and _plain(q) not in prior}
-    assert leaked <= COINCIDENCES
+    assert leaked <= COINCIDENCES, sorted(leaked - COINCIDENCES)
 
 
 @pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
-def test_the_first_seven_sets_are_the_labelled_training_questions(name: str) -> None:
-    """Every slot question of the first seven sets trains its own slot, except those the
+def test_the_first_eight_sets_are_the_labelled_training_questions(name: str) -> None:
+    """Every slot question of the first eight sets trains its own slot, except those the
     domain's ``questions.json`` drops (with the reason), and nothing else is labelled."""
     table = _table(name)
     resource = PACKAGE.parents[1] / "domains" / name / "questions.json"
@@ -110,8 +113,8 @@ def test_the_first_seven_sets_are_the_labelled_training_questions(name: str) -> 
         assert table[slot][-len(labelled) :] == tuple(labelled), slot
 
 
-def test_the_shared_intents_train_on_the_seven_sets_priority_open_and_unclear_questions() -> None:
-    """Each priority question of the seven sets trains the priority intent, each open one the
+def test_the_shared_intents_train_on_the_eight_sets_priority_open_and_unclear_questions() -> None:
+    """Each priority question of the eight sets trains the priority intent, each open one the
     agent's choice or everything at once, each unclear one nothing to answer (except those
     the file drops, with the reason); no other question is labelled there (the leak test
     keeps the blind set's out)."""
@@ -119,9 +122,23 @@ def test_the_shared_intents_train_on_the_seven_sets_priority_open_and_unclear_qu
     data, dropped = labelled["intents"], set(labelled.get("dropped", {}))
     specs = [spec for fx in TRAINED_SETS for spec in fx["domains"].values()]
     assert set(data[PRIORITIES]) == {q for spec in specs for q in spec["priorities"]}
-    assert set(data[CHOICE]) | set(data[OVERVIEW]) == {q for spec in specs for q in spec["open"]}
+    opened = {q for spec in specs for q in spec["open"]}
+    assert set(data[CHOICE]) | set(data[OVERVIEW]) == opened - dropped
     assert not set(data[CHOICE]) & set(data[OVERVIEW])
     assert set(data[NOTHING]) == {q for fx in TRAINED_SETS for q in fx["unclear"]} - dropped
+
+
+def test_no_question_trains_both_a_slot_and_a_shared_intent() -> None:
+    """A question the held-out sets labelled twice ("What exactly is your question?": lookup's
+    path in the first set, an open question in the fourth) trains one of them only: the same
+    words cannot teach two intents, and a shared intent's example pulls at every domain."""
+    shared = json.loads((PACKAGE / "questions.json").read_text())["intents"]
+    examples = {_plain(q) for questions in shared.values() for q in questions}
+    examples |= {_plain(p) for phrases in GENERAL.values() for p in phrases}
+    for name in HELDOUT["domains"]:
+        for slot, phrases in _table(name).items():
+            both = {p for p in phrases if _plain(p) in examples}
+            assert not both, (name, slot, sorted(both))
 
 
 def test_the_heldout_fixture_has_fifteen_questions_for_every_slot_of_every_domain() -> None:

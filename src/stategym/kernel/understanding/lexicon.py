@@ -14,7 +14,7 @@ _STOP_WORDS = """a an the and or but if so then than also just really exactly pr
     that these those there here he she his her one
     be is are am was were been being do does did done have has had having
     can could would will shall should may might must
-    what which whose whom how why
+    what which whom how why
     tell let like want wish need ask wonder
     any some anything something every all each much many more
     for of in on at onto as
@@ -29,6 +29,7 @@ word (it names the required attendees), so it is listed in a set below as well."
 QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("how", "much"): "@howmuch",
     ("how", "many"): "@howmany",
+    ("more", "than", "one"): "@howmany",
     ("how", "long"): "@howlong",
     ("how", "soon"): "@howsoon",
     ("how", "quickly"): "@howsoon",
@@ -72,6 +73,8 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("more", "important"): "@priority",
     ("least", "important"): "@priority",
     ("less", "important"): "@priority",
+    ("least", "essential"): "@priority",
+    ("most", "essential"): "@priority",
     ("important", "than"): "@priority",
     ("matter", "more"): "@priority",
     ("matters", "more"): "@priority",
@@ -125,6 +128,7 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
 KEPT: dict[str, str] = {
     "who": "@who",
     "whom": "@who",
+    "whose": "@who",
     "when": "@when",
     "where": "@where",
     "from": "from",
@@ -199,7 +203,7 @@ SYNONYMS: dict[str, str] = {
         "agenda topic topics subject purpose about discuss discussion goal reason occasion "
         "title cover covered talk talking"
     ),
-    "@brand": "brand brands manufacturer make maker makes label",
+    "@brand": "brand brands manufacturer make maker makes label marque",
     "@product": "product item items article thing goods equipment order",
     "@buy": "buy buying purchase purchasing order ordering shop shopping",
     "@count": "quantity units unit pieces piece number count several @howmany",

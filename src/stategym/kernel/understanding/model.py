@@ -47,6 +47,7 @@ from .words import (
     sets_context,
     stem,
     tells_plans,
+    tells_status,
     words,
 )
 
@@ -91,7 +92,8 @@ _PREFERRING = frozenset({"@rather", "bad", "good"})
 "Do you prefer to leave early or later on?" asks one slot)."""
 _OFFER = re.compile(
     r"\bwould you (?:be willing to |accept |rather )?(?:pay|go|take|accept|settle|give|spend|wait|"
-    r"switch|trade|skip|sacrifice|drop|leave|fly|detach|delete|shorten|move|miss)\b"
+    r"switch|trade|skip|sacrifice|drop|leave|fly|detach|delete|shorten|move|miss|buy|let|use|"
+    r"allow|break|exceed|book|order|meet)\b"
     r"|\b(?:acceptable|accept|willing)\b"
     r"|\b(?:is it|would you be|are you) (?:ok|okay|fine|alright)\b"
 )
@@ -272,6 +274,8 @@ class Matcher:
             cues = tuple(sorted(features(clause) & COMPARING))
             if cues:
                 out.append(Reading(clause.strip(), PRIORITIES, math.inf, cues))
+            elif tells_status(clause):
+                out.append(Reading(clause.strip(), None, 0.0, ("status",)))
             elif CHOICE_PATTERN.search(clause):
                 out.append(Reading(clause.strip(), CHOICE, math.inf, ("which ... should i",)))
             else:
@@ -362,7 +366,9 @@ def _sides(sentence: str) -> tuple[list[str], tuple[str, ...]] | None:
     pair = _CONDITION.split(sentence, 1)
     if len(pair) != 2 or (leave and not (_CONFLICT.search(pair[1]) or _DESPITE.search(pair[0]))):
         return None
-    return pair, ("leave" if leave else offer.group(0), "if")
+    if leave or _CONFLICT.search(pair[1]):  # acting although a wish fails, like leave
+        return pair, ("leave", "if")
+    return pair, (offer.group(0), "if")
 
 
 def _statement(reading: Reading) -> Reading:
@@ -405,8 +411,10 @@ def _example_features(phrase: str) -> frozenset[str]:
     limit, what is your own budget?" teaches the budget "own budget", not "policy limit"),
     as the matcher reads a message."""
     text = expand(phrase)
-    parts = [c for s in sentences(text) for c in clauses(s)]
-    return features(_asking(parts, [sets_context(c) for c in parts], text))
+    parts = [c for s in sentences(text) for c in clauses(s) if not tells_status(c)]
+    if not parts:
+        return frozenset()
+    return features(_asking(parts, [sets_context(c) for c in parts], " . ".join(parts)))
 
 
 @functools.cache

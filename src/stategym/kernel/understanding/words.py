@@ -30,8 +30,8 @@ _STRICT = re.compile(rf",?\s+and\s+(?:also\s+)?{_ASKING}|\s*,?\s+also,?\s+")
 _AGENT_PLANS = r"(?:before|after|once|so that|so|until|while|since)\s+(?:i|we)\b"
 """A clause about what the agent will do next ("before I search", "so I can book")."""
 _NEEDS = (
-    r"(?:before|until|unless|till)\s+(?:i|we)\s+(?:first\s+)?(?:know|get|hear|learn|receive|"
-    r"find\s+out|confirm|understand)\b"
+    r"(?:before|until|unless|till)\s+(?:i|we)\s+(?:first\s+)?(?:know|get(?!\s+(?:to|into)\b)|"
+    r"hear|learn|receive|find\s+out|confirm|understand)\b"
 )
 """A clause of what the agent must first learn ("until I know your dates"): it asks."""
 _PLANS = re.compile(rf"\s*(?!{_NEEDS}){_AGENT_PLANS}")
@@ -124,6 +124,7 @@ IRREGULAR: dict[str, str] = {
     "gb": "gb",
     "utc": "utc",
     "less": "less",
+    "lesser": "less",
     "least": "least",
     "best": "best",
     "worse": "bad",
@@ -219,9 +220,16 @@ for ("whats ur budget" reads "what is your budget")."""
 _INFORMAL_WORD = re.compile(r"\b(?:" + "|".join(sorted(_INFORMAL, key=len, reverse=True)) + r")\b")
 
 
+_GREETING = re.compile(
+    r"(?:^|(?<=[.!?;]\s))\s*good\s+(?:morning|afternoon|evening|day|night)\b(?=\s*(?:[!,.;]|$))"
+)
+"""A greeting ("Good morning!"), not a time of day: read as "hello"."""
+
+
 def expand(text: str) -> str:
-    """Lower-case ``text`` with its contractions, informal spellings and hyphens expanded."""
-    text = _CONTRACTIONS.sub(_expanded, text.lower())
+    """Lower-case ``text`` with its contractions, informal spellings, greetings and hyphens
+    expanded."""
+    text = _GREETING.sub("hello", _CONTRACTIONS.sub(_expanded, text.lower()))
     return _INFORMAL_WORD.sub(lambda m: _INFORMAL[m.group(0)], text)
 
 
@@ -238,10 +246,20 @@ def clauses(sentence: str, *, strict: bool = False) -> list[str]:
     compares things ("If we can't get X and your Y, which matters more?"), whose parts are
     what is compared, not questions.
     """
-    if "," not in sentence and not _JOINERS.intersection(sentence.split()):
+    if "," not in sentence and ":" not in sentence and not _JOINERS.intersection(sentence.split()):
         return [sentence] if sentence.strip() else []
     pattern = _STRICT if strict else _LOOSE
-    return [part for part in pattern.split(sentence) if part.strip()]
+    return [part for piece in _scene(sentence) for part in pattern.split(piece) if part.strip()]
+
+
+def _scene(sentence: str) -> list[str]:
+    """``sentence`` cut after a scene set before a colon ("Before we get to the due date: who
+    is the recipient?"); a colon after anything else ("Window, aisle or middle: which?")
+    joins what it names to the question."""
+    scene, colon, question = sentence.partition(":")
+    if colon and sets_context(scene) and asks(question):
+        return [scene, question]
+    return [sentence]
 
 
 def sets_context(clause: str) -> bool:
@@ -276,7 +294,8 @@ _ASKS = re.compile(
     r"anyone|tell|let|give|share|provide|confirm|specify|name|list|say|mention|indicate|clarify|"
     r"advise|state|describe|remind|rank|walk|enter|note|explain|identify|send|need)\b"
     r"|(?:i|we)\s+(?:will\s+|would\s+|still\s+|also\s+|first\s+|just\s+|really\s+)*"
-    r"(?:need|require|must\s+know|have\s+to\s+(?:know|ask|confirm|check)"
+    r"(?:(?:need|require)(?!\s+to\s+(?!(?:know|ask|confirm|check|find\s+out|hear|learn|"
+    r"understand|clarify|verify|get|have|see)\b))|must\s+know|have\s+to\s+(?:know|ask|confirm|check)"
     r"|am\s+going\s+to\s+need|(?:would\s+like|want|wanted|like)\s+to\s+(?:know|ask|confirm|"
     r"check|find\s+out|hear|learn|understand|clarify|verify|get))\b"
     rf"|{_NEEDS})"
@@ -297,15 +316,47 @@ def asks(clause: str) -> bool:
     return any(_ASKS.match(piece) for piece in clause.split(","))
 
 
+_CONFIRMING = re.compile(
+    r"\s*(?:(?:is|was)\s+(?:that|this|it)\s+|(?:that|this)\s+is\s+|am\s+i\s+)?"
+    r"(?:about\s+|roughly\s+|more\s+or\s+less\s+)?(?:right|correct|ok|okay|true|accurate|so)\s*$"
+)
+"""A tag that asks to confirm the sentence before it ("I'm assuming a budget of $1,000 - is
+that about right?", "The project is prj2291. Correct?")."""
+
+
 def questions(text: str) -> list[tuple[str, bool]]:
     """``text`` (already :func:`expand`-ed) cut into sentences, each with whether it ends in a
-    question mark."""
+    question mark. A confirming tag ("- correct?", ". Is that right?") is not a sentence of
+    its own: it makes the sentence before it the question."""
     pieces = _SENTENCE.split(text)
-    return [
-        (sentence, "?" in end)
-        for sentence, end in zip(pieces[::2], [*pieces[1::2], ""], strict=True)
-        if sentence.strip()
-    ]
+    out: list[tuple[str, bool]] = []
+    for sentence, end in zip(pieces[::2], [*pieces[1::2], ""], strict=True):
+        if not sentence.strip():
+            continue
+        if out and "?" in end and _CONFIRMING.match(sentence):
+            out[-1] = (out[-1][0], True)
+        else:
+            out.append((sentence, "?" in end))
+    return out
+
+
+_STATUS = re.compile(
+    r"\s*(?:(?:i|we)\s+(?:am|are|will|have)\s+|still\s+)(?:still\s+|now\s+|just\s+|be\s+)*"
+    r"(?:working|searching|checking|processing|looking\s+into|pulling\s+up|loading|gathering|"
+    r"getting\s+back|get\s+back|back|on\s+it)\b"
+)
+
+
+def tells_status(clause: str) -> bool:
+    """Whether ``clause`` reports what the agent is doing ("I'm working on it", "still
+    searching", "I will get back to you"): a status update, which asks nothing and teaches
+    nothing (its words, "work", "search", belong to the slots' questions too).
+
+    Example:
+        >>> tells_status("i am working on it now"), tells_status("when do you work")
+        (True, False)
+    """
+    return _STATUS.match(clause) is not None
 
 
 def tells_plans(clause: str) -> bool:
