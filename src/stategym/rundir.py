@@ -73,11 +73,14 @@ class RunConfig:
         agent: agent spec as given to ``--agent`` (stamped on every trajectory).
         knobs: the tasks' knobs, or :data:`MIXED` (one setting of the eval mix per seed,
             :data:`stategym.metrics.taskset.MIXED`).
+        reader: what read the agent's messages for the user (``openai:MODEL``, as in
+            ``Trajectory.meta["reader"]``); ``None``: the rules.
     """
 
     domain: str
     agent: str
     knobs: Knobs | Literal["mixed"]
+    reader: str | None = None
 
     def knobs_of(self, seed: int) -> Knobs:
         """The knobs of the task ``seed``."""
@@ -92,11 +95,12 @@ class RunConfig:
         return self.knobs.describe() if isinstance(self.knobs, Knobs) else MIXED
 
     def matches(self, trajectory: Trajectory) -> bool:
-        return (trajectory.domain, trajectory.agent, trajectory.knobs) == (
-            self.domain,
-            self.agent,
-            self.knobs_of(trajectory.seed),
-        )
+        return (
+            trajectory.domain,
+            trajectory.agent,
+            trajectory.knobs,
+            trajectory.meta.get("reader"),
+        ) == (self.domain, self.agent, self.knobs_of(trajectory.seed), self.reader)
 
 
 def seed_ranges(seeds: Sequence[int]) -> str:
@@ -167,6 +171,7 @@ class RunDir:
                 "domain": config.domain,
                 "agent": config.agent,
                 "knobs": config.describe_knobs(),
+                **({"reader": config.reader} if config.reader else {}),
                 "seeds": seed_ranges(seeds),
                 "options": options,
                 "stategym_version": version,

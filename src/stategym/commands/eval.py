@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from stategym.kernel.trajectory import Trajectory
+    from stategym.kernel.understanding import ReaderSource
     from stategym.metrics.score import Scorecard
     from stategym.rollout import Agents, EpisodeSpec
     from stategym.rollout.spec import Key
@@ -84,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write OUT/report.html (stategym report of this run; needs matplotlib)",
     )
     options.add_llm_options(parser)
+    options.add_reader_options(parser)
     options.add_spread_options(parser)
 
 
@@ -91,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import __version__
-    from stategym.commands.options import llm_options, spread_of
+    from stategym.commands.options import llm_options, reader_of, spread_of
     from stategym.kernel.errors import UsageError
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
@@ -124,10 +126,12 @@ def main(args: argparse.Namespace) -> int:
         options,
     )
     agents = _agents(specs)
+    reader = reader_of(args, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / TRAJECTORIES
-    finished = _resume(path, args.overwrite, console)
-    played = _play(path, pending(specs, finished), agents, options, spread_of(args), console)
+    finished = _resume(path, args.overwrite, reader, console)
+    todo = pending(specs, finished)
+    played = _play(path, todo, agents, options, spread_of(args), reader, console)
     finished += [trajectory for trajectory, _ in played]
     config = {
         "command": "eval",
@@ -137,6 +141,7 @@ def main(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "knobs": args.knobs,
         "samples": args.samples,
+        **({"reader": reader.name} if reader is not None else {}),
         "resamples": args.resamples,
         "stategym_version": __version__,
     }
@@ -149,14 +154,18 @@ def main(args: argparse.Namespace) -> int:
     return status
 
 
-def _resume(path: Path, overwrite: bool, console: Console) -> list[Trajectory]:
+def _resume(
+    path: Path, overwrite: bool, reader: ReaderSource | None, console: Console
+) -> list[Trajectory]:
     """Trajectories already in the file (which is rewritten without a cut last line).
 
     Raises:
-        UsageError: a corrupt line or a duplicated episode (see :func:`~stategym.rundir.load_log`).
+        UsageError: a corrupt line or a duplicated episode (see :func:`~stategym.rundir.load_log`),
+            or an episode whose user read messages otherwise than ``reader`` does.
     """
     from rich.text import Text
 
+    from stategym.kernel.errors import UsageError
     from stategym.rundir import load_log
 
     if overwrite or not path.exists():
@@ -170,6 +179,14 @@ def _resume(path: Path, overwrite: bool, console: Console) -> list[Trajectory]:
                 "append); its episode is played again"
             ),
             style="yellow",
+        )
+    reading = reader.name if reader is not None else None
+    foreign = {t.meta.get("reader") for t in log.trajectories} - {reading}
+    if foreign:
+        read = ", ".join(sorted(r or "the rules" for r in foreign))
+        raise UsageError(
+            f"{path} holds episodes whose user read messages with {read}, not "
+            f"{reading or 'the rules'}; use --overwrite or another --out"
         )
     if log.trajectories:
         console.print(Text(f"resuming {path}: {len(log.trajectories)} episode(s) there"))
@@ -227,6 +244,7 @@ def _play(
     agents: Agents,
     options: dict[str, Any],
     spread: Spread,
+    reader: ReaderSource | None,
     console: Console,
 ) -> list[tuple[Trajectory, Scorecard]]:
     """Play the specs, appending each trajectory to the file as it ends (in spec order
@@ -243,7 +261,7 @@ def _play(
         task = progress.add_task("episodes", total=len(specs))
         concurrency = options.get("concurrency")
         for _, trajectory, card in stream_scored(
-            specs, agents, score, concurrency=concurrency, spread=spread
+            specs, agents, score, concurrency=concurrency, spread=spread, reader=reader
         ):
             append(trajectory)
             played.append((trajectory, card))

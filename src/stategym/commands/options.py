@@ -187,6 +187,59 @@ def add_spread_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_reader_options(parser: argparse.ArgumentParser) -> None:
+    """How the simulated user reads the agent's messages; read back with :func:`reader_of`."""
+    group = parser.add_argument_group(
+        "the simulated user's reading (default: its rules, no LLM; docs/environment.md)"
+    )
+    group.add_argument(
+        "--reader",
+        metavar="openai:MODEL",
+        help="an LLM behind an OpenAI-compatible endpoint reads the agent's messages for the "
+        "user (which slots they ask); every answer is cached (needs stategym[llm])",
+    )
+    group.add_argument(
+        "--reader-base-url",
+        help="the reader's endpoint (default: OPENAI_BASE_URL or OpenAI's)",
+    )
+    group.add_argument(
+        "--reader-cache",
+        type=output_path,
+        help="SQLite file of the reader's answers (default: OUT/readings.sqlite)",
+    )
+    group.add_argument(
+        "--reader-offline",
+        action="store_true",
+        help="read only from --reader-cache: a message it does not hold stops the run",
+    )
+
+
+def reader_of(args: argparse.Namespace, out: Path) -> Any:
+    """The :class:`~stategym.llm.reading.LLMReading` that ``--reader`` asks for (``None``:
+    the rules); its endpoint is checked now, before anything is played.
+
+    Raises:
+        UsageError: not ``openai:MODEL``, the ``llm`` extra missing, the endpoint unreachable.
+    """
+    from stategym.kernel.errors import UsageError
+
+    spec = getattr(args, "reader", None)
+    if spec is None:
+        return None
+    kind, _, model = spec.partition(":")
+    if kind != "openai" or not model:
+        raise UsageError(f"--reader takes openai:MODEL, got {spec!r}")
+    try:
+        from stategym.llm.openai_agent import check_endpoint
+        from stategym.llm.reading import LLMReading
+    except ImportError as error:
+        raise UsageError(f"--reader needs pip install 'stategym[llm]' ({error})") from None
+    if not args.reader_offline:
+        check_endpoint(model, args.reader_base_url)
+    cache = args.reader_cache or out / "readings.sqlite"
+    return LLMReading(model, cache, base_url=args.reader_base_url, offline=args.reader_offline)
+
+
 def spread_of(args: argparse.Namespace) -> Any:
     """The :class:`~stategym.rollout.workers.Spread` that ``--workers``/``--ray`` ask for."""
     from stategym.rollout.workers import Spread

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from stategym.kernel.trajectory import Trajectory
+    from stategym.kernel.understanding import ReaderSource
     from stategym.rollout import Agents, EpisodeSpec
     from stategym.rollout.workers import Spread
     from stategym.rundir import RunConfig, RunDir
@@ -70,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the project-wide run index to record the run in (default: {DEFAULT_INDEX})",
     )
     options.add_llm_options(parser)
+    options.add_reader_options(parser)
     options.add_spread_options(parser)
 
 
@@ -77,13 +79,15 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import store
-    from stategym.commands.options import llm_options, spread_of
+    from stategym.commands.options import llm_options, reader_of, spread_of
     from stategym.rollout import episode_specs, pending, requested
     from stategym.rundir import RunConfig, RunDir
 
     console = Console()
     options = llm_options(args)
-    config = RunConfig(args.domain, args.agent, _knobs(args.knobs))
+    reader = reader_of(args, args.out)
+    reading = reader.name if reader is not None else None
+    config = RunConfig(args.domain, args.agent, _knobs(args.knobs), reading)
     seeds = range(args.seed, args.seed + args.episodes)
     knobs = {seed: config.knobs_of(seed) for seed in seeds}
     specs = episode_specs(args.domain, args.agent, seeds, knobs, options=options)
@@ -105,7 +109,8 @@ def main(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         if todo:
-            _play(todo, agents, config, run, finished, options, spread_of(args), console)
+            spread = spread_of(args)
+            _play(todo, agents, config, run, finished, options, spread, reader, console)
     except KeyboardInterrupt:
         interrupted = True
     _record(run, config, requested(specs, finished), options, args.index, console)
@@ -227,9 +232,11 @@ def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory
         )
     foreign = next((t for t in finished if not config.matches(t)), None)
     if foreign is not None:
+        reader = foreign.meta.get("reader")
+        read = f" reader={reader or 'rules'}" if reader or config.reader else ""
         raise UsageError(
             f"{run.path} holds a run of domain={foreign.domain} agent={foreign.agent} "
-            f"knobs={foreign.knobs.describe()}; use --overwrite or another --out"
+            f"knobs={foreign.knobs.describe()}{read}; use --overwrite or another --out"
         )
     return finished
 
@@ -242,6 +249,7 @@ def _play(
     finished: list[Trajectory],
     options: dict[str, Any],
     spread: Spread,
+    reader: ReaderSource | None,
     console: Console,
 ) -> None:
     """Play the specs, appending each trajectory to the run as soon as it ends (in spec
@@ -269,7 +277,7 @@ def _play(
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task(f"{config.domain} / {config.agent}", total=len(specs), goal="-")
         played_specs = rollout.stream(
-            specs, agents, concurrency=options.get("concurrency"), spread=spread
+            specs, agents, concurrency=options.get("concurrency"), spread=spread, reader=reader
         )
         for _, trajectory in played_specs:
             run.append(trajectory)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 from stategym.kernel.env import Env
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
+from stategym.kernel.understanding import ReaderSource
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import Episode, TaskOf, adrive, drive, spec_task
 from stategym.rollout.spec import EpisodeSpec
@@ -38,10 +39,16 @@ Card = TypeVar("Card")
 
 
 def play_spec(
-    spec: EpisodeSpec, agents: AgentSource, env: Env | None = None, task_of: TaskOf = spec_task
+    spec: EpisodeSpec,
+    agents: AgentSource,
+    env: Env | None = None,
+    task_of: TaskOf = spec_task,
+    reader: ReaderSource | None = None,
 ) -> Trajectory:
-    """Play one spec to its end (blocking), on ``env`` if given."""
-    env = env if env is not None and env.domain.name == spec.domain else Env(spec.domain)
+    """Play one spec to its end (blocking), on ``env`` if given (else a new environment whose
+    user reads with ``reader``, default the rules)."""
+    if env is None or env.domain.name != spec.domain:
+        env = Env(spec.domain, reader=reader)
     return drive(Episode.start(env, agents, spec, task_of))
 
 
@@ -50,6 +57,7 @@ def play_in_order(
     agents: AgentSource,
     task_of: TaskOf = spec_task,
     envs: dict[str, Env] | None = None,
+    reader: ReaderSource | None = None,
 ) -> Iterator[Finished]:
     """Play the specs one after another, reusing one environment per domain (kept in
     ``envs`` if given, so a worker process reuses them from one chunk to the next)."""
@@ -57,7 +65,7 @@ def play_in_order(
     for spec in specs:
         env = envs.get(spec.domain)
         if env is None:
-            env = envs[spec.domain] = Env(spec.domain)
+            env = envs[spec.domain] = Env(spec.domain, reader=reader)
         yield spec, play_spec(spec, agents, env, task_of)
 
 
@@ -68,6 +76,7 @@ async def play_concurrently(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_done: Callable[[EpisodeSpec, Trajectory], None],
     task_of: TaskOf = spec_task,
+    reader: ReaderSource | None = None,
 ) -> None:
     """Play the specs, at most ``concurrency`` at a time, calling ``on_done`` as each ends.
 
@@ -79,7 +88,8 @@ async def play_concurrently(
 
     async def one(spec: EpisodeSpec) -> None:
         async with gate:
-            trajectory = await adrive(Episode.start(Env(spec.domain), agents, spec, task_of))
+            env = Env(spec.domain, reader=reader)
+            trajectory = await adrive(Episode.start(env, agents, spec, task_of))
         on_done(spec, trajectory)
 
     try:
@@ -99,6 +109,7 @@ def stream(
     concurrency: int | None = None,
     task_of: TaskOf = spec_task,
     spread: Spread | None = None,
+    reader: ReaderSource | None = None,
 ) -> Iterator[Finished]:
     """Play every spec, yielding ``(spec, trajectory)`` as each episode ends.
 
@@ -107,11 +118,14 @@ def stream(
     spec order: here, on worker processes or as Ray tasks, as ``spread`` says (default: here;
     :mod:`stategym.rollout.workers` has the rule). ``concurrency=1`` plays LLM specs in order
     too. Where the scripted episodes play never changes what is yielded, or in what order.
+    ``reader``: how the simulated user reads messages (default: the rules; an LLM,
+    :class:`stategym.llm.reading.LLMReading`, goes to every worker).
 
     Raises:
         Whatever stopped the run (after the episodes finished before it were yielded).
     """
-    for spec, trajectory, _ in _played(specs, agents, concurrency, task_of, spread, None):
+    played = _played(specs, agents, concurrency, task_of, spread, None, reader)
+    for spec, trajectory, _ in played:
         yield spec, trajectory
 
 
@@ -123,6 +137,7 @@ def stream_scored(
     concurrency: int | None = None,
     task_of: TaskOf = spec_task,
     spread: Spread | None = None,
+    reader: ReaderSource | None = None,
 ) -> Iterator[tuple[EpisodeSpec, Trajectory, Card]]:
     """:func:`stream`, each episode with ``scorer(trajectory, task)``, computed where it was
     played (``stategym.metrics.score`` for a scorecard; a module-level function, so that it
@@ -132,7 +147,8 @@ def stream_scored(
     cache, so the parent neither regenerates the tasks nor scores on one core what the
     workers played on all of them.
     """
-    for spec, trajectory, card in _played(specs, agents, concurrency, task_of, spread, scorer):
+    played = _played(specs, agents, concurrency, task_of, spread, scorer, reader)
+    for spec, trajectory, card in played:
         yield spec, trajectory, card if card is not None else scorer(trajectory, task_of(spec))
 
 
@@ -143,6 +159,7 @@ def _played(
     task_of: TaskOf,
     spread: Spread | None,
     scorer: Scorer | None,
+    reader: ReaderSource | None = None,
 ) -> Iterator[Scored]:
     """The one playing path of :func:`stream` and :func:`stream_scored` (``scorer``'s
     results from the workers; ``None`` for what played here, scored by the caller)."""
@@ -150,14 +167,19 @@ def _played(
     scripted = [spec for spec in specs if not spec.llm]
     if llm:
         for spec, trajectory in _stream_concurrently(
-            llm, agents, concurrency or DEFAULT_CONCURRENCY, task_of
+            llm, agents, concurrency or DEFAULT_CONCURRENCY, task_of, reader
         ):
             yield spec, trajectory, None
     if spread is not None and spread.ray and scripted:
         from stategym.rollout.ray import play_on_ray
 
         yield from play_on_ray(
-            scripted, agents, address=spread.address, task_of=task_of, scorer=scorer
+            scripted,
+            agents,
+            address=spread.address,
+            task_of=task_of,
+            scorer=scorer,
+            reader=reader,
         )
         return
     from stategym.rollout.workers import play_in_processes, worker_count
@@ -165,15 +187,19 @@ def _played(
     workers = worker_count(spread.workers if spread else 1, len(scripted))
     if workers > 1:
         yield from play_in_processes(
-            scripted, agents, workers=workers, task_of=task_of, scorer=scorer
+            scripted, agents, workers=workers, task_of=task_of, scorer=scorer, reader=reader
         )
     else:
-        for spec, trajectory in play_in_order(scripted, agents, task_of):
+        for spec, trajectory in play_in_order(scripted, agents, task_of, reader=reader):
             yield spec, trajectory, None
 
 
 def _stream_concurrently(
-    specs: Sequence[EpisodeSpec], agents: AgentSource, concurrency: int, task_of: TaskOf
+    specs: Sequence[EpisodeSpec],
+    agents: AgentSource,
+    concurrency: int,
+    task_of: TaskOf,
+    reader: ReaderSource | None = None,
 ) -> Iterator[Finished]:
     """:func:`play_concurrently` on a worker thread's loop, its results handed over here."""
     finished: queue.Queue[Finished | BaseException | None] = queue.Queue()
@@ -188,6 +214,7 @@ def _stream_concurrently(
             concurrency=concurrency,
             on_done=lambda spec, t: finished.put((spec, t)),
             task_of=task_of,
+            reader=reader,
         )
 
     def work() -> None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.understanding import ReaderSource
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.play import TaskOf, spec_task
 from stategym.rollout.spec import EpisodeSpec
@@ -57,6 +58,7 @@ def play_on_ray(
     address: str | None = None,
     task_of: TaskOf = spec_task,
     scorer: Scorer | None = None,
+    reader: ReaderSource | None = None,
 ) -> Iterator[Scored]:
     """Play scripted specs as Ray tasks (a chunk each), yielding them in spec order, each
     with ``scorer``'s result (computed by the task that played it; ``None`` without one).
@@ -79,7 +81,7 @@ def play_on_ray(
         for index, part in enumerate(parts):
             while submitted < len(parts) and submitted < index + window:
                 refs[submitted] = play.remote(
-                    parts[submitted], shared_agents, shared_task_of, scorer=scorer
+                    parts[submitted], shared_agents, shared_task_of, scorer=scorer, reader=reader
                 )
                 submitted += 1
             yield from hand_over(part, ray.get(refs.pop(index)))

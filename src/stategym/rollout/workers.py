@@ -47,6 +47,7 @@ from typing import Any
 from stategym.kernel.env import Env
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
+from stategym.kernel.understanding import ReaderSource
 from stategym.registry import DOMAINS
 from stategym.rollout.agents import AgentSource
 from stategym.rollout.engine import play_in_order
@@ -140,6 +141,7 @@ def play_chunk(
     task_of: TaskOf = spec_task,
     envs: dict[str, Env] | None = None,
     scorer: Scorer | None = None,
+    reader: ReaderSource | None = None,
 ) -> Played:
     """:func:`~stategym.rollout.engine.play_in_order` as a list, stopped at the first error
     (handed back with the episodes before it, so the parent still writes those).
@@ -151,7 +153,7 @@ def play_chunk(
     played: list[Trajectory] = []
     cards: list[Any] = []
     try:
-        for spec, trajectory in play_in_order(specs, agents, task_of, envs):
+        for spec, trajectory in play_in_order(specs, agents, task_of, envs, reader):
             if scorer is not None:
                 cards.append(scorer(trajectory, task_of(spec)))
             played.append(trajectory)
@@ -174,13 +176,16 @@ def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Scored]:
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(agents: AgentSource, task_of: TaskOf) -> None:
+def _start_worker(agents: AgentSource, task_of: TaskOf, reader: ReaderSource | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone handles Ctrl-C
-    _WORKER.update(agents=agents, task_of=task_of, envs={})
+    _WORKER.update(agents=agents, task_of=task_of, envs={}, reader=reader)
 
 
 def _play_in_worker(specs: list[EpisodeSpec], scorer: Scorer | None) -> Played:
-    return play_chunk(specs, _WORKER["agents"], _WORKER["task_of"], _WORKER["envs"], scorer)
+    worker = _WORKER
+    return play_chunk(
+        specs, worker["agents"], worker["task_of"], worker["envs"], scorer, worker["reader"]
+    )
 
 
 # What the fork server imports once, so that no worker imports it again: this module, the
@@ -209,11 +214,12 @@ def play_in_processes(
     workers: int,
     task_of: TaskOf = spec_task,
     scorer: Scorer | None = None,
+    reader: ReaderSource | None = None,
 ) -> Iterator[Scored]:
     """Play scripted specs on ``workers`` processes, yielding them in spec order, each with
     ``scorer``'s result (computed on the worker that played it; ``None`` without one).
 
-    ``agents`` and ``task_of`` travel to each worker once, by standard pickle (an
+    ``agents``, ``task_of`` and ``reader`` travel to each worker once, by standard pickle (an
     :class:`~stategym.rollout.Agents` as its recipe; ``task_of`` a module-level function).
 
     Raises:
@@ -221,7 +227,10 @@ def play_in_processes(
     """
     parts = chunks(specs, CHUNK)
     executor = ProcessPoolExecutor(
-        workers, mp_context=_context(), initializer=_start_worker, initargs=(agents, task_of)
+        workers,
+        mp_context=_context(),
+        initializer=_start_worker,
+        initargs=(agents, task_of, reader),
     )
     futures: dict[int, Future[Played]] = {}
     submitted = 0
