@@ -93,6 +93,9 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("should", "we", "favor"): "@priority",
     ("should", "we", "favour"): "@priority",
     ("drop", "off"): "delivery",
+    ("drop", "it", "off"): "delivery",
+    ("drop", "them", "off"): "delivery",
+    ("drop", "this", "off"): "delivery",
     ("should", "give"): "@sacrifice",
     ("not", "budge"): "@priority",
     ("matter", "the", "most"): "@priority",
@@ -173,7 +176,7 @@ SYNONYMS: dict[str, str] = {
         "lunch midday dawn early late @timeofday"
     ),
     "@clock": "time hour hours clock @timeofday",
-    "@depart": "depart departure leave takeoff",
+    "@depart": "depart departure leave takeoff embark embarkation",
     "@travel": "fly flight flights travel trip go head headed heading journey",
     "@day": "day days date dates weekday calendar week",
     "@place": "airport city town place location located based country region",
@@ -256,7 +259,10 @@ SYNONYMS: dict[str, str] = {
     "@kind": "kind type sort class category",
     "@contact": "contact reach email phone call touch number",
     "@routing": "routing route",
-    "@priority": ("priority priorities prioritize @priority compromise conflict win wins"),
+    "@priority": (
+        "priority priorities prioritize @priority compromise conflict win wins beat outweigh "
+        "trump precedence override"
+    ),
     "@rather": "rather instead",
     "@sacrifice": "sacrifice drop trade @sacrifice lose",
     "@prefer": "prefer preference preferences preferred favorite favor wish wishes",

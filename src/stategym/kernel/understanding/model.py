@@ -91,9 +91,8 @@ _PREFERRING = frozenset({"@rather", "bad", "good"})
 """Features of an either-or that weighs its sides ("rather", "worse", "better"; not "prefer":
 "Do you prefer to leave early or later on?" asks one slot)."""
 _OFFER = re.compile(
-    r"\bwould you (?:be willing to |accept |rather )?(?:pay|go|take|accept|settle|give|spend|wait|"
-    r"switch|trade|skip|sacrifice|drop|leave|fly|detach|delete|shorten|move|miss|buy|let|use|"
-    r"allow|break|exceed|book|order|meet)\b"
+    r"\bwould you (?:be willing to |accept |rather )?"
+    r"(?!(?:like|prefer|mind|want|be|have|need|know|tell|say|consider|care|rather)\b)[a-z]+\b"
     r"|\b(?:acceptable|accept|willing)\b"
     r"|\b(?:is it|would you be|are you) (?:ok|okay|fine|alright)\b"
 )
@@ -112,8 +111,10 @@ _CONFLICT = re.compile(r"\b(?:only|no|not|nothing|none|never|exceed|exceeds|miss
 asked on any other condition ("If checking is short, may I use savings?") asks a slot."""
 _CONDITION = re.compile(
     r"\s+(?:if|unless|to make sure|in exchange for|as long as|even if|so that|"
-    r"to (?:get|avoid|stay|keep|save|have|meet|reach|secure))\s+"
+    r"to (?:get|avoid|stay|keep|save|have|meet|reach|secure|make))\s+"
 )
+_FOR = re.compile(r"\s+for\s+(?=(?:a|an|the|your|some)\b)")
+"""What an offered trade is for ("Would you go over budget for a higher grade?")."""
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+")
 _LONGEST = max(len(k) for k in QUESTION_WORDS)
 _FIRSTS = frozenset(k[0] for k in QUESTION_WORDS)
@@ -285,6 +286,9 @@ class Matcher:
             # alone, it is read, unless it tells the agent's own plans.
             asked = any(r.intent is not None for r, c in zip(out, context, strict=True) if not c)
             drop = context if asked else [tells_plans(clause) for clause in parts]
+            if comparing:  # the comparison is asked outside the context ("Before I go on,
+                # what matters most?"): the cut that joined them must not drop it
+                drop = [d and r.intent != PRIORITIES for r, d in zip(out, drop, strict=True)]
             out = [
                 Reading(r.clause, None, r.score, ("context",)) if d else r
                 for r, d in zip(out, drop, strict=True)
@@ -364,6 +368,8 @@ def _sides(sentence: str) -> tuple[list[str], tuple[str, ...]] | None:
     if offer is None:
         return None
     pair = _CONDITION.split(sentence, 1)
+    if len(pair) != 2 and offer.group(0).startswith("would you"):  # "... for a higher grade?"
+        pair = _FOR.split(sentence, 1)
     if len(pair) != 2 or (leave and not (_CONFLICT.search(pair[1]) or _DESPITE.search(pair[0]))):
         return None
     if leave or _CONFLICT.search(pair[1]):  # acting although a wish fails, like leave

@@ -214,6 +214,9 @@ _INFORMAL = {
     "plz": "please",
     "thx": "thanks",
     "qty": "quantity",
+    "wanna": "want to",
+    "gonna": "going to",
+    "gotta": "got to",
 }
 """Contractions typed without their apostrophe and chat spellings, as the words they stand
 for ("whats ur budget" reads "what is your budget")."""
