@@ -8,9 +8,11 @@ endpoint.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import pickle
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,12 @@ from llm_fixtures import completion, http, openai
 import loopback
 from stategym import Env
 from stategym.kernel.errors import TrajectoryError, UsageError
-from stategym.kernel.protocol import Say
+from stategym.kernel.protocol import CallBatch, Say, ToolCall
 from stategym.kernel.trajectory import dumps, loads, replay
 from stategym.kernel.understanding import CHOICE, PRIORITIES
 from stategym.llm.reading import LLMReading, parse_labels, reading_prompt
 from stategym.registry import get_domain
+from stategym.rollout.play import Episode, adrive
 
 Answer = Callable[[str], Any]
 """``agent message -> answer``: a dict (200, a completion), ``(status, dict)`` or content."""
@@ -257,3 +260,43 @@ def test_a_real_endpoint_over_http(server: str, tmp_path: Path) -> None:
     env.step(Say("Which airport do you fly out of?"))
     turn = env.rounds[-1].user
     assert turn is not None and turn.asked == ("origin",)
+
+
+class _AskOnce:
+    """Asks the budget, then ends the episode (a scripted agent)."""
+
+    name = "ask-once"
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def act(self, observation: Any) -> Any:
+        if not self.asked:
+            self.asked = True
+            return Say("How much would you spend?")
+        return CallBatch((ToolCall("finish", {}),))
+
+
+def test_on_the_event_loop_a_reading_does_not_hold_up_the_other_episodes(
+    tmp_path: Path,
+) -> None:
+    """Two episodes on one loop, each reading through an endpoint that answers only once
+    both requests are in: were a reading made on the loop, the first would wait for the
+    second forever (the barrier times out); off the loop, both are answered."""
+    both_in = threading.Barrier(2, timeout=20)
+
+    def answer(_: str) -> str:
+        both_in.wait()
+        return '{"asks": ["budget"]}'
+
+    async def play_two() -> list[Any]:
+        episodes = []
+        for seed in (0, 1):
+            env = Env("travel", reader=reading(SyncEndpoint(answer), tmp_path / f"{seed}.sqlite"))
+            observation, _ = env.reset(seed=seed)
+            episodes.append(Episode(env, _AskOnce(), observation))  # type: ignore[arg-type]
+        return await asyncio.gather(*(adrive(e) for e in episodes))
+
+    for trajectory in asyncio.run(play_two()):
+        turn = trajectory.rounds[0].user
+        assert turn is not None and turn.asked == ("budget",)

@@ -13,6 +13,7 @@ conversation outgrew) ends the episode there, truncated, like the round limit.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -128,8 +129,11 @@ def drive(episode: Episode) -> Trajectory:
 
 async def adrive(episode: Episode) -> Trajectory:
     """:func:`drive` for the event loop: agents with ``aact`` are awaited (others asked
-    with ``act``, which for a scripted agent takes microseconds)."""
+    with ``act``, which for a scripted agent takes microseconds). A step of an environment
+    whose user reads with an LLM (``Env(reader=...)``) may wait for that model, so it runs on
+    a worker thread, and the other episodes on the loop go on meanwhile."""
     aact = getattr(episode.agent, "aact", None)
+    off_loop = episode.env.reader_name is not None
     while not episode.done:
         started = time.perf_counter()
         try:
@@ -142,7 +146,10 @@ async def adrive(episode: Episode) -> Trajectory:
             break
         finally:
             episode.agent_seconds += time.perf_counter() - started
-        episode.step(action)
+        if off_loop:
+            await asyncio.to_thread(episode.step, action)
+        else:
+            episode.step(action)
     return episode.finish()
 
 
