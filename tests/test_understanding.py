@@ -5,13 +5,11 @@ and the exact-match answer rule."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -27,6 +25,7 @@ from stategym.kernel.understanding.answers import match_answer, normalise_answer
 from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
+from understood import SYNTHETIC, benchmark
 
 V_TRAINED = ("v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9")
 
@@ -40,7 +39,6 @@ TRAINED_SETS = [
 ]
 BLIND = json.loads((FIXTURE.parent / "heldout_questions_v10.json").read_text())
 """The tenth set, blind: none of it may reach the training data."""
-SYNTHETIC = "synth:chain2+askgate3+conflict"
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
 
@@ -263,22 +261,12 @@ def test_a_normalised_answer_still_matches_exactly() -> None:
     assert match_answer(None, options) is None
 
 
-def _benchmark() -> ModuleType:
-    path = Path(__file__).parents[1] / "benchmarks" / "user_understanding.py"
-    spec = importlib.util.spec_from_file_location("user_understanding", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_user_understands_the_first_set() -> None:
     """The first held-out set is training data now (``questions.json``), so this is a floor on
     fitting it, not a measure of understanding (the blind set's floors are in
     ``test_understanding_blind.py``): at least 80% of every slot's questions (95% over all
     slots), few wrong-slot answers, and the priority, open and unclear questions read as such."""
-    results = _benchmark().measure(HELDOUT)
+    results = benchmark().measure(HELDOUT)
     slots = [t for rows in results.values() for row, t in rows.items() if not row.startswith("(")]
     assert all(t.rate >= 0.8 for t in slots)
     assert sum(t.rate for t in slots) / len(slots) >= 0.95

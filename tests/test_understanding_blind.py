@@ -13,22 +13,19 @@ goal (>= 90% on every slot, no wrong answer), which no set has shown met."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from stategym import Knobs
 from stategym.registry import get_domain
+from understood import SYNTHETIC, benchmark
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
-SYNTHETIC = "synth:chain2+askgate3+conflict"  # the synthetic domain the benchmark measures
 SETS = ("v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10")
 
 
@@ -211,16 +208,6 @@ FLOORS = {
 }
 
 
-def _benchmark() -> ModuleType:
-    path = ROOT / "benchmarks" / "user_understanding.py"
-    spec = importlib.util.spec_from_file_location("user_understanding", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _fixture(name: str) -> Any:
     return json.loads((FIXTURES / f"heldout_questions_{name}.json").read_text())
 
@@ -228,7 +215,7 @@ def _fixture(name: str) -> Any:
 @pytest.fixture(scope="module", params=SETS)
 def blind(request: pytest.FixtureRequest) -> tuple[Floors, dict[str, Any]]:
     """A blind set's floors and what the matcher now measures on it."""
-    return FLOORS[request.param], _benchmark().measure(_fixture(request.param))
+    return FLOORS[request.param], benchmark().measure(_fixture(request.param))
 
 
 @pytest.mark.parametrize("name", SETS)

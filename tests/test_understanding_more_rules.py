@@ -12,17 +12,11 @@ from __future__ import annotations
 import pytest
 
 from stategym import Knobs
-from stategym.kernel.understanding import PRIORITIES, matcher_for
+from stategym.kernel.understanding import PRIORITIES
 from stategym.kernel.understanding.words import asks, expand, questions, tells_status
 from stategym.kernel.user import SimulatedUser
 from stategym.registry import get_domain
-
-SYNTHETIC = "synth:chain2+askgate3+conflict"
-
-
-def _asked(name: str, text: str) -> set[str]:
-    table = get_domain(name).slot_phrases
-    return {r.intent for r in matcher_for(table).read(text) if r.intent is not None}
+from understood import reached
 
 
 @pytest.mark.parametrize(
@@ -38,7 +32,7 @@ def _asked(name: str, text: str) -> set[str]:
 def test_a_confirming_tag_makes_the_guess_before_it_the_question(
     name: str, message: str, slot: str
 ) -> None:
-    assert _asked(name, message) == {slot}
+    assert reached(name, message) == {slot}
 
 
 def test_a_confirming_tag_is_not_a_sentence_of_its_own() -> None:
@@ -58,11 +52,11 @@ def test_a_confirming_tag_is_not_a_sentence_of_its_own() -> None:
     ],
 )
 def test_a_scene_set_before_a_colon_or_dash_is_context(name: str, message: str, slot: str) -> None:
-    assert _asked(name, message) == {slot}
+    assert reached(name, message) == {slot}
 
 
 def test_a_colon_after_anything_else_joins_what_it_names_to_the_question() -> None:
-    assert _asked("travel", "Window, aisle or middle: what do you prefer?") == {"seat"}
+    assert reached("travel", "Window, aisle or middle: what do you prefer?") == {"seat"}
 
 
 def test_the_agents_own_need_to_act_asks_nothing() -> None:
@@ -71,7 +65,7 @@ def test_the_agents_own_need_to_act_asks_nothing() -> None:
     assert asks("i need to know your budget") and asks("i need your budget")
     assert asks("until i get your dates")
     message = "I need to reserve a room soon. How long should the meeting be?"
-    assert _asked("meetings", message) == {"duration"}
+    assert reached("meetings", message) == {"duration"}
 
 
 @pytest.mark.parametrize(
@@ -81,18 +75,18 @@ def test_the_agents_own_need_to_act_asks_nothing() -> None:
 def test_a_status_update_asks_nothing(message: str) -> None:
     assert tells_status(expand(message).rstrip(".!"))
     for name in ("travel", "meetings", "shop"):
-        assert _asked(name, message) == set(), name
+        assert reached(name, message) == set(), name
 
 
 def test_a_question_about_work_is_no_status_update() -> None:
     assert not tells_status("when do you work")
-    assert _asked("meetings", "When do you work?") == {"working_hours"}
+    assert reached("meetings", "When do you work?") == {"working_hours"}
 
 
 def test_a_greeting_is_no_time_of_day() -> None:
-    assert _asked("travel", "Good evening!") == set()
-    assert _asked("travel", "Good morning! What's your budget?") == {"budget"}
-    assert _asked("travel", "Is a morning flight good for you?") == {"departure"}
+    assert reached("travel", "Good evening!") == set()
+    assert reached("travel", "Good morning! What's your budget?") == {"budget"}
+    assert reached("travel", "Is a morning flight good for you?") == {"departure"}
 
 
 @pytest.mark.parametrize(
@@ -105,7 +99,7 @@ def test_a_greeting_is_no_time_of_day() -> None:
     ],
 )
 def test_more_trades_ask_the_priority_order(name: str, message: str) -> None:
-    assert _asked(name, message) == {PRIORITIES}
+    assert reached(name, message) == {PRIORITIES}
 
 
 @pytest.mark.parametrize(
@@ -118,7 +112,7 @@ def test_more_trades_ask_the_priority_order(name: str, message: str) -> None:
     ],
 )
 def test_words_for_people_ends_counts_and_makes(name: str, message: str, slot: str) -> None:
-    assert _asked(name, message) == {slot}
+    assert reached(name, message) == {slot}
 
 
 def test_the_user_answers_a_guess_it_is_asked_to_confirm() -> None:
@@ -141,7 +135,7 @@ def test_the_user_answers_a_guess_it_is_asked_to_confirm() -> None:
     ],
 )
 def test_offered_trades_and_comparisons_ask_the_priority_order(name: str, message: str) -> None:
-    assert _asked(name, message) == {PRIORITIES}
+    assert reached(name, message) == {PRIORITIES}
 
 
 @pytest.mark.parametrize(
@@ -154,7 +148,7 @@ def test_offered_trades_and_comparisons_ask_the_priority_order(name: str, messag
     ],
 )
 def test_a_wish_asked_alone_is_no_trade(name: str, message: str, slot: str) -> None:
-    assert _asked(name, message) == {slot}
+    assert reached(name, message) == {slot}
 
 
 def test_chat_spellings_of_want_to_and_going_to() -> None:

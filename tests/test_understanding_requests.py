@@ -11,15 +11,10 @@ from stategym.kernel.understanding import CHOICE, matcher_for
 from stategym.kernel.understanding.model import features
 from stategym.kernel.understanding.words import asks, expand, questions
 from stategym.registry import get_domain
+from understood import SYNTHETIC, reached
 
-SYNTHETIC = "synth:chain2+askgate3+conflict"
 DOMAINS = ("travel", "meetings", "shop", "bank", "cloud", "lookup", SYNTHETIC)
 STATEMENTS = ("I have noted {}.", "Suppose {} is settled.", "Thanks, I have {} now.")
-
-
-def _asked(name: str, text: str) -> set[str]:
-    table = get_domain(name).slot_phrases
-    return {r.intent for r in matcher_for(table).read(text) if r.intent is not None}
 
 
 @pytest.mark.parametrize(
@@ -58,14 +53,14 @@ def test_a_statement_naming_a_slot_beside_a_question_never_answers_it(name: str)
     phrases = {s: p[0] for s, p in get_domain(name).slot_phrases.items() if s != "priorities"}
     for asked_slot, asked_phrase in phrases.items():
         question = f"What is {asked_phrase}?"
-        alone = _asked(name, question)
+        alone = reached(name, question)
         for named_slot, named_phrase in phrases.items():
             if named_slot == asked_slot:
                 continue
             for statement in STATEMENTS:
                 said = statement.format(named_phrase)
-                assert _asked(name, f"{said} {question}") == alone, (said, question)
-                assert _asked(name, f"{question} {said}") == alone, (question, said)
+                assert reached(name, f"{said} {question}") == alone, (said, question)
+                assert reached(name, f"{question} {said}") == alone, (question, said)
 
 
 @pytest.mark.parametrize(
@@ -86,12 +81,12 @@ def test_a_statement_naming_a_slot_beside_a_question_never_answers_it(name: str)
     ],
 )
 def test_statements_and_preambles_ask_nothing(name: str, message: str, asked: set[str]) -> None:
-    assert _asked(name, message) - {"priorities"} == asked
+    assert reached(name, message) - {"priorities"} == asked
 
 
 def test_a_statement_alone_is_still_read() -> None:
     """With no request beside it, a statement of need is the question."""
-    assert _asked("travel", "Your departure airport is needed to search.") == {"origin"}
+    assert reached("travel", "Your departure airport is needed to search.") == {"origin"}
 
 
 @pytest.mark.parametrize(

@@ -10,15 +10,10 @@ from stategym.kernel.understanding import matcher_for
 from stategym.kernel.understanding.spelling import Speller
 from stategym.kernel.understanding.words import sets_context
 from stategym.registry import get_domain
+from understood import SYNTHETIC, reached
 
-SYNTHETIC = "synth:chain2+askgate3+conflict"
 DOMAINS = ("travel", "meetings", "shop", "bank", "cloud", "lookup", SYNTHETIC)
 OPENERS = ("Aside from", "Apart from", "Besides", "Before I check", "Knowing", "Regardless of")
-
-
-def _asked(name: str, text: str) -> set[str]:
-    table = get_domain(name).slot_phrases
-    return {r.intent for r in matcher_for(table).read(text) if r.intent is not None}
 
 
 @pytest.mark.parametrize(
@@ -57,8 +52,8 @@ def test_a_name_inside_a_sentence_is_never_a_typo() -> None:
 
 
 def test_the_matcher_reads_typos_through_its_own_vocabulary() -> None:
-    assert _asked("travel", "Whats your budegt for the fare?") == {"budget"}
-    assert _asked("meetings", "Whats the agnda?") == {"agenda"}
+    assert reached("travel", "Whats your budegt for the fare?") == {"budget"}
+    assert reached("meetings", "Whats the agnda?") == {"agenda"}
 
 
 @pytest.mark.parametrize(
@@ -80,12 +75,12 @@ def test_what_sets_context(clause: str, context: bool) -> None:
 
 def test_a_context_clause_is_read_only_when_nothing_beside_it_asks() -> None:
     aside = "Aside from the company policy limit, what's your own budget for this trip?"
-    assert _asked("travel", aside) == {"budget"}
-    assert _asked("travel", "Before I look at fares within your budget, where are you going?") == {
+    assert reached("travel", aside) == {"budget"}
+    assert reached("travel", "Before I look at fares within your budget, where are you going?") == {
         "destination"
     }
-    assert _asked("travel", "If you have a budget, what is it?") == {"budget"}
-    assert _asked("meetings", "Could you tell me the agenda, so I can add it to the invite?") == {
+    assert reached("travel", "If you have a budget, what is it?") == {"budget"}
+    assert reached("meetings", "Could you tell me the agenda, so I can add it to the invite?") == {
         "agenda"
     }
 
@@ -103,9 +98,9 @@ def test_naming_a_slot_as_context_never_answers_it(name: str) -> None:
     for opener in OPENERS:
         for asked_slot, asked_phrase in phrases.items():
             question = f"what is {asked_phrase}?"
-            alone = _asked(name, question)
+            alone = reached(name, question)
             for named_slot, named_phrase in phrases.items():
-                with_context = _asked(name, f"{opener} {named_phrase}, {question}")
+                with_context = reached(name, f"{opener} {named_phrase}, {question}")
                 if named_slot == asked_slot:
                     assert with_context <= alone | {asked_slot}, (opener, asked_slot)
                 else:
@@ -150,15 +145,15 @@ def test_a_preference_within_one_slot_or_a_list_is_no_trade(
     name: str, question: str, asked: set[str]
 ) -> None:
     """Not the priority order: one slot, or slots of a list (both need not be reached)."""
-    assert _asked(name, question) and _asked(name, question) <= asked
+    assert reached(name, question) and reached(name, question) <= asked
 
 
-def test_a_comparison_named_only_as_context_is_not_asked() -> None:
+def test_a_comparison_named_only_as_context_is_notasked() -> None:
     """'Conflicts' in a clause of context does not make the question a priority question."""
     question = "So I know whose calendar conflicts matter, who is optional?"
-    assert _asked("meetings", question) == {"optional"}
+    assert reached("meetings", question) == {"optional"}
 
 
 @pytest.mark.parametrize("message", ["I mean, hold on.", "Is that correct?", "By the way."])
 def test_fillers_and_tags_ask_nothing(message: str) -> None:
-    assert _asked("travel", message) == set()
+    assert reached("travel", message) == set()

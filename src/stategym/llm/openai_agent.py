@@ -90,7 +90,7 @@ class OpenAIBackend:
     ) -> None:
         self.settings = settings
         self._client = client
-        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._api_key = api_key_or_default(api_key)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
         )
@@ -232,6 +232,11 @@ class OpenAIBackend:
         return request
 
 
+def api_key_or_default(api_key: str | None) -> str:
+    """``api_key``, else ``OPENAI_API_KEY``, else ``"EMPTY"`` (what local servers accept)."""
+    return api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+
+
 def check_endpoint(model: str, base_url: str | None, api_key: str | None = None) -> None:
     """Ask the endpoint for its models once, with a short timeout, before any episode.
 
@@ -247,7 +252,7 @@ def check_endpoint(model: str, base_url: str | None, api_key: str | None = None)
     import openai
 
     url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    key = api_key_or_default(api_key)
     with openai.OpenAI(base_url=url, api_key=key, timeout=PROBE_TIMEOUT, max_retries=0) as client:
         try:
             served = [m.id for m in client.models.list()]

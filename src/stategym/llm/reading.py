@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Mapping
@@ -226,11 +225,14 @@ class LLMReader:
     def _ask(self, body: dict[str, Any]) -> str | None:
         import openai
 
+        from stategym.llm.openai_agent import api_key_or_default
+
         client = self._client
         if client is None:
-            key = self.settings.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
             client = self._client = openai.OpenAI(
-                base_url=self.settings.base_url, api_key=key, timeout=self.settings.timeout
+                base_url=self.settings.base_url,
+                api_key=api_key_or_default(self.settings.api_key),
+                timeout=self.settings.timeout,
             )
         try:
             completion = client.chat.completions.create(**body)

@@ -370,11 +370,11 @@ def _sides(sentence: str) -> tuple[list[str], tuple[str, ...]] | None:
     pair = _CONDITION.split(sentence, 1)
     if len(pair) != 2 and offer.group(0).startswith("would you"):  # "... for a higher grade?"
         pair = _FOR.split(sentence, 1)
-    if len(pair) != 2 or (leave and not (_CONFLICT.search(pair[1]) or _DESPITE.search(pair[0]))):
+    if len(pair) != 2:
         return None
-    if leave or _CONFLICT.search(pair[1]):  # acting although a wish fails, like leave
-        return pair, ("leave", "if")
-    return pair, (offer.group(0), "if")
+    if _CONFLICT.search(pair[1]) or (leave and _DESPITE.search(pair[0])):
+        return pair, ("leave", "if")  # acting although a wish fails
+    return None if leave else (pair, (offer.group(0), "if"))
 
 
 def _statement(reading: Reading) -> Reading:

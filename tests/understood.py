@@ -1,0 +1,32 @@
+"""Helpers the simulated user's understanding tests share: how a domain's matcher reads a
+message, and the held-out benchmark as a module."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from stategym.kernel.understanding import matcher_for
+from stategym.registry import get_domain
+
+SYNTHETIC = "synth:chain2+askgate3+conflict"
+"""The synthetic domain the benchmark measures."""
+
+
+def reached(name: str, text: str) -> set[str]:
+    """The slots and intents the domain's matcher reads ``text`` as asking."""
+    table = get_domain(name).slot_phrases
+    return {r.intent for r in matcher_for(table).read(text) if r.intent is not None}
+
+
+def benchmark() -> ModuleType:
+    """``benchmarks/user_understanding.py``, imported by path (it is a script, not a module)."""
+    path = Path(__file__).parents[1] / "benchmarks" / "user_understanding.py"
+    spec = importlib.util.spec_from_file_location("user_understanding", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
