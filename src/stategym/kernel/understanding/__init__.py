@@ -8,8 +8,8 @@ held-out sets (:mod:`~stategym.kernel.understanding.labelled`); naive Bayes weig
 corrected by a few mistake-driven passes. It reads words through stems and synonym
 sets (:mod:`~stategym.kernel.understanding.words`, :mod:`~stategym.kernel.understanding.lexicon`),
 so a question reaches its slot in words the table never used; it reads each clause of a message
-apart, so one message can ask several things; and it abstains below a threshold rather than
-guess. Each reading keeps the features that decided it.
+apart, so one message can ask several things; and it abstains below a threshold, or when two
+slots nearly tie, rather than guess. Each reading keeps the features that decided it.
 
 It reads a typo as the word meant when one word of its vocabulary is one edit away and the
 typo is not itself English (:mod:`~stategym.kernel.understanding.spelling`), and it does not
@@ -27,7 +27,7 @@ environment given a :class:`ReaderSource` reads them with it instead (an LLM, in
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
 standard library and ``pyspellchecker``'s English word list. It is measured on hand-written
 questions it never sees (``benchmarks/user_understanding.py``, on the blind set
-``heldout_questions_v10.json``; the first nine sets are training data now).
+``heldout_questions_v11.json``; the first ten sets are training data now).
 """
 
 from __future__ import annotations

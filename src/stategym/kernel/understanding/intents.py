@@ -151,10 +151,12 @@ CHOICE_PATTERN = re.compile(
     r"|^\s*which\s+(?:one\s+)?(?:do|would)\s+you\s+(?:want|prefer|like|choose|pick|take)\s*$"
     r"|^\s*which\s+(?:one\s+)?(?:should|shall)\s+(?:i|we)\s+(?:go\s+with|take|pick|choose|book)\s*$"
     r"|\bwhich\s+one\s*$"
+    rf"|\b(?:should|shall)\s+(?:i|we)\s+{_DECIDING}\s+the\s+[^?]*\bor\s+the\s+(?:[a-z-]+\s+){{0,2}}one\b"
 )
 """"Which <option> should I <choose>?" ("Which time slot should I book?"), "Which of these do
-you prefer?", "Which one do you want?": the agent's decision handed to the user. Read as a
-choice even when a slot's words are in it ("Which slot should I book?" asks no duration)."""
+you prefer?", "Which one do you want?", "Should I order the cheaper one or the eco-certified
+one?": the agent's decision handed to the user. Read as a choice even when a slot's words are
+in it ("Which slot should I book?" asks no duration)."""
 
 
 def _labelled() -> dict[str, tuple[str, ...]]:

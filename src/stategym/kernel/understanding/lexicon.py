@@ -260,8 +260,8 @@ SYNONYMS: dict[str, str] = {
     "@contact": "contact reach email phone call touch number",
     "@routing": "routing route",
     "@priority": (
-        "priority priorities prioritize @priority compromise conflict win wins beat outweigh "
-        "trump precedence override"
+        "priority priorities prioritize @priority compromise conflict clash clashes win wins "
+        "beat outweigh trump precedence override"
     ),
     "@rather": "rather instead",
     "@sacrifice": "sacrifice drop trade @sacrifice lose",
