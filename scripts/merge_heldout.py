@@ -25,12 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "src" / "stategym" / "kernel" / "understanding" / "questions.json"
 DOMAINS = ROOT / "src" / "stategym" / "domains"
 CHOOSING = re.compile(
-    r"(?:^|[.?!]\s+)which\b|\bchoose one\b|\banswer\b"
+    r"(?:^|[.?!;]\s+)which\b|\bchoose one\b|\bwhich answer\b|\bwould you like to choose\b"
     r"|^\s*(?:should|shall) i (?:book|order|buy|delete|send|pay)\b[^?]*\bor\b",
     re.I,
 )
-"""An open question that hands the agent's choice to the user: which option, or "should I
-book X or Y"."""
+"""An open question that hands the agent's choice to the user: which option ("I found two;
+which do you prefer?"), or "should I book X or Y". ("Should I give you the answer now?" asks
+what comes next.)"""
 _ABOUT = re.compile(r"tests/fixtures/heldout_questions_v\d+\.json is the blind one")
 
 

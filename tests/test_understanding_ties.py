@@ -1,7 +1,8 @@
-"""The matcher's rules added after the tenth held-out set was measured: a near tie between two
-slots is not a reading, "clash" weighs wishes, "Should I <choose> the X one or the Y one?"
-hands the agent's choice over, and a comparison between two ends of one slot's scale asks
-that slot.
+"""The matcher's rules added after the tenth and eleventh held-out sets were measured: a near
+tie between two slots is not a reading, "clash" and "rank what" weigh wishes, "Should I
+<choose> the X one or the Y one?" hands the agent's choice over unless the two are ends of
+one slot's scale, a trade offered after its condition ("If X, would you Y?") weighs like one
+offered before it, and "outta", "acct" and "port" are read.
 
 Every message here is written for the test (none is in a held-out set or a phrase table)."""
 
@@ -79,3 +80,34 @@ def test_two_wishes_compared_still_ask_the_priority_order() -> None:
     assert reached("travel", "Which wins: the cheapest fare or the earliest flight?") == {
         PRIORITIES
     }
+
+
+def test_a_choice_between_two_ends_of_one_scale_asks_that_slot() -> None:
+    assert reached("lookup", "Should I pick the higher one or the lower one?") == {"pick"}
+    assert reached("shop", "Should I order the red one or the blue one?") == {CHOICE}
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("travel", "If it costs more, would you take the refundable fare?"),
+        ("cloud", "If the only idle disk is another team's, would you still remove it?"),
+        ("shop", "Rank what matters to you."),
+    ],
+)
+def test_a_trade_offered_after_its_condition_and_rank_what_weigh_wishes(
+    name: str, message: str
+) -> None:
+    assert reached(name, message) == {PRIORITIES}
+
+
+@pytest.mark.parametrize(
+    ("name", "message", "slot"),
+    [
+        ("travel", "Flying outta which city?", "origin"),
+        ("bank", "Payee acct?", "iban"),
+    ],
+)
+def test_chat_spellings(name: str, message: str, slot: str) -> None:
+    """(And "port" is a place: "What's your port of embarkation?" in the domains' rules.)"""
+    assert reached(name, message) == {slot}

@@ -31,12 +31,15 @@ from stategym.adapters.trl_rollout import (
 )
 from stategym.kernel.errors import UsageError
 from stategym.metrics import score
-from stategym.train.config import GRPOConfig
+from stategym.train.config import GRPOConfig, SFTConfig
+from stategym.train.data import play_demonstrations, sequences, tokenizer_chats
 from stategym.train.grpo import group_advantages, sample_of
 from stategym.train.policy import Policy, TinySize, build_tiny
+from stategym.train.sft import step as sft_step
 
 DOMAIN = "synth:askgate1"
 GROUP = 2
+SFT_STEPS = 20
 
 
 def rollout(credit: Any, domain: str = DOMAIN) -> EpisodeRollout:
@@ -45,12 +48,23 @@ def rollout(credit: Any, domain: str = DOMAIN) -> EpisodeRollout:
 
 
 def tiny(rows: list[dict[str, Any]]) -> Policy:
-    """A 1-layer Qwen2 (width 32) and a 600-id BPE trained on the rows' prompts."""
+    """A 1-layer Qwen2 (width 32) and a 600-id BPE trained on the rows' prompts and the
+    expert's episodes, then SFT_STEPS of imitation of the expert on the rows' seeds: a random
+    model's text rarely asks the user anything, so two samples of one prompt would score
+    alike and leave GRPO no advantage to learn from; an imitating one's differ in what they
+    ask."""
     chats = [
         ([{k: v for k, v in m.items() if k != SEED_KEY} for m in r["prompt"]], []) for r in rows
     ]
+    demos = play_demonstrations(DOMAIN, "expert", range(len(rows)))
     size = TinySize(vocab_size=600, hidden_size=32, layers=1, heads=2, intermediate_size=64)
-    return build_tiny(chats, seed=0, size=size)
+    policy = build_tiny(chats + tokenizer_chats(demos), seed=0, size=size)
+    settings = SFTConfig(batch_size=len(rows), lr=1e-2, seed=0)
+    samples = sequences(demos, policy.chat, settings.rendering, max_length=720)
+    optimiser = torch.optim.AdamW(policy.model.parameters(), lr=settings.lr)
+    for iteration in range(1, SFT_STEPS + 1):
+        sft_step(policy, optimiser, samples, settings, iteration)
+    return policy
 
 
 def arguments(tmp_path: Path) -> trl.GRPOConfig:

@@ -217,6 +217,8 @@ _INFORMAL = {
     "wanna": "want to",
     "gonna": "going to",
     "gotta": "got to",
+    "outta": "out of",
+    "acct": "account",
 }
 """Contractions typed without their apostrophe and chat spellings, as the words they stand
 for ("whats ur budget" reads "what is your budget")."""
