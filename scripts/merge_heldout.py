@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "src" / "stategym" / "kernel" / "understanding" / "questions.json"
 DOMAINS = ROOT / "src" / "stategym" / "domains"
 CHOOSING = re.compile(
-    r"(?:^|[.?!;]\s+)which\b|\bchoose one\b|\bwhich answer\b|\bwould you like to choose\b"
-    r"|^\s*(?:should|shall) i (?:book|order|buy|delete|send|pay)\b[^?]*\bor\b",
+    r"(?:^|[.?!;\u2014\u2013]\s*)which\b|\bchoose one\b|\bpick one\b|\bwhich answer\b"
+    r"|\bwould you like to choose\b|\byour call\b"
+    r"|^\s*(?:should|shall) i (?:book|order|buy|delete|pay)\b[^?]*\bor\b",
     re.I,
 )
 """An open question that hands the agent's choice to the user: which option ("I found two;

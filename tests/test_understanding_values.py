@@ -1,14 +1,14 @@
-"""The ninth change to the simulated user's matcher (docs/environment.md, "The simulated
-user"): a name is a value, a preposition binds the "which" or "what" after it, a slot claims
-a clause from the priority order's domain words, and a tie between two nouns joined by "or"
-asks both."""
+"""The ninth and tenth changes to the simulated user's matcher (docs/environment.md, "The
+simulated user"): a name is a value, a preposition binds the "which" or "what" after it, a
+slot claims a clause from the priority order's domain words, a tie between two nouns joined
+by "or" asks both, and the shared intents learn no value."""
 
 from __future__ import annotations
 
 import pytest
 
 from stategym.kernel.understanding import matcher_for
-from stategym.kernel.understanding.intents import PRIORITIES
+from stategym.kernel.understanding.intents import GENERAL, PRIORITIES
 from stategym.kernel.understanding.model import NAME_TOKEN, features
 from stategym.registry import get_domain
 from understood import reached
@@ -79,3 +79,18 @@ def test_a_clause_that_reads_one_slot_is_not_cut() -> None:
     matcher = matcher_for(get_domain("shop").slot_phrases)
     whole = "is delivery time important, or can it arrive whenever"
     assert matcher._untied(whole) == [whole]
+
+
+@pytest.mark.parametrize(
+    "garbage", ["What is your b b b b b b?", "b, your b b b b b b", "What is your 4 4 4 4 4?"]
+)
+@pytest.mark.parametrize("name", ["synth:askgate1", "shop", "travel", "lookup"])
+def test_values_alone_reach_no_shared_intent(name: str, garbage: str) -> None:
+    """The shared intents learn no value (a number, a letter). A tiny policy trained with GRPO
+    on ``ask-or-act`` ended up saying "What is your b b b ..." and was answered as if it had
+    asked for the agent's choice: "option A or option B" had taught that intent "b"."""
+    assert all(intent not in GENERAL for intent, _ in _readings(name, garbage))
+
+
+def test_a_slot_still_reads_its_values() -> None:
+    assert reached("meetings", "You work 9 to 5, correct?") == {"working_hours"}

@@ -109,6 +109,7 @@ COMPARING = frozenset({"@priority", "@sacrifice"})
 "would you give up", "what should I prioritise"). Such a sentence asks for the priority
 order, and the slots it names are what it compares, not questions about them."""
 _WORDS = re.compile(r"[a-z0-9]+")
+_VALUE = re.compile(r"[a-z]|\$?[a-z]*[0-9][a-z0-9]*")
 _NAME = re.compile(r"(?<=[a-z0-9,;:)] )[A-Z][a-z]+\b")
 """A capitalised word after a lower-case one: a name, not a typo."""
 _NAME_PAIR = re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b")
@@ -565,7 +566,7 @@ def _train(
     sizes = [len(examples[k]) for k in intents]
     for i, intent in enumerate(intents):
         for phrase in examples[intent]:
-            for f in _example_features(phrase):
+            for f in _taught(phrase, intent in general):
                 shown.setdefault(f, [0] * len(intents))[i] += 1
     total = sum(sizes)
     weights: dict[str, list[float]] = {}
@@ -580,8 +581,17 @@ def _train(
                 counts, sizes, concept_floor if _is_concept(f) else floor, strict=True
             )
         )
-    _correct(weights, examples, intents)
+    _correct(weights, examples, intents, general)
     return {f: tuple(w) for f, w in weights.items()}
+
+
+def _taught(phrase: str, general: bool) -> frozenset[str]:
+    """The features ``phrase`` teaches its intent: a shared intent learns no value (a number,
+    a letter: "I found 4 options, A to D; which one?" asks the agent's choice whatever the
+    count or the labels), so a message of values alone ("What is your b b b?") cannot reach
+    it. A slot keeps them: "You work 9 to 5, right?" is the working hours by its numbers."""
+    found = _example_features(phrase)
+    return frozenset(f for f in found if not _VALUE.fullmatch(f)) if general else found
 
 
 def _is_concept(feature: str) -> bool:
@@ -593,6 +603,7 @@ def _correct(
     weights: dict[str, list[float]],
     examples: Mapping[str, tuple[str, ...]],
     intents: tuple[str, ...],
+    general: set[str],
 ) -> None:
     """Mistake-driven corrections of the naive Bayes weights, in place (a margin perceptron).
 
@@ -608,7 +619,7 @@ def _correct(
     data = []
     for y, intent in enumerate(intents):
         for phrase in examples[intent]:
-            known = sorted(f for f in _example_features(phrase) if f in weights)
+            known = sorted(f for f in _taught(phrase, intent in general) if f in weights)
             if known:
                 data.append((known, y))
     width = range(len(intents))
