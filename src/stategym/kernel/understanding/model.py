@@ -110,6 +110,8 @@ COMPARING = frozenset({"@priority", "@sacrifice"})
 order, and the slots it names are what it compares, not questions about them."""
 _WORDS = re.compile(r"[a-z0-9]+")
 _VALUE = re.compile(r"[a-z]|\$?[a-z]*[0-9][a-z0-9]*")
+"""A feature that is a value, not a word: a single letter ("option b") or a token with a digit
+("4", "$400", "k2", "50gb"); see :func:`_taught`."""
 _NAME = re.compile(r"(?<=[a-z0-9,;:)] )[A-Z][a-z]+\b")
 """A capitalised word after a lower-case one: a name, not a typo."""
 _NAME_PAIR = re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b")
@@ -425,8 +427,8 @@ class Matcher:
             # colour). Asking for everything, or saying nothing, wins on its own words
             # ("Anything else I should know?", "I'm working on it.").
             top = max(self._slots, key=totals.__getitem__, default=best)
-            weighing = self.intents[best] == PRIORITIES and not side
-            if totals[top] >= (SLOT_OVER_PRIORITIES if weighing else THRESHOLD):
+            over_order = self.intents[best] == PRIORITIES and not side
+            if totals[top] >= (SLOT_OVER_PRIORITIES if over_order else THRESHOLD):
                 best = top
         weighed = sorted((-self.weights[f][best], f) for f in known)
         evidence = tuple(f for w, f in weighed[:3] if w < 0)
