@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from stategym.kernel.understanding import CHOICE, matcher_for
-from stategym.kernel.understanding.model import features
+from stategym.kernel.understanding.features import features
 from stategym.kernel.understanding.words import asks, expand, questions
 from stategym.registry import get_domain
 from understood import SYNTHETIC, reached

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stategym.kernel.understanding import matcher_for
-from stategym.kernel.understanding.model import NAME_TOKEN
+from stategym.kernel.understanding.features import NAME_TOKEN
 from stategym.kernel.understanding.spelling import Speller
 from stategym.kernel.understanding.words import sets_context
 from stategym.registry import get_domain

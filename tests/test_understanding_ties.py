@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from stategym.kernel.understanding import CHOICE, PRIORITIES, Matcher
-from stategym.kernel.understanding.model import TIE, features
+from stategym.kernel.understanding.features import features
+from stategym.kernel.understanding.model import TIE
 from understood import reached
 
 TABLE = {

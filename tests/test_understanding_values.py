@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from stategym.kernel.understanding import matcher_for
+from stategym.kernel.understanding.features import NAME_TOKEN, features
 from stategym.kernel.understanding.intents import GENERAL, PRIORITIES
-from stategym.kernel.understanding.model import NAME_TOKEN, features
 from stategym.registry import get_domain
 from understood import reached
 

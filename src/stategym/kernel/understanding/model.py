@@ -2,8 +2,9 @@
 
 Training. Every phrase of a domain's table (and of the shared intents in
 :mod:`~stategym.kernel.understanding.intents`) is one example of its slot or intent. An example's
-features are its stems, the synonym sets those stems belong to, and ``from``/``to``/``by``
-bound to the word before them (``fly+from`` is the origin, ``fly+to`` the destination). The
+features (:mod:`~stategym.kernel.understanding.features`) are its stems, the synonym sets those
+stems belong to, and ``from``/``to``/``by`` bound to the word before them (``fly+from`` is the
+origin, ``fly+to`` the destination). The
 weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
 
     w(f, k) = log P(f | k) - log P(f),   P(f | k) = (n(f, k) + a) / (n(k) + 2a),
@@ -36,6 +37,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .features import NAME_TOKEN, WORDS, features, names
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
 from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
 from .spelling import Speller
@@ -47,7 +49,6 @@ from .words import (
     questions,
     sentences,
     sets_context,
-    stem,
     tells_plans,
     tells_status,
     words,
@@ -88,39 +89,13 @@ CORRECTION_MARGIN = 2.0
 """How far (in nats) an example's own intent must lead every other for no correction."""
 CORRECTION_STEP = 0.25
 """What one correction moves a feature's weight for the right and the winning wrong intent."""
-_PARTICLES = frozenset({"from", "to", "by", "with", "into"})
-_BOUND_ONLY = frozenset({"from", "to", "with", "into"})
-"""Particles that mean nothing alone ("want to do"), only bound to a word ("fly to")."""
-_PRONOUNS = frozenset({"it", "them", "him", "her", "me", "you", "us"})
-"""Words skipped without breaking a binding ("send it to", "compare them by")."""
-_ASKED_NOUN = "^which"
-"""Left by "which" in a clause's tokens: the next word is the noun asked about ("which
-company", "which property"), a feature of its own beside the word. ("what" is not: bound
-across "what is your ...", it made open questions read as slots on the held-out sets.)"""
-_WHAT = "^what"
-"""Left by "what": a function word, except after a preposition, which it binds like
-"which" ("from which airport", "by what date": the pair ``from+which`` tells the origin
-from the destination where the noun does not). Folds of v3 to v12: 124 wrong answers (76
-to slot questions) and 29 slots under 90% became 123 (75) and 28."""
-_ASKERS = frozenset({"@where"})
-"""Question words a trailing particle binds to: "where ... from" asks for an origin."""
 COMPARING = frozenset({"@priority", "@sacrifice"})
 """Features of a sentence that weighs constraints against each other ("which matters more",
 "would you give up", "what should I prioritise"). Such a sentence asks for the priority
 order, and the slots it names are what it compares, not questions about them."""
-_WORDS = re.compile(r"[a-z0-9]+")
 _VALUE = re.compile(r"[a-z]|\$?[a-z]*[0-9][a-z0-9]*")
 """A feature that is a value, not a word: a single letter ("option b") or a token with a digit
 ("4", "$400", "k2", "50gb"); see :func:`_taught`."""
-_NAME = re.compile(r"(?<=[a-z0-9,;:)] )[A-Z][a-z]+\b")
-"""A capitalised word after a lower-case one: a name, not a typo."""
-_NAME_PAIR = re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b")
-"""Two capitalised words in a row, even opening a sentence ("Sam Ortiz is optional?"): a name."""
-NAME_TOKEN = "propername"
-"""What a name reads as, in training and in a message alike. A name is a value, made up
-afresh in every question ("Ana Ruiz can be optional, right?"); read as itself it taught the
-slot of whichever question had used it last ("Sam" -> the time zone). Folds of v3 to v12:
-129 wrong answers (83 to slot questions) and 33 slots under 90% became 124 (76) and 29."""
 _PREFERRING = frozenset({"@rather", "bad", "good"})
 """Features of an either-or that weighs its sides ("rather", "worse", "better"; not "prefer":
 "Do you prefer to leave early or later on?" asks one slot)."""
@@ -153,93 +128,6 @@ _NOUN_PHRASE = 3
 """The most words after the "or"/"and" of a tied clause that :meth:`Matcher._untied` reads as
 a second noun rather than a second clause."""
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+")
-_LONGEST = max(len(k) for k in QUESTION_WORDS)
-_FIRSTS = frozenset(k[0] for k in QUESTION_WORDS)
-
-
-def _concepts() -> dict[str, tuple[str, ...]]:
-    out: dict[str, list[str]] = {}
-    for concept, members in SYNONYMS.items():
-        for word in members.split():
-            key = word if word.startswith("@") else stem(word)
-            if concept not in out.setdefault(key, []):
-                out[key].append(concept)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-CONCEPTS: Mapping[str, tuple[str, ...]] = _concepts()
-"""Stem -> the synonym sets it belongs to."""
-
-
-_STOP_STEMS = frozenset(stem(w) for w in STOP)
-
-
-def _tokens(text: str) -> list[str]:
-    """Stems and kept function words of one clause, multiword question words merged; a
-    function word leaves ``""`` in its place, so only neighbours bind (``fly to``)."""
-    raw = words(text)
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        for n in range(_LONGEST, 1, -1) if raw[i] in _FIRSTS else ():
-            merged = QUESTION_WORDS.get(tuple(raw[i : i + n]))
-            if merged is not None:
-                out.append(merged if merged.startswith("@") else stem(merged))
-                i += n
-                break
-        else:
-            word = raw[i]
-            i += 1
-            if word in KEPT:
-                out.append(KEPT[word])
-            elif word in _PRONOUNS:
-                continue
-            elif word == "which":
-                out.append(_ASKED_NOUN)
-            elif word == "what":
-                out.append(_WHAT)
-            elif word in STOP or stem(word) in _STOP_STEMS:
-                out.append("")
-            else:
-                out.append(stem(word))
-    return out
-
-
-@functools.lru_cache(maxsize=8192)
-def features(text: str) -> frozenset[str]:
-    """The features of one clause of expanded text (see the module docstring)."""
-    found: set[str] = set()
-    previous: tuple[str, ...] = ()
-    tokens = _tokens(text)
-    asker = next((t for t in tokens if t in _ASKERS), None)
-    determined = False
-    particle = ""
-    for token in tokens:
-        if token in (_ASKED_NOUN, _WHAT) and particle:
-            found.add(f"{particle}+which")  # "from which airport", "by what date"
-        particle = token if token in _PARTICLES else ""
-        if token == _WHAT:
-            token = ""
-        if token == _ASKED_NOUN:
-            determined, previous = True, ()
-            continue
-        if determined and token and token not in _PARTICLES:
-            found.add(f"which+{token}")  # "which company": the thing asked for
-        determined = determined and not token
-        if not token:
-            previous = ()
-            continue
-        if token in _PARTICLES:
-            if token not in _BOUND_ONLY:
-                found.add(token)
-            found.update(f"{p}+{token}" for p in previous)
-            if asker is not None:  # "where ... from", "from where": the origin
-                found.add(f"{asker}+{token}")
-            continue
-        found.add(token)
-        found.update(CONCEPTS.get(token, ()))
-        previous = (token, *CONCEPTS.get(token, ()))
-    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,13 +176,13 @@ class Matcher:
     def _spelled(self, text: str) -> str:
         """``text`` expanded, its typos corrected; a name (a capitalised word inside a
         sentence: "the desk from Officio") is never a typo, and reads as :data:`NAME_TOKEN`."""
-        names = _names(text)
+        named = names(text)
 
         def spell(match: re.Match[str]) -> str:
             word = match.group(0)
-            return NAME_TOKEN if word in names else self.speller.correct(word) or word
+            return NAME_TOKEN if word in named else self.speller.correct(word) or word
 
-        return _WORDS.sub(spell, expand(text))
+        return WORDS.sub(spell, expand(text))
 
     def _read_sentence(self, sentence: str, question: bool) -> tuple[list[Reading], bool]:
         """The readings of one sentence (``question``: it ends in a question mark), and
@@ -514,20 +402,12 @@ def _asking(parts: list[str], context: list[bool], whole: str) -> str:
     return " . ".join(part for part, scene in zip(parts, context, strict=True) if not scene)
 
 
-def _names(text: str) -> set[str]:
-    """The names in ``text``, lower-cased (see :data:`NAME_TOKEN`)."""
-    found = {n.lower() for n in _NAME.findall(text)}
-    for pair in _NAME_PAIR.findall(text):
-        found.update(pair.lower().split())
-    return found
-
-
 def _example_features(phrase: str) -> frozenset[str]:
     """The features a training phrase teaches: those of what it asks ("Aside from the policy
     limit, what is your own budget?" teaches the budget "own budget", not "policy limit"),
     as the matcher reads a message."""
-    names = _names(phrase)
-    text = _WORDS.sub(lambda m: NAME_TOKEN if m.group(0) in names else m.group(0), expand(phrase))
+    named = names(phrase)
+    text = WORDS.sub(lambda m: NAME_TOKEN if m.group(0) in named else m.group(0), expand(phrase))
     parts = [c for s in sentences(text) for c in clauses(s) if not tells_status(c)]
     if not parts:
         return frozenset()
