@@ -257,6 +257,29 @@ def clauses(sentence: str, *, strict: bool = False) -> list[str]:
     return [part for piece in _scene(sentence) for part in pattern.split(piece) if part.strip()]
 
 
+_COORDINATED = re.compile(r"\b(?:and|also|plus|as well as|then|or)\b")
+
+
+def restates(sentence: str, parts: list[str]) -> list[bool]:
+    """For each of ``sentence``'s clauses (``parts``, in order), whether it follows the one
+    before after a bare comma or colon, with no "and", "also", "plus", "then" or "or": a question
+    said again in other words ("Where are you starting out from, what's your point of
+    departure?"), not a second question ("Where to, and when?").
+
+    Example:
+        >>> restates("where from, what airport", ["where from", "what airport"])
+        [False, True]
+    """
+    out, end = [], 0
+    for i, part in enumerate(parts):
+        start = sentence.find(part, end)
+        if start < 0:
+            return [False] * len(parts)
+        out.append(i > 0 and _COORDINATED.search(sentence[end:start]) is None)
+        end = start + len(part)
+    return out
+
+
 def _scene(sentence: str) -> list[str]:
     """``sentence`` cut after a scene set before a colon ("Before we get to the due date: who
     is the recipient?"); a colon after anything else ("Window, aisle or middle: which?")
@@ -284,7 +307,38 @@ def sets_context(clause: str) -> bool:
         >>> sets_context("aside from the company policy limit"), sets_context("to which city")
         (True, False)
     """
+    if sets_aside(clause):
+        return True
     return _CONTEXT.match(clause) is not None and _MAIN_AFTER_COMMA.search(clause) is None
+
+
+_ASIDE = re.compile(  # a clause that opens by setting its thing aside
+    r"\s*(?:aside|apart|besides|setting|putting|regardless|irrespective|ignoring|except|"
+    r"excluding|other\s+than|never\s+mind|not\s+counting|in\s+addition\s+to|on\s+top\s+of|"
+    r"(?:leaving|leave|laying|set|put)\s+aside)\b"
+)
+_ASIDE_AFTER = re.compile(
+    r".*\b(?:aside|apart)(?:\s+for\s+(?:now|the\s+moment|a\s+(?:moment|second|minute|bit)))?\s*$"
+)
+"""A thing named, then set aside ("Quantity aside, ..."), in a clause that does not ask ("What
+should I set aside?")."""
+
+
+def sets_aside(clause: str) -> bool:
+    """Whether ``clause`` names what a question beside it is *not* about ("Setting aside the
+    quantity, ...", "Quantity aside, ...", "Never mind how many for now", "Besides your
+    budget, ..."). Such a clause is never read, not even when the question beside it is not
+    understood: what it names is the one thing the message says it does not ask.
+
+    Example:
+        >>> sets_aside("quantity aside"), sets_aside("if you have a budget")
+        (True, False)
+    """
+    if _MAIN_AFTER_COMMA.search(clause) is not None:
+        return False
+    return _ASIDE.match(clause) is not None or (
+        _ASIDE_AFTER.match(clause) is not None and not asks(clause)
+    )
 
 
 _OPENERS = (
