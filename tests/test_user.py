@@ -131,6 +131,24 @@ def test_messages_without_a_question_are_not_understood(message: str) -> None:
     assert "don't understand" in turn.reply
 
 
+def test_a_question_between_two_facts_is_asked_back() -> None:
+    """A clause tied between two slots is not understood (the user answers neither), but the
+    user asks which one was meant, naming both facts as it names them itself."""
+    user, _ = _user()
+    (reading,) = user.read("When?")
+    assert reading.intent is None and len(reading.between) == 2
+    turn = user.respond("When?")
+    assert not turn.understood and turn.asked == () and turn.values == ()
+    first, second = (user._describe(slot) for slot in reading.between)
+    assert turn.reply.endswith(f"do you mean {first} or {second}?")
+
+
+def test_a_message_that_reaches_nothing_is_not_asked_back() -> None:
+    user, _ = _user()
+    turn = user.respond("The weather is lovely today.")
+    assert turn.reply == "Sorry, I don't understand what you need from me."
+
+
 def test_proposals_naming_one_option_are_judged_against_the_truth() -> None:
     checked = {True: 0, False: 0}
     for seed in range(40):

@@ -216,7 +216,7 @@ class SimulatedUser:
             parts.append(self._what_i_can_tell(CHOICE in intents))
         understood = bool(asked or priority_asked or proposal.named or open_asked)
         if not understood:
-            parts.append("Sorry, I don't understand what you need from me.")
+            parts.append(self._not_understood(readings))
         values = changed_values + tuple((n, self.values[n]) for n in asked)
         return UserTurn(
             asked,
@@ -302,6 +302,17 @@ class SimulatedUser:
         if not order:
             return "I have no particular priorities."
         return "If I can't have everything, what matters most is " + ", then ".join(order) + "."
+
+    def _not_understood(self, readings: tuple[Reading, ...]) -> str:
+        """What the user says to a message it did not understand: where a clause lay between
+        two of its facts, it asks which one ("Do you mean my departure time or my travel
+        dates?"), so the agent can say it again more plainly."""
+        sorry = "Sorry, I don't understand what you need from me"
+        for reading in readings:
+            if len(reading.between) == 2 and all(s in self.values for s in reading.between):
+                first, second = (self._describe(s) for s in reading.between)
+                return f"{sorry}: do you mean {first} or {second}?"
+        return sorry + "."
 
     def _what_i_can_tell(self, choice: bool) -> str:
         facts = [self._describe(s.name) for s in self.task.slots if s.name != PRIORITIES]

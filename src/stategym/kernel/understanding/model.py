@@ -150,12 +150,14 @@ class Reading:
         intent: the slot or intent it asks for; ``None``: nothing understood.
         score: the total weight of the chosen intent (or of the best one, if none was).
         evidence: the features that weighed most for it, heaviest first.
+        between: at a tie (:data:`TIE`), the two slots it lies between, surer first.
     """
 
     clause: str
     intent: str | None
     score: float
     evidence: tuple[str, ...]
+    between: tuple[str, ...] = ()
 
 
 class Matcher:
@@ -377,10 +379,13 @@ class Matcher:
         intent = self.intents[best]
         if totals[best] < THRESHOLD or intent == NOTHING:
             return Reading(clause.strip(), None, totals[best], evidence)
-        if best in self._slots:
-            runner_up = max((totals[i] for i in self._slots if i != best), default=-math.inf)
-            if totals[best] - runner_up < TIE:  # "What are we comparing?": subject or other
-                return Reading(clause.strip(), None, totals[best], ("tie", *evidence))
+        others = [i for i in self._slots if i != best]
+        if best in self._slots and others:
+            runner_up = max(others, key=totals.__getitem__)
+            if totals[best] - totals[runner_up] < TIE:  # "What are we comparing?": subject or
+                # other
+                between = (intent, self.intents[runner_up])
+                return Reading(clause.strip(), None, totals[best], ("tie", *evidence), between)
         return Reading(clause.strip(), intent, totals[best], evidence)
 
 
