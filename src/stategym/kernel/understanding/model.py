@@ -240,8 +240,8 @@ class Matcher:
             within = self._within_one_slot(sentence)
             if within is not None:
                 return [within]
+        aside = [sets_aside(clause) for clause in parts]
         if not comparing:  # a trade is weighed between what the sentence does not set aside
-            aside = [sets_aside(clause) for clause in parts]
             weighing = self._weighs(
                 " ".join(c for c, a in zip(parts, aside, strict=True) if not a)
                 if any(aside)
@@ -267,8 +267,8 @@ class Matcher:
             # alone, it is read, unless it tells the agent's own plans or sets a thing aside.
             asked = any(r.intent is not None for r, c in zip(out, context, strict=True) if not c)
             drop = [
-                c if asked else tells_plans(clause) or sets_aside(clause)
-                for c, clause in zip(context, parts, strict=True)
+                c if asked else a or tells_plans(clause)
+                for c, a, clause in zip(context, aside, parts, strict=True)
             ]
             if comparing:  # the comparison is asked outside the context ("Before I go on,
                 # what matters most?"): the cut that joined them must not drop it
@@ -379,11 +379,11 @@ class Matcher:
         intent = self.intents[best]
         if totals[best] < THRESHOLD or intent == NOTHING:
             return Reading(clause.strip(), None, totals[best], evidence)
-        others = [i for i in self._slots if i != best]
-        if best in self._slots and others:
-            runner_up = max(others, key=totals.__getitem__)
-            if totals[best] - totals[runner_up] < TIE:  # "What are we comparing?": subject or
-                # other
+        if best in self._slots:
+            others = (i for i in self._slots if i != best)
+            runner_up = max(others, key=totals.__getitem__, default=best)
+            if runner_up != best and totals[best] - totals[runner_up] < TIE:
+                # "What are we comparing?": the subject or the other one
                 between = (intent, self.intents[runner_up])
                 return Reading(clause.strip(), None, totals[best], ("tie", *evidence), between)
         return Reading(clause.strip(), intent, totals[best], evidence)
