@@ -27,11 +27,12 @@ DOMAINS = ROOT / "src" / "stategym" / "domains"
 CHOOSING = re.compile(
     r"(?:^|[.?!;,\u2014\u2013]\s*)which\b|\bchoose one\b|\bpick one\b|\bwhich answer\b"
     r"|\bwould you like to choose\b|\byour call\b"
-    r"|^\s*(?:should|shall) i (?:book|order|buy|delete|pay)\b[^?]*\bor\b",
+    r"|^\s*(?:should|shall) i (?:go (?:ahead )?with|book|order|buy|delete|pay)\b[^?]*\bor\b",
     re.I,
 )
 """An open question that hands the agent's choice to the user: which option ("I found two;
-which do you prefer?", "Here are three, which one works?"), or "should I book X or Y".
+which do you prefer?", "Here are three, which one works?"), or "should I book X or Y"
+("should I go with the first option or the second?").
 ("Should I give you the answer now?" asks what comes next.)"""
 _ABOUT = re.compile(r"tests/fixtures/heldout_questions_v\d+\.json is the blind one")
 

@@ -27,18 +27,33 @@ from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
 from understood import SYNTHETIC, benchmark
 
-V_TRAINED = ("v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14")
+V_TRAINED = (
+    "v2",
+    "v3",
+    "v4",
+    "v5",
+    "v6",
+    "v7",
+    "v8",
+    "v9",
+    "v10",
+    "v11",
+    "v12",
+    "v13",
+    "v14",
+    "v15",
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
 HELDOUT = json.loads(FIXTURE.read_text())
-"""The first held-out set; with the second to the fourteenth, training data now
+"""The first held-out set; with the second to the fifteenth, training data now
 (``questions.json``)."""
 TRAINED_SETS = [
     HELDOUT,
     *(json.loads((FIXTURE.parent / f"heldout_questions_{v}.json").read_text()) for v in V_TRAINED),
 ]
-BLIND = json.loads((FIXTURE.parent / "heldout_questions_v15.json").read_text())
-"""The fifteenth set, blind: none of it may reach the training data."""
+BLIND = json.loads((FIXTURE.parent / "heldout_questions_v16.json").read_text())
+"""The sixteenth set, blind: none of it may reach the training data."""
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
 
@@ -58,10 +73,10 @@ def _questions(spec: dict[str, object]) -> list[str]:
     return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
 
 
-COINCIDENCES = {"What item?", "Dip into savings?"}
+COINCIDENCES = {"wheres the trip to?"}
 """Blind questions that a phrase table already held when the blind set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. (The
-third to fourteenth sets had 19, 30, 14, 4, 10, 5, 8, 3, 4, 1, 1 and 1 such; all are training
+third to fifteenth sets had 19, 30, 14, 4, 10, 5, 8, 3, 4, 1, 1, 1 and 2 such; all are training
 data now.)"""
 
 
@@ -88,8 +103,8 @@ def test_no_blind_question_is_in_the_training_set(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HELDOUT["domains"]))
-def test_the_first_fourteen_sets_are_the_labelled_training_questions(name: str) -> None:
-    """Every slot question of the first fourteen sets trains its own slot, except those the
+def test_the_first_fifteen_sets_are_the_labelled_training_questions(name: str) -> None:
+    """Every slot question of the first fifteen sets trains its own slot, except those the
     domain's ``questions.json`` drops (with the reason), and nothing else is labelled."""
     table = _table(name)
     resource = PACKAGE.parents[1] / "domains" / name / "questions.json"
@@ -103,8 +118,8 @@ def test_the_first_fourteen_sets_are_the_labelled_training_questions(name: str) 
         assert table[slot][-len(labelled) :] == tuple(labelled), slot
 
 
-def test_the_shared_intents_train_on_the_fourteen_sets_priority_open_unclear_questions() -> None:
-    """Each priority question of the fourteen sets trains the priority intent, each open one the
+def test_the_shared_intents_train_on_the_fifteen_sets_priority_open_unclear_questions() -> None:
+    """Each priority question of the fifteen sets trains the priority intent, each open one the
     agent's choice or everything at once, each unclear one nothing to answer (except those
     the file drops, with the reason); no other question is labelled there (the leak test
     keeps the blind set's out)."""

@@ -4,8 +4,9 @@ reading alike.
 A clause's words become stems, function words drop out (leaving a gap, so only neighbours
 bind), and each stem brings the synonym sets it belongs to (:data:`CONCEPTS`). A particle
 binds to the word before it (``fly+to``), "which" to the noun after it (``which+company``),
-and a preposition to the "which" or "what" after it (``from+which``). A name is a value, read
-as :data:`NAME_TOKEN` (:func:`names` finds them before the text is lower-cased).
+a preposition to the "which" or "what" after it (``from+which``), and a "what" that is a
+verb's object to the clause's words (``what+buy``, :func:`_what_object`). A name is a value,
+read as :data:`NAME_TOKEN` (:func:`names` finds them before the text is lower-cased).
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ _WHAT = "^what"
 "which" ("from which airport", "by what date": the pair ``from+which`` tells the origin
 from the destination where the noun does not). Folds of v3 to v12: 124 wrong answers (76
 to slot questions) and 29 slots under 90% became 123 (75) and 28."""
+_AUXILIARIES = frozenset(
+    {"do", "does", "did", "should", "shall", "can", "could", "would", "will", "am", "is", "are"}
+)
+_SUBJECTS = frozenset({"i", "you", "we", "they", "it"})
+_HEDGES = frozenset({"exactly", "precisely", "else", "again"})
+"""Words skipped in finding what a "what" is the object of ("what exactly am I buying")."""
+_PREPOSITIONS = frozenset({"on", "at", "in", "for", "from", "with", "of", "by", "about"})
+"""Where the phrase of a verb whose object is "what" ends ("what are you willing to pay on
+top": ``what+pay``, not ``what+top``, which "what does it say at the top" teaches the
+invoice)."""
 _ASKERS = frozenset({"@where"})
 """Question words a trailing particle binds to: "where ... from" asks for an origin."""
 WORDS = re.compile(r"[a-z0-9]+")
@@ -96,10 +107,35 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
+def _what_object(raw: list[str]) -> list[str]:
+    """The stems of a clause whose object "what" is: "what do you want me to buy", "what
+    exactly am I buying", "tell me what you'd like me to buy", "buying what" (each gives
+    ``what+buy``). A "what" before a noun ("what budget") or before a copula and its
+    complement ("what is the item") is no object."""
+    raw = [w for w in raw if w not in _HEDGES]
+    if len(raw) > 1 and raw[-1] == "what":  # "buying what"
+        rest = raw[:-1]
+    elif "what" in raw:
+        at = raw.index("what") + 1
+        if at < len(raw) and raw[at] in _AUXILIARIES:  # "what should I", "what are we"
+            at += 1
+        if at == len(raw) or raw[at] not in _SUBJECTS:
+            return []
+        rest = raw[at + 1 :]
+    else:
+        return []
+    end = next((i for i, w in enumerate(rest) if w in _PREPOSITIONS), len(rest))
+    return [
+        stem(w)
+        for w in rest[:end]  # the verb's phrase: "pay", not "pay on top"
+        if w not in STOP and w not in _PRONOUNS and w not in KEPT and stem(w) not in _STOP_STEMS
+    ]
+
+
 @functools.lru_cache(maxsize=8192)
 def features(text: str) -> frozenset[str]:
     """The features of one clause of expanded text (see the module docstring)."""
-    found: set[str] = set()
+    found = {f"what+{s}" for s in _what_object(words(text))}
     previous: tuple[str, ...] = ()
     tokens = _tokens(text)
     asker = next((t for t in tokens if t in _ASKERS), None)

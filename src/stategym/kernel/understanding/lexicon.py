@@ -43,10 +43,23 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("time", "of", "day"): "@timeofday",
     ("in", "the", "day"): "@timeofday",
     ("of", "the", "day"): "@timeofday",
+    ("during", "the", "day"): "@timeofday",
+    ("of", "that", "day"): "@timeofday",
     ("part", "of", "the", "day"): "@timeofday",
     ("time", "zone"): "@timezone",
     ("red", "eye"): "@timeofday",
     ("money", "back"): "refund",
+    ("which", "make"): "brand",
+    ("what", "make"): "brand",
+    ("any", "make"): "brand",
+    ("particular", "make"): "brand",
+    ("preferred", "make"): "brand",
+    ("specific", "make"): "brand",
+    ("certain", "make"): "brand",
+    ("favourite", "make"): "brand",
+    ("favorite", "make"): "brand",
+    ("the", "make"): "brand",
+    ("a", "make"): "brand",
     ("give", "up"): "@sacrifice",
     ("trade", "off"): "@sacrifice",
     ("set", "aside"): "budget",
@@ -127,7 +140,9 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("touches", "down"): "land",
     ("off", "to"): "headed",
 }
-"""Word sequences read as one token (matched before function words are dropped)."""
+"""Word sequences read as one token (matched before function words are dropped). "make"
+after a determiner is the noun ("any make", "which make"): alone it is the function word of
+"make sure"."""
 
 KEPT: dict[str, str] = {
     "who": "@who",

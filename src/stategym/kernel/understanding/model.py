@@ -189,7 +189,7 @@ class Matcher:
     def _spelled(self, text: str) -> str:
         """``text`` expanded, its typos corrected; a name (a capitalised word inside a
         sentence: "the desk from Officio") is never a typo, and reads as :data:`NAME_TOKEN`."""
-        named = names(text)
+        named = _names(text)
 
         def spell(match: re.Match[str]) -> str:
             word = match.group(0)
@@ -465,7 +465,7 @@ def _example_features(phrase: str) -> frozenset[str]:
     """The features a training phrase teaches: those of what it asks ("Aside from the policy
     limit, what is your own budget?" teaches the budget "own budget", not "policy limit"),
     as the matcher reads a message."""
-    named = names(phrase)
+    named = _names(phrase)
     text = WORDS.sub(lambda m: NAME_TOKEN if m.group(0) in named else m.group(0), expand(phrase))
     parts = [c for s in sentences(text) for c in clauses(s) if not tells_status(c)]
     if not parts:
@@ -480,6 +480,12 @@ def _lexicon() -> frozenset[str]:
     known.update(w for key in QUESTION_WORDS for w in key)
     known.update(w for members in SYNONYMS.values() for w in members.split())
     return frozenset(known)
+
+
+def _names(text: str) -> set[str]:
+    """The names in ``text`` (:func:`~.features.names`) but the lexicon's words: a title-cased
+    "International Bank Account Number" is the account number, not a name."""
+    return names(text) - _lexicon()
 
 
 def _vocabulary(examples: Mapping[str, tuple[str, ...]]) -> set[str]:
