@@ -24,7 +24,9 @@ reaches :data:`THRESHOLD` and, for a slot, leads every other slot by :data:`TIE`
 it is not understood: a near tie is ambiguous, not a reading), and a clause that only sets the
 scene (:func:`~stategym.kernel.understanding.words.sets_context`) is dropped when another
 clause of its sentence asks something; a statement beside a request, and a sentence's
-preamble before its request, are dropped too (:func:`_requests_only`). Unknown words weigh
+preamble before its request, are dropped too (:func:`_requests_only`); a sentence that opens
+by pointing back ("What are its dates?") is read with the sentence before it
+(:meth:`Matcher._resolved`). Unknown words weigh
 nothing, so a clause is read by the words the model knows. Each reading keeps the features
 that weighed most for its intent: that is why the question reached it.
 """
@@ -47,6 +49,7 @@ from .words import (
     clauses,
     expand,
     questions,
+    refers_back,
     restates,
     sentences,
     sets_aside,
@@ -182,9 +185,45 @@ class Matcher:
             if len(self._cache) >= 4096:
                 self._cache.clear()
             read = [self._read_sentence(s, q) for s, q in questions(self._spelled(text))]
-            cached = _requests_only(read)
+            cached = _requests_only(self._resolved(read))
             self._cache[text] = cached
         return cached
+
+    def _resolved(self, read: list[tuple[list[Reading], bool]]) -> list[tuple[list[Reading], bool]]:
+        """``read`` (each sentence's readings, and whether it asks) with a sentence that opens
+        by pointing back (:func:`~stategym.kernel.understanding.words.refers_back`) read
+        together with the last clause of the sentence before, when that reaches a slot more
+        surely than the clause alone: "Does the festival overlap with day 9? What are its
+        dates?" asks the event's days (alone, "its dates" reads the travel window), "Your
+        company's rules put a ceiling on a ticket. Could you tell me what that ceiling is?"
+        the policy cap (alone, the budget), "Is there a cap from your company? How much?" the
+        cap. Only across sentences: within one, a clause after "and" asks a question of its
+        own ("How many do you need, and where should they go?")."""
+        out = []
+        before: str | None = None
+        for readings, requests in read:
+            first = readings[0] if readings else None
+            if (
+                first is not None
+                and before is not None
+                and first.score != math.inf
+                and first.intent not in GENERAL
+                and refers_back(first.clause)
+            ):
+                joined = self.read_clause(f"{before} {first.clause}")
+                if (
+                    joined.intent is not None
+                    and joined.intent not in GENERAL
+                    and (first.intent is None or joined.score - first.score >= THRESHOLD)
+                ):
+                    back = Reading(first.clause, joined.intent, joined.score, joined.evidence)
+                    readings = [back, *readings[1:]]
+            out.append((readings, requests))
+            if readings:
+                last = readings[-1]
+                scene = last.evidence[:1] == ("context",) or sets_context(last.clause)
+                before = None if scene else last.clause
+        return out
 
     def _spelled(self, text: str) -> str:
         """``text`` expanded, its typos corrected; a name (a capitalised word inside a

@@ -356,7 +356,8 @@ _ASKS = re.compile(
     r"(?:(?:need|require)(?!\s+to\s+(?!(?:know|ask|confirm|check|find\s+out|hear|learn|"
     r"understand|clarify|verify|get|have|see)\b))|must\s+know|have\s+to\s+(?:know|ask|confirm|check)"
     r"|am\s+going\s+to\s+need|(?:would\s+like|want|wanted|like)\s+to\s+(?:know|ask|confirm|"
-    r"check|find\s+out|hear|learn|understand|clarify|verify|get))\b"
+    r"check|find\s+out|hear|learn|understand|clarify|verify|"
+    r"get(?!(?:\s+[a-z]+){1,3}\s+right\b(?!\s+(?:away|now)\b))))\b"
     rf"|{_NEEDS})"
 )
 
@@ -366,7 +367,7 @@ def asks(clause: str) -> bool:
     form of a request: a question word or an inverted auxiliary ("what is", "could you"), a
     verb of asking ("tell me", "confirm"), a statement of need ("I'll need your ...", "until I
     know your dates"), after openers such as "so", "and", "please". A statement ("I'd be happy
-    to help", "I want to avoid late flights") has none.
+    to help", "I want to avoid late flights", "I want to get them right") has none.
 
     Example:
         >>> asks("so, which days could you leave"), asks("i want to avoid late flights")
@@ -428,6 +429,38 @@ def tells_plans(clause: str) -> bool:
         (True, False)
     """
     return _PLANS.match(clause) is not None
+
+
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|theirs)\b")
+_DEMONSTRATIVE = re.compile(
+    r"\b(?:that|this|these|those)\s+(?!(?:i|we|you|he|she|it|they|is|are|was|were|will|would|"
+    r"can|could|should|may|might|must|do|does|did|has|have|had|the|a|an|one|ones|my|your|our|his|"
+    r"her|their|its|right|correct|ok|okay|true|so|all)\b)[a-z]+"
+)
+""""that ceiling", "this code": a demonstrative before a noun (not "so that I", "is that
+right", "is that your budget")."""
+_BARE = frozenset(
+    {"how", "much", "many", "long", "when", "where", "who", "what", "which", "and", "or", "so"}
+    | {"then", "also", "exactly", "about", "one", "is", "are", "that"}
+)
+"""The words of a question that names nothing: "How much?", "And when?", "What is that?"."""
+
+
+def refers_back(clause: str) -> bool:
+    """Whether ``clause`` names its topic by pointing back at what came before: a pronoun
+    ("What are its dates?", "Could you share it?"), a demonstrative before a noun ("what that
+    ceiling is") or nothing but question words ("How much?").
+
+    Example:
+        >>> refers_back("what are its dates"), refers_back("how much")
+        (True, True)
+        >>> refers_back("so that i can book, what is your budget")
+        False
+    """
+    if _PRONOUN.search(clause) or _DEMONSTRATIVE.search(clause):
+        return True
+    found = words(clause)
+    return bool(found) and all(w in _BARE for w in found)
 
 
 def words(text: str) -> list[str]:
