@@ -1,6 +1,6 @@
 """How well the simulated user understands questions it was never trained on.
 
-Reads ``tests/fixtures/heldout_questions_v17.json`` (hand-written questions the user's matcher
+Reads ``tests/fixtures/heldout_questions_v18.json`` (hand-written questions the user's matcher
 never trains on), asks each of them of a user holding every slot of its domain, and prints, per
 domain and per slot, how many it understood (reached exactly the right slots), how many it
 answered with a wrong slot, and how many it missed. Priority questions must be read as such
@@ -12,8 +12,8 @@ and get an answer saying what the user can tell; "unclear" messages must reach n
     python benchmarks/user_understanding.py --json out.json
     python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions.json
 
-``--fixture`` measures another set of the same structure. ``heldout_questions_v17.json``, the
-default, is the blind set: the first sixteen (``heldout_questions.json`` and ``_v2`` to ``_v16``)
+``--fixture`` measures another set of the same structure. ``heldout_questions_v18.json``, the
+default, is the blind set: the first seventeen (``heldout_questions.json`` and ``_v2`` to ``_v17``)
 are the matcher's labelled training questions now, so their figures are training-set
 figures. ``--reader openai:MODEL`` measures an LLM's reading instead of the rule-based one
 (:mod:`stategym.llm.reading`; every answer kept in ``--cache``, so a second run sends
@@ -38,7 +38,7 @@ from stategym.kernel.understanding import ReaderSource
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions_v17.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions_v18.json"
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 
 

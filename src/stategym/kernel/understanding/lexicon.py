@@ -82,6 +82,10 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
     ("comes", "first"): "@priority",
     ("matter", "most"): "@priority",
     ("matters", "most"): "@priority",
+    ("come", "before"): "@priority",
+    ("comes", "before"): "@priority",
+    ("ahead", "of"): "@priority",
+    ("a", "must", "or"): "@priority",
     ("most", "important"): "@priority",
     ("more", "important"): "@priority",
     ("least", "important"): "@priority",
@@ -142,7 +146,9 @@ QUESTION_WORDS: dict[tuple[str, ...], str] = {
 }
 """Word sequences read as one token (matched before function words are dropped). "make"
 after a determiner is the noun ("any make", "which make"): alone it is the function word of
-"make sure"."""
+"make sure". "come before", "ahead of" and "a must or ..." rank wishes ("Should getting it
+paid at all come before arriving by the due date?", "Is the afternoon a must or a
+nice-to-have?")."""
 
 KEPT: dict[str, str] = {
     "who": "@who",

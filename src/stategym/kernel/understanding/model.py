@@ -46,7 +46,9 @@ from .spelling import Speller
 from .words import (
     IRREGULAR,
     asks,
+    bare,
     clauses,
+    embedded,
     expand,
     questions,
     refers_back,
@@ -198,32 +200,44 @@ class Matcher:
         company's rules put a ceiling on a ticket. Could you tell me what that ceiling is?"
         the policy cap (alone, the budget), "Is there a cap from your company? How much?" the
         cap. Only across sentences: within one, a clause after "and" asks a question of its
-        own ("How many do you need, and where should they go?")."""
+        own ("How many do you need, and where should they go?"). Within one, a clause of
+        nothing but question words shares the rest of the next ("How early and how late in
+        the calendar could we hold this?" asks the window twice, not the time of day)."""
         out = []
         before: str | None = None
         for readings, requests in read:
-            first = readings[0] if readings else None
-            if (
-                first is not None
-                and before is not None
-                and first.score != math.inf
-                and first.intent not in GENERAL
-                and refers_back(first.clause)
-            ):
-                joined = self.read_clause(f"{before} {first.clause}")
-                if (
-                    joined.intent is not None
-                    and joined.intent not in GENERAL
-                    and (first.intent is None or joined.score - first.score >= THRESHOLD)
-                ):
-                    back = Reading(first.clause, joined.intent, joined.score, joined.evidence)
-                    readings = [back, *readings[1:]]
+            readings = list(readings)
+            if readings and before is not None:
+                readings[0] = self._pointed(readings[0], before)
+            for i in range(len(readings) - 1):
+                if bare(readings[i].clause):
+                    readings[i] = self._pointed(readings[i], readings[i + 1].clause, ahead=True)
             out.append((readings, requests))
             if readings:
                 last = readings[-1]
                 scene = last.evidence[:1] == ("context",) or sets_context(last.clause)
                 before = None if scene else last.clause
         return out
+
+    def _pointed(self, reading: Reading, other: str, ahead: bool = False) -> Reading:
+        """``reading`` read with ``other``, the clause it points back at (``ahead``: the
+        clause after it, whose rest it shares), if it points and together they reach a slot
+        at least :data:`THRESHOLD` more surely (see :meth:`_resolved`)."""
+        if (
+            reading.score == math.inf
+            or reading.intent in GENERAL
+            or not refers_back(reading.clause)
+        ):
+            return reading
+        text = f"{reading.clause} {other}" if ahead else f"{other} {reading.clause}"
+        joined = self.read_clause(text)
+        if (
+            joined.intent is not None
+            and joined.intent not in GENERAL
+            and (reading.intent is None or joined.score - reading.score >= THRESHOLD)
+        ):
+            return Reading(reading.clause, joined.intent, joined.score, joined.evidence)
+        return reading
 
     def _spelled(self, text: str) -> str:
         """``text`` expanded, its typos corrected; a name (a capitalised word inside a
@@ -240,7 +254,10 @@ class Matcher:
         """The readings of one sentence (``question``: it ends in a question mark), and
         whether it asks (see :func:`_requests_only`)."""
         parts = [side for clause in clauses(sentence) for side in self._untied(clause)]
-        asking = [asks(clause) for clause in parts]
+        asking = [
+            asks(clause) and (question or i == 0 or not embedded(clause))
+            for i, clause in enumerate(parts)
+        ]
         requests = question or any(asking)
         return self._read_parts(sentence, parts, asking), requests
 

@@ -376,6 +376,19 @@ def asks(clause: str) -> bool:
     return any(_ASKS.match(piece) for piece in clause.split(","))
 
 
+_EMBEDDED = re.compile(
+    rf"\s*{_OPENERS}(?:which|what|when|where|who|whom|whose|why|how|any|anything|anyone)\b"
+)
+
+
+def embedded(clause: str) -> bool:
+    """Whether ``clause`` opens with a question word or "any" only: after the first clause
+    of a sentence that is no question, such a clause is part of a statement ("Quantity
+    affects the price and which vendors can supply the order.", "... your own limit as well
+    as any company rules."), not a request of its own."""
+    return _EMBEDDED.match(clause) is not None
+
+
 _CONFIRMING = re.compile(
     r"\s*(?:(?:is|was)\s+(?:that|this|it)\s+|(?:that|this)\s+is\s+|am\s+i\s+)?"
     r"(?:about\s+|roughly\s+|more\s+or\s+less\s+)?(?:right|correct|ok|okay|true|accurate|so)\s*$"
@@ -431,7 +444,7 @@ def tells_plans(clause: str) -> bool:
     return _PLANS.match(clause) is not None
 
 
-_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|theirs)\b")
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|theirs|one|ones)\b")
 _DEMONSTRATIVE = re.compile(
     r"\b(?:that|this|these|those)\s+(?!(?:i|we|you|he|she|it|they|is|are|was|were|will|would|"
     r"can|could|should|may|might|must|do|does|did|has|have|had|the|a|an|one|ones|my|your|our|his|"
@@ -441,9 +454,15 @@ _DEMONSTRATIVE = re.compile(
 right", "is that your budget")."""
 _BARE = frozenset(
     {"how", "much", "many", "long", "when", "where", "who", "what", "which", "and", "or", "so"}
-    | {"then", "also", "exactly", "about", "one", "is", "are", "that"}
+    | {"then", "also", "exactly", "about", "one", "is", "are", "that", "early", "late", "soon"}
 )
 """The words of a question that names nothing: "How much?", "And when?", "What is that?"."""
+
+
+def bare(clause: str) -> bool:
+    """Whether ``clause`` is nothing but question words ("How much?", "how early")."""
+    found = words(clause)
+    return bool(found) and all(w in _BARE for w in found)
 
 
 def refers_back(clause: str) -> bool:
@@ -457,10 +476,7 @@ def refers_back(clause: str) -> bool:
         >>> refers_back("so that i can book, what is your budget")
         False
     """
-    if _PRONOUN.search(clause) or _DEMONSTRATIVE.search(clause):
-        return True
-    found = words(clause)
-    return bool(found) and all(w in _BARE for w in found)
+    return bool(_PRONOUN.search(clause) or _DEMONSTRATIVE.search(clause)) or bare(clause)
 
 
 def words(text: str) -> list[str]:
