@@ -457,3 +457,13 @@ def test_unclear_messages_stay_above_the_measured_floor(
     """Off-topic or gibberish messages reach nothing."""
     floors, results = blind
     assert results["(all)"]["(unclear)"].rate >= floors.unclear
+
+
+def test_the_wilson_interval_of_a_rate() -> None:
+    """What the benchmark prints beside the rate of wrong answers to slot questions."""
+    wilson = benchmark().wilson
+    assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson(50, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+    low, high = wilson(6, 711)
+    assert low < 6 / 711 < high
+    assert wilson(0, 0) == (0.0, 1.0)
