@@ -31,28 +31,11 @@ import pytest
 
 from stategym import Knobs
 from stategym.registry import get_domain
-from understood import SYNTHETIC, benchmark
+from understood import BLIND, SYNTHETIC, benchmark
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
-SETS = (
-    "v3",
-    "v4",
-    "v5",
-    "v6",
-    "v7",
-    "v8",
-    "v9",
-    "v10",
-    "v11",
-    "v12",
-    "v13",
-    "v14",
-    "v15",
-    "v16",
-    "v17",
-    "v18",
-)
+SETS = tuple(f"v{n}" for n in range(3, BLIND + 1))
 
 
 @dataclass(frozen=True)

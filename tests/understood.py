@@ -30,3 +30,8 @@ def benchmark() -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+BLIND = int(benchmark().FIXTURE.stem.rsplit("_v", 1)[1])
+"""The number of the held-out set that is blind now: the benchmark's default set
+(``heldout_questions_v18.json``); the sets before it are training data."""

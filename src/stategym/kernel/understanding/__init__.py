@@ -17,7 +17,8 @@ typo is not itself English (:mod:`~stategym.kernel.understanding.spelling`), and
 read what a clause of context names ("Aside from the policy limit, what is your own
 budget?" asks the budget only); a trade between two wishes ("Would you pay a higher fee to
 make sure it arrives on time?", "Should I use savings if that's the only way to pay on
-time?") asks the priority order. Beside a request, a statement asks nothing ("I'd be happy
+time?") asks the priority order (its sides found by
+:mod:`~stategym.kernel.understanding.trades`). Beside a request, a statement asks nothing ("I'd be happy
 to book this. Which airport are you leaving from?" asks the origin only;
 :func:`~stategym.kernel.understanding.model._requests_only`).
 

@@ -43,6 +43,7 @@ from .features import NAME_TOKEN, WORDS, features, names
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
 from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
 from .spelling import Speller
+from .trades import sides
 from .words import (
     IRREGULAR,
     asks,
@@ -103,34 +104,6 @@ order, and the slots it names are what it compares, not questions about them."""
 _VALUE = re.compile(r"[a-z]|\$?[a-z]*[0-9][a-z0-9]*")
 """A feature that is a value, not a word: a single letter ("option b") or a token with a digit
 ("4", "$400", "k2", "50gb"); see :func:`_taught`."""
-_PREFERRING = frozenset({"@rather", "bad", "good"})
-"""Features of an either-or that weighs its sides ("rather", "worse", "better"; not "prefer":
-"Do you prefer to leave early or later on?" asks one slot)."""
-_OFFER = re.compile(
-    r"\bwould you (?:be willing to |accept |rather )?"
-    r"(?!(?:like|prefer|mind|want|be|have|need|know|tell|say|consider|care|rather)\b)[a-z]+\b"
-    r"|\b(?:acceptable|accept|willing)\b"
-    r"|\b(?:is it|would you be|are you) (?:ok|okay|fine|alright)\b"
-)
-"""A trade offered ("would you pay ...", "is ... acceptable"), weighing if on a condition."""
-_PERMISSION = re.compile(
-    r"^\s*(?:if|unless)\b[^,]*,\s*(?:should|can|may|shall|could)\s+(?:i|we)\b"
-    r"|^\s*(?:should|can|may|shall|could)\s+(?:i|we)\b(?=.*\s(?:if|unless)\s)"
-)
-"""Leave asked to act on a condition ("Should I break the budget if the only approved vendor
-is pricier?", "If no option meets the grade, should I still buy one?"), weighing like an
-offered trade."""
-_DESPITE = re.compile(r"\b(?:still|anyway|regardless|at all)\b")
-"""Acting although a wish fails ("should I still buy one?")."""
-_CONFLICT = re.compile(r"\b(?:only|no|not|nothing|none|never|exceed|exceeds|miss|misses)\b")
-"""A condition in which a wish fails ("if the only way ...", "if no option meets ..."): leave
-asked on any other condition ("If checking is short, may I use savings?") asks a slot."""
-_CONDITION = re.compile(
-    r"\s+(?:if|unless|to make sure|in exchange for|as long as|even if|so that|"
-    r"to (?:get|avoid|stay|keep|save|have|meet|reach|secure|make))\s+"
-)
-_FOR = re.compile(r"\s+for\s+(?=(?:a|an|the|your|some)\b)")
-"""What an offered trade is for ("Would you go over budget for a higher grade?")."""
 UNTIE = 8.0
 """How close (in nats) the two slots a clause reaches best must be for :meth:`Matcher._untied`
 to try it as two nouns joined by "or"/"and", each side read alone. Only at a tie (under
@@ -143,7 +116,6 @@ to leave, morning or later?")."""
 _NOUN_PHRASE = 3
 """The most words after the "or"/"and" of a tied clause that :meth:`Matcher._untied` reads as
 a second noun rather than a second clause."""
-_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +350,7 @@ class Matcher:
         ("Should I break the budget if the only approved vendor is pricier?", "If no option
         meets the grade, should I still buy one?") weighs whatever its sides name.
         """
-        found = _sides(sentence)
+        found = sides(sentence)
         if found is None:
             return None
         pair, cues = found
@@ -443,43 +415,6 @@ class Matcher:
                 between = (intent, self.intents[runner_up])
                 return Reading(clause.strip(), None, totals[best], ("tie", *evidence), between)
         return Reading(clause.strip(), intent, totals[best], evidence)
-
-
-def _sides(sentence: str) -> tuple[list[str], tuple[str, ...]] | None:
-    """The two wishes ``sentence`` may weigh against each other, and the words that say so:
-    the sides of "rather X or/than Y" ("worse", "better" alike), of "X versus Y", of an offered
-    trade (its condition before it or after: "If X, would you Y?", "Would you Y if X?") or of
-    leave asked on a condition (the condition second); ``None`` for none of these, or for a
-    list of questions joined by "and"."""
-    preferring = sorted(features(sentence) & _PREFERRING)
-    for joint in (" or ", " than ") if preferring else ():
-        if joint in sentence:
-            return sentence.split(joint, 1), (*preferring, joint.strip())
-    versus = _VERSUS.search(sentence)
-    if versus is not None and "which" in sentence.split():  # "X vs Y, which one?"
-        return [sentence[: versus.start()], sentence[versus.end() :]], ("versus",)
-    if " and " in sentence:
-        return None
-    leave = _PERMISSION.search(sentence)
-    if leave is not None and sentence.lstrip().startswith(("if", "unless")):
-        condition, act = sentence.split(",", 1)
-        weighs = _CONFLICT.search(condition) or _DESPITE.search(act)
-        return ([act, condition], ("leave", "if")) if weighs else None
-    offer = leave or _OFFER.search(sentence)
-    if offer is None:
-        return None
-    comma = sentence.find(",")
-    if sentence.lstrip().startswith(("if", "unless")) and 0 < comma < offer.start():
-        pair = [sentence[comma + 1 :], sentence[:comma]]  # "If X, would you Y?"
-    else:
-        pair = _CONDITION.split(sentence, 1)
-    if len(pair) != 2 and offer.group(0).startswith("would you"):  # "... for a higher grade?"
-        pair = _FOR.split(sentence, 1)
-    if len(pair) != 2:
-        return None
-    if _CONFLICT.search(pair[1]) or (leave and _DESPITE.search(pair[0])):
-        return pair, ("leave", "if")  # acting although a wish fails
-    return None if leave else (pair, (offer.group(0), "if"))
 
 
 def _statement(reading: Reading) -> Reading:

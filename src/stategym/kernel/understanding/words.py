@@ -345,10 +345,12 @@ _OPENERS = (
     r"(?:(?:so|and|also|then|now|ok|okay|well|but|first|finally|lastly|next|just|sorry|hi|hello|"
     r"hey|thanks|great|perfect|alright|one more thing|quick question|please|kindly)\b[\s,:]*)*"
 )
+_WH_WORDS = r"what|when|where|who|whom|whose|why|how"
+"""The question words but "which" (which has readings of its own below)."""
 _ASKS = re.compile(
     rf"\s*{_OPENERS}(?:(?:by|in|on|at|for|from|to|with|under|over|via|versus)\s+)?(?:"
     r"(?:which(?!\s+(?:has|had|means|meant|costs|makes|gives|leaves|includes|requires|would\s+mean)\b)|"
-    r"what|when|where|who|whom|whose|why|how|do|does|did|"
+    rf"{_WH_WORDS}|do|does|did|"
     r"is|are|was|were|am|can|could|would|will|shall|should|may|might|have|has|any|anything|"
     r"anyone|tell|let|give|share|provide|confirm|specify|name|list|say|mention|indicate|clarify|"
     r"advise|state|describe|remind|rank|walk|enter|note|explain|identify|send|need)\b"
@@ -376,9 +378,7 @@ def asks(clause: str) -> bool:
     return any(_ASKS.match(piece) for piece in clause.split(","))
 
 
-_EMBEDDED = re.compile(
-    rf"\s*{_OPENERS}(?:which|what|when|where|who|whom|whose|why|how|any|anything|anyone)\b"
-)
+_EMBEDDED = re.compile(rf"\s*{_OPENERS}(?:which|{_WH_WORDS}|any|anything|anyone)\b")
 
 
 def embedded(clause: str) -> bool:
