@@ -18,8 +18,8 @@ read what a clause of context names ("Aside from the policy limit, what is your 
 budget?" asks the budget only); a trade between two wishes ("Would you pay a higher fee to
 make sure it arrives on time?", "Should I use savings if that's the only way to pay on
 time?") asks the priority order (its sides found by
-:mod:`~stategym.kernel.understanding.trades`). Beside a request, a statement asks nothing ("I'd be happy
-to book this. Which airport are you leaving from?" asks the origin only;
+:mod:`~stategym.kernel.understanding.trades`). Beside a request, a statement asks nothing
+("I'd be happy to book this. Which airport are you leaving from?" asks the origin only;
 :func:`~stategym.kernel.understanding.model._requests_only`).
 
 What reads the messages is a seam (:mod:`~stategym.kernel.understanding.reader`): an
