@@ -166,7 +166,7 @@ def report(results: dict[str, dict[str, Tally]], misses: bool) -> str:
         f"slots: {len(slot_rates)}, mean rate {sum(slot_rates) / len(slot_rates):.1%}, "
         f"below 90%: {below}, wrong answers (all kinds): {wrong}"
     )
-    asked = [t for rows in results.values() for row, t in rows.items() if _asks_slots(row)]
+    asked = [t for rows in results.values() for row, t in rows.items() if asks_slots(row)]
     wrong_slot, total = sum(t.wrong for t in asked), sum(t.total for t in asked)
     low, high = wilson(wrong_slot, total)
     lines.append(
@@ -176,7 +176,8 @@ def report(results: dict[str, dict[str, Tally]], misses: bool) -> str:
     return "\n".join(lines)
 
 
-def _asks_slots(row: str) -> bool:
+def asks_slots(row: str) -> bool:
+    """Whether a row of the tallies holds questions that ask for slots."""
     return not row.startswith("(") or row == "(compound)"
 
 

@@ -142,10 +142,18 @@ class Matcher:
 
     Args:
         phrases: for each slot, the phrases that name it (the domain's ``slot_phrases``).
+        general: the shared intents' training phrases (:data:`.intents.GENERAL`; fewer, to
+            measure the model on questions it did not train on).
     """
 
-    def __init__(self, phrases: Mapping[str, tuple[str, ...]]) -> None:
-        examples = {**{k: tuple(v) for k, v in phrases.items()}, **GENERAL}
+    def __init__(
+        self,
+        phrases: Mapping[str, tuple[str, ...]],
+        general: Mapping[str, tuple[str, ...]] = GENERAL,
+    ) -> None:
+        if set(general) != set(GENERAL):
+            raise ValueError(f"general must train the shared intents {sorted(GENERAL)}")
+        examples = {**{k: tuple(v) for k, v in phrases.items()}, **general}
         self.intents: tuple[str, ...] = tuple(examples)
         self.weights: dict[str, tuple[float, ...]] = _train(examples, self.intents, set(GENERAL))
         self._slots = [i for i, k in enumerate(self.intents) if k not in GENERAL]
