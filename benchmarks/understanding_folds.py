@@ -8,9 +8,10 @@ shared intents' phrases; a slot's first phrase always stays), trains a matcher o
 and measures that set with it, exactly as ``user_understanding.py`` measures the blind set.
 The folds are what issue 10's rounds judged a change by before a blind set measured it
 once; they are written against, so they flatter the rules (the blind sets are the figure to
-quote). ``--set NAME=VALUE`` changes one of the model's constants first, to see what a
-setting would have done on every fold (each constant alone: one computed from another, as
-``SLOT_OVER_PRIORITIES`` from ``THRESHOLD``, does not follow it)::
+quote). ``--set NAME=VALUE`` changes one of the matcher's constants first (``model.py``'s or
+``training.py``'s), to see what a setting would have done on every fold (each constant alone:
+one computed from another, as ``SLOT_OVER_PRIORITIES`` from ``THRESHOLD``, does not follow
+it)::
 
     python benchmarks/understanding_folds.py                  # v3 to the last training set
     python benchmarks/understanding_folds.py --sets 16 17     # two folds
@@ -31,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import user_understanding as bench
-from stategym.kernel.understanding import Matcher, model
+from stategym.kernel.understanding import Matcher, model, training
 from stategym.kernel.understanding.intents import GENERAL
 
 FIXTURES = bench.FIXTURE.parent
-BLIND = int(bench.FIXTURE.stem.rsplit("_v", 1)[1])
-"""The blind set's number: the training sets are v1 (``heldout_questions.json``) to this - 1."""
+BLIND = bench.BLIND
 FIRST_FOLD = 3
 """v1 and v2 were written before the brief the later sets share (no open or two-slot
 questions, no synthetic domain); they train every fold but are not measured as one."""
@@ -49,14 +49,8 @@ def set_path(number: int) -> Path:
 
 def questions(fixture: Mapping[str, Any]) -> set[str]:
     """Every question and message of a held-out set."""
-    out = set(fixture.get("unclear", ()))
-    for spec in fixture["domains"].values():
-        for asked in spec["slots"].values():
-            out.update(asked)
-        out.update(spec.get("priorities", ()))
-        out.update(spec.get("open", ()))
-        out.update(q for q, _ in spec.get("compound", ()))
-    return out
+    asked = {q for spec in fixture["domains"].values() for _, q, _, _ in bench.cases(spec)}
+    return asked | set(fixture.get("unclear", ()))
 
 
 def without(
@@ -117,9 +111,12 @@ def summary(results: Mapping[str, Mapping[str, bench.Tally]]) -> tuple[float, in
 def _apply(settings: Iterable[str]) -> None:
     for setting in settings:
         name, _, value = setting.partition("=")
-        if not isinstance(getattr(model, name, None), float):
-            raise SystemExit(f"--set {setting}: model.py has no number {name!r}")
-        setattr(model, name, float(value))
+        home = next(
+            (m for m in (model, training) if isinstance(getattr(m, name, None), float)), None
+        )
+        if home is None:
+            raise SystemExit(f"--set {setting}: the matcher has no number {name!r}")
+        setattr(home, name, float(value))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,9 @@ from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions_v18.json"
+BLIND = int(FIXTURE.stem.rsplit("_v", 1)[1])
+"""The blind set's number: the sets before it (v1, ``heldout_questions.json``, on) train the
+matcher now."""
 SYNTHETIC = "synth:chain2+askgate3+conflict"
 
 
@@ -100,7 +103,7 @@ def judge(turn: UserTurn, expected: frozenset[str], kind: str) -> str:
     return "right" if not turn.understood else "missed"
 
 
-def _cases(spec: dict[str, Any]) -> Iterator[tuple[str, str, frozenset[str], str]]:
+def cases(spec: dict[str, Any]) -> Iterator[tuple[str, str, frozenset[str], str]]:
     """``(row, question, expected slots, kind)`` for every question of one domain."""
     for slot, questions in spec["slots"].items():
         for q in questions:
@@ -121,7 +124,7 @@ def measure(
     for name, spec in fixture["domains"].items():
         user = user_for(name, reading)
         rows: dict[str, Tally] = {}
-        for row, question, expected, kind in _cases(spec):
+        for row, question, expected, kind in cases(spec):
             user.restore(user.state())
             verdict = judge(user.respond(question), expected, kind)
             tally = rows.setdefault(row, Tally())

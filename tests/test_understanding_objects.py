@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from stategym.kernel.understanding.features import features
-from stategym.kernel.understanding.model import _names
+from stategym.kernel.understanding.training import proper_names
 from understood import reached
 
 
@@ -64,11 +64,11 @@ def test_a_title_cased_word_of_the_lexicon_is_not_a_name() -> None:
     """ "International Bank Account Number" read as four names (one feature, ``propername``),
     so the recipient's number was read as the recipient; a sentence's first two words ("If
     Bo", "Please tell") were names too."""
-    assert _names("Kindly furnish the recipient's International Bank Account Number.") == {
+    assert proper_names("Kindly furnish the recipient's International Bank Account Number.") == {
         "international"
     }
-    assert _names("Is Milo Berg optional?") == {"milo", "berg"}
-    assert _names("Please Tell me more") == set()
+    assert proper_names("Is Milo Berg optional?") == {"milo", "berg"}
+    assert proper_names("Please Tell me more") == set()
 
 
 def test_the_payees_title_cased_account_number_is_the_iban() -> None:

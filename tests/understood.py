@@ -32,6 +32,6 @@ def benchmark() -> ModuleType:
     return module
 
 
-BLIND = int(benchmark().FIXTURE.stem.rsplit("_v", 1)[1])
+BLIND: int = benchmark().BLIND
 """The number of the held-out set that is blind now: the benchmark's default set
 (``heldout_questions_v18.json``); the sets before it are training data."""

@@ -5,9 +5,9 @@ domain's phrase table (each slot's phrases) and on phrases every domain shares
 (:mod:`~stategym.kernel.understanding.intents`: the priority order, the agent's own choice,
 "all your constraints", and messages with nothing to answer), and on labelled questions of earlier
 held-out sets (:mod:`~stategym.kernel.understanding.labelled`); naive Bayes weights are then
-corrected by a few mistake-driven passes. It reads words through stems and synonym
-sets (:mod:`~stategym.kernel.understanding.words`, :mod:`~stategym.kernel.understanding.lexicon`,
-:mod:`~stategym.kernel.understanding.features`),
+corrected by a few mistake-driven passes (:mod:`~stategym.kernel.understanding.training`).
+It reads words through stems and synonym sets (:mod:`~stategym.kernel.understanding.words`,
+:mod:`~stategym.kernel.understanding.lexicon`, :mod:`~stategym.kernel.understanding.features`),
 so a question reaches its slot in words the table never used; it reads each clause of a message
 apart, so one message can ask several things; and it abstains below a threshold, or when two
 slots nearly tie, rather than guess. Each reading keeps the features that decided it.

@@ -1,19 +1,7 @@
 """The matcher: a naive Bayes intent model over stems and synonym sets, one per phrase table.
 
-Training. Every phrase of a domain's table (and of the shared intents in
-:mod:`~stategym.kernel.understanding.intents`) is one example of its slot or intent. An example's
-features (:mod:`~stategym.kernel.understanding.features`) are its stems, the synonym sets those
-stems belong to, and ``from``/``to``/``by`` bound to the word before them (``fly+from`` is the
-origin, ``fly+to`` the destination). The
-weight of feature ``f`` for intent ``k`` is a smoothed log-likelihood ratio,
-
-    w(f, k) = log P(f | k) - log P(f),   P(f | k) = (n(f, k) + a) / (n(k) + 2a),
-
-with ``n(f, k)`` the examples of ``k`` showing ``f`` and ``n(k)`` the examples of ``k``
-(a slot's floored at ``-MOST_AGAINST``, a synonym set's at ``-CONCEPT_AGAINST``), then
-corrected by a few mistake-driven passes. An example's clauses of context do not teach it
-(see below). Training is a pure function of the table, so every process builds the same
-model.
+Training (:mod:`~stategym.kernel.understanding.training`): every phrase of the table is an
+example of its slot or intent; naive Bayes weights, then mistake-driven corrections.
 
 Reading. A message's typos are corrected (:mod:`~stategym.kernel.understanding.spelling`), and
 it is cut into clauses (:func:`~stategym.kernel.understanding.words.clauses`). A sentence that
@@ -33,19 +21,17 @@ that weighed most for its intent: that is why the question reached it.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .features import NAME_TOKEN, WORDS, features, names
+from .features import NAME_TOKEN, WORDS, features
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
-from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
 from .spelling import Speller
 from .trades import sides
+from .training import lexicon_words, proper_names, train, vocabulary, without_context
 from .words import (
-    IRREGULAR,
     asks,
     bare,
     clauses,
@@ -54,7 +40,6 @@ from .words import (
     questions,
     refers_back,
     restates,
-    sentences,
     sets_aside,
     sets_context,
     tells_plans,
@@ -69,16 +54,6 @@ TIE = 0.5
 is ambiguous between them and not understood, rather than answered with either. On the
 leave-one-set-out folds of v3 to v11 (20 averaged passes), 0, 0.5 and 0.75 gave 83, 71 and
 68 wrong answers to slot questions and 26, 28 and 29 slots under 90%."""
-SMOOTHING = 0.03
-"""The ``a`` of the weights: how much a feature never seen with an intent counts against it."""
-MOST_AGAINST = 2.5
-"""The most (in nats) one feature counts against a slot before correction: naive Bayes makes
-a word never seen with a slot count heavily against it, so one word of another topic inside a
-question ("Is this your team's budget?") could veto the slot it asks."""
-CONCEPT_AGAINST = 1.0
-"""The most one synonym set ("@money") counts against a slot: a set is broad, and the word
-that brought it counts against the slot as well ("Is this your team's budget?" must not
-lose the team twice over, for "budget" and for "@money")."""
 SLOT_OVER_PRIORITIES = THRESHOLD / 2
 """What a slot must reach to take a clause the priority order's weights read best. The
 order is trained on every domain's priority questions, so it learns their domain words
@@ -88,22 +63,10 @@ claims the clause (then under the threshold, not understood: a miss, not a wrong
 Not for the two sides of a weighed trade, whose readings decide whether it weighs. Folds
 of v3 to v12: 123 wrong answers (75 to slot questions) became 112 (65), at 1.5 and 0.5
 115 (67) and 112 (64); priority questions understood 867 -> 863."""
-CORRECTION_PASSES = 20
-"""Passes of mistake-driven correction over the training examples, whose weights are averaged
-(see :func:`_correct`). On the leave-one-set-out folds of v3 to v11, averaged 8, 12, 20, 30
-and 50 passes gave 122, 119, 117, 120 and 126 wrong answers (28 to 30 slots under 90%); the
-last pass's weights alone, 3, 8 and 12 passes 121, 125 and 121 (27 to 32)."""
-CORRECTION_MARGIN = 2.0
-"""How far (in nats) an example's own intent must lead every other for no correction."""
-CORRECTION_STEP = 0.25
-"""What one correction moves a feature's weight for the right and the winning wrong intent."""
 COMPARING = frozenset({"@priority", "@sacrifice"})
 """Features of a sentence that weighs constraints against each other ("which matters more",
 "would you give up", "what should I prioritise"). Such a sentence asks for the priority
 order, and the slots it names are what it compares, not questions about them."""
-_VALUE = re.compile(r"[a-z]|\$?[a-z]*[0-9][a-z0-9]*")
-"""A feature that is a value, not a word: a single letter ("option b") or a token with a digit
-("4", "$400", "k2", "50gb"); see :func:`_taught`."""
 UNTIE = 8.0
 """How close (in nats) the two slots a clause reaches best must be for :meth:`Matcher._untied`
 to try it as two nouns joined by "or"/"and", each side read alone. Only at a tie (under
@@ -155,10 +118,12 @@ class Matcher:
             raise ValueError(f"general must train the shared intents {sorted(GENERAL)}")
         examples = {**{k: tuple(v) for k, v in phrases.items()}, **general}
         self.intents: tuple[str, ...] = tuple(examples)
-        self.weights: dict[str, tuple[float, ...]] = _train(examples, self.intents, set(GENERAL))
+        self.weights: dict[str, tuple[float, ...]] = train(
+            examples, self.intents, set(GENERAL), THRESHOLD
+        )
         self._slots = [i for i, k in enumerate(self.intents) if k not in GENERAL]
         self._cache: dict[str, tuple[Reading, ...]] = {}
-        self.speller = Speller(_vocabulary(examples), trusted=_lexicon())
+        self.speller = Speller(vocabulary(examples), trusted=lexicon_words())
 
     def read(self, text: str) -> tuple[Reading, ...]:
         """One reading per clause of ``text``; cached, since agents repeat themselves."""
@@ -222,7 +187,7 @@ class Matcher:
     def _spelled(self, text: str) -> str:
         """``text`` expanded, its typos corrected; a name (a capitalised word inside a
         sentence: "the desk from Officio") is never a typo, and reads as :data:`NAME_TOKEN`."""
-        named = _names(text)
+        named = proper_names(text)
 
         def spell(match: re.Match[str]) -> str:
             word = match.group(0)
@@ -267,7 +232,7 @@ class Matcher:
 
     def _read_parts(self, sentence: str, parts: list[str], asking: list[bool]) -> list[Reading]:
         context = [sets_context(clause) for clause in parts]
-        comparing = bool(features(_asking(parts, context, sentence)) & COMPARING)
+        comparing = bool(features(without_context(parts, context, sentence)) & COMPARING)
         if comparing:  # its parts are what it compares: cut only between questions
             parts = clauses(sentence, strict=True)
             context = [sets_context(clause) for clause in parts]
@@ -448,147 +413,6 @@ def _requests_only(read: list[tuple[list[Reading], bool]]) -> tuple[Reading, ...
         for rs, requests in read
         for r in rs
     )
-
-
-def _asking(parts: list[str], context: list[bool], whole: str) -> str:
-    """``whole`` (cut into ``parts``, ``context`` saying which only set the scene) without its
-    clauses of context; ``whole`` itself when none is, or all are. A comparison named in
-    context is not asked ("So I know whose calendar conflicts matter, who is optional?"), nor
-    taught."""
-    if all(context) or not any(context):
-        return whole
-    return " . ".join(part for part, scene in zip(parts, context, strict=True) if not scene)
-
-
-def _example_features(phrase: str) -> frozenset[str]:
-    """The features a training phrase teaches: those of what it asks ("Aside from the policy
-    limit, what is your own budget?" teaches the budget "own budget", not "policy limit"),
-    as the matcher reads a message."""
-    named = _names(phrase)
-    text = WORDS.sub(lambda m: NAME_TOKEN if m.group(0) in named else m.group(0), expand(phrase))
-    parts = [c for s in sentences(text) for c in clauses(s) if not tells_status(c)]
-    if not parts:
-        return frozenset()
-    return features(_asking(parts, [sets_context(c) for c in parts], " . ".join(parts)))
-
-
-@functools.cache
-def _lexicon() -> frozenset[str]:
-    """Every word of the lexicon: function words, question words, synonym sets, irregulars."""
-    known = set(STOP) | set(KEPT) | set(IRREGULAR)
-    known.update(w for key in QUESTION_WORDS for w in key)
-    known.update(w for members in SYNONYMS.values() for w in members.split())
-    return frozenset(known)
-
-
-def _names(text: str) -> set[str]:
-    """The names in ``text`` (:func:`~.features.names`) but the lexicon's words: a title-cased
-    "International Bank Account Number" is the account number, not a name."""
-    return names(text) - _lexicon()
-
-
-def _vocabulary(examples: Mapping[str, tuple[str, ...]]) -> set[str]:
-    """Every word the model knows: its training phrases' and the lexicon's (what a typo may be
-    corrected to; see :mod:`.spelling`)."""
-    known = set(_lexicon())
-    known.update(w for phrases in examples.values() for p in phrases for w in words(expand(p)))
-    return known
-
-
-def _train(
-    examples: Mapping[str, tuple[str, ...]], intents: tuple[str, ...], general: set[str]
-) -> dict[str, tuple[float, ...]]:
-    """Feature -> its weight for each intent (in ``intents`` order).
-
-    The ``general`` intents are trained on phrases no domain wrote, so a feature they never
-    show (a domain's word: "flight", "volume") does not count against them: their weights
-    are floored at zero. A slot's are floored at ``-MOST_AGAINST``, and at
-    ``-CONCEPT_AGAINST`` for a synonym set.
-    """
-    floor = [0.0 if k in general else -MOST_AGAINST for k in intents]
-    concept_floor = [0.0 if k in general else -CONCEPT_AGAINST for k in intents]
-    a = SMOOTHING
-    shown: dict[str, list[int]] = {}
-    sizes = [len(examples[k]) for k in intents]
-    for i, intent in enumerate(intents):
-        for phrase in examples[intent]:
-            for f in _taught(phrase, intent in general):
-                shown.setdefault(f, [0] * len(intents))[i] += 1
-    total = sum(sizes)
-    weights: dict[str, list[float]] = {}
-    for f, counts in sorted(shown.items()):
-        seen = sum(counts)
-        weights[f] = list(
-            max(
-                low,
-                math.log((c + a) / (n + 2 * a)) - math.log((seen - c + a) / (total - n + 2 * a)),
-            )
-            for c, n, low in zip(
-                counts, sizes, concept_floor if _is_concept(f) else floor, strict=True
-            )
-        )
-    _correct(weights, examples, intents, general)
-    return {f: tuple(w) for f, w in weights.items()}
-
-
-def _taught(phrase: str, general: bool) -> frozenset[str]:
-    """The features ``phrase`` teaches its intent: a shared intent learns no value (a number,
-    a letter: "I found 4 options, A to D; which one?" asks the agent's choice whatever the
-    count or the labels), so a message of values alone ("What is your b b b?") cannot reach
-    it. A slot keeps them: "You work 9 to 5, right?" is the working hours by its numbers."""
-    found = _example_features(phrase)
-    return frozenset(f for f in found if not _VALUE.fullmatch(f)) if general else found
-
-
-def _is_concept(feature: str) -> bool:
-    """Whether ``feature`` is a synonym set ("@money"), not a word or a bound pair."""
-    return feature.startswith("@") and "+" not in feature
-
-
-def _correct(
-    weights: dict[str, list[float]],
-    examples: Mapping[str, tuple[str, ...]],
-    intents: tuple[str, ...],
-    general: set[str],
-) -> None:
-    """Mistake-driven corrections of the naive Bayes weights, in place (a margin perceptron).
-
-    Naive Bayes counts each feature on its own, so a word shared by two slots ("airport" in
-    the origin's and the destination's questions) can outweigh the pair that tells them apart.
-    Each pass reads every training example as the model would; where the example's own intent
-    does not lead the best other one by :data:`CORRECTION_MARGIN`, or stays below the
-    threshold, each of its features moves :data:`CORRECTION_STEP` towards its intent and away
-    from that rival. The weights kept are the average of those after each pass (an averaged
-    perceptron): the last pass alone swings with the last examples it corrected. Examples and
-    features are visited in a fixed order, so training stays a pure function of the table.
-    """
-    data = []
-    for y, intent in enumerate(intents):
-        for phrase in examples[intent]:
-            known = sorted(f for f in _taught(phrase, intent in general) if f in weights)
-            if known:
-                data.append((known, y))
-    width = range(len(intents))
-    summed = {f: [0.0] * len(intents) for f in weights}
-    passes = 0
-    for _ in range(CORRECTION_PASSES):
-        corrected = False
-        for known, y in data:
-            totals = [sum(column) for column in zip(*(weights[f] for f in known), strict=True)]
-            rival = max((i for i in width if i != y), key=totals.__getitem__)
-            if totals[y] - totals[rival] >= CORRECTION_MARGIN and totals[y] >= THRESHOLD:
-                continue
-            corrected = True
-            for f in known:
-                weights[f][y] += CORRECTION_STEP
-                weights[f][rival] -= CORRECTION_STEP
-        passes += 1
-        for f, column in weights.items():
-            summed[f] = [s + w for s, w in zip(summed[f], column, strict=True)]
-        if not corrected:
-            break
-    for f, column in summed.items():
-        weights[f] = [s / passes for s in column]
 
 
 _MATCHERS: dict[int, tuple[Mapping[str, tuple[str, ...]], Matcher]] = {}
