@@ -94,20 +94,6 @@ def fold(number: int, training: Mapping[int, set[str]]) -> dict[str, dict[str, b
     return bench.measure(fixture, FoldReading(frozenset(questions(fixture) - others)))
 
 
-def summary(results: Mapping[str, Mapping[str, bench.Tally]]) -> tuple[float, int, int, int, int]:
-    """Mean slot rate, slots under 90%, wrong answers, those to slot questions, slot misses."""
-    rows = [(row, tally) for tallies in results.values() for row, tally in tallies.items()]
-    rates = [tally.rate for row, tally in rows if not row.startswith("(")]
-    slot_rows = [tally for row, tally in rows if bench.asks_slots(row)]
-    return (
-        sum(rates) / len(rates),
-        sum(rate < 0.9 for rate in rates),
-        sum(tally.wrong for _, tally in rows),
-        sum(tally.wrong for tally in slot_rows),
-        sum(tally.missed for tally in slot_rows),
-    )
-
-
 def _apply(settings: Iterable[str]) -> None:
     for setting in settings:
         name, _, value = setting.partition("=")
@@ -134,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     misses: list[str] = []
     for number in folds:
         results = fold(number, training)
-        mean, below, wrong, slot_wrong, slot_missed = summary(results)
-        print(f"v{number}: {mean:.1%} / {below} / {wrong} ({slot_wrong}) missed {slot_missed}")
-        counts = (below, wrong, slot_wrong, slot_missed)
+        s = bench.summary(results)
+        print(f"v{number}: {s.cell()} missed {s.slot_misses}")
+        counts = (s.below, s.wrong, s.wrong_to_slots, s.slot_misses)
         totals = [t + c for t, c in zip(totals, counts, strict=True)]
         misses += [
             f"v{number} {domain} {row} {miss}"

@@ -145,14 +145,11 @@ def measure(
 
 def report(results: dict[str, dict[str, Tally]], misses: bool) -> str:
     lines = [f"{'domain':<10} {'slot':<14} {'right':>5} {'wrong':>5} {'miss':>5}  rate"]
-    slot_rates: list[float] = []
     for name, rows in results.items():
         for row, t in rows.items():
             lines.append(
                 f"{name:<10} {row:<14} {t.right:>5} {t.wrong:>5} {t.missed:>5}  {t.rate:.0%}"
             )
-            if not row.startswith("("):
-                slot_rates.append(t.rate)
             if misses:
                 lines.extend(f"{'':<26}{m}" for m in t.misses)
         plain = [t for row, t in rows.items() if not row.startswith("(")]
@@ -163,20 +160,50 @@ def report(results: dict[str, dict[str, Tally]], misses: bool) -> str:
             lines.append(
                 f"{name:<10} {'= slots':<14} {right:>5} {wrong:>5} {'':>5}  {right / total:.0%}"
             )
-    wrong = sum(t.wrong for rows in results.values() for t in rows.values())
-    below = sum(r < 0.9 for r in slot_rates)
+    s = summary(results)
     lines.append(
-        f"slots: {len(slot_rates)}, mean rate {sum(slot_rates) / len(slot_rates):.1%}, "
-        f"below 90%: {below}, wrong answers (all kinds): {wrong}"
+        f"slots: {s.slots}, mean rate {s.mean_rate:.1%}, "
+        f"below 90%: {s.below}, wrong answers (all kinds): {s.wrong}"
     )
-    asked = [t for rows in results.values() for row, t in rows.items() if asks_slots(row)]
-    wrong_slot, total = sum(t.wrong for t in asked), sum(t.total for t in asked)
-    low, high = wilson(wrong_slot, total)
+    low, high = wilson(s.wrong_to_slots, s.slot_questions)
     lines.append(
-        f"wrong answers to slot questions: {wrong_slot} of {total} "
-        f"({wrong_slot / total:.1%}, 95% interval {low:.1%}-{high:.1%})"
+        f"wrong answers to slot questions: {s.wrong_to_slots} of {s.slot_questions} "
+        f"({s.wrong_to_slots / s.slot_questions:.1%}, 95% interval {low:.1%}-{high:.1%})"
     )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A set's figures: the mean rate over slots, how many slots are under 90%, the wrong
+    answers of every kind and, of them, those to questions that ask for slots, and how many of
+    those questions were not understood."""
+
+    slots: int
+    mean_rate: float
+    below: int
+    wrong: int
+    wrong_to_slots: int
+    slot_questions: int
+    slot_misses: int
+
+    def cell(self) -> str:
+        """As the docs' tables write it: ``98.7% / 2 / 11 (6)``."""
+        return f"{self.mean_rate:.1%} / {self.below} / {self.wrong} ({self.wrong_to_slots})"
+
+
+def summary(results: dict[str, dict[str, Tally]]) -> Summary:
+    rates = [t.rate for rows in results.values() for r, t in rows.items() if not r.startswith("(")]
+    asked = [t for rows in results.values() for row, t in rows.items() if asks_slots(row)]
+    return Summary(
+        slots=len(rates),
+        mean_rate=sum(rates) / len(rates),
+        below=sum(r < 0.9 for r in rates),
+        wrong=sum(t.wrong for rows in results.values() for t in rows.values()),
+        wrong_to_slots=sum(t.wrong for t in asked),
+        slot_questions=sum(t.total for t in asked),
+        slot_misses=sum(t.missed for t in asked),
+    )
 
 
 def asks_slots(row: str) -> bool:
