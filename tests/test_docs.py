@@ -8,6 +8,7 @@ opts out only with ``<!-- no-run: reason -->`` on the line before its fence, and
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -151,6 +152,36 @@ def test_protocol_distance_matrix_is_todays() -> None:
                 continue
             d = edit_distance(topologies[a], topologies[b])
             assert printed[a, b] == f"{'' if d.exact else '~'}{d.normalised:.2f}", (a, b)
+
+
+LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
+"""The LLM readings docs/environment.md reports (v16 to v18 read by the session's subagents)."""
+
+
+def _table(page: str, header: str) -> list[list[str]]:
+    """The cells of the first table on ``page`` whose header row starts with ``header``."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    lines = text[text.index(header) :].split("\n\n", 1)[0].splitlines()
+    return [[c.strip() for c in row.strip("|").split("|")] for row in lines if "---" not in row]
+
+
+def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
+    """They replay offline to the page's figures: the cache still fits today's prompt and
+    phrase tables (a changed one misses it and raises), and the benchmark counts as it did."""
+    import shutil
+
+    from stategym.llm.reading import LLMReading
+    from understood import benchmark
+
+    header, *rows = _table("docs/environment.md", "| reader, blind to the set |")
+    row = next(r for r in rows if r[0] == "the session's subagents (LLM)")
+    cache = shutil.copy(LLM_READINGS, tmp_path)  # reading opens it for writing (WAL)
+    reading = LLMReading("session-subagent", cache, offline=True)
+    bench = benchmark()
+    for version, cell in zip(header[1:], row[1:], strict=True):
+        fixture = ROOT / "tests" / "fixtures" / f"heldout_questions_{version}.json"
+        results = bench.measure(json.loads(fixture.read_text()), reading)
+        assert bench.summary(results).cell() == cell, version
 
 
 def test_the_missing_matplotlib_hint_names_the_extra(
