@@ -155,7 +155,7 @@ def test_protocol_distance_matrix_is_todays() -> None:
 
 
 LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
-"""The LLM readings docs/environment.md reports (v16 to v18 read by the session's subagents)."""
+"""The LLM readings docs/environment.md reports (v16 to v19 read by the session's subagents)."""
 
 
 def _table(page: str, header: str) -> list[list[str]]:
@@ -166,15 +166,16 @@ def _table(page: str, header: str) -> list[list[str]]:
 
 
 def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
-    """They replay offline to the page's figures: the cache still fits today's prompt and
-    phrase tables (a changed one misses it and raises), and the benchmark counts as it did."""
+    """Today's prompt replays them offline to the page's figures: the cache still fits the
+    prompt and phrase tables (a changed one misses it and raises), and the benchmark counts as
+    it did."""
     import shutil
 
     from stategym.llm.reading import LLMReading
     from understood import benchmark
 
-    header, *rows = _table("docs/environment.md", "| reader, blind to the set |")
-    row = next(r for r in rows if r[0] == "the session's subagents (LLM)")
+    header, *rows = _table("docs/environment.md", "| reader | v16 |")
+    row = next(r for r in rows if r[0] == "the session's subagents, prompt version 2 (now)")
     cache = shutil.copy(LLM_READINGS, tmp_path)  # reading opens it for writing (WAL)
     reading = LLMReading("session-subagent", cache, offline=True)
     bench = benchmark()

@@ -27,7 +27,7 @@ from stategym.kernel.errors import TrajectoryError, UsageError
 from stategym.kernel.protocol import CallBatch, Say, ToolCall
 from stategym.kernel.trajectory import dumps, loads, replay
 from stategym.kernel.understanding import CHOICE, PRIORITIES
-from stategym.llm.reading import LLMReading, parse_labels, reading_prompt
+from stategym.llm.reading import LLMReading, parse_between, parse_labels, reading_prompt
 from stategym.registry import get_domain
 from stategym.rollout.play import Episode, adrive
 
@@ -126,6 +126,25 @@ def test_an_answer_that_is_not_the_json_asked_for_is_not_understood(tmp_path: Pa
     assert "don't understand" in result.observation.user
     turn = env.rounds[-1].user
     assert turn is not None and not turn.understood
+
+
+def test_a_message_between_two_facts_is_asked_back_and_cached_so(tmp_path: Path) -> None:
+    # "When?" could be the departure time or the travel dates: the model says so, and the
+    # user asks which was meant, as it does at a tie of its own reading.
+    endpoint = SyncEndpoint(lambda _: '{"asks": [], "between": ["departure", "window"]}')
+    cache = tmp_path / "r.sqlite"
+    env = Env("travel", reader=reading(endpoint, cache))
+    env.reset(seed=0)
+    result = env.step(Say("When?"))
+    turn = env.rounds[-1].user
+    assert turn is not None and not turn.understood and turn.asked == ()
+    assert result.observation.user is not None
+    assert result.observation.user.startswith(
+        "Sorry, I don't understand what you need from me: do you mean "
+    )
+    offline = Env("travel", reader=LLMReading("reader-model", cache, offline=True))
+    offline.reset(seed=0)
+    assert offline.step(Say("When?")).observation.user == result.observation.user
 
 
 def test_every_answer_is_read_back_from_the_cache(endpoint: SyncEndpoint, tmp_path: Path) -> None:
@@ -235,6 +254,27 @@ def test_gymnasium_make_takes_a_reader(endpoint: SyncEndpoint, tmp_path: Path) -
 def test_parse_labels(content: str | None, labels: tuple[str, ...]) -> None:
     known = {"budget": "budget", "origin": "origin", "priorities": PRIORITIES, "choice": CHOICE}
     assert parse_labels(content, known) == labels
+
+
+@pytest.mark.parametrize(
+    ("content", "between"),
+    [
+        ('{"asks": [], "between": ["budget", "Origin"]}', ("budget", "origin")),
+        ('{"asks": ["budget"], "between": ["budget", "origin"]}', ()),  # it asked: no doubt
+        ('{"asks": [], "between": ["budget"]}', ()),
+        ('{"asks": [], "between": ["budget", "budget"]}', ()),
+        ('{"asks": [], "between": ["budget", "origin", "seat"]}', ()),
+        ('{"asks": [], "between": ["budget", "priorities"]}', ()),  # slots only
+        ('{"asks": ["choice"], "between": ["budget", "origin"]}', ()),
+        ('{"between": ["budget", "origin"]}', ("budget", "origin")),
+        ('{"asks": [], "between": "budget, origin"}', ()),
+        ('["budget", "origin"]', ()),
+        (None, ()),
+    ],
+)
+def test_parse_between(content: str | None, between: tuple[str, ...]) -> None:
+    slots = {"budget": "budget", "origin": "origin", "seat": "seat"}
+    assert parse_between(content, slots) == between
 
 
 def test_the_prompt_names_every_slot_and_shared_label() -> None:

@@ -14,10 +14,13 @@ about) goes to a model behind an OpenAI-compatible endpoint (vLLM, SGLang, Ollam
 
 The model sees the domain's slots (each named by the first phrases of the domain's table),
 three shared intents (``priorities``, ``choice``, ``overview``) and the message, and answers
-``{"asks": [labels]}``. Requests are greedy (temperature 0, seed 0), and **every answer is
-kept in a SQLite file** keyed by a digest of the whole request (model, prompt, message): the
-same message is sent once, ever, and a later run, a replay or a worker process reads the
-file, so scores stay reproducible even where the server is not deterministic. With
+``{"asks": [labels]}``, or, for a message that could mean either of two facts with nothing in
+it to decide, ``{"asks": [], "between": [two labels]}``: the user then asks which was meant,
+as it does at a tie of the rule-based reading. Requests are greedy (temperature 0, seed 0),
+and **every answer is kept in a SQLite file** keyed by a digest of the whole request (model,
+prompt, message): the same message is sent once, ever, and a later run, a replay or a worker
+process reads the file, so scores stay reproducible even where the server is not
+deterministic. With
 ``offline=True`` nothing is sent: a message the file does not hold raises
 :class:`~stategym.kernel.errors.UsageError` (so a re-score cannot silently change reader).
 
@@ -49,7 +52,7 @@ from stategym.kernel.understanding import CHOICE, OVERVIEW, PRIORITIES, Reading
 if TYPE_CHECKING:
     from openai import OpenAI
 
-READING_PROMPT_VERSION = 1
+READING_PROMPT_VERSION = 2
 """Bumped whenever :func:`reading_prompt` changes; part of every cache key."""
 PHRASES_SHOWN = 4
 """How many of a slot's phrases describe it to the model."""
@@ -61,8 +64,16 @@ SHARED_LABELS: Mapping[str, tuple[str, str]] = {
         "which of the user's wishes matters most, or what the user would give up or accept "
         "when not everything can be had (a trade-off)",
     ),
-    "choice": (CHOICE, "asks the user to pick the option, or what the assistant should choose"),
-    "overview": (OVERVIEW, "asks for all of the user's requirements or facts at once"),
+    "choice": (
+        CHOICE,
+        "asks the user to pick the option, or what the assistant should choose or do next, "
+        "or whether to go ahead",
+    ),
+    "overview": (
+        OVERVIEW,
+        "asks for all of the user's requirements or facts at once, or whether there is "
+        "anything else to know",
+    ),
 }
 """Labels every domain offers besides its slots: ``label -> (intent, description)``."""
 _SCHEMA = """\
@@ -95,6 +106,9 @@ def reading_prompt(phrases: Mapping[str, tuple[str, ...]]) -> str:
         "and status updates ask nothing.",
         'Answer with JSON only: {"asks": [labels]}, an empty list if the message asks '
         "nothing the user could answer.",
+        "If the message asks for one fact but could as well mean either of two of the facts "
+        'above, with nothing in it to decide, do not choose: answer {"asks": [], "between": '
+        "[the two labels]}, and the user will ask which one was meant.",
     ]
     return "\n".join(lines)
 
@@ -104,7 +118,21 @@ def parse_labels(content: str | None, known: Mapping[str, str]) -> tuple[str, ..
     list) in ``content``, its ``asks`` list, labels matched case-insensitively against
     ``known`` (``label -> intent``); anything else is ignored. Unparseable: ``()``."""
     found = _first_json(content or "")
-    labels = found.get("asks") if isinstance(found, dict) else found
+    return _intents(found.get("asks") if isinstance(found, dict) else found, known)
+
+
+def parse_between(content: str | None, slots: Mapping[str, str]) -> tuple[str, ...]:
+    """The two facts an answer says the message lies between (its ``between`` list, matched
+    against ``slots``, a domain's ``label -> slot``): ``()`` unless its ``asks`` list is empty
+    (or absent) and it names exactly two different slots there."""
+    found = _first_json(content or "")
+    if not isinstance(found, dict) or found.get("asks"):
+        return ()
+    between = _intents(found.get("between"), slots)
+    return between if len(between) == 2 else ()
+
+
+def _intents(labels: Any, known: Mapping[str, str]) -> tuple[str, ...]:
     if not isinstance(labels, list):
         return ()
     intents = (known.get(label.strip().lower()) for label in labels if isinstance(label, str))
@@ -157,9 +185,8 @@ class LLMReader:
 
     def __init__(self, settings: LLMReading, phrases: Mapping[str, tuple[str, ...]]) -> None:
         self.settings = settings
-        self.labels = {slot.lower(): slot for slot in phrases} | {
-            label: intent for label, (intent, _) in SHARED_LABELS.items()
-        }
+        self.slots = {slot.lower(): slot for slot in phrases}
+        self.labels = self.slots | {label: intent for label, (intent, _) in SHARED_LABELS.items()}
         self.prompt = reading_prompt(phrases)
         self._seen: dict[str, tuple[Reading, ...]] = {}
         self._lock = threading.Lock()
@@ -182,7 +209,7 @@ class LLMReader:
         seen = self._seen.get(text)
         if seen is None:
             with self._lock:
-                seen = self._seen[text] = self._readings(text, self._labels_of(text))
+                seen = self._seen[text] = self._readings(text, *self._answer_of(text))
         return seen
 
     def request(self, text: str) -> dict[str, Any]:
@@ -198,7 +225,8 @@ class LLMReader:
             "max_tokens": MAX_REPLY_TOKENS,
         }
 
-    def _labels_of(self, text: str) -> tuple[str, ...]:
+    def _answer_of(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The intents the model reads ``text`` to ask, and the two facts it lies between."""
         body = self.request(text)
         key = hashlib.sha256(
             json.dumps([READING_PROMPT_VERSION, body], sort_keys=True).encode()
@@ -206,21 +234,22 @@ class LLMReader:
         db = self._connection()
         row = db.execute("SELECT labels FROM readings WHERE key = ?", (key,)).fetchone()
         if row is not None:
-            return tuple(json.loads(row[0]))
+            return _stored(row[0])
         if self.settings.offline:
             raise UsageError(
                 f"the reading cache {self.settings.cache} has no answer of {self.settings.model} "
                 f"for the message {text[:80]!r}; run once with the endpoint (offline=False)"
             )
         raw = self._ask(body)
-        labels = parse_labels(raw, self.labels)
+        asks, between = parse_labels(raw, self.labels), parse_between(raw, self.slots)
+        stored = json.dumps({"asks": asks, "between": between} if between else asks)
         db.execute(
             "INSERT OR IGNORE INTO readings VALUES (?, ?, ?, ?, ?)",
-            (key, self.settings.model, text, json.dumps(labels), raw or ""),
+            (key, self.settings.model, text, stored, raw or ""),
         )
         # Another process may have answered first: the first answer stored is the one read.
         row = db.execute("SELECT labels FROM readings WHERE key = ?", (key,)).fetchone()
-        return tuple(json.loads(row[0]))
+        return _stored(row[0])
 
     def _ask(self, body: dict[str, Any]) -> str | None:
         import openai
@@ -258,9 +287,20 @@ class LLMReader:
             self._db = db
         return self._db
 
-    def _readings(self, text: str, intents: tuple[str, ...]) -> tuple[Reading, ...]:
+    def _readings(
+        self, text: str, intents: tuple[str, ...], between: tuple[str, ...]
+    ) -> tuple[Reading, ...]:
         clause = text.lower()
         evidence = (self.settings.name,)
         if not intents:
-            return (Reading(clause, None, 0.0, evidence),)
+            return (Reading(clause, None, 0.0, evidence, between),)
         return tuple(Reading(clause, intent, 1.0, evidence) for intent in intents)
+
+
+def _stored(labels: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A cached answer: the intents read, as a JSON list, or with the two facts a message
+    lies between, as ``{"asks": [], "between": [a, b]}``."""
+    found = json.loads(labels)
+    if isinstance(found, dict):
+        return tuple(found["asks"]), tuple(found["between"])
+    return tuple(found), ()
