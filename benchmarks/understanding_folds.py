@@ -1,8 +1,9 @@
 """Leave-one-set-out folds: each earlier held-out set read by a matcher that never trained on it.
 
-The held-out sets before the blind one are the simulated user's training data now (labelled
-questions, :mod:`stategym.kernel.understanding.labelled`), so ``user_understanding.py`` on
-them measures the training set. A fold takes out of the training data every question of one
+The held-out sets the matcher trains on (``user_understanding.TRAINED``: those before the
+blind one, less v18) are the simulated user's training data now (labelled questions,
+:mod:`stategym.kernel.understanding.labelled`), so ``user_understanding.py`` on them measures
+the training set. A fold takes out of the training data every question of one
 set that no other training set also holds (from the domains' phrase tables and from the
 shared intents' phrases; a slot's first phrase always stays), trains a matcher on the rest
 and measures that set with it, exactly as ``user_understanding.py`` measures the blind set.
@@ -36,7 +37,6 @@ from stategym.kernel.understanding import Matcher, model, training
 from stategym.kernel.understanding.intents import GENERAL
 
 FIXTURES = bench.FIXTURE.parent
-BLIND = bench.BLIND
 FIRST_FOLD = 3
 """v1 and v2 were written before the brief the later sets share (no open or two-slot
 questions, no synthetic domain); they train every fold but are not measured as one."""
@@ -111,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--misses", type=Path, help="write every question not understood here")
     args = parser.parse_args(argv)
-    folds = args.sets or list(range(FIRST_FOLD, BLIND))
-    if not all(1 <= k < BLIND for k in folds):
-        parser.error(f"a fold is a training set, v1 to v{BLIND - 1}")
+    folds = args.sets or [k for k in bench.TRAINED if k >= FIRST_FOLD]
+    if not set(folds) <= set(bench.TRAINED):
+        parser.error(f"a fold is a training set: {', '.join(f'v{k}' for k in bench.TRAINED)}")
     _apply(args.set)
-    training = {k: questions(json.loads(set_path(k).read_text())) for k in range(1, BLIND)}
+    training = {k: questions(json.loads(set_path(k).read_text())) for k in bench.TRAINED}
     totals = [0, 0, 0, 0]
     misses: list[str] = []
     for number in folds:
