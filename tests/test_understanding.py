@@ -41,8 +41,8 @@ HELD_OUT_SETS = {
     f"v{n}": json.loads((FIXTURE.parent / f"heldout_questions_v{n}.json").read_text())
     for n in HELD_OUT
 }
-"""The eighteenth set (measured, kept out) and the nineteenth (blind): none of either may reach
-the training data."""
+"""The sets from the eighteenth on, measured and kept out: none of them may reach the training
+data."""
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"
 
 
@@ -62,10 +62,11 @@ def _questions(spec: dict[str, object]) -> list[str]:
     return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
 
 
-COINCIDENCES: set[str] = set()
+COINCIDENCES: set[str] = {"By when?", "Spend cap?"}
 """Held-out questions that a phrase table already held when their set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. The
-eighteenth and nineteenth sets have none. (The third to seventeenth sets had 19, 30, 14, 4,
+eighteenth and nineteenth sets have none; the twentieth has these two (shop's "by when" and
+synthetic's "spending cap"). (The third to seventeenth sets had 19, 30, 14, 4,
 10, 5, 8, 3, 4, 1, 1, 1, 2, 1 and 1 such; all are training data now. The seventeenth's,
 "whats most important?", was the priority phrase "what is most important", which the shared
 intents have held since the kernel was written.)"""
