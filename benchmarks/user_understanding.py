@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym import Knobs
-from stategym.kernel.understanding import ReaderSource
+from stategym.kernel.understanding import ReaderSource, RulesBreakTies
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
@@ -247,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", help="the --reader's endpoint")
     parser.add_argument("--cache", type=Path, help="the --reader's answer cache (SQLite)")
     parser.add_argument("--offline", action="store_true", help="--reader answers from --cache")
+    parser.add_argument(
+        "--rules-break-ties",
+        action="store_true",
+        help="where --reader finds a message between two facts, the rules pick one if they can",
+    )
     args = parser.parse_args(argv)
     reading = None
     if args.reader:
@@ -256,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--reader takes openai:MODEL, with --cache FILE")
         model = args.reader.removeprefix("openai:")
         reading = LLMReading(model, args.cache, base_url=args.base_url, offline=args.offline)
+        if args.rules_break_ties:
+            reading = RulesBreakTies(reading)
     results = measure(json.loads(args.fixture.read_text()), reading)
     print(report(results, args.misses))
     if args.json:

@@ -26,7 +26,7 @@ from stategym import Env
 from stategym.kernel.errors import TrajectoryError, UsageError
 from stategym.kernel.protocol import CallBatch, Say, ToolCall
 from stategym.kernel.trajectory import dumps, loads, replay
-from stategym.kernel.understanding import CHOICE, PRIORITIES
+from stategym.kernel.understanding import CHOICE, PRIORITIES, RulesBreakTies
 from stategym.llm.reading import LLMReading, parse_between, parse_labels, reading_prompt
 from stategym.registry import get_domain
 from stategym.rollout.play import Episode, adrive
@@ -145,6 +145,37 @@ def test_a_message_between_two_facts_is_asked_back_and_cached_so(tmp_path: Path)
     offline = Env("travel", reader=LLMReading("reader-model", cache, offline=True))
     offline.reset(seed=0)
     assert offline.step(Say("When?")).observation.user == result.observation.user
+
+
+def test_the_rules_break_a_tie_the_model_leaves_open(tmp_path: Path) -> None:
+    # The model finds each of these between the departure time and the travel dates; the
+    # rules read "Leaving when?" as the dates alone, and "When?" as neither of the two.
+    endpoint = SyncEndpoint(lambda _: '{"asks": [], "between": ["departure", "window"]}')
+    tied = RulesBreakTies(reading(endpoint, tmp_path / "r.sqlite"))
+    assert tied.name == "openai:reader-model+rules"
+    env = Env("travel", reader=tied)
+    env.reset(seed=0)
+    env.step(Say("Leaving when?"))
+    turn = env.rounds[-1].user
+    assert turn is not None and turn.understood and turn.asked == ("window",)
+    assert env.trajectory.meta["reader"] == "openai:reader-model+rules"
+    result = env.step(Say("When?"))
+    assert result.observation.user is not None and "do you mean" in result.observation.user
+    again = pickle.loads(pickle.dumps(env))  # a worker's copy breaks ties the same way
+    again.step(Say("Leaving when?"))
+    assert again.rounds[-1].user == env.rounds[0].user
+    assert len(endpoint.requests) == 2  # each message asked once; the rules need no endpoint
+
+
+def test_the_rules_touch_no_reading_but_a_tie(tmp_path: Path) -> None:
+    # The model reads the origin where the rules would read the budget: no tie, so the
+    # model's reading stands.
+    endpoint = SyncEndpoint(lambda _: '{"asks": ["origin"]}')
+    env = Env("travel", reader=RulesBreakTies(reading(endpoint, tmp_path / "r.sqlite")))
+    env.reset(seed=0)
+    env.step(Say("How much would you spend?"))
+    turn = env.rounds[-1].user
+    assert turn is not None and turn.asked == ("origin",)
 
 
 def test_every_answer_is_read_back_from_the_cache(endpoint: SyncEndpoint, tmp_path: Path) -> None:

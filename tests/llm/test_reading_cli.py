@@ -111,6 +111,18 @@ def test_a_run_never_resumes_across_readers(
     assert "reader=openai:m" in capsys.readouterr().err
 
 
+def test_the_rules_break_the_readers_ties(tmp_path: Path) -> None:
+    def tied(body: dict[str, Any]) -> dict[str, Any]:
+        return completion('{"asks": [], "between": ["departure", "window"]}')
+
+    out = tmp_path / "out"
+    with loopback.serving(tied) as url:
+        reader = ("--reader", "openai:m", "--reader-base-url", url, "--reader-rules-break-ties")
+        assert evaluate(out, *reader) == 0
+    for line in lines(out):
+        assert orjson.loads(line)["meta"]["reader"] == "openai:m+rules"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

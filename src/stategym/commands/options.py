@@ -212,11 +212,19 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read only from --reader-cache: a message it does not hold stops the run",
     )
+    group.add_argument(
+        "--reader-rules-break-ties",
+        action="store_true",
+        help="where the reader finds a message between two facts, the user answers the one its "
+        "rules read, if they read one of the two, instead of asking which was meant",
+    )
 
 
 def reader_of(args: argparse.Namespace, out: Path) -> Any:
     """The :class:`~stategym.llm.reading.LLMReading` that ``--reader`` asks for (``None``:
-    the rules); its endpoint is checked now, before anything is played.
+    the rules; with ``--reader-rules-break-ties``, wrapped in
+    :class:`~stategym.kernel.understanding.RulesBreakTies`); its endpoint is checked now,
+    before anything is played.
 
     Raises:
         UsageError: not ``openai:MODEL``, the ``llm`` extra missing, the endpoint unreachable.
@@ -237,7 +245,12 @@ def reader_of(args: argparse.Namespace, out: Path) -> Any:
     if not args.reader_offline:
         check_endpoint(model, args.reader_base_url)
     cache = args.reader_cache or out / "readings.sqlite"
-    return LLMReading(model, cache, base_url=args.reader_base_url, offline=args.reader_offline)
+    reading = LLMReading(model, cache, base_url=args.reader_base_url, offline=args.reader_offline)
+    if args.reader_rules_break_ties:
+        from stategym.kernel.understanding import RulesBreakTies
+
+        return RulesBreakTies(reading)
+    return reading
 
 
 def spread_of(args: argparse.Namespace) -> Any:

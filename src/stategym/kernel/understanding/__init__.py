@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from .intents import CHOICE, NOTHING, OVERVIEW, PRIORITIES
 from .model import Matcher, Reading, matcher_for
-from .reader import Reader, ReaderSource
+from .reader import Reader, ReaderSource, RulesBreakTies
 
 __all__ = [
     "CHOICE",
@@ -48,5 +48,6 @@ __all__ = [
     "Reader",
     "ReaderSource",
     "Reading",
+    "RulesBreakTies",
     "matcher_for",
 ]

@@ -11,9 +11,10 @@ ships: a model behind an OpenAI-compatible endpoint, its answers cached).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .model import Reading
+from .model import Reading, matcher_for
 
 
 class Reader(Protocol):
@@ -34,3 +35,47 @@ class ReaderSource(Protocol):
         ...
 
     def reader(self, phrases: Mapping[str, tuple[str, ...]]) -> Reader: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RulesBreakTies:
+    """Another reading (an LLM's) with the rules as its tie-breaker: where ``source`` reads a
+    clause as lying between two slots (:attr:`Reading.between`) and the rule-based matcher
+    reads the message as asking exactly one of the two, the user answers that one; otherwise
+    it asks which was meant, as before. The rules have trained on the held-out sets' labelled
+    questions, so they know which of two facts a domain's users mean by a terse "Leaving
+    when?" (the dates, not the time of day). ``Env("travel",
+    reader=RulesBreakTies(LLMReading(...)))``; trajectories name it ``openai:MODEL+rules``.
+    """
+
+    source: ReaderSource
+
+    @property
+    def name(self) -> str:
+        return f"{self.source.name}+rules"
+
+    def reader(self, phrases: Mapping[str, tuple[str, ...]]) -> Reader:
+        return _TieBreaking(self.source.reader(phrases), phrases)
+
+
+class _TieBreaking:
+    def __init__(self, reader: Reader, phrases: Mapping[str, tuple[str, ...]]) -> None:
+        self._reader = reader
+        self._phrases = phrases
+
+    def read(self, text: str) -> tuple[Reading, ...]:
+        readings = self._reader.read(text)
+        if not any(r.intent is None and len(r.between) == 2 for r in readings):
+            return readings
+        ruled = {r.intent for r in matcher_for(self._phrases).read(text)} - {None}
+        return tuple(_broken(r, ruled) for r in readings)
+
+
+def _broken(reading: Reading, ruled: set[str | None]) -> Reading:
+    """``reading`` with its tie broken, where the rules read one of its two slots alone."""
+    if reading.intent is not None or len(ruled) != 1 or not ruled <= set(reading.between):
+        return reading
+    (slot,) = ruled
+    return replace(
+        reading, intent=slot, score=1.0, evidence=(*reading.evidence, "rules"), between=()
+    )
