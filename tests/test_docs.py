@@ -155,7 +155,7 @@ def test_protocol_distance_matrix_is_todays() -> None:
 
 
 LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
-"""The LLM readings docs/environment.md reports (v16 to v20 read by the session's subagents)."""
+"""The LLM readings docs/environment.md reports (v16 to v21 read by the session's subagents)."""
 
 
 def _table(page: str, header: str) -> list[list[str]]:
@@ -171,18 +171,24 @@ def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
     it did."""
     import shutil
 
+    from stategym.kernel.understanding import RulesBreakTies
     from stategym.llm.reading import LLMReading
     from understood import benchmark
 
     header, *rows = _table("docs/environment.md", "| reader | v16 |")
-    row = next(r for r in rows if r[0] == "the session's subagents, prompt version 2 (now)")
+    cells = {r[0]: r[1:] for r in rows}
     cache = shutil.copy(LLM_READINGS, tmp_path)  # reading opens it for writing (WAL)
     reading = LLMReading("session-subagent", cache, offline=True)
+    readers = {
+        "the session's subagents, prompt version 2 (now)": reading,
+        "the same, the rules breaking its ties": RulesBreakTies(reading),
+    }
     bench = benchmark()
-    for version, cell in zip(header[1:], row[1:], strict=True):
-        fixture = ROOT / "tests" / "fixtures" / f"heldout_questions_{version}.json"
-        results = bench.measure(json.loads(fixture.read_text()), reading)
-        assert bench.summary(results).cell() == cell, version
+    for name, reader in readers.items():
+        for version, cell in zip(header[1:], cells[name], strict=True):
+            fixture = ROOT / "tests" / "fixtures" / f"heldout_questions_{version}.json"
+            results = bench.measure(json.loads(fixture.read_text()), reader)
+            assert bench.summary(results).cell() == cell, (name, version)
 
 
 def test_the_missing_matplotlib_hint_names_the_extra(
