@@ -62,14 +62,15 @@ def _questions(spec: dict[str, object]) -> list[str]:
     return out + list(spec.get("priorities", [])) + list(spec.get("open", []))  # type: ignore[call-overload]
 
 
-COINCIDENCES: set[str] = {"By when?", "Spend cap?"}
+COINCIDENCES: set[str] = {"By when?", "Spend cap?", "Who can miss it?"}
 """Held-out questions that a phrase table already held when their set was written (terse
 ones, mostly): written independently, they are not a leak, but no other may join them. The
-eighteenth and nineteenth sets have none; the twentieth has these two (shop's "by when" and
-synthetic's "spending cap"). (The third to seventeenth sets had 19, 30, 14, 4,
-10, 5, 8, 3, 4, 1, 1, 1, 2, 1 and 1 such; all are training data now. The seventeenth's,
-"whats most important?", was the priority phrase "what is most important", which the shared
-intents have held since the kernel was written.)"""
+eighteenth, nineteenth and twenty-first sets have none; the twentieth has two (shop's "by
+when" and synthetic's "spending cap"), the twenty-second one (meetings' "who can miss it").
+(The third to seventeenth sets had 19, 30, 14, 4, 10, 5, 8, 3, 4, 1, 1, 1, 2, 1 and 1 such;
+all are training data now. The seventeenth's, "whats most important?", was the priority
+phrase "what is most important", which the shared intents have held since the kernel was
+written.)"""
 
 
 def _prior_plain() -> set[str]:
