@@ -155,7 +155,7 @@ def test_protocol_distance_matrix_is_todays() -> None:
 
 
 LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
-"""The LLM readings docs/environment.md reports (v16 to v22 read by the session's subagents)."""
+"""The LLM readings docs/environment.md reports (v16 to v23 read by the session's subagents)."""
 
 
 def _table(page: str, header: str) -> list[list[str]]:

@@ -34,7 +34,7 @@ def benchmark() -> ModuleType:
 
 BLIND: int = benchmark().BLIND
 """The number of the held-out set that is blind now: the benchmark's default set
-(``heldout_questions_v22.json``)."""
+(``heldout_questions_v23.json``)."""
 HELD_OUT: tuple[int, ...] = benchmark().HELD_OUT
 """The sets measured and not trained on (v18 to the blind set)."""
 TRAINED: tuple[int, ...] = benchmark().TRAINED
