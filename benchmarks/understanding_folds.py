@@ -36,15 +36,9 @@ import user_understanding as bench
 from stategym.kernel.understanding import Matcher, model, training
 from stategym.kernel.understanding.intents import GENERAL
 
-FIXTURES = bench.FIXTURE.parent
 FIRST_FOLD = 3
 """v1 and v2 were written before the brief the later sets share (no open or two-slot
 questions, no synthetic domain); they train every fold but are not measured as one."""
-
-
-def set_path(number: int) -> Path:
-    name = "heldout_questions.json" if number == 1 else f"heldout_questions_v{number}.json"
-    return FIXTURES / name
 
 
 def questions(fixture: Mapping[str, Any]) -> set[str]:
@@ -90,7 +84,7 @@ class FoldReading:
 def fold(number: int, training: Mapping[int, set[str]]) -> dict[str, dict[str, bench.Tally]]:
     """Set ``number`` read by a matcher trained on every other training set."""
     others = set().union(*(asked for k, asked in training.items() if k != number))
-    fixture = json.loads(set_path(number).read_text())
+    fixture = json.loads(bench.set_path(number).read_text())
     return bench.measure(fixture, FoldReading(frozenset(questions(fixture) - others)))
 
 
@@ -115,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(folds) <= set(bench.TRAINED):
         parser.error(f"a fold is a training set: {', '.join(f'v{k}' for k in bench.TRAINED)}")
     _apply(args.set)
-    training = {k: questions(json.loads(set_path(k).read_text())) for k in bench.TRAINED}
+    training = {k: questions(json.loads(bench.set_path(k).read_text())) for k in bench.TRAINED}
     totals = [0, 0, 0, 0]
     misses: list[str] = []
     for number in folds:

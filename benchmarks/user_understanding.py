@@ -1,7 +1,7 @@
 """How well the simulated user understands questions it was never trained on.
 
-Reads ``tests/fixtures/heldout_questions_v18.json`` (hand-written questions the user's matcher
-never trains on), asks each of them of a user holding every slot of its domain, and prints, per
+Reads the newest blind set (:data:`FIXTURE`: hand-written questions the user's matcher never
+trains on), asks each of them of a user holding every slot of its domain, and prints, per
 domain and per slot, how many it understood (reached exactly the right slots), how many it
 answered with a wrong slot, and how many it missed, then the rate of wrong answers to slot
 questions with its 95% Wilson interval (two sets' rates differ beyond noise only where their
@@ -16,11 +16,10 @@ and get an answer saying what the user can tell; "unclear" messages must reach n
 
 ``--fixture`` measures another set of the same structure. ``heldout_questions_v23.json``, the
 default, is the newest blind set; the first seventeen (``heldout_questions.json`` and ``_v2``
-to ``_v17``) are the matcher's labelled training questions now (v18 to v22 are held out
-too: see :data:`HELD_OUT`), so their figures are training-set
-figures. ``--reader openai:MODEL`` measures an LLM's reading instead of the rule-based one
-(:mod:`stategym.llm.reading`; every answer kept in ``--cache``, so a second run sends
-nothing)::
+to ``_v17``) are the matcher's labelled training questions now (v18 to v22 are held out too:
+see :data:`HELD_OUT`), so their figures are training-set figures. ``--reader openai:MODEL``
+measures an LLM's reading instead of the rule-based one (:mod:`stategym.llm.reading`; every
+answer kept in ``--cache``, so a second run sends nothing)::
 
     python benchmarks/user_understanding.py --reader openai:qwen2.5-7b-instruct \\
         --base-url http://127.0.0.1:8000/v1 --cache readings.sqlite
@@ -42,9 +41,18 @@ from stategym.kernel.understanding import ReaderSource, RulesBreakTies
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_questions_v23.json"
-BLIND = int(FIXTURE.stem.rsplit("_v", 1)[1])
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+BLIND = 23
 """The blind set's number: the newest set, measured once and not trained on."""
+
+
+def set_path(number: int) -> Path:
+    """Held-out set ``number``'s file (v1 is ``heldout_questions.json``)."""
+    name = "heldout_questions.json" if number == 1 else f"heldout_questions_v{number}.json"
+    return FIXTURES / name
+
+
+FIXTURE = set_path(BLIND)
 HELD_OUT = tuple(range(18, BLIND + 1))
 """The sets measured and kept out of the training data: every set from v18 on. v18's
 questions made the matcher worse when they were added (more wrong answers on the folds and on

@@ -1,5 +1,8 @@
 """Merge a measured held-out question set into the simulated user's training data.
 
+How v1 to v17 became training data; from v18 on, measured sets stay held out instead
+(``HELD_OUT`` in ``benchmarks/user_understanding.py``: v18's questions made the matcher worse).
+
 The blind-set protocol (docs/environment.md, "The simulated user"): a held-out set is measured
 once by ``benchmarks/user_understanding.py``; then its questions become labelled training data
 and a new blind set takes its place. This script does the merge: each domain's slot questions

@@ -122,14 +122,20 @@ SLOW_PAIRS = {frozenset({"cloud", "shop"})}
 runs out of budget); the other fourteen cost ~5 together."""
 
 
+def _table(text: str, header: str) -> list[list[str]]:
+    """The cells of the first Markdown table in ``text`` whose header row starts with
+    ``header``, the header first."""
+    lines = text[text.index(header) :].split("\n\n", 1)[0].splitlines()
+    return [[c.strip() for c in row.strip("|").split("|")] for row in lines if "---" not in row]
+
+
 def _printed_matrix() -> tuple[list[str], dict[tuple[str, str], str]]:
     text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
-    section = text.split(f"`{MATRIX_COMMAND}`", 1)[1].split("\nReading", 1)[0]
-    rows = [r for r in section.splitlines() if r.startswith("|") and "---" not in r]
-    names = [c.strip() for c in rows[0].strip("|").split("|")][1:]
+    section = text.split(f"`{MATRIX_COMMAND}`", 1)[1]
+    header, *rows = _table(section, "|          |")
+    names = header[1:]
     cells = {}
-    for row in rows[1:]:
-        name, *values = (c.strip() for c in row.strip("|").split("|"))
+    for name, *values in rows:
         cells.update({(name, other): v for other, v in zip(names, values, strict=True)})
     return names, cells
 
@@ -158,13 +164,6 @@ LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
 """The LLM readings docs/environment.md reports (v16 to v23 read by the session's subagents)."""
 
 
-def _table(page: str, header: str) -> list[list[str]]:
-    """The cells of the first table on ``page`` whose header row starts with ``header``."""
-    text = (ROOT / page).read_text(encoding="utf-8")
-    lines = text[text.index(header) :].split("\n\n", 1)[0].splitlines()
-    return [[c.strip() for c in row.strip("|").split("|")] for row in lines if "---" not in row]
-
-
 def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
     """Today's prompt replays them offline to the page's figures: the cache still fits the
     prompt and phrase tables (a changed one misses it and raises), and the benchmark counts as
@@ -175,7 +174,8 @@ def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
     from stategym.llm.reading import LLMReading
     from understood import benchmark
 
-    header, *rows = _table("docs/environment.md", "| reader | v16 |")
+    page = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
+    header, *rows = _table(page, "| reader | v16 |")
     cells = {r[0]: r[1:] for r in rows}
     cache = shutil.copy(LLM_READINGS, tmp_path)  # reading opens it for writing (WAL)
     reading = LLMReading("session-subagent", cache, offline=True)
@@ -186,7 +186,7 @@ def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
     bench = benchmark()
     for name, reader in readers.items():
         for version, cell in zip(header[1:], cells[name], strict=True):
-            fixture = ROOT / "tests" / "fixtures" / f"heldout_questions_{version}.json"
+            fixture = bench.set_path(int(version.removeprefix("v")))
             results = bench.measure(json.loads(fixture.read_text()), reader)
             assert bench.summary(results).cell() == cell, (name, version)
 

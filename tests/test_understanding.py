@@ -27,20 +27,12 @@ from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
 from understood import HELD_OUT, SYNTHETIC, TRAINED, benchmark
 
-V_TRAINED = tuple(f"v{n}" for n in TRAINED if n > 1)
-
-FIXTURE = Path(__file__).parent / "fixtures" / "heldout_questions.json"
-HELDOUT = json.loads(FIXTURE.read_text())
+SET_PATH = benchmark().set_path
+HELDOUT = json.loads(SET_PATH(1).read_text())
 """The first held-out set; with the second to the seventeenth, training data now
 (``questions.json``)."""
-TRAINED_SETS = [
-    HELDOUT,
-    *(json.loads((FIXTURE.parent / f"heldout_questions_{v}.json").read_text()) for v in V_TRAINED),
-]
-HELD_OUT_SETS = {
-    f"v{n}": json.loads((FIXTURE.parent / f"heldout_questions_v{n}.json").read_text())
-    for n in HELD_OUT
-}
+TRAINED_SETS = [json.loads(SET_PATH(n).read_text()) for n in TRAINED]
+HELD_OUT_SETS = {f"v{n}": json.loads(SET_PATH(n).read_text()) for n in HELD_OUT}
 """The sets from the eighteenth on, measured and kept out: none of them may reach the training
 data."""
 PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understanding"

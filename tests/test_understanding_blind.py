@@ -14,23 +14,21 @@ the fourteenth change unchanged). The floors below sit ten points under what eac
 v3 to v17 are the matcher's training data now (``questions.json``, like v1 and v2), so their
 floors guard only against forgetting them; the sets from v18 on are held out (v23 is the
 newest; v18's questions, tried as training data, made the matcher worse, so no later set
-joins the training data). The floors
-catch a regression; they do not certify the goal (>= 90% on every slot, no wrong answer),
-which no set has shown the rules meet: v16 was the first with every slot at 90% or more,
-but three of its answers to slot questions were wrong; v17 has one slot under 90% and nine
-such answers, v18 two and six, v19 two and one, v20 one and four, v21 three and eight,
-v22 one and four, v23 none and nine.
-(v16 was measured once with the twelfth change as it then was; a hand-written paraphrase test
-then made its "what" bind a verb's phrase only, and as committed the matcher measures a
-little differently on v16, noted beside each figure.) The rule-based matcher is the default;
-an LLM reader with the rules breaking its ties met the goal on v21 and v22 and missed it by
-one answer on v23 (docs/environment.md), which these floors do not test."""
+joins the training data). The floors catch a regression; they do not certify the goal (>=
+90% on every slot, no wrong answer), which no set has shown the rules meet: v16 was the
+first with every slot at 90% or more, but three of its answers to slot questions were wrong;
+v17 has one slot under 90% and nine such answers, v18 two and six, v19 two and one, v20 one
+and four, v21 three and eight, v22 one and four, v23 none and nine. (v16 was measured once
+with the twelfth change as it then was; a hand-written paraphrase test then made its "what"
+bind a verb's phrase only, and as committed the matcher measures a little differently on
+v16, noted beside each figure.) The rule-based matcher is the default; an LLM reader with
+the rules breaking its ties met the goal on v21 and v22 and missed it by one answer on v23
+(docs/environment.md), which these floors do not test."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,8 +37,6 @@ from stategym import Knobs
 from stategym.registry import get_domain
 from understood import BLIND, SYNTHETIC, benchmark
 
-ROOT = Path(__file__).parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
 SETS = tuple(f"v{n}" for n in range(3, BLIND + 1))
 
 
@@ -486,7 +482,7 @@ FLOORS = {
 
 
 def _fixture(name: str) -> Any:
-    return json.loads((FIXTURES / f"heldout_questions_{name}.json").read_text())
+    return json.loads(benchmark().set_path(int(name.removeprefix("v"))).read_text())
 
 
 @pytest.fixture(scope="module", params=SETS)

@@ -32,10 +32,10 @@ def benchmark() -> ModuleType:
     return module
 
 
-BLIND: int = benchmark().BLIND
-"""The number of the held-out set that is blind now: the benchmark's default set
-(``heldout_questions_v23.json``)."""
-HELD_OUT: tuple[int, ...] = benchmark().HELD_OUT
+_BENCHMARK = benchmark()
+BLIND: int = _BENCHMARK.BLIND
+"""The number of the held-out set that is blind now: the benchmark's default set."""
+HELD_OUT: tuple[int, ...] = _BENCHMARK.HELD_OUT
 """The sets measured and not trained on (v18 to the blind set)."""
-TRAINED: tuple[int, ...] = benchmark().TRAINED
+TRAINED: tuple[int, ...] = _BENCHMARK.TRAINED
 """The sets the matcher trains on (v1 to v17)."""
