@@ -14,9 +14,9 @@ and get an answer saying what the user can tell; "unclear" messages must reach n
     python benchmarks/user_understanding.py --json out.json
     python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions.json
 
-``--fixture`` measures another set of the same structure. ``heldout_questions_v23.json``, the
+``--fixture`` measures another set of the same structure. ``heldout_questions_v24.json``, the
 default, is the newest blind set; the first seventeen (``heldout_questions.json`` and ``_v2``
-to ``_v17``) are the matcher's labelled training questions now (v18 to v22 are held out too:
+to ``_v17``) are the matcher's labelled training questions now (v18 to v23 are held out too:
 see :data:`HELD_OUT`), so their figures are training-set figures. ``--reader openai:MODEL``
 measures an LLM's reading instead of the rule-based one (:mod:`stategym.llm.reading`; every
 answer kept in ``--cache``, so a second run sends nothing)::
@@ -42,7 +42,7 @@ from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
-BLIND = 23
+BLIND = 24
 """The blind set's number: the newest set, measured once and not trained on."""
 
 
