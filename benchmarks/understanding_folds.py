@@ -30,7 +30,6 @@ import json
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import user_understanding as bench
 from stategym.kernel.understanding import Matcher, model, training
@@ -39,12 +38,6 @@ from stategym.kernel.understanding.intents import GENERAL
 FIRST_FOLD = 3
 """v1 and v2 were written before the brief the later sets share (no open or two-slot
 questions, no synthetic domain); they train every fold but are not measured as one."""
-
-
-def questions(fixture: Mapping[str, Any]) -> set[str]:
-    """Every question and message of a held-out set."""
-    asked = {q for spec in fixture["domains"].values() for _, q, _, _ in bench.cases(spec)}
-    return asked | set(fixture.get("unclear", ()))
 
 
 def without(
@@ -85,7 +78,7 @@ def fold(number: int, training: Mapping[int, set[str]]) -> dict[str, dict[str, b
     """Set ``number`` read by a matcher trained on every other training set."""
     others = set().union(*(asked for k, asked in training.items() if k != number))
     fixture = json.loads(bench.set_path(number).read_text())
-    return bench.measure(fixture, FoldReading(frozenset(questions(fixture) - others)))
+    return bench.measure(fixture, FoldReading(frozenset(bench.questions(fixture) - others)))
 
 
 def _apply(settings: Iterable[str]) -> None:
@@ -109,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     if not set(folds) <= set(bench.TRAINED):
         parser.error(f"a fold is a training set: {', '.join(f'v{k}' for k in bench.TRAINED)}")
     _apply(args.set)
-    training = {k: questions(json.loads(bench.set_path(k).read_text())) for k in bench.TRAINED}
+    training = {
+        k: bench.questions(json.loads(bench.set_path(k).read_text())) for k in bench.TRAINED
+    }
     totals = [0, 0, 0, 0]
     misses: list[str] = []
     for number in folds:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from stategym.cli import build_parser, main
+from stategym.kernel.understanding import RulesBreakTies
+from stategym.llm.reading import LLMReading
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -164,24 +167,26 @@ LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
 """The LLM readings docs/environment.md reports (v16 to v24 read by the session's subagents)."""
 
 
+def _recorded_readings(tmp_path: Path) -> tuple[LLMReading, RulesBreakTies]:
+    """The recorded readings, offline (from a copy: reading opens the cache for writing, WAL),
+    alone and with the rules breaking their ties."""
+    reading = LLMReading("session-subagent", shutil.copy(LLM_READINGS, tmp_path), offline=True)
+    return reading, RulesBreakTies(reading)
+
+
 def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
     """Today's prompt replays them offline to the page's figures: the cache still fits the
     prompt and phrase tables (a changed one misses it and raises), and the benchmark counts as
     it did."""
-    import shutil
-
-    from stategym.kernel.understanding import RulesBreakTies
-    from stategym.llm.reading import LLMReading
     from understood import benchmark
 
     page = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
     header, *rows = _table(page, "| reader | v16 |")
     cells = {r[0]: r[1:] for r in rows}
-    cache = shutil.copy(LLM_READINGS, tmp_path)  # reading opens it for writing (WAL)
-    reading = LLMReading("session-subagent", cache, offline=True)
+    version_2, with_rules = _recorded_readings(tmp_path)
     readers = {
-        "the session's subagents, prompt version 2 (now)": reading,
-        "the same, the rules breaking its ties": RulesBreakTies(reading),
+        "the session's subagents, prompt version 2 (now)": version_2,
+        "the same, the rules breaking its ties": with_rules,
     }
     bench = benchmark()
     for name, reader in readers.items():
@@ -189,6 +194,31 @@ def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
             fixture = bench.set_path(int(version.removeprefix("v")))
             results = bench.measure(json.loads(fixture.read_text()), reader)
             assert bench.summary(results).cell() == cell, (name, version)
+
+
+def test_the_figures_on_new_questions_are_todays(tmp_path: Path) -> None:
+    """docs/environment.md's table of the held-out sets without the questions a training set
+    holds: how many slot questions are left, and what the rules and the recorded LLM readings
+    measure on them (``user_understanding.py --novel``)."""
+    from understood import benchmark
+
+    page = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
+    header, *rows = _table(page, "| reader, questions no training set holds | v18 |")
+    cells = {r[0]: r[1:] for r in rows}
+    version_2, with_rules = _recorded_readings(tmp_path)
+    readers = {
+        "rules (now)": None,
+        "the session's subagents, prompt version 2": version_2,
+        "the same, the rules breaking its ties": with_rules,
+    }
+    bench = benchmark()
+    trained = bench.trained_questions()
+    for i, version in enumerate(header[1:]):
+        fixture = json.loads(bench.set_path(int(version.removeprefix("v"))).read_text())
+        for name, reader in readers.items():
+            summary = bench.summary(bench.measure(fixture, reader, leave_out=trained))
+            assert summary.cell() == cells[name][i], (name, version)
+        assert str(summary.slot_questions) == cells["slot questions left, of 711"][i], version
 
 
 def test_the_missing_matplotlib_hint_names_the_extra(

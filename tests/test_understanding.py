@@ -25,7 +25,7 @@ from stategym.kernel.understanding.answers import match_answer, normalise_answer
 from stategym.kernel.understanding.intents import GENERAL
 from stategym.kernel.understanding.words import clauses, expand, sentences, stem
 from stategym.registry import get_domain
-from understood import HELD_OUT, SYNTHETIC, TRAINED, benchmark
+from understood import HELD_OUT, SYNTHETIC, TRAINED, benchmark, plain, trained_questions
 
 SET_PATH = benchmark().set_path
 HELDOUT = json.loads(SET_PATH(1).read_text())
@@ -40,10 +40,6 @@ PACKAGE = Path(__file__).parents[1] / "src" / "stategym" / "kernel" / "understan
 
 def _table(name: str) -> dict[str, tuple[str, ...]]:
     return dict(get_domain(SYNTHETIC if name == "synthetic" else name).slot_phrases)
-
-
-def _plain(text: str) -> str:
-    return " ".join(stem(w) for w in expand(text).replace("?", " ").split())
 
 
 def _questions(spec: dict[str, object]) -> list[str]:
@@ -65,28 +61,18 @@ phrase "what is most important", which the shared intents have held since the ke
 written.)"""
 
 
-def _prior_plain() -> set[str]:
-    out = {
-        _plain(q)
-        for fx in TRAINED_SETS
-        for spec in fx["domains"].values()
-        for q in _questions(spec)
-    }
-    return out | {_plain(q) for fx in TRAINED_SETS for q in fx["unclear"]}
-
-
 @pytest.mark.parametrize(
     ("held", "name"), [(h, n) for h, fx in HELD_OUT_SETS.items() for n in sorted(fx["domains"])]
 )
 def test_no_held_out_question_is_in_the_training_set(held: str, name: str) -> None:
     """Questions of a held-out set reach the training data only where the sets trained on or
     a phrase table had the same words before it was written."""
-    trained = {_plain(p) for phrases in _table(name).values() for p in phrases}
-    trained |= {_plain(p) for phrases in GENERAL.values() for p in phrases}
-    prior = _prior_plain()
+    trained = {plain(p) for phrases in _table(name).values() for p in phrases}
+    trained |= {plain(p) for phrases in GENERAL.values() for p in phrases}
+    prior = trained_questions()
     fixture = HELD_OUT_SETS[held]
     messages = _questions(fixture["domains"][name]) + list(fixture["unclear"])
-    leaked = {q for q in messages if _plain(q) in trained and _plain(q) not in prior}
+    leaked = {q for q in messages if plain(q) in trained and plain(q) not in prior}
     assert leaked <= COINCIDENCES, sorted(leaked - COINCIDENCES)
 
 
@@ -126,11 +112,11 @@ def test_no_question_trains_both_a_slot_and_a_shared_intent() -> None:
     path in the first set, an open question in the fourth) trains one of them only: the same
     words cannot teach two intents, and a shared intent's example pulls at every domain."""
     shared = json.loads((PACKAGE / "questions.json").read_text())["intents"]
-    examples = {_plain(q) for questions in shared.values() for q in questions}
-    examples |= {_plain(p) for phrases in GENERAL.values() for p in phrases}
+    examples = {plain(q) for questions in shared.values() for q in questions}
+    examples |= {plain(p) for phrases in GENERAL.values() for p in phrases}
     for name in HELDOUT["domains"]:
         for slot, phrases in _table(name).items():
-            both = {p for p in phrases if _plain(p) in examples}
+            both = {p for p in phrases if plain(p) in examples}
             assert not both, (name, slot, sorted(both))
 
 

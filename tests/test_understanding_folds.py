@@ -43,7 +43,7 @@ def test_the_shared_intents_cannot_be_renamed() -> None:
 
 def test_a_fold_holds_out_only_its_own_questions_and_measures_every_one() -> None:
     fixtures = {k: json.loads(folds.bench.set_path(k).read_text()) for k in (1, 2, 3)}
-    training = {k: folds.questions(fixture) for k, fixture in fixtures.items()}
+    training = {k: folds.bench.questions(fixture) for k, fixture in fixtures.items()}
     fixture = fixtures[3]
     reading = folds.FoldReading(frozenset(training[3] - training[1] - training[2]))
     assert reading.held_out and not reading.held_out & (training[1] | training[2])

@@ -39,3 +39,7 @@ HELD_OUT: tuple[int, ...] = _BENCHMARK.HELD_OUT
 """The sets measured and not trained on (v18 to the blind set)."""
 TRAINED: tuple[int, ...] = _BENCHMARK.TRAINED
 """The sets the matcher trains on (v1 to v17)."""
+plain = _BENCHMARK.plain
+"""A question as the sets are compared: contractions expanded, words stemmed, no "?"."""
+trained_questions = _BENCHMARK.trained_questions
+"""The plain form of every question and message of the sets the matcher trains on."""
