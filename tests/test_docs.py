@@ -15,6 +15,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,58 +168,59 @@ LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
 """The LLM readings docs/environment.md reports (v16 to v24 read by the session's subagents)."""
 
 
-def _recorded_readings(tmp_path: Path) -> tuple[LLMReading, RulesBreakTies]:
-    """The recorded readings, offline (from a copy: reading opens the cache for writing, WAL),
-    alone and with the rules breaking their ties."""
+def _replayed(
+    tmp_path: Path, opening: str, readers: dict[str, str], novel: bool = False
+) -> tuple[dict[str, list[str]], dict[str, list[Any]]]:
+    """The docs/environment.md table whose header opens with ``opening`` (its cells by row),
+    and today's figures (benchmark ``Summary``s, one per set of the header) of the rows
+    ``readers`` names: row -> ``"rules"``, ``"llm"`` (the recorded readings, offline, from a
+    copy: reading opens the cache for writing) or ``"llm+rules"`` (the rules breaking its
+    ties); ``novel``: without the questions a training set holds."""
+    from understood import benchmark
+
+    page = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
+    header, *rows = _table(page, opening)
     reading = LLMReading("session-subagent", shutil.copy(LLM_READINGS, tmp_path), offline=True)
-    return reading, RulesBreakTies(reading)
+    sources = {"rules": None, "llm": reading, "llm+rules": RulesBreakTies(reading)}
+    bench = benchmark()
+    leave_out = bench.trained_questions() if novel else frozenset()
+    figures: dict[str, list[Any]] = {name: [] for name in readers}
+    for version in header[1:]:
+        fixture = json.loads(bench.set_path(int(version.removeprefix("v"))).read_text())
+        for name, source in readers.items():
+            results = bench.measure(fixture, sources[source], leave_out)
+            figures[name].append(bench.summary(results))
+    return {r[0]: r[1:] for r in rows}, figures
 
 
 def test_the_recorded_llm_readings_are_todays(tmp_path: Path) -> None:
     """Today's prompt replays them offline to the page's figures: the cache still fits the
     prompt and phrase tables (a changed one misses it and raises), and the benchmark counts as
     it did."""
-    from understood import benchmark
-
-    page = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
-    header, *rows = _table(page, "| reader | v16 |")
-    cells = {r[0]: r[1:] for r in rows}
-    version_2, with_rules = _recorded_readings(tmp_path)
     readers = {
-        "the session's subagents, prompt version 2 (now)": version_2,
-        "the same, the rules breaking its ties": with_rules,
+        "the session's subagents, prompt version 2 (now)": "llm",
+        "the same, the rules breaking its ties": "llm+rules",
     }
-    bench = benchmark()
-    for name, reader in readers.items():
-        for version, cell in zip(header[1:], cells[name], strict=True):
-            fixture = bench.set_path(int(version.removeprefix("v")))
-            results = bench.measure(json.loads(fixture.read_text()), reader)
-            assert bench.summary(results).cell() == cell, (name, version)
+    cells, figures = _replayed(tmp_path, "| reader | v16 |", readers)
+    for name in readers:
+        assert [s.cell() for s in figures[name]] == cells[name], name
 
 
 def test_the_figures_on_new_questions_are_todays(tmp_path: Path) -> None:
     """docs/environment.md's table of the held-out sets without the questions a training set
     holds: how many slot questions are left, and what the rules and the recorded LLM readings
     measure on them (``user_understanding.py --novel``)."""
-    from understood import benchmark
-
-    page = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
-    header, *rows = _table(page, "| reader, questions no training set holds | v18 |")
-    cells = {r[0]: r[1:] for r in rows}
-    version_2, with_rules = _recorded_readings(tmp_path)
     readers = {
-        "rules (now)": None,
-        "the session's subagents, prompt version 2": version_2,
-        "the same, the rules breaking its ties": with_rules,
+        "rules (now)": "rules",
+        "the session's subagents, prompt version 2": "llm",
+        "the same, the rules breaking its ties": "llm+rules",
     }
-    bench = benchmark()
-    trained = bench.trained_questions()
-    for i, version in enumerate(header[1:]):
-        fixture = json.loads(bench.set_path(int(version.removeprefix("v"))).read_text())
-        for name, reader in readers.items():
-            summary = bench.summary(bench.measure(fixture, reader, leave_out=trained))
-            assert summary.cell() == cells[name][i], (name, version)
-        assert str(summary.slot_questions) == cells["slot questions left, of 711"][i], version
+    opening = "| reader, questions no training set holds | v18 |"
+    cells, figures = _replayed(tmp_path, opening, readers, novel=True)
+    for name in readers:
+        assert [s.cell() for s in figures[name]] == cells[name], name
+    left = [str(s.slot_questions) for s in figures["rules (now)"]]
+    assert left == cells["slot questions left, of 711"]
 
 
 def test_the_missing_matplotlib_hint_names_the_extra(
