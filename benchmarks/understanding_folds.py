@@ -18,6 +18,7 @@ it)::
     python benchmarks/understanding_folds.py --sets 16 17     # two folds
     python benchmarks/understanding_folds.py --set TIE=1.5    # with a wider tie margin
     python benchmarks/understanding_folds.py --misses out.txt # every question not understood
+    python benchmarks/understanding_folds.py --novel          # only questions no other set holds
 
 Each line: the set, the mean over slots, how many slots are under 90%, the wrong answers (to
 slot questions in brackets) and the slot questions missed; then the totals.
@@ -74,11 +75,17 @@ class FoldReading:
         return entry[1]
 
 
-def fold(number: int, training: Mapping[int, set[str]]) -> dict[str, dict[str, bench.Tally]]:
-    """Set ``number`` read by a matcher trained on every other training set."""
+def fold(
+    number: int, training: Mapping[int, set[str]], novel: bool = False
+) -> dict[str, dict[str, bench.Tally]]:
+    """Set ``number`` read by a matcher trained on every other training set; ``novel``: only
+    its questions that no other training set holds (:func:`user_understanding.plain` form),
+    the rest being questions the fold's matcher trained on."""
     others = set().union(*(asked for k, asked in training.items() if k != number))
     fixture = json.loads(bench.set_path(number).read_text())
-    return bench.measure(fixture, FoldReading(frozenset(bench.questions(fixture) - others)))
+    reading = FoldReading(frozenset(bench.questions(fixture) - others))
+    leave_out = frozenset(bench.plain(q) for q in others) if novel else frozenset()
+    return bench.measure(fixture, reading, leave_out)
 
 
 def _apply(settings: Iterable[str]) -> None:
@@ -97,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", type=int, nargs="*", help="the folds (default: all)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--misses", type=Path, help="write every question not understood here")
+    parser.add_argument(
+        "--novel", action="store_true", help="only the questions no other training set holds"
+    )
     args = parser.parse_args(argv)
     folds = args.sets or [k for k in bench.TRAINED if k >= FIRST_FOLD]
     if not set(folds) <= set(bench.TRAINED):
@@ -108,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     totals = [0, 0, 0, 0]
     misses: list[str] = []
     for number in folds:
-        results = fold(number, training)
+        results = fold(number, training, args.novel)
         s = bench.summary(results)
         print(f"v{number}: {s.cell()} missed {s.slot_misses}")
         counts = (s.below, s.wrong, s.wrong_to_slots, s.slot_misses)

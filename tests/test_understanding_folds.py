@@ -58,3 +58,19 @@ def test_a_fold_holds_out_only_its_own_questions_and_measures_every_one() -> Non
         if not row.startswith("(")
     ]
     assert sum(tally.total for tally in slot_rows) == asked
+
+
+def test_a_novel_fold_measures_only_what_no_other_training_set_holds() -> None:
+    """``--novel``: the fold asks the questions of its set whose plain form no other set holds
+    (v3 repeats some of v1's and v2's), and every one of them."""
+    bench = folds.bench
+    fixtures = {k: json.loads(bench.set_path(k).read_text()) for k in (1, 2, 3)}
+    training = {k: bench.questions(fixture) for k, fixture in fixtures.items()}
+    seen = {bench.plain(q) for q in training[1] | training[2]}
+    fixture = fixtures[3]
+    asked = [q for spec in fixture["domains"].values() for _, q, _, _ in bench.cases(spec)]
+    asked += fixture["unclear"]
+    new = [q for q in asked if bench.plain(q) not in seen]
+    assert 0 < len(new) < len(asked)
+    results = folds.fold(3, training, novel=True)
+    assert sum(t.total for tallies in results.values() for t in tallies.values()) == len(new)
