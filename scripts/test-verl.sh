@@ -9,14 +9,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=${VERL_VENV:-$(mktemp -d)/venv}
+# What this run makes (a fresh venv, 2 GB, and the --refresh report) goes when it ends.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+trap 'exit 143' TERM INT  # killed by scripts/test.sh: still clean up
+venv=${VERL_VENV:-$scratch/venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 py="$venv/bin/python"
 
 if [ "${1:-}" = "--refresh" ]; then
     shift
-    report=$(mktemp)
-    trap 'rm -f "$report"' EXIT
+    report=$scratch/report.json
     "$py" -m pip install --dry-run --ignore-installed --quiet --report "$report" \
         torch==2.13.0 -e '.[dev,hf,verl]'
     "$py" - "$report" > constraints-verl.txt <<'PY'

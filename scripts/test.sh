@@ -16,10 +16,11 @@ python -m pip install -c constraints.txt -e '.[dev,llm,hf,serve,plot,experiments
 # STATEGYM_VERL=0 leaves them out.
 verl_pid=""
 verl_log=$(mktemp)
+trap 'rm -f "$verl_log"' EXIT
 if [ "${STATEGYM_VERL:-$([ $# -eq 0 ] && echo 1 || echo 0)}" = 1 ]; then
     bash scripts/test-verl.sh >"$verl_log" 2>&1 &
     verl_pid=$!
-    trap 'kill "$verl_pid" 2>/dev/null || true' EXIT
+    trap 'kill "$verl_pid" 2>/dev/null || true; rm -f "$verl_log"' EXIT
 fi
 
 ruff check src tests benchmarks environments
