@@ -3,6 +3,7 @@ message, and the held-out benchmark as a module."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -11,9 +12,6 @@ from types import ModuleType
 from stategym.kernel.understanding import matcher_for
 from stategym.registry import get_domain
 
-SYNTHETIC = "synth:chain2+askgate3+conflict"
-"""The synthetic domain the benchmark measures."""
-
 
 def reached(name: str, text: str) -> set[str]:
     """The slots and intents the domain's matcher reads ``text`` as asking."""
@@ -21,8 +19,10 @@ def reached(name: str, text: str) -> set[str]:
     return {r.intent for r in matcher_for(table).read(text) if r.intent is not None}
 
 
+@functools.cache
 def benchmark() -> ModuleType:
-    """``benchmarks/user_understanding.py``, imported by path (it is a script, not a module)."""
+    """``benchmarks/user_understanding.py``, imported by path (it is a script, not a module),
+    once: every test reads the same module, and its cached training questions."""
     path = Path(__file__).parents[1] / "benchmarks" / "user_understanding.py"
     spec = importlib.util.spec_from_file_location("user_understanding", path)
     assert spec is not None and spec.loader is not None
@@ -33,6 +33,8 @@ def benchmark() -> ModuleType:
 
 
 _BENCHMARK = benchmark()
+SYNTHETIC: str = _BENCHMARK.SYNTHETIC
+"""The synthetic domain the benchmark measures."""
 BLIND: int = _BENCHMARK.BLIND
 """The number of the held-out set that is blind now: the benchmark's default set."""
 HELD_OUT: tuple[int, ...] = _BENCHMARK.HELD_OUT
