@@ -15,13 +15,13 @@ and get an answer saying what the user can tell; "unclear" messages must reach n
     python benchmarks/user_understanding.py --novel    # only questions no training set holds
     python benchmarks/user_understanding.py --fixture tests/fixtures/heldout_questions.json
 
-``--fixture`` measures another set of the same structure. ``heldout_questions_v24.json``, the
+``--fixture`` measures another set of the same structure. ``heldout_questions_v25.json``, the
 default, is the newest blind set; the first seventeen (``heldout_questions.json`` and ``_v2``
-to ``_v17``) are the matcher's labelled training questions now (v18 to v23 are held out too:
+to ``_v17``) are the matcher's labelled training questions now (v18 to v24 are held out too:
 see :data:`HELD_OUT`), so their figures are training-set figures. ``--novel`` leaves out the
 questions a training set holds in the same words (:func:`trained_questions`): the sets'
-writers, LLM subagents given one brief, write 38% to 44% of each held-out set's slot
-questions (v18 to v24) word for word as a training set did, so on the full set the rules are
+writers, LLM subagents given one brief, write 38% to 45% of each held-out set's slot
+questions (v18 to v25) word for word as a training set did, so on the full set the rules are
 partly read on questions they trained on. ``--reader openai:MODEL``
 measures an LLM's reading instead of the rule-based one (:mod:`stategym.llm.reading`; every
 answer kept in ``--cache``, so a second run sends nothing)::
@@ -49,7 +49,7 @@ from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
-BLIND = 24
+BLIND = 25
 """The blind set's number: the newest set, measured once and not trained on."""
 
 

@@ -165,7 +165,7 @@ def test_protocol_distance_matrix_is_todays() -> None:
 
 
 LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
-"""The LLM readings docs/environment.md reports (v16 to v24 read by the session's subagents)."""
+"""The LLM readings docs/environment.md reports (v16 to v25 read by the session's subagents)."""
 
 
 def _replayed(

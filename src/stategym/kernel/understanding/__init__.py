@@ -29,8 +29,8 @@ environment given a :class:`ReaderSource` reads them with it instead (an LLM, in
 The package is kernel-level: it imports no domain, no registry and nothing heavier than the
 standard library and ``pyspellchecker``'s English word list. It is measured on hand-written
 questions it never sees (``benchmarks/user_understanding.py``, on the blind set
-``heldout_questions_v24.json``; the first seventeen sets are training data now, and v18 to
-v23 are held out as well).
+``heldout_questions_v25.json``; the first seventeen sets are training data now, and v18 to
+v24 are held out as well).
 """
 
 from __future__ import annotations
