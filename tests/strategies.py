@@ -7,12 +7,14 @@ bad output: malformed JSON arguments, unknown tools, wrong types, missing and un
 arguments, empty batches, bad messages and garbage text, and (:func:`wild_steps`) what no
 JSON can carry: integers of any size, NaN, sets, bytes, tuples, objects, non-string keys,
 lone surrogates, nesting past the cap, oversized batches, number literals such as ``1e20``
-in JSON text, in typed objects of any shape, message dicts of any JSON-like shape and text.
+in JSON text, in typed objects of any shape, message dicts of any JSON-like shape and text;
+and (:data:`HOSTILE`) objects whose own code raises or lies when read.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -263,6 +265,126 @@ wild_text = st.text(
 )
 """Text with any code point, lone surrogates often."""
 big_integers = st.sampled_from((2**63, -(2**63) - 1, 2**64 - 1, 2**64, 10**30, -(10**400)))
+
+
+class HashRaises(str):
+    def __hash__(self) -> int:
+        raise RuntimeError("boom")
+
+
+class LenRaises(str):
+    def __len__(self) -> int:
+        raise RuntimeError("boom")
+
+
+class ReprRaises(str):
+    def __repr__(self) -> str:
+        raise RuntimeError("boom")
+
+
+class BoolRaises(str):
+    def __bool__(self) -> bool:
+        raise RuntimeError("boom")
+
+
+class Alias(str):
+    """Text that hashes and compares as ``search_flights`` whatever it says."""
+
+    def __hash__(self) -> int:
+        return hash("search_flights")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and str.__eq__(other, "search_flights")
+
+
+class IterRaises(list[Any]):
+    def __iter__(self) -> Iterator[Any]:
+        raise RuntimeError("boom")
+
+    def __len__(self) -> int:
+        raise RuntimeError("boom")
+
+
+class ItemsRaises(dict[Any, Any]):
+    def items(self) -> Any:
+        raise RuntimeError("boom")
+
+    def __iter__(self) -> Iterator[Any]:
+        raise RuntimeError("boom")
+
+
+class GetRaises(Mapping[str, Any]):
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("boom")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["a"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+class LiesAboutClass:
+    @property
+    def __class__(self) -> type:
+        return str
+
+
+class Unreadable:
+    """Mixed into an action or call type: reading any of its fields raises."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("text", "calls", "name", "arguments", "id"):
+            raise RuntimeError("boom")
+        return object.__getattribute__(self, name)
+
+
+class UnreadableSay(Unreadable, Say):
+    pass
+
+
+class UnreadableBatch(Unreadable, CallBatch):
+    pass
+
+
+class UnreadableCall(Unreadable, ToolCall):
+    pass
+
+
+HOSTILE = (
+    HashRaises("get_profile"),
+    LenRaises("get_profile"),
+    ReprRaises("zzz"),
+    BoolRaises("get_profile"),
+    Alias("xyz"),
+    IterRaises([1]),
+    ItemsRaises(a=1),
+    GetRaises(),
+    LiesAboutClass(),
+)
+"""Objects whose own code raises or lies when read: the boundary reads them as plain values
+(a ``str``, ``list`` or ``dict`` subclass) or refuses them (any other), never running it."""
+HOSTILE_ACTIONS = (
+    UnreadableSay("hi"),
+    UnreadableBatch(()),
+    CallBatch((UnreadableCall("get_profile"),)),
+    *(CallBatch(IterRaises([ToolCall(value, {})])) for value in HOSTILE),
+)
+"""Typed actions that cannot be read, or whose calls are named by a hostile object."""
+
+
+def _hostile(index: int) -> Any:
+    return HOSTILE[index]
+
+
+def _hostile_action(index: int) -> Any:
+    return HOSTILE_ACTIONS[index]
+
+
+# Drawn by index: Hypothesis describes a strategy by the values it samples from (their repr).
+hostile_values = st.integers(0, len(HOSTILE) - 1).map(_hostile)
+hostile_actions = st.integers(0, len(HOSTILE_ACTIONS) - 1).map(_hostile_action)
+
 wild_scalars = (
     st.none()
     | st.booleans()
@@ -273,6 +395,7 @@ wild_scalars = (
     | st.binary(max_size=4)
     | st.builds(object)
     | st.sampled_from((Style, Knobs(), ..., 1j))
+    | hostile_values
 )
 wild_values = st.recursive(
     wild_scalars,
@@ -352,7 +475,7 @@ def wild_actions(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> Any:
     if kind == 3:
         return CallBatch((draw(tool_calls(tools, pool)),) * (MAX_CALLS + draw(st.integers(0, 1))))
     if kind == 4:
-        return draw(wild_values)
+        return draw(wild_values | hostile_actions)
     return CallBatch(tuple(draw(st.lists(wild_calls(tools, pool), min_size=1, max_size=3))))
 
 
@@ -406,7 +529,7 @@ def wild_texts(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> str:
     if kind == 2:
         try:  # the standard library writes big integers, NaN and lone surrogates
             return json.dumps(draw(wild_messages(tools)), ensure_ascii=False, default=repr)
-        except (RecursionError, ValueError):
+        except (RecursionError, ValueError, RuntimeError):  # RuntimeError: a HOSTILE value
             return "[" * 3000
     return draw(wild_text)
 

@@ -52,6 +52,7 @@ from gymnasium import spaces
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.reward import RewardFn, outcome_reward
+from stategym.kernel.task import check_seed
 from stategym.kernel.understanding import ReaderSource
 
 CHARSET = "".join(chr(code) for code in range(32, 128))
@@ -174,7 +175,12 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
 
         ``options`` are :meth:`stategym.kernel.env.Env.reset`'s (``{"task": Task}`` plays a
         given task).
+
+        Raises:
+            TypeError, ValueError: ``seed`` is no seed (:func:`~stategym.kernel.task.check_seed`:
+                an integer in ``[0, 2**64)``), checked before Gymnasium reseeds ``np_random``.
         """
+        seed = None if seed is None else check_seed(seed)
         super().reset(seed=seed)
         observation, core_info = self.core.reset(seed=seed, options=options)
         text = self._observe(observation.to_messages())

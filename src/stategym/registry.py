@@ -19,7 +19,7 @@ import importlib
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import UnknownDomainError
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.task import Task
+from stategym.kernel.task import Task, check_seed
 
 SYNTHETIC = "synth:"
 """Prefix of a synthetic domain's name."""
@@ -66,7 +66,17 @@ def get_domain(name: str) -> Domain:
     return domain
 
 
-@functools.lru_cache(maxsize=4096)
 def cached_task(domain: str, seed: int, knobs: Knobs) -> Task:
-    """Generate (or reuse) a task; tasks are pure functions of their arguments."""
+    """Generate (or reuse) a task; tasks are pure functions of their arguments.
+
+    Raises:
+        TypeError, ValueError: ``seed`` is no seed (:func:`~stategym.kernel.task.check_seed`).
+    """
+    # The cache keys on equality, and True == 1 == numpy.int64(1): the first caller's type
+    # would stay in the task (its id, its trajectories) for every later caller.
+    return _generate(domain, check_seed(seed), knobs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _generate(domain: str, seed: int, knobs: Knobs) -> Task:
     return get_domain(domain).generate(seed, knobs)

@@ -68,9 +68,13 @@ def to_json(value: Any, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
       a subclass of ``str``, ``int`` or ``float`` (an enum member) becomes the plain value.
     * A string's surrogate code points are decoded as UTF-16 would: a pair becomes the
       character it encodes, a lone one U+FFFD (UTF-8, hence JSON, cannot carry them).
-    * Lists and tuples become lists; mappings become dicts, whose keys must be strings.
+    * Lists and tuples become lists; mappings become dicts, whose keys must be strings. A
+      subclass of ``list``, ``tuple`` or ``dict`` is read as the plain container: none of its
+      own methods runs.
     * Anything else (sets, bytes, other objects), NaN, infinities, integers outside
-      :data:`INT_RANGE` and non-string keys are ``bad_value`` format errors.
+      :data:`INT_RANGE` and non-string keys are ``bad_value`` format errors, and so is a
+      value whose own code (a mapping's ``__getitem__``) raises while it is read.
+    * Types are read with ``type()``, which an object cannot fake (``__class__`` can be).
     * More than :data:`MAX_DEPTH` levels of nesting, or compact JSON longer than ``limit``
       bytes, is ``too_large``; a huge value is rejected without being walked whole.
 
@@ -88,7 +92,14 @@ def to_json(value: Any, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
         AgentFormatError: ``bad_value`` or ``too_large``.
     """
     budget = [limit, limit]
-    result = _container(value, 0, budget) if type(value) is dict else _normal(value, 0, budget)
+    try:
+        result = _container(value, 0, budget) if type(value) is dict else _normal(value, 0, budget)
+    except AgentFormatError:
+        raise
+    except Exception as error:  # raised by the agent's own code, never by the rule's
+        raise AgentFormatError(
+            "bad_value", f"the value could not be read ({raised(error)})"
+        ) from None
     # ``budget`` now holds the limit minus a lower bound of the compact size; the size is at
     # most 25 times that bound (a number written as up to 25 bytes counts 1), so most values
     # need no encoding to be checked.
@@ -183,7 +194,28 @@ def describe(value: Any) -> str:
 
     It is wrapped in ``<...>``, so it is never valid JSON and never a tool name.
     """
-    return kept_text(f"<{_REPR.repr(value)}>")
+    try:
+        text = str.__str__(_REPR.repr(value))
+    except Exception:  # the value's own __repr__ (or __iter__, for a list) raised
+        text = f"a {class_name(type(value))}"
+    return kept_text(f"<{text}>")
+
+
+def class_name(kind: type) -> str:
+    """A class's name, read so that no code of the agent's runs (a metaclass can make
+    ``__name__`` a property that raises)."""
+    return str.__str__(type.__dict__["__name__"].__get__(kind))
+
+
+def raised(error: Exception) -> str:
+    """``"it raised RuntimeError"``: what an agent's object did while the boundary read it."""
+    return f"it raised {class_name(type(error))}"
+
+
+def unreadable(error: Exception, what: str) -> AgentFormatError:
+    """The ``bad_message`` error for an action whose own code (a property, ``__iter__``, a
+    mapping's ``get``) raised ``error`` while the boundary read it into plain values."""
+    return AgentFormatError("bad_message", f"{what} could not be read ({raised(error)})")
 
 
 def json_text(value: Any, limit: int = MAX_MESSAGE) -> str:
@@ -230,15 +262,15 @@ def _normal(value: Any, depth: int, budget: list[int]) -> JSON:
         raise AgentFormatError("bad_value", f"{value} is not a JSON number")
     if kind is dict or kind is list or kind is tuple:
         return _container(value, depth, budget)
-    if isinstance(value, str):
+    if issubclass(kind, str):
         return _normal(str.__str__(value), depth, budget)
-    if isinstance(value, int):
+    if issubclass(kind, int):
         return _normal(int.__int__(value), depth, budget)
-    if isinstance(value, float):
+    if issubclass(kind, float):
         return _normal(float.__float__(value), depth, budget)
-    if isinstance(value, (Mapping, list, tuple)):
+    if issubclass(kind, (Mapping, list, tuple)):
         return _container(value, depth, budget)
-    raise AgentFormatError("bad_value", f"a {type(value).__name__} is not a JSON value")
+    raise AgentFormatError("bad_value", f"a {class_name(kind)} is not a JSON value")
 
 
 def _container(value: Any, depth: int, budget: list[int]) -> JSON:
@@ -248,13 +280,16 @@ def _container(value: Any, depth: int, budget: list[int]) -> JSON:
         raise AgentFormatError("too_large", f"the value is nested more than {MAX_DEPTH} levels")
     depth += 1
     left = budget[0] - 2
-    if type(value) is dict or not isinstance(value, (list, tuple)):  # a mapping
+    kind = type(value)
+    if kind is dict or not issubclass(kind, (list, tuple)):  # a mapping
+        # A dict subclass is read as the plain dict; any other mapping by its own methods.
+        pairs = dict.items(value) if kind is not dict and issubclass(kind, dict) else value.items()
         result: dict[str, JSON] = {}
-        for key, item in value.items():
+        for key, item in pairs:
             if type(key) is not str:
-                if not isinstance(key, str):
+                if not issubclass(type(key), str):
                     raise AgentFormatError(
-                        "bad_value", f"object keys must be strings, not {type(key).__name__}"
+                        "bad_value", f"object keys must be strings, not {class_name(type(key))}"
                     )
                 key = str.__str__(key)
             kind = type(item)
@@ -272,6 +307,8 @@ def _container(value: Any, depth: int, budget: list[int]) -> JSON:
         budget[0] = left
         return result
     items: list[JSON] = []
+    if kind is not list and kind is not tuple:  # a subclass, read as the plain container
+        value = list.__iter__(value) if issubclass(kind, list) else tuple.__iter__(value)
     for item in value:
         kind = type(item)
         if kind is str and item.isascii():
@@ -296,17 +333,18 @@ def decode_message(message: Any) -> Any:
     Raises:
         AgentFormatError: ``too_large``, or as :func:`read_json`.
     """
-    if not isinstance(message, str):
+    if not issubclass(type(message), str):
         return message
+    message = str.__str__(message)
     if len(message) > MAX_MESSAGE:
         reason = f"the message is longer than {MAX_MESSAGE} characters"
         raise AgentFormatError("too_large", reason)
-    return read_json(clean_text(str.__str__(message)), "the message")
+    return read_json(clean_text(message), "the message")
 
 
 def raw_text(message: Any) -> str:
     """An unusable message as bounded text for the log (:func:`kept_text`)."""
-    if isinstance(message, str):
+    if issubclass(type(message), str):
         return kept_text(str.__str__(message))
     # a bound on the walk too: a message far longer than the log keeps is described instead
     return kept_text(json_text(message, 4 * RAW_LIMIT))

@@ -14,10 +14,11 @@ untouched. The outcome, the reward hook and snapshots have modules of their own
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from stategym.kernel.boundary import MAX_TEXT, clean_text, decode_message, raw_text
+from stategym.kernel.boundary import decode_message, raw_text
 from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.frozen import quick_constructor
@@ -27,18 +28,15 @@ from stategym.kernel.protocol import (
     FINISH,
     JSON,
     Action,
-    CallBatch,
     Observation,
-    Say,
     StepResult,
-    ToolCall,
     ToolResult,
     action_from_message,
 )
 from stategym.kernel.provenance import Origin, Provenance, Source
 from stategym.kernel.reward import OutcomeReward, RewardFn, RoundReward, outcome_reward
 from stategym.kernel.snapshot import Ending, EnvSnapshot
-from stategym.kernel.task import EventKind, Task, Value
+from stategym.kernel.task import SEED_LIMIT, EventKind, Task, Value, check_seed
 from stategym.kernel.tools import Tool, finish_tool_schema
 from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
@@ -52,10 +50,10 @@ from stategym.kernel.understanding import ReaderSource
 from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.kernel.validation import (
     NOT_RUN,
+    Call,
     Ready,
-    batch_problem,
-    call_id,
     check_call,
+    read_action,
     rejected,
     run_ready,
 )
@@ -168,19 +166,27 @@ class Env:
         """Start an episode.
 
         Args:
-            seed: task seed; ``None`` takes the next seed after the previous episode's.
+            seed: task seed, an integer in ``[0, 2**64)`` (any integer type: ``numpy.int64``
+                becomes a plain ``int``, so the trajectory can be written); ``None`` takes the
+                next seed after the previous episode's.
             options: ``{"task": Task}`` plays a given task instead of generating one.
+
+        Raises:
+            TypeError: the seed (or the given task's) is not an integer, or is a bool.
+            ValueError: the seed (or the given task's) is outside ``[0, 2**64)``.
         """
         task = (options or {}).get("task")
         if task is None:
-            seed = self._next_seed if seed is None else seed
+            seed = check_seed(self._next_seed if seed is None else seed)
             task = installed_registry().cached_task(self.domain.name, seed, self.knobs)
+        elif type(task.seed) is not int or check_seed(task.seed) != task.seed:
+            raise TypeError(f"a given task's seed must be a plain int, got {task.seed!r}")
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
         self._judges = self.domain.judges_answer(task.knobs)
         self._pay = self.reward_fn(task)
-        self._next_seed = task.seed + 1
+        self._next_seed = (task.seed + 1) % SEED_LIMIT
         self.world = self.domain.new_world(task)
         type(self.world).check_events(task.events)  # a hand-made task fails here, not mid-episode
         self.user = SimulatedUser(
@@ -204,26 +210,20 @@ class Env:
     def step(self, action: Action) -> StepResult:
         """Play one round. Never raises on agent output.
 
-        A batch is checked whole before any call runs (:mod:`stategym.kernel.validation`): if one
-        call is malformed, none runs. A message to the user longer than
-        :data:`~stategym.kernel.boundary.MAX_TEXT` characters is a ``too_large`` invalid round.
+        The action is read into plain values first (:func:`~stategym.kernel.validation.read_action`:
+        an action that cannot be, or a message to the user longer than
+        :data:`~stategym.kernel.boundary.MAX_TEXT` characters, is an invalid round), then a
+        batch is checked whole before any call runs: if one call is malformed, none runs.
         """
-        if isinstance(action, Say):
-            text = action.text
-            if not isinstance(text, str):
-                message = "bad_message: a message to the user must be text"
-                return self._play(self._invalid, "bad_message", message, None)
-            if len(text) > MAX_TEXT:
-                message = f"too_large: a message to the user is at most {MAX_TEXT} characters"
-                return self._play(self._invalid, "too_large", message, None)
-            return self._play(self._say, clean_text(str.__str__(text)))
-        if isinstance(action, CallBatch):
-            problem = batch_problem(action.calls)
-            if problem is not None:
-                return self._play(self._invalid, *problem, None)
-            if action.calls:
-                return self._play(self._calls, tuple(action.calls))
-        return self._play(self._invalid, "empty_action", EMPTY_ACTION, None)
+        try:
+            read = read_action(action)
+        except AgentFormatError as error:
+            return self._play(self._invalid, error.kind, f"{error.kind}: {error}", None)
+        if read is None:
+            return self._play(self._invalid, "empty_action", EMPTY_ACTION, None)
+        if type(read) is str:
+            return self._play(self._say, read)
+        return self._play(self._calls, read)
 
     def step_message(
         self, message: Mapping[str, Any] | str
@@ -293,10 +293,10 @@ class Env:
             self._terminated = True
         return Played(RoundKind.SAY, USER_LATENCY, (), text, turn, (), None, (), reply, None)
 
-    def _calls(self, index: int, batch: tuple[ToolCall, ...]) -> Played:
+    def _calls(self, index: int, batch: tuple[Call, ...]) -> Played:
         tools, judges, provenance = self._tools, self._judges, self.provenance
         checked = [
-            check_call(call, call_id(call.id, index, position), tools, judges, provenance)
+            check_call(call, call.id or f"c{index}_{position}", tools, judges, provenance)
             for position, call in enumerate(batch)
         ]
         ready = [c for c in checked if type(c) is Ready]
@@ -383,6 +383,7 @@ class Env:
         return self.world.digest() + f"|{len(self.rounds)}|{user.confirmed}|{user.values}"
 
     def snapshot(self) -> EnvSnapshot:
+        """The episode's state between two rounds, the reward's included."""
         return EnvSnapshot(
             self.world.snapshot(),
             self.user.state(),
@@ -391,9 +392,11 @@ class Env:
             self._fired,
             self._confused,
             Ending(self._terminated, self._truncated, self._answer),
+            self._copy_reward(self._pay),
         )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
+        """Return to ``snapshot`` (taken in this episode); it can be restored again later."""
         self.world.restore(snapshot.world)
         self.user.restore(snapshot.user)
         self.provenance.first = dict(snapshot.provenance)
@@ -406,6 +409,13 @@ class Env:
             done.truncated,
             done.answer,
         )
+        self._pay = self._copy_reward(snapshot.reward)
+
+    def _copy_reward(self, reward: RoundReward) -> RoundReward:
+        # A reward keeps its own state between rounds and must pickle, so a deep copy saves
+        # it whatever it is; the task is shared, not copied: it never changes.
+        task = self.task
+        return copy.deepcopy(reward, {id(task): task})
 
     def __getstate__(self) -> dict[str, Any]:
         # Tools hold functions (closures in synthetic domains): they are rebuilt from the

@@ -44,6 +44,7 @@ from stategym.kernel.boundary import (
     read_json,
     to_json,
     too_many_calls,
+    unreadable,
 )
 from stategym.kernel.errors import AgentFormatError
 
@@ -205,10 +206,22 @@ def action_from_message(message: Mapping[str, Any]) -> Action:
     environment can report malformed JSON as a format error rather than this function
     raising; any other value becomes text that is not a JSON object (rejected likewise).
 
+    Each value is read once, so a mapping cannot answer two reads differently; any exception
+    the message's own code raises (a mapping's ``get``) is a ``bad_message`` error.
+
     Raises:
         AgentFormatError: the message has neither tool calls nor text, is not shaped like an
-            assistant message, or has more than :data:`MAX_CALLS` tool calls.
+            assistant message, cannot be read, or has more than :data:`MAX_CALLS` tool calls.
     """
+    try:
+        return _action_from_message(message)
+    except AgentFormatError:
+        raise
+    except Exception as error:  # the agent's own code raised: nothing else is caught here
+        raise unreadable(error, "the message") from None
+
+
+def _action_from_message(message: Mapping[str, Any]) -> Action:
     if not isinstance(message, Mapping):
         raise AgentFormatError("bad_message", "the action must be an assistant message object")
     raw_calls = message.get("tool_calls") or []
@@ -220,19 +233,21 @@ def action_from_message(message: Mapping[str, Any]) -> Action:
         parsed: list[ToolCall] = []
         for index, raw in enumerate(raw_calls):
             function = raw.get("function") if isinstance(raw, Mapping) else None
-            if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            name: Any = function.get("name") if isinstance(function, Mapping) else None
+            if not issubclass(type(name), str):
                 raise AgentFormatError(
                     "bad_message", f"tool_calls[{index}] needs a function with a name"
                 )
-            arguments = function.get("arguments", "{}")
+            arguments = function.get("arguments", "{}")  # type: ignore[union-attr]
             if not isinstance(arguments, str | Mapping):
                 arguments = json_text(arguments)
-            call_id = raw.get("id") if isinstance(raw.get("id"), str) else ""
-            parsed.append(ToolCall(function["name"], arguments, call_id))
+            call_id = raw.get("id")
+            call_id = call_id if issubclass(type(call_id), str) else ""
+            parsed.append(ToolCall(str.__str__(name), arguments, call_id))
         return CallBatch(tuple(parsed))
-    content = message.get("content")
-    if isinstance(content, str) and content.strip():
-        return Say(content)
+    content: Any = message.get("content")
+    if issubclass(type(content), str) and str.__str__(content).strip():
+        return Say(str.__str__(content))
     raise AgentFormatError("empty_action", "the message has neither tool calls nor text")
 
 

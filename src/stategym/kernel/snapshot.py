@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from stategym.kernel.provenance import Origin
+from stategym.kernel.reward import RoundReward
 from stategym.kernel.user import UserState
 from stategym.kernel.world import WorldSnapshot
 
@@ -34,6 +35,9 @@ class EnvSnapshot:
         fired: how many scheduled events had fired.
         confused: messages in a row the user could not understand.
         done: whether and how the episode had ended.
+        reward: a copy of the episode's round reward, with whatever it keeps between rounds
+            (the dense reward's running score), so the rounds after a restore are paid as
+            they were the first time.
     """
 
     world: WorldSnapshot
@@ -43,3 +47,4 @@ class EnvSnapshot:
     fired: int
     confused: int
     done: Ending
+    reward: RoundReward

@@ -8,10 +8,11 @@ user and the scorer. Reference definitions: ``docs/metrics.md``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, SupportsIndex, TypeVar
 
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.tools import Effect
@@ -232,6 +233,33 @@ class Request:
     given: Mapping[str, Value]
     references: Mapping[str, str] = field(default_factory=dict)
     implied: tuple[Value, ...] = ()
+
+
+SEED_LIMIT = 1 << 64
+"""Seeds are integers in ``[0, SEED_LIMIT)``: what Gymnasium accepts (non-negative) and a
+trajectory line can hold (orjson writes integers of at most 64 bits)."""
+
+
+def check_seed(seed: SupportsIndex) -> int:
+    """``seed`` as the plain ``int`` a task and its trajectory carry.
+
+    Any integer type converts (``numpy.int64`` too, through ``operator.index``), so equal
+    seeds name one task whatever their type, and the trajectory can be written.
+
+    Raises:
+        TypeError: not an integer (a float, a string), or a bool: ``True`` is far more often a
+            flag passed by mistake than the seed 1.
+        ValueError: outside ``[0, 2**64)``.
+    """
+    if isinstance(seed, bool):
+        raise TypeError("a seed must be an integer, not a bool")
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"a seed must be an integer, got {type(seed).__name__}") from None
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"a seed must be in [0, 2**64), got {value}")
+    return value
 
 
 BaseT = TypeVar("BaseT")

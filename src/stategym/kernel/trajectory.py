@@ -20,15 +20,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import pydantic
 
+from stategym.kernel.counterfactual import played_task
+from stategym.kernel.domain import installed_registry
 from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import JSON, Action, CallBatch, Say, ToolCall
 from stategym.kernel.provenance import Origin
+from stategym.kernel.task import SEED_LIMIT
 from stategym.kernel.tools import Effect
 from stategym.kernel.user import UserTurn
 from stategym.kernel.world import Charge
@@ -231,7 +234,8 @@ class Trajectory:
     Attributes:
         version: log format version (:data:`TRAJECTORY_VERSION`).
         domain: domain name.
-        seed: task seed.
+        seed: task seed, a plain integer in ``[0, 2**64)`` (``check_seed``; a line that
+            spells it ``true``, ``1.0`` or out of range is no trajectory).
         knobs: task knobs.
         agent: agent name.
         rounds: every round in order.
@@ -245,7 +249,7 @@ class Trajectory:
 
     version: int
     domain: str
-    seed: int
+    seed: Annotated[int, pydantic.Strict(), pydantic.Field(ge=0, lt=SEED_LIMIT)]
     knobs: Knobs
     agent: str
     rounds: tuple[RoundRecord, ...]
@@ -269,14 +273,15 @@ def loads(line: bytes | str) -> Trajectory:
     """Parse and validate one JSON line.
 
     Raises:
-        TrajectoryError: broken JSON, missing fields, or an unknown version.
+        TrajectoryError: broken JSON, missing or mistyped fields, or an unknown version.
     """
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as error:
         raise TrajectoryError(f"not JSON: {error}") from None
     version = data.get("version") if isinstance(data, dict) else None
-    if not isinstance(data, dict) or version not in READABLE_VERSIONS:
+    # type(): true and 1.0 equal 1, but a line that spells its version so is no version 1 line
+    if not isinstance(data, dict) or type(version) is not int or version not in READABLE_VERSIONS:
         raise TrajectoryError(f"unsupported trajectory version {version!r}")
     if version == 1:
         data = _upgrade_v1(data)
@@ -305,18 +310,49 @@ def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     """A version 1 line in the version 2 shape: token fields and run keys leave ``meta``.
 
     Version 1 did not log an invalid round's error text: ``error`` stays null there.
+
+    Raises:
+        TrajectoryError: ``rounds``, a round or a ``meta`` is not of its type: the shape the
+            upgrade moves keys within is checked first, the rest by the validation after it.
     """
-    rounds = []
-    for record in data.get("rounds") or ():
+    rounds = _v1_field(data, "rounds", list, None)
+    if rounds is None:
+        raise TrajectoryError("missing rounds")
+    upgraded = []
+    for number, record in enumerate(rounds):
         if not isinstance(record, dict):
-            rounds.append(record)
-            continue
-        meta = dict(record.get("meta") or {})
+            raise TrajectoryError(f"rounds[{number}] must be an object, got {_kind(record)}")
+        meta = dict(_v1_field(record, "meta", dict, {}, f"rounds[{number}]."))
         turn = {new: meta.pop(old) for old, new in MODEL_META_KEYS.items() if old in meta}
-        rounds.append({**record, "meta": meta, "model": turn or None})
-    meta = dict(data.get("meta") or {})
+        upgraded.append({**record, "meta": meta, "model": turn or None})
+    meta = dict(_v1_field(data, "meta", dict, {}))
     run = {key: meta.pop(key) for key in _V1_RUN if key in meta}
-    return {**data, "version": TRAJECTORY_VERSION, "rounds": rounds, "run": run, "meta": meta}
+    return {**data, "version": TRAJECTORY_VERSION, "rounds": upgraded, "run": run, "meta": meta}
+
+
+def _v1_field(data: dict[str, Any], key: str, kind: type, default: Any, where: str = "") -> Any:
+    """``data[key]`` if it is a ``kind`` (``default`` when absent); anything else, null
+    included, is a broken line (the version 1 writer always wrote a ``kind``)."""
+    if key not in data:
+        return default
+    value = data[key]
+    if not isinstance(value, kind):
+        raise TrajectoryError(f"{where}{key} must be {_KINDS[kind]}, got {_kind(value)}")
+    return value
+
+
+_KINDS: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    bool: "a boolean",
+    type(None): "null",
+}
+"""What each JSON value's Python type is called in an error message (else a number)."""
+
+
+def _kind(value: Any) -> str:
+    return _KINDS.get(type(value), "a number")
 
 
 def write_jsonl(path: Path, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:
@@ -354,8 +390,11 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[Trajectory]:
 def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
     """Feed the trajectory's actions to a fresh environment; returns the environment.
 
-    The returned environment's ``state_key()`` equals ``trajectory.digest`` when the
-    environment is deterministic (it is: this is tested for every domain).
+    The episode is replayed on the task it was played on: the one of ``(domain, seed,
+    knobs)``, or, for a counterfactual probe, the flipped task ``run.probe`` names
+    (:func:`~stategym.kernel.counterfactual.played_task`). The returned environment's
+    ``state_key()`` equals ``trajectory.digest`` when the environment is deterministic (it
+    is: this is tested for every domain).
 
     Raises:
         TrajectoryError: the trajectory's user read messages with another reader
@@ -373,7 +412,8 @@ def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
             "(Env(domain, knobs=..., reader=...))"
         )
     env = env or Env(trajectory.domain, knobs=trajectory.knobs)
-    env.reset(seed=trajectory.seed)
+    task = installed_registry().cached_task(env.domain.name, trajectory.seed, env.knobs)
+    env.reset(options={"task": played_task(task, trajectory.run.probe, env.domain)})
     for record in trajectory.rounds:
         if record.kind is RoundKind.INVALID:
             env.step(CallBatch(()))

@@ -1,8 +1,12 @@
-"""A round is checked whole before any of it runs: the batch's shape, then every call's format.
+"""A round is read into plain values, then checked whole before any of it runs.
 
-:func:`batch_problem` refuses a batch that is not a sequence of :class:`ToolCall`
-(``bad_message``), is empty (``empty_action``) or has more than :data:`MAX_CALLS` calls
-(``too_large``): that round is invalid. :func:`check_call` then turns each call into a
+:func:`read_action` is the one place that touches the agent's typed objects: it reads a
+:class:`Say`'s text, or a batch's calls into plain :class:`Call` values (every string an exact
+``str``, arguments JSON data by the boundary rule), and nothing after it runs the agent's code.
+It refuses a batch that is not a sequence of :class:`ToolCall` or whose objects raise while
+read (``bad_message``), or that has more than :data:`MAX_CALLS` calls (``too_large``), and a
+message to the user that is not text (``bad_message``) or is longer than :data:`MAX_TEXT`
+once cleaned (``too_large``): that round is invalid. :func:`check_call` then turns each call into a
 :class:`Ready` call (a known tool, its arguments decoded by the boundary rule and bound to
 the signature) or into the :class:`CallRecord` of its format error. If any call of a batch
 is malformed, none of them runs: :func:`rejected` logs the well-formed ones as
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from stategym.kernel.boundary import class_name, unreadable
 from stategym.kernel.errors import AgentFormatError, ToolError
 from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.protocol import (
@@ -23,7 +28,10 @@ from stategym.kernel.protocol import (
     JSON,
     MAX_CALLS,
     MAX_ID,
+    MAX_TEXT,
     RAW_LIMIT,
+    CallBatch,
+    Say,
     ToolCall,
     clean_text,
     decode_json,
@@ -41,6 +49,26 @@ from stategym.kernel.world import World
 NOT_RUN = "not_run"
 """``error_kind`` of a well-formed call that did not run because another call of its round
 was malformed (it is not a format error of its own)."""
+
+
+class Call(NamedTuple):
+    """One call read into plain values by :func:`read_action`: all that is checked and logged.
+
+    Attributes:
+        id: the agent's call id, or ``""`` where the environment assigns ``c<round>_<i>``.
+        name: the tool name as the log keeps it (cleaned, bounded), or, when the agent's name
+            was not a string, its description in ``<...>``.
+        named: whether the agent's name was a string.
+        arguments: the arguments as exact text, or as JSON data by the boundary rule; when
+            ``error`` is set, the rejected arguments as the log keeps them.
+        error: the boundary rule's error for the arguments, if any.
+    """
+
+    id: str
+    name: str
+    named: bool
+    arguments: JSON
+    error: AgentFormatError | None
 
 
 class Ready(NamedTuple):
@@ -66,40 +94,94 @@ _new_call_record = quick_constructor(CallRecord)
 """Made for every call that runs: built the quick way (:mod:`stategym.kernel.frozen`)."""
 
 
-def batch_problem(calls: Any) -> tuple[str, str] | None:
-    """``(kind, message)`` if a typed batch cannot be a round, else ``None``."""
-    if not isinstance(calls, tuple | list):
-        kind = type(calls).__name__
-        return (
-            "bad_message",
-            f"bad_message: CallBatch.calls must be a tuple of ToolCall, not {kind}",
-        )
-    if not calls:
-        return None  # the caller's empty-action rule
-    if len(calls) > MAX_CALLS:
-        return "too_large", f"too_large: {too_many_calls(len(calls))}"
-    for position, item in enumerate(calls):
-        if not isinstance(item, ToolCall):
-            kind = type(item).__name__
-            return (
-                "bad_message",
-                f"bad_message: CallBatch.calls[{position}] is a {kind}, not a ToolCall",
-            )
+def read_action(action: Any) -> str | tuple[Call, ...] | None:
+    """The agent's action as plain values: a :class:`Say`'s text, or a batch's calls;
+    ``None`` for an empty action (an empty batch, blank text, anything else).
+
+    Every string becomes an exact ``str`` (a subclass's own ``__hash__``, ``__eq__`` or
+    ``__len__`` never runs) and every type is read with ``type()``. Any exception the agent's
+    own objects raise while read (a property, a list's ``__iter__``) makes the round invalid.
+
+    Raises:
+        AgentFormatError: ``bad_message`` or ``too_large``: the round is invalid.
+    """
+    try:
+        kind = type(action)
+        if issubclass(kind, Say):
+            return _text(action.text)
+        if issubclass(kind, CallBatch):
+            return _calls(action.calls)
+    except AgentFormatError:
+        raise
+    except Exception as error:  # the agent's own code raised: reading touches nothing else
+        raise unreadable(error, "the action") from None
     return None
 
 
-def call_id(raw: Any, index: int, position: int) -> str:
-    """The agent's id for a call, or ``c<round>_<position>`` when it is missing, is not a
+def _text(text: Any) -> str | None:
+    """A message to the user, cleaned; the cap counts the characters the log keeps."""
+    if not issubclass(type(text), str):
+        raise AgentFormatError("bad_message", "a message to the user must be text")
+    text = str.__str__(text)
+    if len(text) <= 2 * MAX_TEXT:  # cleaning at most halves a text (a pair is one character)
+        text = clean_text(text)
+    if len(text) > MAX_TEXT:
+        reason = f"a message to the user is at most {MAX_TEXT} characters"
+        raise AgentFormatError("too_large", reason)
+    return text if text.strip() else None
+
+
+def _calls(batch: Any) -> tuple[Call, ...] | None:
+    kind = type(batch)
+    if kind is not tuple and kind is not list:
+        if not issubclass(kind, tuple | list):
+            message = f"CallBatch.calls must be a tuple of ToolCall, not {class_name(kind)}"
+            raise AgentFormatError("bad_message", message)
+        # a subclass is read as the plain sequence: none of its own methods runs
+        batch = list.copy(batch) if issubclass(kind, list) else tuple(tuple.__iter__(batch))
+    if not batch:
+        return None
+    if len(batch) > MAX_CALLS:
+        raise AgentFormatError("too_large", too_many_calls(len(batch)))
+    for position, item in enumerate(batch):
+        if not issubclass(type(item), ToolCall):
+            message = f"CallBatch.calls[{position}] is a {class_name(type(item))}, not a ToolCall"
+            raise AgentFormatError("bad_message", message)
+    return tuple([_call(item) for item in batch])
+
+
+def _call(call: ToolCall) -> Call:
+    name, raw, identifier = call.name, call.arguments, call.id
+    if type(name) is str and name.isascii() and len(name) <= RAW_LIMIT:
+        named = True  # the common case, an ASCII name, is checked inline: it is hot
+    elif issubclass(type(name), str):
+        name, named = kept_text(str.__str__(name)), True
+    else:
+        name, named = describe(name), False
+    if type(identifier) is not str or not identifier.isascii() or len(identifier) > MAX_ID:
+        identifier = _id(identifier)
+    if issubclass(type(raw), str):
+        return Call(identifier, name, named, str.__str__(raw), None)
+    try:
+        return Call(identifier, name, named, to_json(raw), None)
+    except AgentFormatError as error:
+        failed = AgentFormatError(error.kind, f"{name}: arguments: {error}")
+        return Call(identifier, name, named, kept_text(json_text(raw)), failed)
+
+
+def _id(raw: Any) -> str:
+    """The agent's call id, cleaned; ``""`` (the environment assigns one) when it is not a
     string or is longer than :data:`MAX_ID` characters."""
-    if type(raw) is str and raw.isascii() and 0 < len(raw) <= MAX_ID:
-        return raw  # the common case, checked first
-    if isinstance(raw, str) and raw and len(raw) <= MAX_ID:
-        return clean_text(str.__str__(raw))
-    return f"c{index}_{position}"
+    if not issubclass(type(raw), str):
+        return ""
+    text = str.__str__(raw)
+    if len(text) <= 2 * MAX_ID:
+        text = clean_text(text)
+    return text if len(text) <= MAX_ID else ""
 
 
 def check_call(
-    call: ToolCall,
+    call: Call,
     identifier: str,
     tools: Mapping[str, Tool],
     judges_answer: bool,
@@ -110,14 +192,12 @@ def check_call(
     Returns:
         The call ready to run, or the record of its format error (the world is not touched).
     """
-    name, raw = call.name, call.arguments
-    if type(name) is not str or not name.isascii() or len(name) > RAW_LIMIT:
-        name = _name(name)  # the common case, an ASCII name, is checked inline: it is hot
+    name = call.name
     arguments: dict[str, Any] | None = None
     try:
-        if not isinstance(call.name, str):
+        if not call.named:
             raise AgentFormatError("unknown_tool", f"a tool name is a string, not {name}")
-        arguments = _arguments(name, raw)
+        arguments = _arguments(call)
         if name == FINISH:
             answer = arguments.get("answer")
             if set(arguments) - {"answer"} or not isinstance(answer, str | None):
@@ -134,7 +214,7 @@ def check_call(
         bound = tool.bind(arguments)
         return Ready(identifier, name, tool, bound, provenance.resolve(bound))
     except AgentFormatError as error:
-        kept = arguments if arguments is not None else _kept(call.arguments)
+        kept = arguments if arguments is not None else _kept(call)
         return CallRecord(identifier, name, kept, None, None, str(error), error.kind, {})
 
 
@@ -174,34 +254,27 @@ def run_ready(call: Ready, world: World) -> CallRecord:
     )
 
 
-def _name(name: Any) -> str:
-    """A tool name for the log: a string cleaned and bounded, anything else described."""
-    if isinstance(name, str):
-        return kept_text(str.__str__(name)) if len(name) > RAW_LIMIT else clean_text(name)
-    return describe(name)
-
-
-def _arguments(name: str, raw: Any) -> dict[str, JSON]:
+def _arguments(call: Call) -> dict[str, JSON]:
     """Decoded arguments by the boundary rule; they must be a JSON object."""
-    if isinstance(raw, str):
-        value = decode_json(clean_text(str.__str__(raw)) or "{}", f"{name}: arguments")
-    else:
-        try:
-            value = to_json(raw)
-        except AgentFormatError as error:
-            raise AgentFormatError(error.kind, f"{name}: arguments: {error}") from None
+    if call.error is not None:
+        raise call.error
+    value = call.arguments
+    if type(value) is str:
+        value = decode_json(clean_text(value) or "{}", f"{call.name}: arguments")
     if type(value) is not dict:
-        raise AgentFormatError("malformed_json", f"{name}: arguments must be a JSON object")
+        raise AgentFormatError("malformed_json", f"{call.name}: arguments must be a JSON object")
     return value
 
 
-def _kept(raw: Any) -> str:
+def _kept(call: Call) -> str:
     """Arguments that could not be decoded into an object, as bounded text for the log.
 
     Replaying the log sends this text again, and it is rejected again: text is kept as the
     agent sent it (cut text ends in a character that makes it invalid JSON) and other values
     as their JSON text, or described in ``<...>``, which is never JSON.
     """
-    if isinstance(raw, str):
-        return kept_text(str.__str__(raw))
-    return kept_text(json_text(raw))
+    if call.error is not None:
+        return str(call.arguments)  # kept so when the arguments were read
+    if type(call.arguments) is str:
+        return kept_text(call.arguments)
+    return kept_text(json_text(call.arguments))

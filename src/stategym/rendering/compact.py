@@ -12,8 +12,8 @@ first word is no tool is a message to the user). A string value is written bare 
 be read as anything else, JSON-quoted otherwise; numbers, booleans and null as JSON; lists and
 objects as one-token JSON. A message to the user that could be read as a call, or that starts with a
 backslash or with blank space, is written after a backslash. A call line that cannot be read
-(an unclosed quote) becomes a call with the rest of the line as raw arguments, which the
-environment rejects as malformed JSON.
+(an unclosed quote, a value nested more than ``MAX_DEPTH`` levels) becomes a call with the rest
+of the line as raw arguments, which the environment rejects as a format error.
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ import orjson
 
 from stategym.kernel.domain import Domain
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.protocol import JSON, Action, CallBatch, Observation, Say, ToolCall
+from stategym.kernel.protocol import (
+    JSON,
+    MAX_DEPTH,
+    Action,
+    CallBatch,
+    Observation,
+    Say,
+    ToolCall,
+)
 from stategym.kernel.task import Task
 from stategym.rendering.base import Message
 from stategym.rendering.handles import Handles
@@ -238,7 +246,8 @@ def _tokens(text: str) -> list[tuple[str | None, str]]:
 
 def _token_end(text: str, start: int) -> int:
     """Where the value token starting at ``start`` ends (a JSON string, list or object, or
-    a bare run up to the next blank)."""
+    a bare run up to the next blank); a list or object nested more than :data:`MAX_DEPTH`
+    levels is unreadable, as the boundary rule would refuse it."""
     if start >= len(text):
         raise ValueError("a keyword without a value")
     if text[start] not in '"[{':
@@ -260,6 +269,8 @@ def _token_end(text: str, start: int) -> int:
             in_string = True
         elif char in "[{":
             depth += 1
+            if depth > MAX_DEPTH:  # refused here, so decoding never recurses deeper
+                raise ValueError(f"a value nested more than {MAX_DEPTH} levels")
         elif char in "]}":
             depth -= 1
             if depth == 0:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from stategym.agents import resolve
+from stategym.kernel.counterfactual import played_task
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task
@@ -26,7 +27,7 @@ from stategym.registry import cached_task, get_domain
 from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
 from stategym.rollout.workers import Spread
 from stategym.topology.distance import EXPANSION_BUDGET
-from stategym.topology.probes import FLIP, flip_priorities, probes
+from stategym.topology.probes import FLIP, probes
 from stategym.topology.split import Cell, Split, make_splits
 
 EVAL_SEED = 100_000
@@ -109,21 +110,12 @@ class ProtocolConfig:
 def task_of(trajectory: Trajectory) -> Task:
     """The task a protocol trajectory played (a probe's is the flipped task)."""
     task = cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
-    if trajectory.run.probe == FLIP:
-        flipped = flip_priorities(task)
-        assert flipped is not None, "a probe trajectory's task always flips"
-        return flipped
-    return task
+    return played_task(task, trajectory.run.probe)
 
 
 def spec_task_of(spec: EpisodeSpec) -> Task:
     """The task a protocol spec plays (a probe's is the flipped task)."""
-    task = cached_task(spec.domain, spec.seed, spec.knobs)
-    if spec.probe == FLIP:
-        flipped = flip_priorities(task)
-        assert flipped is not None, "a probe spec's task always flips"
-        return flipped
-    return task
+    return played_task(cached_task(spec.domain, spec.seed, spec.knobs), spec.probe)
 
 
 def _specs(
