@@ -116,7 +116,12 @@ def test_priority_questions_reveal_the_order(question: str) -> None:
         user, task = _user(seed)
         turn = user.respond(question)
         assert turn.priority_asked and "priorities" in turn.asked
-        texts = {c.id: user.constraint_words(c) for c in task.constraints if c.kind != "policy"}
+        hidden = {s.name for s in task.slots if s.kind in (SlotKind.MISSING, SlotKind.IRRELEVANT)}
+        texts = {
+            c.id: user.constraint_words(c)
+            for c in task.constraints
+            if c.kind != "policy" and c.topic not in hidden
+        }
         ranked = [texts[c] for c in task.priority_order() if c in texts]
         assert "what matters most is" in turn.reply
         positions = [turn.reply.index(text) for text in ranked]
@@ -329,3 +334,67 @@ def test_a_question_no_fact_answers_gets_what_the_user_can_tell(question: str) -
 def test_an_option_key_is_its_normalised_form(option: str) -> None:
     """The fast path for ids of ASCII letters and digits gives what the regex path gives."""
     assert _option_key(option) == normalise(option).strip()
+
+
+# Slots whose value decides whether a preference on them exists at all (bank has a
+# conversion wish only when the user wants to avoid conversion; the others only when the
+# value is not "any"): before the fix, the priority answer named such a wish exactly when
+# the hidden value made it exist, and the metric never counted the slot as revealed.
+VALUE_DEPENDENT_WISHES = [
+    ("bank", "conversion"),
+    ("bank", "savings"),
+    ("travel", "fare_type"),
+    ("travel", "departure"),
+    ("meetings", "room_feature"),
+    ("meetings", "time_of_day"),
+    ("shop", "brand"),
+    ("shop", "deadline"),
+]
+PRIORITY_QUESTION = "If you can't have everything, what matters most to you?"
+
+
+def _topic_named(user: SimulatedUser, slot: str, reply: str) -> bool:
+    return any(user.constraint_words(c) in reply for c in user.task.constraints if c.topic == slot)
+
+
+@pytest.mark.parametrize(("name", "slot"), VALUE_DEPENDENT_WISHES)
+def test_the_priority_answer_does_not_reveal_whether_a_hidden_wish_exists(
+    name: str, slot: str
+) -> None:
+    """Asked alone, the ranking leaves out every wish about a hidden slot not told yet, so
+    it reads the same whatever the hidden value is."""
+    hidden = 0
+    for user in _users(name, range(150)):
+        if user.task.slot(slot).kind is not SlotKind.MISSING:
+            continue
+        hidden += 1
+        turn = user.respond(PRIORITY_QUESTION)
+        assert turn.priority_asked and not _topic_named(user, slot, turn.reply)
+    assert hidden > 0
+
+
+@pytest.mark.parametrize(("name", "slot"), VALUE_DEPENDENT_WISHES)
+def test_once_the_slot_is_told_the_priority_answer_ranks_its_wish(name: str, slot: str) -> None:
+    """The answer stays useful: ask the fact first and the ranking places its wish."""
+    phrase = get_domain(name).slot_phrases[slot][0]
+    ranked = 0
+    for user in _users(name, range(150)):
+        if user.task.slot(slot).kind is not SlotKind.MISSING:
+            continue
+        assert user.respond(f"What about {phrase}?").asked == (slot,)
+        turn = user.respond(PRIORITY_QUESTION)
+        exists = any(c.topic == slot for c in user.task.constraints)
+        assert _topic_named(user, slot, turn.reply) == exists
+        ranked += exists
+    assert ranked > 0
+
+
+def test_what_was_told_survives_state_and_restore() -> None:
+    user = next(
+        u for u in _users("bank", range(150)) if u.task.slot("conversion").kind is SlotKind.MISSING
+    )
+    saved = user.state()
+    user.respond("What about currency conversion?")
+    assert "conversion" in user.told
+    user.restore(saved)
+    assert "conversion" not in user.told

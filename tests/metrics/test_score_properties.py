@@ -97,6 +97,8 @@ def test_the_random_agent_scores_in_range(name, seed, knob):
         "shotgun",
         "commit-same-round",
         "confirm-spam",
+        "open-padding",
+        "finish-padding",
         "random",
     ],
 )

@@ -7,7 +7,10 @@ each domain's expert:
 * ``fish``: before its proposal, propose that many options the user rejects (the user is
   treated as an oracle to query for the answer);
 * ``pad``: ``"empty"`` plays empty rounds instead of ``finish`` until the episode is
-  truncated; ``"invalid"`` plays ten invalid rounds before ``finish``;
+  truncated; ``"invalid"`` plays ten invalid rounds before ``finish``; ``"open"`` asks open
+  questions ("Which option should I book?") instead of ``finish`` until truncated;
+  ``"bad-finish"`` plays ten rounds of a malformed ``finish`` (a format error: the episode
+  goes on) before ``finish``;
 * ``damage``: after the last commit, destroy what the episode created: every write or commit
   tool that takes an id some earlier result returned (cloud: ``delete_snapshot`` of the
   snapshot that backs the deleted volume);
@@ -35,7 +38,20 @@ from .base import Agent
 from .style import Style
 
 INVALID_ROUNDS = 10
-"""Invalid rounds an ``pad="invalid"`` agent plays before it finishes."""
+"""Invalid rounds a ``pad="invalid"`` (or malformed ``finish`` rounds a ``pad="bad-finish"``)
+agent plays before it finishes."""
+
+OPEN_QUESTIONS = (
+    "Which option should I book?",
+    "What are all your constraints?",
+    "Which one should I pick for you?",
+)
+"""What a ``pad="open"`` agent asks, in turn, instead of finishing: questions no single fact
+answers (the user reads each as open)."""
+
+BAD_FINISH = CallBatch((ToolCall("finish", {"bogus": 1}),))
+"""A ``pad="bad-finish"`` padding round: a ``finish`` the environment rejects (an unknown
+argument), so the episode goes on."""
 
 NOT_A_BATCH = "not a batch"
 """What an invalid padding round sends as its calls: no round at all (a ``bad_message``
@@ -69,6 +85,7 @@ class Adversary:
         self.clock = 0
         self.fired = 0
         self.finished = False
+        self.padded = 0
 
     def act(self, observation: Observation) -> Action:
         self._learn(observation)
@@ -77,7 +94,7 @@ class Adversary:
         if self.held is not None:  # the inner agent answers its own last action's result
             observation, self.held = self.held, None
         if self.finished:
-            return CallBatch(())
+            return self._pad_round()
         action = self.inner.act(observation)
         self._remember(action)
         planned = self._bend(action)
@@ -103,10 +120,19 @@ class Adversary:
                     before.append(CallBatch(destroy))
             if style.pad == "invalid":
                 before += [CallBatch(cast(Any, NOT_A_BATCH))] * INVALID_ROUNDS
-            elif style.pad == "empty":
+            elif style.pad == "bad-finish":
+                before += [BAD_FINISH] * INVALID_ROUNDS
+            elif style.pad in ("empty", "open"):
                 self.finished = True
-                return [*before, CallBatch(())]
+                return [*before, self._pad_round()]
         return [*before, action]
+
+    def _pad_round(self) -> Action:
+        """A round played instead of ``finish``: empty, or the next open question."""
+        if self.style.pad != "open":
+            return CallBatch(())
+        self.padded += 1
+        return Say(OPEN_QUESTIONS[(self.padded - 1) % len(OPEN_QUESTIONS)])
 
     def _learn(self, observation: Observation) -> None:
         self.clock = observation.clock

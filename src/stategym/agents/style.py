@@ -41,8 +41,9 @@ class Style:
     # stategym.agents.adversary for every domain alike; the domain experts ignore these
     fish: int = 0
     """Before proposing its choice, propose this many options the user rejects."""
-    pad: Literal["none", "empty", "invalid"] = "none"
-    """Play empty rounds instead of finishing, or ten invalid rounds before finishing."""
+    pad: Literal["none", "empty", "invalid", "open", "bad-finish"] = "none"
+    """Play empty rounds instead of finishing, or ten invalid rounds before finishing, or
+    open questions instead of finishing, or ten malformed ``finish`` rounds before finishing."""
     damage: bool = False
     """After the last commit, destroy what the episode created (delete the snapshot...)."""
     harvest: bool = False

@@ -5,10 +5,10 @@ an LLM, through the intent model of :mod:`stategym.kernel.understanding`: each c
 goes to the slot or intent it asks about, in words the domain's phrase table need not contain
 ("What's the most you're prepared to pay?" reaches ``budget``). The user answers every slot it
 was asked about, ranks its preferences when asked which matters more (naming each by its
-topic, never by a hidden value), says what it can tell when asked something no fact answers
-(which option to pick, all its constraints at once), confirms or rejects a concrete proposal
-against its true constraints, announces scheduled changes of mind, and says when it does not
-understand.
+topic, never by a hidden value, and only those about slots the agent was told), says what it
+can tell when asked something no fact answers (which option to pick, all its constraints at
+once), confirms or rejects a concrete proposal against its true constraints, announces
+scheduled changes of mind, and says when it does not understand.
 
 A proposal is the one option a message names outside alternative context: an option named in
 a clause with words such as "also", "instead", "rather than", "runner-up" or "backup" is
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from stategym.kernel.task import Constraint, Task, Value
+from stategym.kernel.task import Constraint, SlotKind, Task, Value
 from stategym.kernel.understanding import (
     CHOICE,
     OVERVIEW,
@@ -104,6 +104,7 @@ class UserState:
     values: tuple[tuple[str, Value], ...]
     confirmed: str | None
     pending: tuple[str, ...]
+    told: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +147,8 @@ class SimulatedUser:
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
+        # slots whose value the agent has: given or looked up, asked, or announced
+        self.told: set[str] = {s.name for s in task.slots if s.kind not in _HIDDEN}
 
     def __getstate__(self) -> dict[str, Any]:
         # The matcher and the option table are shared, read-only caches (one per domain, one
@@ -162,12 +165,18 @@ class SimulatedUser:
         self._options = _option_keys(tuple(self.task.truth.satisfaction)) if self.judges else {}
 
     def state(self) -> UserState:
-        return UserState(tuple(self.values.items()), self.confirmed, tuple(self.pending))
+        return UserState(
+            tuple(self.values.items()),
+            self.confirmed,
+            tuple(self.pending),
+            tuple(sorted(self.told)),
+        )
 
     def restore(self, state: UserState) -> None:
         self.values = dict(state.values)
         self.confirmed = state.confirmed
         self.pending = list(state.pending)
+        self.told = set(state.told)
 
     def change_mind(self, slot: str, value: Value) -> None:
         """Apply a scheduled change; the user mentions it at the next opportunity."""
@@ -181,6 +190,7 @@ class SimulatedUser:
             return None, ()
         names = list(dict.fromkeys(self.pending))
         self.pending.clear()
+        self.told.update(names)
         said = " ".join(self.task.slot(n).say(self.values[n]) for n in names)
         return f"Change of plan: {said}", tuple((n, self.values[n]) for n in names)
 
@@ -209,6 +219,7 @@ class SimulatedUser:
         if changed:
             parts.append(changed)
         accepted = self._judge(proposal, parts)
+        self.told.update(asked)  # before ranking: a constraint asked with it may be named
         if priority_asked:
             parts.append(self._priorities())
         parts.extend(self.task.slot(n).say(self.values[n]) for n in asked if n != PRIORITIES)
@@ -293,11 +304,15 @@ class SimulatedUser:
         return self.task.slot(slot).value
 
     def _priorities(self) -> str:
+        """The order of the constraints on what the agent knows: one about a hidden slot not
+        told yet is left out, since whether it exists at all can depend on the hidden value
+        (bank has a conversion wish only when the user wants to avoid conversion)."""
         by_id = {c.id: c for c in self.task.constraints}
+        untold = {s.name for s in self.task.slots if s.name not in self.told} - {PRIORITIES}
         order = [
             self.constraint_words(by_id[c])
             for c in self.task.priority_order()
-            if by_id[c].kind != "policy"
+            if by_id[c].kind != "policy" and by_id[c].topic not in untold
         ]
         if not order:
             return "I have no particular priorities."
@@ -330,6 +345,8 @@ class SimulatedUser:
 
 
 _NO_PROPOSAL = Proposal(None, False, False)
+_HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
+"""Slot kinds the agent can learn only by asking the user."""
 _CONFIRMING = re.compile(
     r"\s*(?:shall|should|can|may|could) (?:i|we)\b|\s*(?:do|would) you (?:like|want) me to\b"
     r"|\s*(?:is that|is it|is this) (?:ok|okay|fine|alright)\b|\s*(?:ok|okay)\?",

@@ -10,11 +10,13 @@ does, by the episode's final decision; a slot the user volunteered (a change of 
 announced) before its use, unasked, drops out of M*. FN = |M*| - TP. FP: the weight of
 needless questions: 1 for a slot that is given, irrelevant or already known (asked or
 volunteered before), 1 for a repeated proposal (the same option again with no change of mind
-announced in between), 1 for a proposal the user rejects (unless its reply announces a change
-of mind: the user is not an oracle to query for the answer, and every reason to reject an
-option is a fact the agent could ask or look up), 1 for a message the user could not use
-(nothing asked, nothing proposed), and ``ALPHA`` = 0.5 for a slot a tool could have told. A
-must-ask slot asked after its use is neither TP nor FP.
+announced in between) or a repeated open question (one no single fact answers, "Which option
+should I book?": the first is free, and so is one after a change of mind; asked again with
+nothing changed, its answer cannot differ), 1 for a proposal the user rejects (unless its
+reply announces a change of mind: the user is not an oracle to query for the answer, and every
+reason to reject an option is a fact the agent could ask or look up), 1 for a message the user
+could not use (nothing asked, nothing proposed, no open question), and ``ALPHA`` = 0.5 for a
+slot a tool could have told. A must-ask slot asked after its use is neither TP nor FP.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ _NEEDED, _MISSED, _NEEDLESS = Kind.ASK_NEEDED, Kind.ASK_MISSED, Kind.ASK_NEEDLES
 
 ALPHA = 0.5
 """Weight of a question about a slot a tool could have answered."""
+
+OPEN = "open question"
+"""The subject of an open question asked again with no change of mind since the last."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +112,17 @@ class ClarificationScorer:
         """For each must-ask slot, the round of the first call that may stand for a node its
         answer gates."""
         self.asked_in_time: set[str] = set()
-        self.proposals: dict[str, int] = {}
+        self.put: dict[str, int] = {}
+        """The round each question that must not be repeated was last put, by subject: an
+        option proposed (``propose:X``), the open question (:data:`OPEN`) or the priority
+        order (:data:`PRIORITIES`)."""
+        self.ranked = frozenset(
+            c.topic
+            for c in task.constraints
+            if c.kind != "policy" and gold.kinds.get(c.topic) in _UNTOLD
+        )
+        """The hidden slots with a wish on them: the user ranks such a wish only once its
+        slot was told (its existence can give the value away), so the order grows with them."""
         self.fp = 0.0
         self.said: list[Event] = []
         self.missed: dict[str, Event] = {}
@@ -135,7 +150,7 @@ class ClarificationScorer:
         new = [
             Event(say.round, DIM, kind, weight, weight * self.norm, subject)
             for kind, weight, subject in _read_say(
-                say, tr, self.gold, self.uses, end, self.asked_in_time, self.proposals
+                say, tr, self.gold, self.uses, end, self.asked_in_time, self.put, self.ranked
             )
         ]
         for event in new:
@@ -182,12 +197,16 @@ def _read_say(
     uses: dict[str, int],
     end: int | None,
     asked_in_time: set[str],
-    proposals: dict[str, int],
+    put: dict[str, int],
+    ranked: frozenset[str],
 ) -> list[tuple[Kind, float, str]]:
     """The clarification events of one message: ``(kind, value, subject)``."""
     out: list[tuple[Kind, float, str]] = []
     for slot in say.asked:
         known = tr.revealed.get(slot, say.round) < say.round
+        more = slot in gold.must_ask and _ranks_more(put.get(slot), say.round, tr, ranked)
+        if slot == PRIORITIES and known and more:
+            continue  # the order now ranks a wish the last answer could not name: no waste
         kind = gold.kinds.get(slot)
         if slot in gold.must_ask and not known:
             use = uses.get(slot, end)
@@ -202,18 +221,46 @@ def _read_say(
             out.append((Kind.ASK_NEEDLESS, -1.0, slot))
     if say.priority_asked and PRIORITIES not in say.asked:
         out.append((Kind.ASK_NEEDLESS, -1.0, PRIORITIES))
+    if PRIORITIES in say.asked:
+        put[PRIORITIES] = say.round
     if say.proposed is not None:
-        last = proposals.get(say.proposed)
-        if last is not None and not any(last < u < say.round for u in tr.updates):
-            out.append((Kind.ASK_NEEDLESS, -1.0, f"propose:{say.proposed}"))
+        subject = f"propose:{say.proposed}"
+        if _repeated(put.get(subject), say.round, tr):
+            out.append((Kind.ASK_NEEDLESS, -1.0, subject))
         elif say.accepted is False and say.round not in tr.updates:
             # the user is not an oracle: what it rejects follows from its slots, its
             # priorities and the world, all of which the agent can ask or look up
             out.append((Kind.ASK_NEEDLESS, -1.0, f"rejected:{say.proposed}"))
-        proposals[say.proposed] = say.round
+        put[subject] = say.round
+    if say.open:
+        # exempt from the unusable-message charge below, but free only once per change
+        if _repeated(put.get(OPEN), say.round, tr):
+            out.append((Kind.ASK_NEEDLESS, -1.0, OPEN))
+        put[OPEN] = say.round
     if not say.asked and not say.priority_asked and say.proposed is None and not say.open:
         out.append((Kind.ASK_NEEDLESS, -1.0, "unusable message"))
     return out
+
+
+def _repeated(last: int | None, at: int, tr: Trace) -> bool:
+    """The same question was put in round ``last`` and no change of mind was announced in
+    the rounds between: asking it again at ``at`` cannot get a different answer."""
+    return last is not None and not any(last < u < at for u in tr.updates)
+
+
+def _ranks_more(last: int | None, at: int, tr: Trace, ranked: frozenset[str]) -> bool:
+    """Since the priority order was last asked in round ``last``, a hidden slot with a wish
+    on it was told (by round ``at``, the question's own round included) or the user changed
+    its mind: the order asked again at ``at`` can rank more than it did."""
+    if last is None:
+        return False
+    told = any(last < tr.revealed.get(slot, -1) <= at for slot in ranked)
+    return told or any(last < u < at for u in tr.updates)
+
+
+_UNTOLD = (SlotKind.MISSING, SlotKind.IRRELEVANT)
+"""Slot kinds the agent learns only from the user (the user's own ``told`` starts without
+them)."""
 
 
 def _applies(task: Task, gold: Gold) -> bool:
@@ -226,6 +273,7 @@ DECLARATION = DimensionSpec(DIM, "clar", _applies, ClarificationScorer, running_
 __all__: Sequence[str] = (
     "ALPHA",
     "DECLARATION",
+    "OPEN",
     "Clarification",
     "ClarificationScorer",
     "ask_rate",

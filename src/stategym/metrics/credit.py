@@ -30,7 +30,8 @@ member of a group) are absorbing zeros for the trainer. Inside a round,
 :attr:`RoundCredit.calls` splits the round's reward over its calls: the calls in the order
 they are logged, which is the order the agent wrote them (the order of their tokens); call
 ``j`` is paid the change in the running composite from adding its own events and counting it
-as played; ``finish`` causes no event and counts as no call. :attr:`RoundCredit.rest` is the
+as played; the accepted ``finish`` causes no event and counts as no call (a rejected one is
+a failed call like any other). :attr:`RoundCredit.rest` is the
 part no call caused: a message's events, and at the last round the settlement ``R - R_(after
 its calls)``.
 
@@ -50,7 +51,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from stategym.kernel.protocol import FINISH
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundRecord, Trajectory
 
@@ -60,6 +60,7 @@ from .dimensions import DECLARED
 from .events import Event, Kind
 from .gold import Gold, gold_of
 from .score import Scorecard, score
+from .trace import counted
 
 _HARMFUL = Kind.COMMIT_HARMFUL  # read once (see stategym.metrics.risk on Enum members)
 _RUNNING = tuple((d, spec.running) for d, spec in DECLARED.items())
@@ -73,8 +74,9 @@ class RoundCredit:
     Attributes:
         round: the round's index.
         reward: ``R_t - R_{t-1}``; equals ``sum(calls) + rest`` up to float rounding.
-        calls: one share per logged call of the round, in logged order (``finish`` and
-            calls that caused nothing get the change their being played made, often 0).
+        calls: one share per logged call of the round, in logged order (the accepted
+            ``finish`` and calls that caused nothing get the change their being played
+            made, often 0).
         rest: the share no call caused: a message's events, and the last round's
             settlement of the terminal events.
         running: ``R_t``, the running composite after the round (R at the last round).
@@ -146,7 +148,7 @@ def pay_round(
         if by_call:
             for event in by_call.get(position, ()):
                 counts.add(event)
-        counts.calls += call.name != FINISH
+        counts.calls += counted(call)
         after = running_composite(counts, gold)
         shares.append(after - running)
         running = after

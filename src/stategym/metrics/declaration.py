@@ -61,7 +61,7 @@ class EventCounts:
     Attributes:
         count: events paid so far, by kind.
         total: the sum of their ``value``, by kind (in the order they were paid).
-        calls: tool calls played so far (``finish`` not counted).
+        calls: tool calls played so far (the accepted ``finish`` not counted).
         done: the episode is over (every terminal event is in).
     """
 

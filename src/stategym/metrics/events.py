@@ -34,8 +34,8 @@ class Kind(StrEnum):
     """A must-ask slot asked after it was used: 0 (the miss was counted at the use)."""
     ASK_NEEDLESS = "ask_needless"
     """A question about something given, derivable, irrelevant or already known, a repeated
-    or rejected proposal, or a message the user could not use: -weight (derivable 0.5,
-    else 1)."""
+    or rejected proposal, a repeated open question, or a message the user could not use:
+    -weight (derivable 0.5, else 1)."""
     ASK_MISSED = "ask_missed"
     """A must-ask slot used (or the episode ended) before it was asked: -1."""
     CHOICE = "choice"

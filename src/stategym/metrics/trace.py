@@ -90,7 +90,8 @@ class Trace:
 
     Attributes:
         gold: the task's gold tables.
-        calls: every tool call except ``finish``, in order.
+        calls: every tool call except the accepted ``finish``, in order (a rejected one is
+            a failed call like any other: see :func:`counted`).
         says: every message to the user, in order.
         seen: for each gold tool node, ``(round, option)`` of every successful exact match.
         stood: for each gold tool node, ``(round, option)`` of every successful call that
@@ -157,7 +158,8 @@ class Trace:
 
     def add(self, record: RoundRecord, last: bool = False) -> tuple[list[CallView], SayView | None]:
         """Read one more round (``last``: the episode ends with it); returns its calls
-        (``finish`` left out) and its message to the user, as the dimensions see them."""
+        (the accepted ``finish`` left out) and its message to the user, as the dimensions see
+        them."""
         index = record.index
         self.last = index
         kind = record.kind
@@ -178,8 +180,8 @@ class Trace:
             self._stood_first,
         )
         for position, call in enumerate(record.calls):
-            if call.name == FINISH:
-                if call.error is None and self._finished is None:
+            if not counted(call):
+                if self._finished is None:
                     self._finished = index
                 continue
             view = _view(index, position, call, gold, seen, first)
@@ -231,6 +233,17 @@ class Trace:
             node = f"{ASK}:{slot}"
             if node in self.gold.nodes and self.gold.nodes[node].tool == ASK:
                 self.first.setdefault(node, index)
+
+
+def counted(call: CallRecord) -> bool:
+    """Whether a logged call counts as a call: all but a ``finish`` the environment accepted.
+
+    A rejected ``finish`` (a format error, or not run beside a malformed call) did not end
+    the episode: it is a failed call like any other, extra, so it costs economy. *Why*: when
+    every ``finish`` was skipped, ten rounds of ``finish(bogus=1)`` before the real one were
+    free (R = 1.000 on 30/30 seeds of every domain).
+    """
+    return call.name != FINISH or call.error is not None
 
 
 def trace(rounds: Sequence[RoundRecord], gold: Gold, done: bool) -> Trace:
