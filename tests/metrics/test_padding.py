@@ -189,3 +189,19 @@ def test_a_finish_not_run_beside_a_malformed_call_is_a_failed_call():
     finishes = sum(c.name == FINISH for a in actions if isinstance(a, CallBatch) for c in a.calls)
     assert finishes == 1
     assert expert.parallelism.extra == 0 and made - finishes > 0
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_a_second_finish_beside_the_one_that_ends_the_episode_is_extra(name):
+    """A third audit: three well-formed ``finish`` calls in the last round counted no extra
+    call (every accepted ``finish`` was skipped); only the first ended anything."""
+    for seed in SEEDS[:2]:
+        actions, expert = _expert(name, seed)
+        last = actions[-1]
+        assert isinstance(last, CallBatch)
+        (ending,) = [c for c in last.calls if c.name == FINISH]
+        tripled = CallBatch((*last.calls, ending, ending))
+        _, card = replay(name, seed, lambda a, t=tripled: [*a[:-1], t])
+        assert card.outcome == expert.outcome, (name, seed)
+        assert card.parallelism.extra == expert.parallelism.extra + 2, (name, seed)
+        assert card.composite < expert.composite, (name, seed)

@@ -60,7 +60,7 @@ from .dimensions import DECLARED
 from .events import Event, Kind
 from .gold import Gold, gold_of
 from .score import Scorecard, score
-from .trace import counted
+from .trace import ending
 
 _HARMFUL = Kind.COMMIT_HARMFUL  # read once (see stategym.metrics.risk on Enum members)
 _RUNNING = tuple((d, spec.running) for d, spec in DECLARED.items())
@@ -144,11 +144,12 @@ def pay_round(
     shares: list[float] = []
     running = before
     calls = record.calls
-    for position, call in enumerate(calls):
+    ended = ending(calls)
+    for position in range(len(calls)):
         if by_call:
             for event in by_call.get(position, ()):
                 counts.add(event)
-        counts.calls += counted(call)
+        counts.calls += position != ended
         after = running_composite(counts, gold)
         shares.append(after - running)
         running = after

@@ -91,7 +91,7 @@ class Trace:
     Attributes:
         gold: the task's gold tables.
         calls: every tool call except the accepted ``finish``, in order (a rejected one is
-            a failed call like any other: see :func:`counted`).
+            a failed call like any other: see :func:`ending`).
         says: every message to the user, in order.
         seen: for each gold tool node, ``(round, option)`` of every successful exact match.
         stood: for each gold tool node, ``(round, option)`` of every successful call that
@@ -179,8 +179,9 @@ class Trace:
             self.stood,
             self._stood_first,
         )
+        ended = ending(record.calls)
         for position, call in enumerate(record.calls):
-            if not counted(call):
+            if position == ended:
                 if self._finished is None:
                     self._finished = index
                 continue
@@ -235,15 +236,21 @@ class Trace:
                 self.first.setdefault(node, index)
 
 
-def counted(call: CallRecord) -> bool:
-    """Whether a logged call counts as a call: all but a ``finish`` the environment accepted.
+def ending(calls: Sequence[CallRecord]) -> int | None:
+    """The position of the ``finish`` that ended the episode, the one logged call that does
+    not count as a call: the first ``finish`` of its round the environment accepted.
 
-    A rejected ``finish`` (a format error, or not run beside a malformed call) did not end
-    the episode: it is a failed call like any other, extra, so it costs economy. *Why*: when
-    every ``finish`` was skipped, ten rounds of ``finish(bogus=1)`` before the real one were
-    free (R = 1.000 on 30/30 seeds of every domain).
+    Every other ``finish`` counts: a rejected one (a format error, or not run beside a
+    malformed call) did not end the episode, and a second one in the ending round ended
+    nothing. Each is a failed or needless call like any other, extra, so it costs economy.
+    *Why*: when every ``finish`` was skipped, ten rounds of ``finish(bogus=1)`` before the
+    real one were free (R = 1.000 on 30/30 seeds of every domain), and so were three
+    well-formed ``finish`` calls in the last round.
     """
-    return call.name != FINISH or call.error is not None
+    for position, call in enumerate(calls):
+        if call.name == FINISH and call.error is None:
+            return position
+    return None
 
 
 def trace(rounds: Sequence[RoundRecord], gold: Gold, done: bool) -> Trace:

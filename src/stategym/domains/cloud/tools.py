@@ -131,10 +131,12 @@ def _needless_snapshot(world: CloudWorld, volume: Volume) -> str | None:
     if not world.needs_snapshot(volume):
         return f"the retention policy requires none of {volume.tier} volumes"
     if any(
-        s.volume_id == volume.id and world.snapshot_status(s) in ("pending", "completed")
+        s.volume_id == volume.id and world.snapshot_status(s) in ("pending", "completed", "deleted")
         for s in world.snapshots.values()
     ):
-        return f"{volume.id} already has a snapshot"
+        # one the agent deleted counts: snapshotting and deleting again and again burns the
+        # user's money as surely as snapshotting twice
+        return f"{volume.id} already has (or had) a snapshot"
     if _running(world, volume.attached_to):
         return f"{volume.id} is in use by running instance {volume.attached_to}"
     return None
