@@ -8,12 +8,14 @@ on the interface, and a compact reply nested deeply enough to exhaust the stack.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 import pytest
 
 from stategym import CallBatch, Env, Say, ToolCall, calls
+from stategym.kernel.boundary import MAX_MESSAGE
 from stategym.kernel.protocol import MAX_DEPTH, MAX_TEXT
 from stategym.kernel.trajectory import RoundKind, dumps, loads, replay
 from stategym.rendering.compact import CompactRenderer
@@ -217,3 +219,62 @@ def test_compact_parse_reads_nesting_within_the_cap() -> None:
     line = "search_flights " + orjson.dumps({"origin": value}).decode()
     action = renderer.parse(line)
     assert isinstance(action, CallBatch) and action.calls[0].arguments == {"origin": value}
+
+
+# -- a third audit: what the log keeps of a rejected call is rejected again -------------------
+
+_SEARCH = {"origin": "LHR", "destination": "YYZ", "day": 8}
+
+
+class _ReadsBadThenGood(Mapping[str, Any]):
+    """Arguments whose first reading holds a set (``bad_value``), every later one good data."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __getitem__(self, key: str) -> Any:
+        return _SEARCH[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_SEARCH)
+
+    def __len__(self) -> int:
+        return len(_SEARCH)
+
+    def items(self) -> Any:
+        self.reads += 1
+        return {"origin": {1}}.items() if self.reads == 1 else _SEARCH.items()
+
+
+@pytest.mark.parametrize("interface", ["typed", "message"])
+def test_arguments_that_read_differently_later_are_logged_as_rejected(interface: str) -> None:
+    """Before: the log kept the second reading's valid JSON for a call rejected on the
+    first, so replay ran a search the episode never ran (its clock and state_key differed)."""
+    env = Env("travel")
+    env.reset(seed=0)
+    arguments = _ReadsBadThenGood()
+    if interface == "typed":
+        env.step(calls(ToolCall("search_flights", arguments)))
+    else:
+        function = {"name": "search_flights", "arguments": arguments}
+        env.step_message({"role": "assistant", "tool_calls": [{"id": "a", "function": function}]})
+    (call,) = env.trajectory.rounds[0].calls
+    assert call.error_kind == "bad_value"
+    assert str(call.arguments).startswith("<")  # a description, never JSON
+    again = replay(loads(dumps(env.trajectory)))
+    assert again.trajectory.rounds[0].format_errors
+    assert again.state_key() == env.state_key()
+
+
+def test_the_message_cap_counts_a_surrogate_pair_as_one_character() -> None:
+    """Before: MAX_MESSAGE counted the raw text, so the same message was accepted with real
+    astral characters and too_large with their surrogate pairs (the other caps count cleaned
+    text)."""
+    pad = MAX_MESSAGE // 2 + 10
+    kinds = []
+    for character in ("\U0001f600", "\ud83d\ude00"):
+        env = Env("travel")
+        env.reset(seed=0)
+        env.step_message('{"content":"hi","x":"' + character * pad + '"}')
+        kinds.append(env.trajectory.rounds[0].kind)
+    assert kinds[0] == kinds[1] == RoundKind.SAY

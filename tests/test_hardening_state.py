@@ -16,7 +16,7 @@ from stategym import Env, Knobs, call, calls, run_episode
 from stategym.agents import resolve
 from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.trajectory import RunRecord, dumps, loads, read_jsonl, replay
-from stategym.metrics import dense_reward
+from stategym.metrics import dense_reward, score
 from stategym.registry import all_domains, cached_task
 from stategym.rollout.play import play
 from stategym.topology.probes import FLIP, probes
@@ -136,6 +136,9 @@ def test_replay_reproduces_a_protocol_probe_trajectory(domain: str) -> None:
     assert replay(back).state_key() == back.digest
     plain = replace(back, run=RunRecord(0, "probe", "original"))
     assert replay(plain).task == cached_task(domain, original.seed, knobs)
+    # scored without a task, it is scored on the task it was played on, as it is replayed
+    # (a third audit: score(t) scored meetings seed 6's flipped expert -1.0 on the original)
+    assert score(back) == score(back, flipped)
 
 
 def test_replay_of_a_probe_whose_task_does_not_flip_is_a_trajectory_error() -> None:

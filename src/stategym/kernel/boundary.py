@@ -336,10 +336,12 @@ def decode_message(message: Any) -> Any:
     if not issubclass(type(message), str):
         return message
     message = str.__str__(message)
-    if len(message) > MAX_MESSAGE:
+    if len(message) <= 2 * MAX_MESSAGE:  # cleaning at most halves a text (a pair is one character)
+        message = clean_text(message)
+    if len(message) > MAX_MESSAGE:  # counted as the other caps are: cleaned
         reason = f"the message is longer than {MAX_MESSAGE} characters"
         raise AgentFormatError("too_large", reason)
-    return read_json(clean_text(message), "the message")
+    return read_json(message, "the message")
 
 
 def raw_text(message: Any) -> str:

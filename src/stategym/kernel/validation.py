@@ -24,6 +24,7 @@ from stategym.kernel.boundary import class_name, unreadable
 from stategym.kernel.errors import AgentFormatError, ToolError
 from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.protocol import (
+    CUT,
     FINISH,
     JSON,
     MAX_CALLS,
@@ -166,7 +167,18 @@ def _call(call: ToolCall) -> Call:
         return Call(identifier, name, named, to_json(raw), None)
     except AgentFormatError as error:
         failed = AgentFormatError(error.kind, f"{name}: arguments: {error}")
-        return Call(identifier, name, named, kept_text(json_text(raw)), failed)
+        return Call(identifier, name, named, _rejected_text(raw), failed)
+
+
+def _rejected_text(raw: Any) -> str:
+    """Arguments the boundary rule rejected, as the log keeps them: text that is rejected
+    again when the log is replayed. Their JSON text when it is cut (the cut mark makes it no
+    JSON), else their description in ``<...>`` (never JSON). Writing the log reads the
+    agent's object a second time, and an object that reads differently the second time (a
+    mapping whose ``items()`` gives bad values once, good ones after) must not leave a log
+    of a valid call that did not run: replayed, it would run."""
+    text = kept_text(json_text(raw))
+    return text if text.endswith(CUT) else describe(raw)
 
 
 def _id(raw: Any) -> str:

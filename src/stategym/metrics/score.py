@@ -123,7 +123,9 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
 
     Args:
         trajectory: the episode's log.
-        task: its task; regenerated from ``(domain, seed, knobs)`` when omitted.
+        task: its task; when omitted, the one it was played on: regenerated from ``(domain,
+            seed, knobs)``, and flipped for a protocol probe that says so (``run.probe``,
+            :func:`~stategym.kernel.counterfactual.played_task`), as replay does.
 
     Example:
         >>> from stategym import Env, run_episode
@@ -134,10 +136,12 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
         (1.0, True)
     """
     if task is None:  # the metrics import no domain: the kernel's installed registry has them
+        from stategym.kernel.counterfactual import played_task
         from stategym.kernel.domain import installed_registry
 
         registry = installed_registry()
-        task = registry.cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
+        generated = registry.cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
+        task = played_task(generated, trajectory.run.probe)
     return score_rounds(trajectory.rounds, task, trajectory.outcome, agent=trajectory.agent)
 
 
