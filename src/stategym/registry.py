@@ -66,17 +66,15 @@ def get_domain(name: str) -> Domain:
     return domain
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def cached_task(domain: str, seed: int, knobs: Knobs) -> Task:
     """Generate (or reuse) a task; tasks are pure functions of their arguments.
+
+    ``typed``: an untyped cache keys on equality, and True == 1 == numpy.int64(1), so the
+    first caller's type would stay in the task (its id, its trajectories) for every later
+    caller; each type gets its own entry, and every task holds the plain ``int`` seed.
 
     Raises:
         TypeError, ValueError: ``seed`` is no seed (:func:`~stategym.kernel.task.check_seed`).
     """
-    # The cache keys on equality, and True == 1 == numpy.int64(1): the first caller's type
-    # would stay in the task (its id, its trajectories) for every later caller.
-    return _generate(domain, check_seed(seed), knobs)
-
-
-@functools.lru_cache(maxsize=4096)
-def _generate(domain: str, seed: int, knobs: Knobs) -> Task:
-    return get_domain(domain).generate(seed, knobs)
+    return get_domain(domain).generate(check_seed(seed), knobs)
