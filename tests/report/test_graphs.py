@@ -9,11 +9,10 @@ from stategym import Env
 from stategym.agents import resolve
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall
 from stategym.kernel.task import Task
-from stategym.kernel.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory, task_of
 from stategym.report.graphs import executed_view, gold_done, gold_view
 from stategym.rollout import run_episode
 from stategym.topology.executed import executed_topology
-from stategym.topology.generalisation import task_of
 
 
 def _play(domain: str, agent: str, seed: int) -> Trajectory:

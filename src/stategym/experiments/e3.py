@@ -36,12 +36,13 @@ from stategym.experiments.output import (
     write_run,
 )
 from stategym.experiments.plots import band_bars, score_vs_distance
+from stategym.kernel.trajectory import task_of
 from stategym.metrics import score
 from stategym.metrics.aggregate import Estimate, bootstrap
 from stategym.metrics.dimensions import LABELS
 from stategym.metrics.report import cell
 from stategym.tables import Grid, markdown
-from stategym.topology.generalisation import EVAL_SEED, ProtocolConfig, run_protocol, task_of
+from stategym.topology.generalisation import EVAL_SEED, ProtocolConfig, run_protocol
 from stategym.topology.report import build_report
 from stategym.topology.split import Band, Cell, make_splits
 

@@ -182,6 +182,17 @@ def clean_text(text: str) -> str:
     return text
 
 
+def capped_text(text: str, limit: int) -> str | None:
+    """``text`` cleaned (:func:`clean_text`), or ``None`` if it is then longer than ``limit``
+    characters: every text cap counts the characters the log keeps, so a surrogate pair is
+    one character through every interface. A text over twice the limit is refused uncleaned
+    (cleaning at most halves it), so a huge one is never copied."""
+    if len(text) > 2 * limit:
+        return None
+    text = clean_text(text)
+    return text if len(text) <= limit else None
+
+
 def kept_text(text: str) -> str:
     """Agent text as the log keeps it: cleaned, cut to :data:`RAW_LIMIT` (marked by :data:`CUT`)."""
     if len(text) > RAW_LIMIT:
@@ -335,13 +346,11 @@ def decode_message(message: Any) -> Any:
     """
     if not issubclass(type(message), str):
         return message
-    message = str.__str__(message)
-    if len(message) <= 2 * MAX_MESSAGE:  # cleaning at most halves a text (a pair is one character)
-        message = clean_text(message)
-    if len(message) > MAX_MESSAGE:  # counted as the other caps are: cleaned
+    text = capped_text(str.__str__(message), MAX_MESSAGE)
+    if text is None:
         reason = f"the message is longer than {MAX_MESSAGE} characters"
         raise AgentFormatError("too_large", reason)
-    return read_json(message, "the message")
+    return read_json(text, "the message")
 
 
 def raw_text(message: Any) -> str:

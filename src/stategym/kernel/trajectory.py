@@ -31,7 +31,7 @@ from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import JSON, Action, CallBatch, Say, ToolCall
 from stategym.kernel.provenance import Origin
-from stategym.kernel.task import SEED_LIMIT
+from stategym.kernel.task import SEED_LIMIT, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.user import UserTurn
 from stategym.kernel.world import Charge
@@ -385,6 +385,14 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[Trajectory]:
             except TrajectoryError as error:
                 if strict:
                     raise TrajectoryError(f"{path}:{number}: {error}") from None
+
+
+def task_of(trajectory: Trajectory) -> Task:
+    """The task ``trajectory`` was played on: the one of its ``(domain, seed, knobs)``, or,
+    for a counterfactual probe, the flipped task ``run.probe`` names (:func:`played_task`);
+    the task it is scored against and replayed on."""
+    task = installed_registry().cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
+    return played_task(task, trajectory.run.probe)
 
 
 def replay(trajectory: Trajectory, env: Env | None = None) -> Env:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from stategym.kernel.boundary import class_name, unreadable
+from stategym.kernel.boundary import capped_text, class_name, unreadable
 from stategym.kernel.errors import AgentFormatError, ToolError
 from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.protocol import (
@@ -123,13 +123,11 @@ def _text(text: Any) -> str | None:
     """A message to the user, cleaned; the cap counts the characters the log keeps."""
     if not issubclass(type(text), str):
         raise AgentFormatError("bad_message", "a message to the user must be text")
-    text = str.__str__(text)
-    if len(text) <= 2 * MAX_TEXT:  # cleaning at most halves a text (a pair is one character)
-        text = clean_text(text)
-    if len(text) > MAX_TEXT:
+    capped = capped_text(str.__str__(text), MAX_TEXT)
+    if capped is None:
         reason = f"a message to the user is at most {MAX_TEXT} characters"
         raise AgentFormatError("too_large", reason)
-    return text if text.strip() else None
+    return capped if capped.strip() else None
 
 
 def _calls(batch: Any) -> tuple[Call, ...] | None:
@@ -186,10 +184,7 @@ def _id(raw: Any) -> str:
     string or is longer than :data:`MAX_ID` characters."""
     if not issubclass(type(raw), str):
         return ""
-    text = str.__str__(raw)
-    if len(text) <= 2 * MAX_ID:
-        text = clean_text(text)
-    return text if len(text) <= MAX_ID else ""
+    return capped_text(str.__str__(raw), MAX_ID) or ""
 
 
 def check_call(

@@ -204,8 +204,12 @@ def _read_say(
     out: list[tuple[Kind, float, str]] = []
     for slot in say.asked:
         known = tr.revealed.get(slot, say.round) < say.round
-        more = slot in gold.must_ask and _ranks_more(put.get(slot), say.round, tr, ranked)
-        if slot == PRIORITIES and known and more:
+        if (
+            slot == PRIORITIES
+            and known
+            and slot in gold.must_ask
+            and _ranks_more(put.get(slot), say.round, tr, ranked)
+        ):
             continue  # the order now ranks a wish the last answer could not name: no waste
         kind = gold.kinds.get(slot)
         if slot in gold.must_ask and not known:

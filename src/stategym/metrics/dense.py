@@ -16,7 +16,9 @@ trajectory (tested on every domain).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from typing import Any
 
 from stategym.kernel.reward import Paid
 from stategym.kernel.task import Task
@@ -54,6 +56,16 @@ class DenseReward:
         settled: Sequence[Event] = [e for e in card.events if e.terminal]
         info = {"events": (*events, *settled), "credit": paid, "scorecard": card}
         return Paid(paid.reward, info)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DenseReward:
+        """The copy an environment snapshot keeps: the running state is copied, what never
+        changes is shared (the task, its gold tables and the rounds already paid, which are
+        frozen records), so a snapshot costs the episode's running counts, not its tables."""
+        for fixed in (self.scorer.task, self.scorer.gold, *self.rounds):
+            memo[id(fixed)] = fixed
+        copied = object.__new__(DenseReward)
+        copied.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return copied
 
 
 def dense_reward(task: Task) -> DenseReward:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from stategym.kernel.task import Task
-from stategym.kernel.trajectory import Outcome, RoundRecord, Trajectory
+from stategym.kernel.trajectory import Outcome, RoundRecord, Trajectory, task_of
 
 from .clarification import Clarification
 from .composite import composite_reward
@@ -125,7 +125,7 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
         trajectory: the episode's log.
         task: its task; when omitted, the one it was played on: regenerated from ``(domain,
             seed, knobs)``, and flipped for a protocol probe that says so (``run.probe``,
-            :func:`~stategym.kernel.counterfactual.played_task`), as replay does.
+            :func:`~stategym.kernel.trajectory.task_of`), as replay does.
 
     Example:
         >>> from stategym import Env, run_episode
@@ -135,13 +135,8 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
         >>> card.composite, card.outcome.goal_reached
         (1.0, True)
     """
-    if task is None:  # the metrics import no domain: the kernel's installed registry has them
-        from stategym.kernel.counterfactual import played_task
-        from stategym.kernel.domain import installed_registry
-
-        registry = installed_registry()
-        generated = registry.cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
-        task = played_task(generated, trajectory.run.probe)
+    if task is None:
+        task = task_of(trajectory)
     return score_rounds(trajectory.rounds, task, trajectory.outcome, agent=trajectory.agent)
 
 

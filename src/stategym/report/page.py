@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from stategym.kernel.trajectory import task_of
 from stategym.metrics.aggregate import Row, table
 from stategym.metrics.credit import credit
 from stategym.metrics.report import litmus_grid, scorecard_grid
 from stategym.metrics.score import Scorecard, score
 from stategym.tables import Grid
-from stategym.topology.generalisation import task_of
 
 from . import experiment, markup, plots
 from .assets import SCRIPT, STYLE

@@ -107,12 +107,6 @@ class ProtocolConfig:
         }
 
 
-def task_of(trajectory: Trajectory) -> Task:
-    """The task a protocol trajectory played (a probe's is the flipped task)."""
-    task = cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
-    return played_task(task, trajectory.run.probe)
-
-
 def spec_task_of(spec: EpisodeSpec) -> Task:
     """The task a protocol spec plays (a probe's is the flipped task)."""
     return played_task(cached_task(spec.domain, spec.seed, spec.knobs), spec.probe)

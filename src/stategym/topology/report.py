@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
-from stategym.kernel.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory, task_of
 from stategym.metrics.dimensions import LABELS
 from stategym.metrics.score import score
 from stategym.tables import Grid
 from stategym.topology.distance import wl_distance, wl_hash
 from stategym.topology.executed import executed_topology
-from stategym.topology.generalisation import ProtocolRun, task_of
+from stategym.topology.generalisation import ProtocolRun
 from stategym.topology.graph import Topology, task_topology
 from stategym.topology.split import Band, Cell, Split
 
