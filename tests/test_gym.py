@@ -207,3 +207,39 @@ def test_make_takes_a_reward_function_or_its_name() -> None:
 def test_check_env_passes_with_the_dense_reward() -> None:
     env = gymnasium.make("stategym/Shop-v0", reward="dense")
     check_env(env.unwrapped)
+
+
+def test_knob_switches_are_read_as_knobs_text_reads_them() -> None:
+    """``dynamics="off"`` turns dynamics off (``bool("off")`` would have turned it on); what
+    is neither a bool nor ``on``/``off`` is refused, as are ``knobs`` and ``reward`` of the
+    wrong type."""
+    for value, on in (("off", False), ("on", True), (False, False), (True, True)):
+        env = gymnasium.make("stategym/Travel-v0", dynamics=value)
+        env.reset(seed=0)
+        assert _core(env).task.knobs.dynamics is on
+    for value in (0, 1, 1.0, [], "yes"):
+        error = ValueError if isinstance(value, str) else TypeError
+        with pytest.raises(error, match="dynamics must be a bool, 'on' or 'off'"):
+            gymnasium.make("stategym/Travel-v0", dynamics=value)
+    with pytest.raises(TypeError, match="knobs must be Knobs"):
+        gymnasium.make("stategym/Travel-v0", knobs=5)
+    with pytest.raises(TypeError, match="reward must be a function"):
+        gymnasium.make("stategym/Travel-v0", reward=5)
+
+
+def test_async_vector_envs_return_the_sync_observations() -> None:
+    """Gymnasium's shared memory (async's default) for a ``Text`` space returned blanks."""
+    actions = ['{"content": "What is your budget?"}', "not a message"]
+    played = {}
+    for mode in ("sync", "async"):
+        envs = gymnasium.make_vec("stategym/Travel-v0", num_envs=2, vectorization_mode=mode)
+        try:
+            first, _ = envs.reset(seed=[0, 1])
+            played[mode] = (first, *envs.step(actions)[:3])
+        finally:
+            envs.close()
+    first, observations, rewards, terminated = played["async"]
+    assert first == played["sync"][0] and observations == played["sync"][1]
+    assert all(text.startswith('[{"role":"user"') for text in (*first, *observations))
+    assert list(rewards) == list(played["sync"][2])
+    assert list(terminated) == list(played["sync"][3])

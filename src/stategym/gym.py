@@ -17,7 +17,8 @@ user's request; the tool schemas and the domain's instructions are in ``info``::
 
 Spaces:
 
-* ``observation_space``: ``Text(max_length=MAX_OBSERVATION, charset=CHARSET)``. An observation
+* ``observation_space``: ``Text(max_length=MAX_OBSERVATION, charset=CHARSET)`` (an
+  :class:`ObservationText`, so that ``AsyncVectorEnv``'s shared memory works). An observation
   is a JSON array of messages, ``{"role": "tool", "tool_call_id", "content"}`` per call (the
   content is the JSON text of the result or of ``{"error": ...}``), then ``{"role": "user",
   "content"}`` for an environment error and for the user's words. It is escaped to ASCII, so
@@ -42,12 +43,20 @@ string entry point, so no environment is built until ``gymnasium.make`` asks for
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+import multiprocessing
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any, overload
 
 import gymnasium
+import numpy as np
 import orjson
 from gymnasium import spaces
+from gymnasium.vector.utils import (
+    create_shared_memory,
+    read_from_shared_memory,
+    write_to_shared_memory,
+)
 
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
@@ -81,6 +90,88 @@ def encode_messages(messages: list[dict[str, str]]) -> str:
     return json.dumps(messages, ensure_ascii=True, separators=(",", ":"))
 
 
+class ObservationText(spaces.Text):
+    """Gymnasium's ``Text`` space, with shared memory that ``AsyncVectorEnv`` reads correctly.
+
+    Gymnasium 1.4 decodes a ``Text`` space's shared memory once, when the vector environment
+    is built, into a tuple that never changes: every observation of
+    ``gymnasium.make_vec(..., vectorization_mode="async")`` (shared memory is its default)
+    came back as ``max_length`` blanks. This space's buffer holds each environment's length
+    and ASCII bytes (1 byte a character, not Gymnasium's 4), and the vector environment's
+    observations are :class:`SharedTexts`, which read it when taken. Otherwise it is ``Text``
+    (equal to a ``Text`` of the same bounds and characters).
+    """
+
+
+class SharedTexts(Sequence[str]):
+    """The latest observation of each environment of an ``AsyncVectorEnv``, read from its
+    shared memory when taken. ``AsyncVectorEnv`` returns a ``deepcopy`` (its default
+    ``copy=True``): a tuple of strings, as ``SyncVectorEnv`` returns; with ``copy=False``,
+    this view itself, which the next ``step`` overwrites (as Gymnasium's arrays are)."""
+
+    def __init__(self, lengths: Any, characters: Any, max_length: int) -> None:
+        self._lengths = np.frombuffer(lengths.get_obj(), dtype=np.int64)
+        self._characters = np.frombuffer(characters.get_obj(), dtype=np.uint8)
+        self._max_length = max_length
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        position = range(len(self))[index]  # an IndexError as a tuple's
+        start = position * self._max_length
+        stop = start + int(self._lengths[position])
+        return self._characters[start:stop].tobytes().decode("ascii")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
+# Gymnasium's vector utilities dispatch on the space's type (functools.singledispatch):
+# registering the subclass is its documented way to give a space its own shared memory.
+@create_shared_memory.register(ObservationText)
+def _create_shared_texts(
+    space: ObservationText, n: int = 1, ctx: ModuleType = multiprocessing
+) -> tuple[Any, Any]:
+    return ctx.Array("q", n), ctx.Array("B", n * space.max_length)
+
+
+@read_from_shared_memory.register(ObservationText)
+def _read_shared_texts(
+    space: ObservationText, shared_memory: tuple[Any, Any], n: int = 1
+) -> SharedTexts:
+    return SharedTexts(*shared_memory, space.max_length)
+
+
+@write_to_shared_memory.register(ObservationText)
+def _write_shared_text(
+    space: ObservationText, index: int, values: str, shared_memory: tuple[Any, Any]
+) -> None:
+    data = values.encode("ascii")  # an observation always is (CHARSET)
+    if len(data) > space.max_length:
+        raise ValueError(f"an observation of {len(data)} characters is outside {space}")
+    lengths, characters = shared_memory
+    start = index * space.max_length
+    buffer = np.frombuffer(characters.get_obj(), dtype=np.uint8)
+    buffer[start : start + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    lengths[index] = len(data)
+
+
 REWARDS = ("outcome", "dense")
 """Reward names ``gymnasium.make(..., reward=NAME)`` accepts."""
 
@@ -90,8 +181,14 @@ def reward_function(reward: RewardFn | str) -> RewardFn:
 
     Raises:
         ValueError: an unknown name.
+        TypeError: neither a name nor callable.
     """
     if not isinstance(reward, str):
+        if not callable(reward):
+            raise TypeError(
+                f"reward must be a function or one of {', '.join(REWARDS)}; "
+                f"got {type(reward).__name__} {reward!r}"
+            )
         return reward
     if reward == "outcome":
         return outcome_reward
@@ -102,11 +199,40 @@ def reward_function(reward: RewardFn | str) -> RewardFn:
     raise ValueError(f"reward must be a function or one of {', '.join(REWARDS)}; got {reward!r}")
 
 
-def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | None]) -> Knobs:
-    base = Knobs.parse(knobs) if isinstance(knobs, str) else knobs or Knobs()
+def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | str | None]) -> Knobs:
+    """``knobs`` with the switches that are not ``None`` overriding theirs.
+
+    Raises:
+        TypeError: ``knobs`` is neither :class:`Knobs`, text nor ``None``; a switch is
+            neither a bool nor text.
+        ValueError: bad knob text, or a switch that is text other than ``on``/``off``.
+    """
+    if isinstance(knobs, str):
+        base = Knobs.parse(knobs)
+    elif knobs is None or isinstance(knobs, Knobs):
+        base = knobs or Knobs()
+    else:
+        raise TypeError(
+            "knobs must be Knobs, their text (such as 'dynamics=off') or None; "
+            f"got {type(knobs).__name__} {knobs!r}"
+        )
     values = {name: getattr(base, name) for name in switches}
-    values.update({name: bool(value) for name, value in switches.items() if value is not None})
+    values.update({name: _switch(name, v) for name, v in switches.items() if v is not None})
     return Knobs(**values)
+
+
+def _switch(name: str, value: bool | str) -> bool:
+    """One knob's override: a bool, or ``on``/``off`` as :meth:`Knobs.parse` reads them (not
+    ``bool(value)``: ``bool("off")`` is ``True``)."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a bool, 'on' or 'off'; got {type(value).__name__} {value!r}"
+        )
+    if value.strip() not in ("on", "off"):
+        raise ValueError(f"{name} must be a bool, 'on' or 'off'; got {value!r}")
+    return value.strip() == "on"
 
 
 class StateGymEnv(gymnasium.Env[str, str | Message]):
@@ -115,13 +241,18 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
     Args:
         domain: the domain's registered name.
         knobs: knobs as an object or as text (``"dynamics=off,hidden_info=off"``).
-        stateful: override one knob (likewise the four after it); ``None`` keeps ``knobs``.
+        stateful: override one knob (likewise the four after it): a bool, or ``"on"`` or
+            ``"off"``; ``None`` keeps ``knobs``. Anything else is a ``TypeError`` (a
+            ``ValueError`` for other text): ``dynamics="off"`` never turns dynamics on.
         irreversible: see :class:`~stategym.kernel.knobs.Knobs`.
         hidden_info: see :class:`~stategym.kernel.knobs.Knobs`.
         priorities: see :class:`~stategym.kernel.knobs.Knobs`.
         dynamics: see :class:`~stategym.kernel.knobs.Knobs`.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the last round as text).
         reward: a reward function or its name (:data:`REWARDS`); default ``"outcome"``.
+
+    Raises:
+        TypeError, ValueError: a knob, ``knobs`` or ``reward`` of the wrong type or value.
         reader: what reads the agent's messages for the simulated user (default: the
             rule-based intent model; an LLM: :class:`stategym.llm.reading.LLMReading`).
 
@@ -138,11 +269,11 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         domain: str = "travel",
         *,
         knobs: Knobs | str | None = None,
-        stateful: bool | None = None,
-        irreversible: bool | None = None,
-        hidden_info: bool | None = None,
-        priorities: bool | None = None,
-        dynamics: bool | None = None,
+        stateful: bool | str | None = None,
+        irreversible: bool | str | None = None,
+        hidden_info: bool | str | None = None,
+        priorities: bool | str | None = None,
+        dynamics: bool | str | None = None,
         render_mode: str | None = None,
         reward: RewardFn | str = "outcome",
         reader: ReaderSource | None = None,
@@ -164,7 +295,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
             reader=reader,
         )
         self.render_mode = render_mode
-        self.observation_space = spaces.Text(MAX_OBSERVATION, min_length=0, charset=CHARSET)
+        self.observation_space = ObservationText(MAX_OBSERVATION, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(MAX_ACTION, min_length=0, charset=CHARSET)
         self._last = ""
 

@@ -178,6 +178,28 @@ def test_a_bad_reset_is_refused_and_the_session_goes_on(travel: str) -> None:
         assert env.reset(seed=3).observation.task_id.startswith("travel/3/")
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"agent": 5}, {"agent": None}, {"agent": {"name": "x"}}, {"episode_id": {"a": 1}}],
+    ids=["agent-int", "agent-null", "agent-object", "episode_id-object"],
+)
+def test_a_reset_option_of_the_wrong_type_is_refused_and_the_log_reads_back(
+    travel: str, options: dict[str, Any]
+) -> None:
+    """Accepted, such a reset made a trajectory ``loads`` refused, or a ``state`` that
+    failed validation for the rest of the session."""
+    (name,) = options
+    with client(travel) as env:
+        env.reset(seed=3, agent="expert", episode_id="e3")
+        env.step(StategymAction(message="What is your budget?"))
+        with pytest.raises(RuntimeError, match=f"{name} must be a string"):
+            env.reset(seed=4, **options)
+        state = env.state()  # the episode in play is untouched
+    assert state.episode_id == "e3" and state.step_count == 1
+    trajectory = loads(str(state.trajectory))
+    assert trajectory.agent == "expert" and trajectory.seed == 3
+
+
 def test_after_the_end_a_step_says_so_and_keeps_the_scores(travel: str) -> None:
     with client(travel) as env:
         last, _ = wire_expert(env, "travel", 3)

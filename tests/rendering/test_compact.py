@@ -90,6 +90,74 @@ def _json_text(c: ToolCall) -> str:
     return orjson.dumps(dict(c.arguments)).decode()  # the message form carries JSON text
 
 
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character ``str.splitlines`` breaks at."""
+breaking = st.lists(
+    st.sampled_from([*LINE_BREAKS, "a", "B7", " ", '"', "\\", "=", "x=1", "AQ449"]), max_size=6
+).map("".join)
+breaking_values = st.one_of(
+    breaking, st.lists(breaking, max_size=2), st.dictionaries(breaking, breaking, max_size=2)
+)
+
+
+@st.composite
+def breaking_actions(draw: st.DrawFn) -> CallBatch:
+    """Travel calls whose string values, list items and object keys hold line breaks."""
+    names = ["search_flights", "hold_fare", "no_such_tool"]
+    arguments = st.dictionaries(
+        st.sampled_from(["origin", "destination", "day", "flight_id", "note"]),
+        breaking_values,
+        max_size=3,
+    )
+    batch = [
+        ToolCall(draw(st.sampled_from(names[:-1] if i == 0 else names)), draw(arguments))
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    return CallBatch(tuple(batch))
+
+
+@given(breaking_actions())
+def test_line_breaks_inside_values_round_trip_and_stay_on_the_calls_line(
+    action: CallBatch,
+) -> None:
+    renderer = CompactRenderer(TRAVEL, Knobs())
+    text = renderer.render(action)
+    assert renderer.parse(text) == action
+    assert len(text.splitlines()) == len(action.calls)  # one line per call, for any reader
+
+
+def test_only_a_newline_separates_calls_in_a_reply() -> None:
+    """A raw line break a model writes inside a quoted value stays in the value where JSON
+    allows it raw (U+0085, U+2028, U+2029), and leaves an unreadable call (a format error)
+    where it does not (control characters): never a second call."""
+    renderer = CompactRenderer(TRAVEL, Knobs())
+    hold = ToolCall("hold_fare", {"flight_id": "A"})
+    for char in LINE_BREAKS[2:]:
+        reply = f'search_flights "LHR{char}x" YYZ 8\r\nhold_fare A'  # "\r\n" is a newline too
+        action = renderer.parse(reply)
+        assert isinstance(action, CallBatch)
+        first, second = action.calls
+        assert second == hold
+        if char in "\x85\u2028\u2029":
+            assert first.arguments == {"origin": f"LHR{char}x", "destination": "YYZ", "day": 8}
+        else:
+            assert first.arguments == f'"LHR{char}x" YYZ 8'
+
+
+def test_an_integer_wider_than_64_bits_stays_an_integer_and_is_the_boundarys_bad_value() -> None:
+    huge = 12345678901234567890123456789
+    env = Env("travel")
+    env.reset(seed=0)
+    renderer = CompactRenderer(env.domain, env.task.knobs)
+    for reply in (f"search_flights LHR YYZ {huge}", f'search_flights {{"day": {huge}}}'):
+        action = renderer.parse(reply)
+        assert isinstance(action, CallBatch) and action.calls[0].arguments["day"] == huge
+        assert type(action.calls[0].arguments["day"]) is int
+        assert renderer.parse(renderer.render(action)) == action  # the chat keeps it exactly
+    (result,) = env.step(renderer.parse(f"search_flights LHR YYZ day=[{huge}]")).observation.results
+    assert result.error_kind == "bad_value"
+
+
 @given(texts)
 def test_handles_decode_what_they_encode(text: str) -> None:
     handles = Handles()

@@ -186,12 +186,21 @@ class StategymEnvironment(Environment):
         """Start the episode of task ``seed`` (``None``: the next one).
 
         Args:
+            episode_id: the client's name for the episode, returned by ``state``.
             agent: the agent's name, stamped on the trajectory.
+
+        Raises:
+            TypeError: an unknown option, or one of the wrong type (checked before anything
+                changes, so ``state`` and the trajectory always read back).
         """
         if kwargs:
             raise TypeError(f"unknown reset options: {', '.join(sorted(kwargs))}")
         if seed is not None and type(seed) is not int:
             raise TypeError("seed must be an integer")
+        if episode_id is not None and not isinstance(episode_id, str):
+            raise TypeError(f"episode_id must be a string, got {type(episode_id).__name__}")
+        if not isinstance(agent, str):
+            raise TypeError(f"agent must be a string, got {type(agent).__name__}")
         observation, info = self.env.reset(seed=seed)
         self.env.agent = agent
         self._episode_id, self._started, self._scores = episode_id, True, None

@@ -132,7 +132,7 @@ class Env:
         self.knobs = knobs or Knobs()
         self.reward_fn = reward
         self._pay: RoundReward = OutcomeReward()
-        self.agent = agent
+        self.agent = agent  # checked by the property: a trajectory's agent is a str
         self._next_seed = 0
         self._tools: dict[str, Tool] = {}
         self._schemas: list[dict[str, Any]] = []
@@ -148,6 +148,22 @@ class Env:
         self._schemas = [t.schema for t in tools] + [
             finish_tool_schema(not self.domain.judges_answer(knobs))
         ]
+
+    @property
+    def agent(self) -> str:
+        """The agent's name, stamped on trajectories.
+
+        Raises:
+            TypeError: (when set) not a ``str``; a trajectory naming its agent otherwise could
+                not be read back.
+        """
+        return self._agent
+
+    @agent.setter
+    def agent(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"an agent's name must be a str, got {type(name).__name__} {name!r}")
+        self._agent = name
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -169,13 +185,17 @@ class Env:
             seed: task seed, an integer in ``[0, 2**64)`` (any integer type: ``numpy.int64``
                 becomes a plain ``int``, so the trajectory can be written); ``None`` takes the
                 next seed after the previous episode's.
-            options: ``{"task": Task}`` plays a given task instead of generating one.
+            options: ``{"task": Task}`` plays a given task (of this domain) instead of
+                generating one; ``None``, ``{}`` and ``{"task": None}`` generate one.
 
         Raises:
-            TypeError: the seed (or the given task's) is not an integer, or is a bool.
-            ValueError: the seed (or the given task's) is outside ``[0, 2**64)``.
+            TypeError: the seed (or the given task's) is not an integer, or is a bool;
+                ``options`` is not a mapping, or its ``task`` not a :class:`Task`.
+            ValueError: the seed (or the given task's) is outside ``[0, 2**64)``;
+                ``options`` has another key than ``task``, or the task is another domain's.
+            Each is raised before anything changes: the previous episode stays as it was.
         """
-        task = (options or {}).get("task")
+        task = _given_task(options, self.domain.name)
         if task is None:
             seed = check_seed(self._next_seed if seed is None else seed)
             task = installed_registry().cached_task(self.domain.name, seed, self.knobs)
@@ -469,3 +489,26 @@ class Env:
 
 def _join(first: str | None, second: str) -> str:
     return second if first is None else f"{first} {second}"
+
+
+def _given_task(options: Any, domain: str) -> Task | None:
+    """The task ``reset``'s options give (``None``: generate one), checked before the reset
+    changes anything.
+
+    Raises:
+        TypeError: ``options`` is not a mapping, or its ``task`` not a :class:`Task`.
+        ValueError: a key other than ``task``, or a task of another domain.
+    """
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a mapping such as {{'task': task}}, got {options!r}")
+    unknown = sorted(map(repr, set(options) - {"task"}))
+    if unknown:
+        raise ValueError(f"unknown reset options: {', '.join(unknown)} (the only one is 'task')")
+    task = options.get("task")
+    if task is not None and not isinstance(task, Task):
+        raise TypeError(f"options['task'] must be a Task, got {type(task).__name__} {task!r}")
+    if task is not None and task.domain != domain:
+        raise ValueError(f"options['task'] is a task of {task.domain!r}; this env plays {domain!r}")
+    return task

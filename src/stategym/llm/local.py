@@ -12,6 +12,7 @@ touched.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Hashable, Sequence
@@ -29,16 +30,24 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 
+MIN_TEMPERATURE = 1e-5
+"""Temperatures below it (0 included) pick the most likely token, as vLLM does: dividing the
+logits by less overflows them to infinity, and the softmax of infinities is no distribution."""
+SEEDS = range(-(2**63), 2**64)
+"""The seeds a row's generator takes (``torch.Generator.manual_seed``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Sampling:
     """How to pick tokens.
 
     Attributes:
-        temperature: 0 picks the most likely token (greedy); above 0 samples.
-        top_p: nucleus sampling mass (1: the whole distribution).
+        temperature: 0 (or anything below :data:`MIN_TEMPERATURE`) picks the most likely
+            token (greedy); above it samples.
+        top_p: nucleus sampling mass in ``(0, 1]`` (1: the whole distribution); the most
+            likely token is always kept, however small.
         max_tokens: most new tokens per reply.
-        seed: seed of this reply's random generator (``None``: 0).
+        seed: seed of this reply's random generator, in :data:`SEEDS` (``None``: 0).
     """
 
     temperature: float = 0.0
@@ -195,6 +204,36 @@ class LocalModel:
         """The most tokens (prompt and reply) the model accepts."""
         return int(getattr(self.model.config, "max_position_embeddings", 2048))
 
+    @property
+    def vocab_size(self) -> int:
+        """Token ids run from 0 to this (excluded): the rows of the input embedding."""
+        return int(self.model.get_input_embeddings().num_embeddings)
+
+    def check(self, prompt: Sequence[int], sampling: Sampling) -> None:
+        """Refuse a request the model cannot decode, before it joins a batch.
+
+        Raises:
+            InvalidRequestError: an empty prompt, a token id outside the vocabulary, a seed
+                outside :data:`SEEDS`, a temperature, ``top_p`` or ``max_tokens`` that does
+                not sample (a negative or infinite temperature, ``top_p`` outside ``(0, 1]``).
+        """
+        if not prompt:
+            raise InvalidRequestError("the prompt has no tokens")
+        low, high = min(prompt), max(prompt)
+        if low < 0 or high >= self.vocab_size:
+            bad = low if low < 0 else high
+            raise InvalidRequestError(
+                f"token id {bad} is outside the vocabulary: ids run from 0 to {self.vocab_size - 1}"
+            )
+        if sampling.seed is not None and sampling.seed not in SEEDS:
+            raise InvalidRequestError(f"seed {sampling.seed} is outside [-2**63, 2**64)")
+        if not (math.isfinite(sampling.temperature) and sampling.temperature >= 0):
+            raise InvalidRequestError(f"temperature {sampling.temperature} is not in [0, inf)")
+        if not 0 < sampling.top_p <= 1:
+            raise InvalidRequestError(f"top_p {sampling.top_p} is not in (0, 1]")
+        if sampling.max_tokens < 1:
+            raise InvalidRequestError(f"max_tokens {sampling.max_tokens} is below 1")
+
     def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
         """The prompt's token ids, with the template's generation prompt appended."""
         return self.chat.render(messages, tools)
@@ -247,9 +286,17 @@ class LocalModel:
         them, each row sampled from its own generator seeded by its ``sampling.seed``, so a
         row's tokens do not depend on which others share its batch. A request with no room
         left in the context gets a :class:`ContextLengthError` in its place.
+
+        Raises:
+            InvalidRequestError: a request :meth:`check` refuses (nothing is decoded).
         """
         from stategym.llm.engine import Request
 
+        for index, (prompt, sampling, _) in enumerate(requests):
+            try:
+                self.check(prompt, sampling)
+            except InvalidRequestError as error:
+                raise InvalidRequestError(f"request {index}: {error}") from None
         started = time.perf_counter() if started is None else started
         answers: list[Generation | ContextLengthError | None] = [None] * len(requests)
         todo: list[int] = []
@@ -300,12 +347,16 @@ class ContextLengthError(ValueError):
     """The conversation no longer fits in the model's context."""
 
 
+class InvalidRequestError(ValueError):
+    """A request the model cannot decode (:meth:`LocalModel.check`)."""
+
+
 def _row_picker(samplings: Sequence[Sampling], device: str) -> Any:
     """A :data:`~stategym.llm.engine.Picker` where row ``i`` samples with ``samplings[i]``
     from its own generator (greedy rows need none: one argmax for the whole batch)."""
     import torch
 
-    if all(s.temperature <= 0 for s in samplings):
+    if all(s.temperature < MIN_TEMPERATURE for s in samplings):
         return greedy
     generators = [torch.Generator(device=device).manual_seed(s.seed or 0) for s in samplings]
 
@@ -319,12 +370,13 @@ def _row_picker(samplings: Sequence[Sampling], device: str) -> Any:
 def _pick(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> int:
     import torch
 
-    if sampling.temperature <= 0:
+    if sampling.temperature < MIN_TEMPERATURE:
         return int(torch.argmax(logits))
     probs = torch.softmax(logits / sampling.temperature, -1)
     if sampling.top_p < 1.0:
         sorted_probs, order = torch.sort(probs, descending=True)
         keep = torch.cumsum(sorted_probs, -1) - sorted_probs < sampling.top_p
+        keep[0] = True  # a top_p below float32's smallest number kept nothing
         probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
     return int(torch.multinomial(probs, 1, generator=generator))
 

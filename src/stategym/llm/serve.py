@@ -12,10 +12,19 @@ model than the one served is answered 404 ``model_not_found``, as OpenAI does (a
 ``model`` is taken to mean the served one). Streaming is not supported.
 Binds to 127.0.0.1 unless told otherwise; there is no authentication.
 
+A request is checked whole before it joins a batch, and a bad one is answered 400
+``invalid_request_error`` naming what is wrong: the shapes of its fields
+(:class:`~stategym.llm.requests.ChatRequest`: messages, tools, ``seed`` a signed 64-bit
+integer), a chat template that refuses its messages, and what the model cannot decode
+(:meth:`LocalModel.check`: token ids outside the vocabulary...). A temperature below
+:data:`~stategym.llm.local.MIN_TEMPERATURE` decodes greedily. A body over
+:data:`MAX_BODY_BYTES` is answered 413 before it is parsed.
+
 Concurrent requests are decoded together (:class:`Batcher`): while one batch decodes, the
 requests that arrive wait, and the next batch takes every waiting one (each of a request's
 ``n`` choices is one row), so a harness with many episodes in flight gets one forward per
-token for all of them. A row's tokens are its own seed's, whatever shares its batch.
+token for all of them. A row's tokens are its own seed's, whatever shares its batch, and one
+request's failure is its own: a batch that fails is decoded again one request at a time.
 """
 
 from __future__ import annotations
@@ -27,10 +36,17 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-import pydantic
+import orjson
 
-from stategym.llm.local import ContextLengthError, Generation, LocalModel, Sampling
+from stategym.llm.local import (
+    ContextLengthError,
+    Generation,
+    InvalidRequestError,
+    LocalModel,
+    Sampling,
+)
 from stategym.llm.parse import parse
+from stategym.llm.requests import ChatRequest
 
 if TYPE_CHECKING:
     import uvicorn
@@ -39,6 +55,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOKENS = 256
 MAX_BATCH_ROWS = 64
 """Rows (choices) decoded together at most; more waiting requests go in the next batch."""
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The largest request body (4 MiB: a conversation filling a 128k-token context, with its
+``prompt_token_ids``, is about 1.5 MiB); a larger one is answered 413 before it is parsed."""
 
 Job = tuple[tuple[int, ...], Sampling]
 """One choice to generate: the prompt's ids and how to sample."""
@@ -52,6 +71,9 @@ class Batcher:
     :meth:`LocalModel.generate_batch` in a worker thread, and every request gets its own
     rows back. Requests that arrive meanwhile wait for the next batch: no timer, so a lone
     request is answered as soon as the model is free.
+
+    A batch that raises is decoded again one request at a time, so only the request that
+    breaks it fails (with its own error) and the others get their rows.
 
     Attributes:
         batches: how many rows each batch decoded, in order (what the tests and
@@ -81,43 +103,43 @@ class Batcher:
                     break
                 taken, rows = taken + 1, rows + len(jobs)
             batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
-            flat = [(prompt, sampling, None) for jobs, _ in batch for prompt, sampling in jobs]
-            self.batches.append(len(flat))
             try:
-                answers = await asyncio.to_thread(self.model.generate_batch, flat)
-            except Exception as error:  # a bug: every request of the batch reports it
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(error)
-                continue
-            start = 0
-            for jobs, future in batch:
-                if not future.done():  # a request cancelled while it waited gets nothing
-                    future.set_result(answers[start : start + len(jobs)])
-                start += len(jobs)
+                await self._decode(batch)
+            except Exception as error:
+                if len(batch) == 1:
+                    _fail(batch[0][1], error)
+                    continue
+                for one in batch:  # which request broke the batch? it alone fails
+                    try:
+                        await self._decode([one])
+                    except Exception as alone:  # a bug that request meets: it reports it
+                        _fail(one[1], alone)
+
+    async def _decode(self, batch: list[tuple[list[Job], asyncio.Future[list[Any]]]]) -> None:
+        """Decode the batch's requests (those not cancelled) and give each its rows."""
+        batch = [(jobs, future) for jobs, future in batch if not future.done()]
+        if not batch:
+            return
+        flat = [(prompt, sampling, None) for jobs, _ in batch for prompt, sampling in jobs]
+        self.batches.append(len(flat))
+        answers = await asyncio.to_thread(self.model.generate_batch, flat)
+        start = 0
+        for jobs, future in batch:
+            if not future.done():  # a request cancelled while it waited gets nothing
+                future.set_result(answers[start : start + len(jobs)])
+            start += len(jobs)
 
 
-class ChatRequest(pydantic.BaseModel):
-    """The fields of a chat-completions request this server reads (others are ignored)."""
-
-    model_config = pydantic.ConfigDict(extra="allow")
-
-    model: str = ""
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-    temperature: float = pydantic.Field(1.0, ge=0.0, le=2.0)
-    top_p: float = pydantic.Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int | None = pydantic.Field(None, ge=1)
-    max_completion_tokens: int | None = pydantic.Field(None, ge=1)
-    n: int = pydantic.Field(1, ge=1, le=16)
-    seed: int | None = None
-    logprobs: bool = False
-    stream: bool = False
-    return_token_ids: bool = False
+def _fail(future: asyncio.Future[list[Any]], error: Exception) -> None:
+    if not future.done():
+        future.set_exception(error)
 
 
-def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
-    """The FastAPI application serving ``model`` under ``name`` (default: its folder name)."""
+def create_app(
+    model: LocalModel, *, name: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+) -> FastAPI:
+    """The FastAPI application serving ``model`` under ``name`` (default: its folder name);
+    a request body over ``max_body_bytes`` is answered 413."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -125,12 +147,13 @@ def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
     served = name or model.name
     counter = itertools.count()
     app = FastAPI(title="stategym serve")
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
     batcher = Batcher(model)
     app.state.batcher = batcher
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
-        return _error(400, f"invalid request: {error.errors()}", "invalid_request_error")
+        return _error(400, f"invalid request: {_fields(error.errors())}", "invalid_request_error")
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -155,8 +178,14 @@ def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
                 "model_not_found",
             )
         number = next(counter)
-        prompt = await asyncio.to_thread(_prompt, model, body)
-        generations = await batcher.generate(_jobs(body, prompt, number))
+        try:  # the whole request is checked before it joins a batch
+            prompt = await asyncio.to_thread(_prompt, model, body)
+            jobs = _jobs(body, prompt, number)
+            for job_prompt, sampling in jobs:
+                model.check(job_prompt, sampling)
+        except InvalidRequestError as error:
+            return _error(400, f"invalid request: {error}", "invalid_request_error")
+        generations = await batcher.generate(jobs)
         for generation in generations:  # every choice shares the prompt: all or none fit
             if isinstance(generation, ContextLengthError):
                 return _error(
@@ -173,11 +202,29 @@ def create_app(model: LocalModel, *, name: str | None = None) -> FastAPI:
 
 def _prompt(model: LocalModel, body: ChatRequest) -> tuple[int, ...]:
     """The request's prompt ids: ``prompt_token_ids`` as given (token-in-token-out: the
-    client's stream continued as it is), else its messages rendered by the chat template."""
-    given = (body.model_extra or {}).get("prompt_token_ids")
-    if given is not None:
-        return tuple(int(i) for i in given)
-    return tuple(model.render(body.messages, body.tools or []))
+    client's stream continued as it is), else its messages rendered by the chat template.
+
+    Raises:
+        InvalidRequestError: text that is not Unicode (a lone surrogate, which JSON's
+            ``\\ud800`` escape can write), or a chat template that refuses the messages (its
+            own ``raise_exception``, a field it needs that is missing or of another type).
+    """
+    if body.prompt_token_ids is not None:
+        return tuple(body.prompt_token_ids)
+    import jinja2
+
+    messages = [m.model_dump(exclude_unset=True) for m in body.messages]  # as the client sent
+    tools = [t.model_dump(exclude_unset=True) for t in body.tools or []]
+    try:
+        orjson.dumps([messages, tools])  # refuses a lone surrogate, which no tokenizer takes
+    except orjson.JSONEncodeError as error:
+        raise InvalidRequestError(f"the messages or tools hold no valid text: {error}") from None
+    try:
+        return tuple(model.render(messages, tools))
+    # The template runs on the client's data: its TypeError (a join over a number where it
+    # expects a list) is the request's fault, as its raise_exception is.
+    except (jinja2.TemplateError, TypeError, ValueError) as error:
+        raise InvalidRequestError(f"the chat template cannot render them: {error}") from None
 
 
 def _jobs(body: ChatRequest, prompt: tuple[int, ...], number: int) -> list[Job]:
@@ -200,7 +247,7 @@ def _response(
     generations: list[Generation],
 ) -> dict[str, Any]:
     """The OpenAI response object of one chat completion (one choice per generation)."""
-    assistants = sum(1 for m in body.messages if m.get("role") == "assistant")
+    assistants = sum(1 for m in body.messages if m.role == "assistant")
     choices = [
         _choice(model, body, generation, index, f"call_{assistants}")
         for index, generation in enumerate(generations)
@@ -260,6 +307,15 @@ def _token_logprobs(model: LocalModel, generation: Generation) -> list[dict[str,
     ]
 
 
+def _fields(errors: Any) -> str:
+    """Validation errors as ``field.path: what is wrong`` (the body's own path), the first five."""
+    described = [
+        ".".join(str(part) for part in e["loc"] if part != "body") + ": " + e["msg"] for e in errors
+    ]
+    more = f" (and {len(described) - 5} more)" if len(described) > 5 else ""
+    return "; ".join(described[:5]) + more
+
+
 def _error(status: int, message: str, kind: str, code: str | None = None) -> Any:
     from fastapi.responses import JSONResponse
 
@@ -267,6 +323,50 @@ def _error(status: int, message: str, kind: str, code: str | None = None) -> Any
         {"error": {"message": message, "type": kind, "param": None, "code": code}},
         status_code=status,
     )
+
+
+class BodyLimit:
+    """ASGI middleware: a request whose body is over ``limit`` bytes is answered 413
+    (``request_too_large``) before the application parses any of it: at once when its
+    ``Content-Length`` says so, else once the bytes read pass the limit."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
+        message = f"the request body is over {self.limit} bytes"
+        response = _error(413, message, "invalid_request_error", "request_too_large")
+        await response(scope, receive, send)
 
 
 class ThreadedServer:
@@ -342,4 +442,11 @@ def run_server(
     uvicorn.run(create_app(model, name=name), host=host, port=port, log_level="info")
 
 
-__all__ = ["BackgroundServer", "Batcher", "ChatRequest", "create_app", "run_server"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "BackgroundServer",
+    "Batcher",
+    "BodyLimit",
+    "create_app",
+    "run_server",
+]

@@ -14,17 +14,28 @@ objects as one-token JSON. A message to the user that could be read as a call, o
 backslash or with blank space, is written after a backslash. A call line that cannot be read
 (an unclosed quote, a value nested more than ``MAX_DEPTH`` levels) becomes a call with the rest
 of the line as raw arguments, which the environment rejects as a format error.
+
+Calls are separated by ``"\\n"`` only (a ``"\\r"`` before it is blank space): JSON leaves
+U+0085, U+2028 and U+2029 raw inside a string, and ``str.splitlines`` breaks at them, so a
+rendered string escapes them (``"\\u2028"``) and a reply is never split there (a model that
+writes one raw inside a quoted value keeps it in the value). JSON in a reply is read as the
+environment reads JSON (:func:`~stategym.kernel.boundary.read_json`): an integer stays an
+integer however long, so one wider than 64 bits is the boundary's ``bad_value``, as on the
+messages path, not a float of the wrong type.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from stategym.kernel.boundary import read_json
 from stategym.kernel.domain import Domain
+from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import (
     JSON,
@@ -49,6 +60,9 @@ How to work:
 
 _KEYWORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _BARE = re.compile(r"[^\s\"=\[\]{}]+")
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""The characters ``str.splitlines`` breaks at that JSON writes raw in a string (it escapes
+the others, control characters all), with their JSON escapes."""
 
 
 class CompactRenderer:
@@ -121,7 +135,7 @@ class CompactRenderer:
             return CallBatch(())
         if not self._is_call(stripped):
             return Say(self.handles.decode(stripped))
-        lines = [line.strip() for line in stripped.splitlines() if line.strip()]
+        lines = [line.strip() for line in stripped.split("\n") if line.strip()]
         return CallBatch(tuple(self._read_call(line) for line in lines))
 
     def _is_call(self, text: str) -> bool:
@@ -140,7 +154,7 @@ class CompactRenderer:
             words.append(self._value(arguments.pop(name)))
         words.extend(f"{key}={self._value(value)}" for key, value in arguments.items())
         if any(not _KEYWORD.fullmatch(f"{key}=") for key in arguments):
-            words = [call.name, orjson.dumps(self._encoded(dict(call.arguments))).decode()]
+            words = [call.name, _dumps(self._encoded(dict(call.arguments)))]
         return " ".join(words)
 
     def _read_call(self, line: str) -> ToolCall:
@@ -149,7 +163,7 @@ class CompactRenderer:
         try:
             tokens = _tokens(rest)
             if len(tokens) == 1 and tokens[0][0] is None and tokens[0][1].startswith("{"):
-                decoded = self._decoded(orjson.loads(tokens[0][1]))
+                decoded = self._decoded(_loads(tokens[0][1]))
                 if isinstance(decoded, dict):
                     return ToolCall(name, decoded)
             return ToolCall(name, self._arguments(name, tokens))
@@ -176,16 +190,13 @@ class CompactRenderer:
             text = self.handles.encode(value)
             if _BARE.fullmatch(text) and not _reads_as_json(text):
                 return text
-            return orjson.dumps(text).decode()
-        return orjson.dumps(self._encoded(value)).decode()
+            return _dumps(text)
+        return _dumps(self._encoded(value))
 
     def _read_value(self, token: str) -> JSON:
         if _BARE.fullmatch(token) and not _reads_as_json(token):
             return self.handles.decode(token)
-        try:
-            return self._decoded(orjson.loads(token))
-        except orjson.JSONDecodeError as error:
-            raise ValueError(str(error)) from None
+        return self._decoded(_loads(token))
 
     def _encoded(self, value: JSON) -> JSON:
         if isinstance(value, str):
@@ -220,10 +231,29 @@ def key_seen(arguments: dict[str, JSON], params: list[str], position: int) -> bo
 
 def _reads_as_json(token: str) -> bool:
     try:
-        orjson.loads(token)
-    except orjson.JSONDecodeError:
+        _loads(token)
+    except ValueError:
         return False
     return True
+
+
+def _loads(token: str) -> Any:
+    """A JSON token read as the environment reads JSON (integers exact); ``ValueError`` if
+    it is not JSON."""
+    try:
+        return read_json(token, "the value")
+    except AgentFormatError as error:
+        raise ValueError(str(error)) from None
+
+
+def _dumps(value: JSON) -> str:
+    """One-line JSON: orjson's, or (an integer wider than 64 bits, which a parsed reply may
+    hold) the standard library's, with the line breaks JSON leaves raw escaped."""
+    try:
+        text = orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.translate(_LINE_BREAKS)
 
 
 def _tokens(text: str) -> list[tuple[str | None, str]]:
