@@ -18,6 +18,7 @@ from typing import Any, cast
 import pytest
 
 import stategym.commands.list
+from one_line_error import fails
 from stategym.cli import COMMANDS, build_parser, main
 from stategym.rundir import RunDir
 
@@ -35,24 +36,6 @@ def closed_port() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
-
-
-def fails(argv: list[str], capsys: pytest.CaptureFixture[str], *words: str) -> str:
-    """Run the CLI; assert a non-zero exit and one stderr line holding every word."""
-    try:
-        code = main(argv)
-    except SystemExit as exit_info:  # argparse's own errors
-        code = exit_info.code
-    err = capsys.readouterr().err
-    assert code not in (0, None), (argv, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, (argv, err)
-    (line,) = lines
-    assert line.startswith("stategym"), line
-    assert "error:" in line, line
-    for word in words:
-        assert word in line, (word, line)
-    return line
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

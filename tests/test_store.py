@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stategym import store
+from stategym.kernel.errors import UsageError
 
 RECORD = store.RunRecord(
     "demo",
@@ -79,5 +80,5 @@ def test_unknown_schema_version_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
     with closing(sqlite3.connect(db)) as connection:
         connection.execute("PRAGMA user_version = 99")
-    with pytest.raises(RuntimeError, match="schema 99"):
+    with pytest.raises(UsageError, match="schema 99"):
         store.runs(db)

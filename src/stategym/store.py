@@ -17,12 +17,15 @@ from contextlib import closing, contextmanager
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
+from stategym.kernel.errors import UsageError
+
 INDEX_NAME = "index.sqlite"
 DEFAULT_INDEX = Path("runs") / INDEX_NAME
 """Where ``stategym run`` indexes runs unless told otherwise (relative to the current folder)."""
 SCHEMA_VERSION = 2
 """Stored in ``PRAGMA user_version``; version 1 (rows keyed by name) is migrated, any other
-version is refused."""
+version is refused, and so is a file that is not a SQLite database or whose ``runs`` table
+is another program's (:class:`~stategym.kernel.errors.UsageError`, naming the file)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -71,16 +74,52 @@ class RunRecord:
 
 @contextmanager
 def _connect(db: Path) -> Iterator[sqlite3.Connection]:
-    with closing(sqlite3.connect(db)) as connection:
-        (version,) = connection.execute("PRAGMA user_version").fetchone()
-        if version not in (0, 1, SCHEMA_VERSION):
-            raise RuntimeError(f"{db}: run index schema {version}, expected {SCHEMA_VERSION}")
-        with connection:  # one transaction: committed on success, rolled back on error
-            if version == 1:
-                _migrate_v1(connection)
-            connection.execute(_SCHEMA)
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            yield connection
+    """The index, its schema made current; whatever SQLite refuses is a :class:`UsageError`
+    naming the file (the user picked it with ``--index``)."""
+    if db.is_dir():
+        raise UsageError(f"run index {db} is a folder, not a SQLite file; give --index a file")
+    try:
+        with closing(sqlite3.connect(db)) as connection:
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            if version not in (0, 1, SCHEMA_VERSION):
+                raise UsageError(
+                    f"run index {db} has schema {version}, expected {SCHEMA_VERSION} "
+                    "(written by another stategym version?); give --index another file"
+                )
+            with connection:  # one transaction: committed on success, rolled back on error
+                if version == 1:
+                    _migrate_v1(connection)
+                connection.execute(_SCHEMA)
+                _check_table(connection, db)  # before the version is stamped on a foreign file
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                yield connection
+    except sqlite3.Error as error:
+        raise UsageError(
+            f"run index {db} is not a usable stategym run index: {error}; give --index another file"
+        ) from None
+
+
+def _check_table(connection: sqlite3.Connection, db: Path) -> None:
+    """Refuse a ``runs`` table that is not the index's (another program's file)."""
+    found = {row[1]: bool(row[5]) for row in connection.execute("PRAGMA table_info(runs)")}
+    expected = {f.name: f.name == "path" for f in fields(RunRecord)}
+    if found != expected:
+        raise UsageError(
+            f"run index {db} has a runs table with columns ({', '.join(found)}), not "
+            f"stategym's ({', '.join(expected)}, keyed by path); give --index another file"
+        )
+
+
+def check(db: Path) -> None:
+    """Refuse, before a run starts, an index that :func:`upsert` could not write (a missing
+    one is fine: it is created when the run is recorded).
+
+    Raises:
+        UsageError: ``db`` is a folder, not a SQLite file, or not a run index.
+    """
+    if db.exists():
+        with _connect(db):
+            pass
 
 
 def _migrate_v1(connection: sqlite3.Connection) -> None:

@@ -10,7 +10,8 @@ already in the file are reused (read by :func:`stategym.rollout.load_log`: a cut
 dropped, a corrupt line or a duplicated episode is an error; matched by the engine's resume
 rule, :func:`stategym.rollout.pending`), the missing ones played, and the scorecard covers
 exactly the requested episodes. Then ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md``
-are written (see :mod:`stategym.metrics.report`).
+are written (see :mod:`stategym.metrics.report`). The directory is held for the whole run
+(:func:`stategym.rundir.locked`): a second command on it stops before reading the file.
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--domains",
         type=options.names,
         default=[],
-        help="comma-separated domains (default: every registered domain)",
+        help="comma-separated domains, registered or synth:<spec>, each once "
+        "(default: every registered domain)",
     )
     parser.add_argument(
         "--agents",
         type=options.names,
         default=options.names("expert,oracle,serial,random"),
-        help="comma-separated agents: scripted names, openai:MODEL, hf:PATH "
+        help="comma-separated agents, each once: scripted names, openai:MODEL, hf:PATH "
         "(default: expert,oracle,serial,random)",
     )
     parser.add_argument(
@@ -93,12 +95,13 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import __version__
-    from stategym.commands.options import llm_options, reader_of, spread_of
+    from stategym.commands.options import domains, llm_options, reader_of, seed_range, spread_of
     from stategym.kernel.errors import UsageError
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
     from stategym.rollout import pending, requested
     from stategym.rollout.spec import trajectory_key
+    from stategym.rundir import locked
 
     if args.report:  # refused now, not after every episode has played
         from stategym.commands.report import require_matplotlib
@@ -106,51 +109,41 @@ def main(args: argparse.Namespace) -> int:
         require_matplotlib()
 
     console = Console()
-    domains = args.domains or list(all_domains())
-    unknown = [d for d in domains if d not in all_domains()]
-    if unknown:
-        raise UsageError(
-            f"unknown domain(s): {', '.join(unknown)}; registered: {', '.join(all_domains())}"
-        )
+    names = domains(args.domains) if args.domains else list(all_domains())
     try:
         schedule = knob_schedule(args.knobs)
     except ValueError as error:
         raise UsageError(f"bad --knobs: {error}") from None
     options = llm_options(args)
-    specs = _specs(
-        domains,
-        args.agents,
-        range(args.seed, args.seed + args.episodes),
-        schedule,
-        args.samples,
-        options,
-    )
+    seeds = seed_range(args.seed, args.episodes)
+    specs = _specs(names, args.agents, seeds, schedule, args.samples, options)
     agents = _agents(specs)
     reader = reader_of(args, args.out)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / TRAJECTORIES
-    finished = _resume(path, args.overwrite, reader, console)
-    todo = pending(specs, finished)
-    played = _play(path, todo, agents, options, spread_of(args), reader, console)
-    finished += [trajectory for trajectory, _ in played]
-    config = {
-        "command": "eval",
-        "domains": domains,
-        "agents": args.agents,
-        "episodes": args.episodes,
-        "seed": args.seed,
-        "knobs": args.knobs,
-        "samples": args.samples,
-        **({"reader": reader.name} if reader is not None else {}),
-        "resamples": args.resamples,
-        "stategym_version": __version__,
-    }
-    cards = {trajectory_key(t): card for t, card in played}
-    status = _report(args.out, requested(specs, finished), cards, config, args.resamples, console)
-    if args.report:
-        from stategym.commands.report import write_report
+    with locked(args.out):  # one run at a time appends to the file
+        path = args.out / TRAJECTORIES
+        finished = _resume(path, args.overwrite, reader, console)
+        todo = pending(specs, finished)
+        played = _play(path, todo, agents, options, spread_of(args), reader, console)
+        finished += [trajectory for trajectory, _ in played]
+        config = {
+            "command": "eval",
+            "domains": names,
+            "agents": args.agents,
+            "episodes": args.episodes,
+            "seed": args.seed,
+            "knobs": args.knobs,
+            "samples": args.samples,
+            **({"reader": reader.name} if reader is not None else {}),
+            "resamples": args.resamples,
+            "stategym_version": __version__,
+        }
+        cards = {trajectory_key(t): card for t, card in played}
+        chosen = requested(specs, finished)
+        status = _report(args.out, chosen, cards, config, args.resamples, console)
+        if args.report:
+            from stategym.commands.report import write_report
 
-        console.print(f"report: {write_report([args.out], args.out / 'report.html')}")
+            console.print(f"report: {write_report([args.out], args.out / 'report.html')}")
     return status
 
 

@@ -28,10 +28,7 @@ HELP = "Run an experiment of the project's claims (e0-e4): tables, intervals and
 def _seeds(text: str) -> tuple[int, ...]:
     from stategym.commands.options import whole_numbers
 
-    seeds = whole_numbers(text)
-    if len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"expected distinct seeds, got {text!r}")
-    return seeds
+    return whole_numbers(text, "seeds")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +149,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
     Raises:
         UsageError: an option for another experiment, or an agent that cannot play.
     """
+    from stategym.commands.options import repeated
     from stategym.kernel.errors import UsageError
     from stategym.llm import check_agent
 
@@ -161,6 +159,9 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         raise UsageError("--shots belongs to e3's k-shot arm")
     if args.shots is not None and not args.llm_agent:
         raise UsageError("--shots needs an LLM agent (--llm-agent openai:MODEL)")
+    twice = repeated(args.llm_agent)
+    if twice is not None:  # its rows would be played and counted twice
+        raise UsageError(f"--llm-agent {twice} is given twice; give it once")
     options = {} if args.base_url is None else {"base_url": args.base_url}
     for spec in args.llm_agent:
         kind, sep, target = spec.partition(":")

@@ -3,8 +3,10 @@
 One convention across commands: an option that takes one value is singular (``--domain``,
 ``--agent``), one that takes a comma list is plural (``--domains``, ``--agents``); knobs are
 written the same way everywhere (``NAME=on|off,...``, ``all_off``, and ``mixed`` where a
-command plays many tasks). A type here raises :class:`argparse.ArgumentTypeError`, so a bad
-value is argparse's one-line error naming the option and the expected form::
+command plays many tasks); a comma list names each entry once and at least one
+(:func:`names`), and every domain name is checked by :func:`domains`. A type here raises
+:class:`argparse.ArgumentTypeError`, so a bad value is argparse's one-line error naming the
+option and the expected form::
 
     stategym run: error: argument --episodes: expected a whole number >= 1, got 'abc'
 """
@@ -12,14 +14,17 @@ value is argparse's one-line error naming the option and the expected form::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from stategym.kernel.knobs import Knobs
 
 LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
 """Options passed to the agent resolver when given; scripted agents ignore them."""
 KNOBS_HELP = "NAME=on|off,... (e.g. dynamics=off,hidden_info=off) or all_off"
+
+T = TypeVar("T")
 
 
 def _whole(text: str, least: int) -> int:
@@ -53,20 +58,91 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def whole_numbers(text: str) -> tuple[int, ...]:
-    """A comma list of whole numbers >= 0, like ``0,1,3,8``."""
+def repeated(items: Sequence[T]) -> T | None:
+    """The first item given a second time in ``items``, if any."""
+    return next((item for i, item in enumerate(items) if item in items[:i]), None)
+
+
+def whole_numbers(text: str, what: str = "whole numbers") -> tuple[int, ...]:
+    """A comma list of distinct whole numbers >= 0, like ``0,1,3,8`` (``what`` they are, for
+    the message: a number given twice would play its episodes twice, as in :func:`names`)."""
     try:
         values = tuple(non_negative_int(x) for x in text.split(",") if x.strip())
     except argparse.ArgumentTypeError:
         values = ()
     if not values:
         raise argparse.ArgumentTypeError(f"expected whole numbers >= 0 like 0,1,3,8, got {text!r}")
+    twice = repeated(values)
+    if twice is not None:
+        raise argparse.ArgumentTypeError(
+            f"expected distinct {what}, got {text!r} ({twice} is given twice)"
+        )
     return values
 
 
 def names(text: str) -> list[str]:
-    """A comma list of names (domains, agents); empty items are dropped."""
-    return [name.strip() for name in text.split(",") if name.strip()]
+    """A comma list of names (domains, agents), each given once.
+
+    Empty items (``a,,b``, a trailing comma) are dropped. A list that names nothing is
+    refused (leave the option out for its default), and so is a name given twice: every
+    episode would be played, logged and counted once per copy, and dropping the copy
+    silently would hide the slip.
+    """
+    found = [name.strip() for name in text.split(",") if name.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError(
+            f"expected one or more comma-separated names, got {text!r}"
+        )
+    twice = repeated(found)
+    if twice is not None:
+        raise argparse.ArgumentTypeError(f"{twice!r} is given twice in {text!r}; give it once")
+    return found
+
+
+def domains(given: Sequence[str]) -> list[str]:
+    """The domains named on the command line, by their canonical names: the one check of
+    domain names for every command, so each accepts what ``stategym run`` accepts, a
+    registered name or ``synth:<spec>[@<surface>]``.
+
+    Two spellings of one synthetic domain (``synth:fanout3+chain2`` is
+    ``synth:chain2+fanout3``) are one domain, so giving both is a name given twice.
+
+    Raises:
+        UnknownDomainError: a name that is neither (its message names it).
+        UsageError: two names of one domain.
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.registry import get_domain
+
+    spelled: dict[str, str] = {}
+    for name in given:
+        canonical = get_domain(name).name
+        if canonical in spelled:
+            raise UsageError(
+                f"{spelled[canonical]!r} and {name!r} are the same domain ({canonical}); "
+                "give it once"
+            )
+        spelled[canonical] = name
+    return list(spelled)
+
+
+def seed_range(first: int, episodes: int) -> range:
+    """Seeds ``first .. first + episodes - 1``, checked whole before anything plays (one
+    past the largest seed would stop the run half-way).
+
+    Raises:
+        UsageError: the range runs past the largest seed, ``2**64 - 1``.
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.kernel.task import SEED_LIMIT
+
+    last = first + episodes - 1
+    if last >= SEED_LIMIT:
+        raise UsageError(
+            f"--seed {first} with --episodes {episodes} runs to seed {last}, past the largest "
+            f"seed 2**64 - 1 = {SEED_LIMIT - 1}; lower --seed or --episodes"
+        )
+    return range(first, first + episodes)
 
 
 def knobs(text: str) -> Knobs:

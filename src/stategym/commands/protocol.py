@@ -142,18 +142,20 @@ def main(args: argparse.Namespace) -> int:
 def _run(console: Console, args: argparse.Namespace) -> int:
     import orjson
 
-    from stategym.commands.options import llm_options, spread_of
+    from stategym.commands.options import llm_options, seed_range, spread_of
     from stategym.kernel.trajectory import write_jsonl
+    from stategym.rundir import locked
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.generalisation import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
 
     agents: list[str] = args.agents
     options = llm_options(args)
-    _check(agents, args.train_on, options)
+    train = _check(agents, args.train_on, options)
+    seed_range(args.seed, args.episodes)
     base = ProtocolConfig(
         agent=agents[0],
-        train=tuple(args.train_on),
+        train=tuple(train),
         episodes=args.episodes,
         seed=args.seed,
         knobs=args.knobs,
@@ -167,48 +169,48 @@ def _run(console: Console, args: argparse.Namespace) -> int:
     )
     with console.status("building splits and measuring distances"):
         cells = make_splits(base.train, base.knobs, base.compositions, base.budget)
-    args.out.mkdir(parents=True, exist_ok=True)
-    reports: dict[str, dict[str, Any]] = {}
-    notes: list[str] = []
-    for agent in agents:
-        config = replace(base, agent=agent)
-        with console.status(f"playing {agent}") as status:
+    with locked(args.out):  # one run at a time writes the directory (created here)
+        reports: dict[str, dict[str, Any]] = {}
+        notes: list[str] = []
+        for agent in agents:
+            config = replace(base, agent=agent)
+            with console.status(f"playing {agent}") as status:
 
-            def progress(step: str, name: str = agent) -> None:
-                status.update(f"{name}: {step}")
+                def progress(step: str, name: str = agent) -> None:
+                    status.update(f"{name}: {step}")
 
-            run = run_protocol(config, cells, progress=progress)
-        notes = list(run.notes)
-        folder = args.out / _slug(agent)
-        folder.mkdir(exist_ok=True)
-        write_jsonl(folder / "trajectories.jsonl", run.trajectories)
-        reports[agent] = _report(console, run, folder)
-    (args.out / "cells.json").write_bytes(
-        orjson.dumps(
-            {
-                "config": base.describe(),
-                "agents": agents,
-                "notes": notes,
-                "cells": [c.to_dict() for c in cells],
-            },
-            option=orjson.OPT_INDENT_2,
+                run = run_protocol(config, cells, progress=progress)
+            notes = list(run.notes)
+            folder = args.out / _slug(agent)
+            folder.mkdir(exist_ok=True)
+            write_jsonl(folder / "trajectories.jsonl", run.trajectories)
+            reports[agent] = _report(console, run, folder)
+        (args.out / "cells.json").write_bytes(
+            orjson.dumps(
+                {
+                    "config": base.describe(),
+                    "agents": agents,
+                    "notes": notes,
+                    "cells": [c.to_dict() for c in cells],
+                },
+                option=orjson.OPT_INDENT_2,
+            )
         )
-    )
-    _compare(console, reports, args.out)
+        _compare(console, reports, args.out)
     console.print(f"wrote {args.out}")
     return 0
 
 
-def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> None:
-    """Refuse unknown agents and domains before the splits are built or anything plays."""
+def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> list[str]:
+    """The training domains by their canonical names; unknown agents and domains refused
+    before the splits are built or anything plays."""
     from stategym.agents import agent_names
+    from stategym.commands.options import domains
     from stategym.kernel.errors import UsageError
-    from stategym.registry import get_domain
 
     if not agents or not train:
         raise UsageError("give at least one agent (--agents) and one domain (--train-on)")
-    for name in train:
-        get_domain(name)  # UnknownDomainError names it
+    canonical = domains(train)  # UnknownDomainError names an unknown one
     for spec in agents:
         kind, sep, target = spec.partition(":")
         if sep:
@@ -220,6 +222,7 @@ def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> None
                 f"unknown agent {spec!r}; scripted agents: {', '.join(agent_names())}; "
                 "LLM agents: openai:MODEL, hf:PATH"
             )
+    return canonical
 
 
 def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:

@@ -8,7 +8,8 @@ then scored (outcome and decision quality), ``OUT/summary.json`` and ``OUT/resul
 written and the run is recorded in the project-wide index (``--index``, default
 ``runs/index.sqlite``). Running the same command again resumes: requested seeds already in the
 file are reused, the missing ones played, and the summary covers exactly the requested seeds
-(``--overwrite`` starts afresh).
+(``--overwrite`` starts afresh). The directory is held for the whole run
+(:func:`stategym.rundir.locked`), and the seed range and the index are checked before it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ HELP = "Run an agent on seeded tasks of one domain; write trajectories and a sum
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from stategym.commands import options
 
-    parser.add_argument("--domain", default="travel", help="domain name (default: travel)")
+    parser.add_argument(
+        "--domain",
+        default="travel",
+        help="domain: a registered name or synth:<spec> (default: travel)",
+    )
     parser.add_argument(
         "--agent",
         default="expert",
@@ -79,38 +84,58 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import store
-    from stategym.commands.options import llm_options, reader_of, spread_of
-    from stategym.rollout import episode_specs, pending, requested
-    from stategym.rundir import RunConfig, RunDir
+    from stategym.commands.options import domains, llm_options, reader_of, seed_range
+    from stategym.rollout import episode_specs
+    from stategym.rundir import RunConfig, RunDir, locked
 
     console = Console()
     options = llm_options(args)
+    (domain,) = domains([args.domain])
+    seeds = seed_range(args.seed, args.episodes)
     reader = reader_of(args, args.out)
     reading = reader.name if reader is not None else None
-    config = RunConfig(args.domain, args.agent, _knobs(args.knobs), reading)
-    seeds = range(args.seed, args.seed + args.episodes)
+    config = RunConfig(domain, args.agent, _knobs(args.knobs), reading)
     knobs = {seed: config.knobs_of(seed) for seed in seeds}
-    specs = episode_specs(args.domain, args.agent, seeds, knobs, options=options)
+    specs = episode_specs(domain, args.agent, seeds, knobs, options=options)
     agents = _agents(specs[0])
-    run = RunDir(args.out)
-    if args.overwrite:
-        run.clear()
-        store.remove(args.index, str(run.path.resolve()))
+    store.check(args.index)  # an index it cannot write is refused before anything plays
+    with locked(args.out):  # one run at a time appends to the directory
+        run = RunDir(args.out)
+        if args.overwrite:
+            run.clear()
+            store.remove(args.index, str(run.path.resolve()))
+        return _complete(args, run, config, specs, agents, options, reader, console)
+
+
+def _complete(
+    args: argparse.Namespace,
+    run: RunDir,
+    config: RunConfig,
+    specs: list[EpisodeSpec],
+    agents: Agents,
+    options: dict[str, Any],
+    reader: ReaderSource | None,
+    console: Console,
+) -> int:
+    """Reuse the episodes already in the run, play the missing ones, record the run; 130
+    where Ctrl-C stopped the playing (what finished is saved and recorded)."""
+    from stategym.commands.options import spread_of
+    from stategym.rollout import pending, requested
+
     finished = _resume(run, config, console)
     todo = pending(specs, finished)
     if finished:
-        reused = len(specs) - len(todo)
+        seeds = specs[0].seed, specs[-1].seed
         console.print(
             _plain(
-                f"resuming {run.path}: reusing {reused} of the {len(finished)} episode(s) "
-                f"there, playing {len(todo)} (seeds {seeds.start}-{seeds.stop - 1} requested)"
+                f"resuming {run.path}: reusing {len(specs) - len(todo)} of the {len(finished)} "
+                f"episode(s) there, playing {len(todo)} (seeds {seeds[0]}-{seeds[1]} requested)"
             )
         )
     interrupted = False
     try:
         if todo:
-            spread = spread_of(args)
-            _play(todo, agents, config, run, finished, options, spread, reader, console)
+            _play(todo, agents, config, run, finished, options, spread_of(args), reader, console)
     except KeyboardInterrupt:
         interrupted = True
     _record(run, config, requested(specs, finished), options, args.index, console)

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--domains",
         type=options.names,
         default=[],
-        help="comma-separated domains for --matrix (default: every registered)",
+        help="comma-separated domains for --matrix, registered or synth:<spec>, each once "
+        "(default: every registered)",
     )
     parser.add_argument(
         "--budget",
@@ -134,11 +135,12 @@ def _matrix(console: Console, args: argparse.Namespace) -> int:
     import orjson
     from rich.table import Table
 
+    from stategym.commands.options import domains
     from stategym.registry import all_domains, get_domain
     from stategym.topology import distance_matrix, domain_topology, wl_distance, wl_hash
     from stategym.topology.distance import EXPANSION_BUDGET
 
-    names = args.domains or list(all_domains())
+    names = domains(args.domains) if args.domains else list(all_domains())
     topologies: list[Topology] = [domain_topology(get_domain(n), args.knobs) for n in names]
     budget = args.budget or EXPANSION_BUDGET
     rows = distance_matrix(topologies, budget)

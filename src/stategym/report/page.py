@@ -24,7 +24,7 @@ from stategym.tables import Grid
 from . import experiment, markup, plots
 from .assets import SCRIPT, STYLE
 from .episodes import detail, index_entry, task_view
-from .runs import EpisodeRun, ExperimentRun, ProtocolRun, Run, TrainingRun, read_run
+from .runs import EpisodeRun, ExperimentRun, ProtocolRun, Run, TrainingRun, read_runs
 
 DEFAULT_VIEWER_LIMIT = 100
 
@@ -216,8 +216,9 @@ def _viewer_html(note: str) -> str:
 
 
 def build(paths: Sequence[Path], options: Options = Options()) -> str:
-    """The report of the run directories ``paths`` as one HTML document."""
-    runs: list[Run] = [read_run(p) for p in paths]
+    """The report of the run directories ``paths`` as one HTML document (a directory given
+    twice, or an episode in two of them, is refused: see :func:`~.runs.read_runs`)."""
+    runs: list[Run] = read_runs(paths)
     episode_runs = [r for r in runs if isinstance(r, EpisodeRun)]
     protocol_runs = [r for r in runs if isinstance(r, ProtocolRun)]
     scored = [_score(r) for r in episode_runs]

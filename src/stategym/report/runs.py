@@ -13,13 +13,16 @@ Three kinds of directory are recognised by the files they hold (nothing is re-ru
   ``"experiment"``, with ``raw.json``, ``table.md`` and ``plots/``
   (:mod:`stategym.experiments.output`). The plot files are listed by name, never read: the
   report redraws from the JSON (:mod:`stategym.report.experiment` says why).
+
+:func:`read_runs` reads the directories of one report: each directory once, and no episode
+in two of them, since the overview pools every episode run's episodes.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from stategym.experiments.output import PLOTS, RAW, RESULTS, TABLE
 from stategym.kernel.errors import UsageError
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates
+from stategym.rollout.spec import trajectory_key
 
 TRAJECTORIES = "trajectories.jsonl"
 TRAIN_CONFIG = "config.json"
@@ -103,6 +107,55 @@ class ExperimentRun:
 
 
 Run = EpisodeRun | TrainingRun | ProtocolRun | ExperimentRun
+
+
+def read_runs(paths: Sequence[Path]) -> list[Run]:
+    """The runs in ``paths``, in order, each directory given once and each episode in one
+    of them only.
+
+    Raises:
+        UsageError: one directory given twice (``a a``, ``a ./a``, a link to it), an episode
+            in two episode runs (a copy of a run, or runs that overlap), or what
+            :func:`read_run` raises.
+    """
+    given: dict[Path, Path] = {}
+    for path in paths:
+        first = given.get(path.resolve())
+        if first is not None:
+            raise UsageError(f"{first} and {path} are the same run directory; give it once")
+        given[path.resolve()] = path
+    runs = [read_run(path) for path in paths]
+    refuse_shared_episodes([run for run in runs if isinstance(run, EpisodeRun)])
+    return runs
+
+
+def refuse_shared_episodes(runs: Sequence[EpisodeRun]) -> None:
+    """Raise if one episode is in two of the runs, which the overview would count twice.
+
+    The episode's identity is the one every reader uses
+    (:func:`~stategym.rollout.spec.trajectory_key`); a copy within one file is
+    :func:`read_episodes`' refusal, this is its counterpart across directories (it names
+    the two directories, not lines to remove).
+
+    Raises:
+        UsageError: naming the first two runs that share episodes, how many, and one of them.
+    """
+    where: dict[Hashable, Path] = {}
+    for run in runs:
+        shared = []
+        for trajectory in run.trajectories:
+            key = trajectory_key(trajectory)
+            first = where.setdefault(key, run.path)
+            if first != run.path:
+                shared.append((first, key))
+        if shared:
+            other, key = shared[0]
+            count = sum(1 for path, _ in shared if path == other)
+            raise UsageError(
+                f"{other} and {run.path} hold {count} of the same episodes (same domain, seed, "
+                f"knobs, agent and sample; e.g. {key[0]} seed {key[1]} agent {key[3]} knobs "
+                f"{key[2]} sample {key[4]}), which the report would count twice; give one of them"
+            )
 
 
 def read_run(path: Path) -> Run:

@@ -21,7 +21,7 @@ from stategym.agents import resolve
 from stategym.kernel.counterfactual import played_task
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.task import Task
+from stategym.kernel.task import SEED_LIMIT, Task
 from stategym.kernel.trajectory import Trajectory
 from stategym.registry import cached_task, get_domain
 from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
@@ -233,10 +233,10 @@ def _probe_specs(
     # Probes run without dynamics: events are scheduled against the original priority order,
     # so with them the flipped task would differ in more than the one hidden value.
     knobs = replace(config.knobs, dynamics=False)
+    # the seeds searched for probes stop at the last seed there is
+    seeds = range(config.seed, min(config.seed + 10**6, SEED_LIMIT))
     for name in dict.fromkeys(c.domain for c in cells):
-        pairs = probes(
-            get_domain(name), knobs, iter(range(config.seed, config.seed + 10**6)), config.probes
-        )
+        pairs = probes(get_domain(name), knobs, iter(seeds), config.probes)
         if not pairs:
             missing.append(name)
             continue
