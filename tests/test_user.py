@@ -398,3 +398,182 @@ def test_what_was_told_survives_state_and_restore() -> None:
     assert "conversion" in user.told
     user.restore(saved)
     assert "conversion" not in user.told
+
+
+# A rejection's reason follows the priority answer's rule: no wish on a hidden slot the
+# agent was not told is named. Before, "No, SG882 does not work for me: I need a morning
+# departure." stated the hidden departure time, and the turn recorded nothing as revealed.
+PROPOSAL = "I propose {option}."
+
+
+def _rejections(
+    name: str, seeds: range, count: int | None = 3
+) -> Iterator[tuple[SimulatedUser, str]]:
+    """A fresh user of each task and up to ``count`` options it rejects (``None``: all)."""
+    domain = get_domain(name)
+    for seed in seeds:
+        task = domain.generate(seed, Knobs())
+        rejected = [o for o in sorted(task.truth.satisfaction) if o not in task.truth.best]
+        for option in rejected[:count]:
+            yield SimulatedUser(task, domain.slot_phrases), option
+
+
+def _untold(user: SimulatedUser) -> set[str]:
+    return {s.name for s in user.task.slots if s.kind in _HIDDEN and s.name != "priorities"}
+
+
+def _named(user: SimulatedUser, slot: str, reply: str) -> bool:
+    return any(
+        c.text in reply or user.constraint_words(c) in reply
+        for c in user.task.constraints
+        if c.topic == slot
+    )
+
+
+_HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
+JUDGING = [name for name in EVERY_DOMAIN if name == SYNTHETIC or not get_domain(name).read_only]
+
+
+@pytest.mark.parametrize("name", JUDGING)
+def test_a_rejection_states_no_hidden_value_and_names_no_untold_wish(name: str) -> None:
+    said = {"named": 0, "untold": 0}
+    for user, option in _rejections(name, range(100)):
+        untold = _untold(user)
+        turn = user.respond(PROPOSAL.format(option=option))
+        assert turn.accepted is False and turn.values == () and turn.asked == ()
+        for slot in untold:
+            assert not _states(turn.reply, user.values[slot]), (slot, turn.reply)
+            assert not _named(user, slot, turn.reply), (slot, turn.reply)
+        said["named"] += "the most important thing it misses is" in turn.reply
+        said["untold"] += "something I have not told you yet" in turn.reply
+    # meetings' options miss a need on a fact the agent has before any hidden wish
+    assert said["named"] > 0 and (said["untold"] > 0 or name == "meetings")
+
+
+def _first_wish(user: SimulatedUser, option: str, told: set[str]) -> str:
+    """The words of the most important constraint ``option`` misses, skipping those on a
+    hidden slot outside ``told``."""
+    by_id = {c.id: c for c in user.task.constraints}
+    satisfied = user.task.truth.satisfaction[option]
+    untold = _untold(user) - told
+    wish = next(
+        by_id[c]
+        for c in user.task.priority_order()
+        if c not in satisfied and by_id[c].topic not in untold
+    )
+    words = user.constraint_words(wish)
+    return words if words == wish.text else f"what I want for {words}"
+
+
+@pytest.mark.parametrize(("name", "slot"), VALUE_DEPENDENT_WISHES)
+def test_a_rejection_names_a_wish_on_a_hidden_slot_once_that_slot_was_told(
+    name: str, slot: str
+) -> None:
+    """Where the wish on the hidden slot is the first the option misses (of those the user
+    could name), the reason names another wish, or none, until the slot is asked; asked in
+    the same message, the reason names that wish."""
+    phrase = get_domain(name).slot_phrases[slot][0]
+    cases = 0
+    for user, option in _rejections(name, range(150), None):
+        if user.task.slot(slot).kind is not SlotKind.MISSING or cases >= 40:
+            continue
+        by_id = {c.id: c for c in user.task.constraints}
+        others = _untold(user) - {slot}
+        missed = [
+            by_id[c]
+            for c in user.task.priority_order()
+            if c not in user.task.truth.satisfaction[option] and by_id[c].topic not in others
+        ]
+        if not missed or missed[0].topic != slot:
+            continue
+        cases += 1
+        before = user.respond(PROPOSAL.format(option=option)).reply
+        assert not _named(user, slot, before)
+        turn = user.respond(f"What about {phrase}? " + PROPOSAL.format(option=option))
+        assert turn.asked == (slot,) and turn.proposed == option
+        assert (
+            f"the most important thing it misses is {_first_wish(user, option, {slot})}."
+            in turn.reply
+        )
+    assert cases > 0
+
+
+@pytest.mark.parametrize("name", JUDGING)
+def test_a_rejection_names_the_first_missed_wish_in_words_that_read(name: str) -> None:
+    """The wish follows a copula, which reads whatever the form of its words: "I need
+    leaving my savings untouched" did not."""
+    for user, option in _rejections(name, range(60)):
+        turn = user.respond(PROPOSAL.format(option=option))
+        assert not re.search(r"\bI need (?:leaving|avoiding|having|not)\b", turn.reply)
+        if "the most important thing it misses is" in turn.reply:
+            assert turn.reply.endswith(f"is {_first_wish(user, option, set())}.")
+
+
+# Options named as context propose nothing. "besides" and "versus" were aside words only
+# as typed: a clause's words are normalised ("beside", "versu"), so they never matched.
+def test_aside_words_are_matched_in_their_normalised_form() -> None:
+    from stategym.kernel.user import _ASIDE, _ASIDE_WORDS
+
+    assert all(normalise(word).strip() in _ASIDE for word in _ASIDE_WORDS.split())
+    user, task = _user(1)
+    best, other = _two_options(task)
+    for text in (
+        f"Besides {other}, what is your budget?",
+        f"{other} versus {best}: what is your budget?",
+        f"{other} vs. {best}: what is your budget?",
+    ):
+        turn = user.respond(text)
+        assert (turn.proposed, turn.accepted, turn.asked) == (None, None, ("budget",)), text
+        assert "one option" not in turn.reply
+
+
+def test_an_option_named_only_as_context_proposes_nothing_and_alone_is_not_understood() -> None:
+    """Before, "I also looked at NX271." got an empty reply and counted as understood (the
+    user never gave up), while the metric charged it as a message the user could not use."""
+    user, task = _user(1)
+    _, other = _two_options(task)
+    turn = user.respond(f"I also looked at {other}.")
+    assert (turn.proposed, turn.understood, turn.values) == (None, False, ())
+    assert turn.reply == "Sorry, I don't understand what you need from me."
+    turn = user.respond(f"I also looked at {other}, but what is your budget?")
+    assert turn.understood and turn.asked == ("budget",) and turn.proposed is None
+
+
+def _message_events(text: str) -> tuple[bool, bool]:
+    """Whether the user understood ``text``, said first on travel seed 1, and whether the
+    metric charged it as a message the user could not use."""
+    env = Env("travel")
+    env.reset(seed=1)
+    env.step(Say(text.format(best=env.task.truth.best[0], other=_two_options(env.task)[1])))
+    turn = env.trajectory.rounds[-1].user
+    assert turn is not None
+    unusable = any(e.subject == "unusable message" for e in score(env.trajectory, env.task).events)
+    return turn.understood, unusable
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I also looked at {other}.",
+        "Shall I book {best} or {other}?",
+        "Hello!",
+        "I propose {best}.",
+        "I propose {other}.",
+        "What is your budget?",
+        "Which flight should I book?",
+        "What matters most to you?",
+        "I also looked at {other}, but what is your budget?",
+    ],
+)
+def test_the_user_understands_exactly_the_messages_the_metric_counts_usable(text: str) -> None:
+    understood, unusable = _message_events(text)
+    assert understood is not unusable
+
+
+def test_three_messages_naming_options_only_as_context_make_the_user_give_up() -> None:
+    env = Env("travel")
+    env.reset(seed=1)
+    other = _two_options(env.task)[1]
+    results = [env.step(Say(f"I also looked at {other}.")) for _ in range(3)]
+    assert [r.terminated for r in results] == [False, False, True]
+    assert (results[-1].observation.user or "").endswith("Goodbye.")

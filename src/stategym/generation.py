@@ -6,7 +6,10 @@ is, which constraints it satisfies) stay in each domain; what is the same everyw
 
 * :func:`order_matters`: whether the priority order decides between the feasible options
   (then the order is a must-ask fact when the user keeps it to themselves);
-* :func:`priorities_kind`: how the agent can learn that order;
+* :func:`keeps_order`: whether the user keeps that order to itself (drawn so, or because it
+  ranks a wish on a fact only the user can tell);
+* :func:`priorities_kind`: how the agent can learn that order, and :func:`priorities_slot`,
+  the slot that holds it; :func:`order_hidden`: whether a task's order is the user's alone;
 * :func:`priorities_sentences`: the request's sentence that states it;
 * :func:`dominated_decoys`: which options an event may hit without changing the best choice;
 * :func:`apply_sets`: a table as it will be once every scheduled ``set`` event has fired.
@@ -19,7 +22,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.task import Constraint, Event, EventKind, SlotKind, Value
+from stategym.kernel.task import (
+    Constraint,
+    Event,
+    EventKind,
+    Slot,
+    SlotKind,
+    Value,
+)
+from stategym.kernel.user import HIDDEN
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -61,10 +72,74 @@ def priorities_kind(knobs: Knobs, hidden: bool, conflict: bool) -> SlotKind:
     return SlotKind.MISSING if conflict else SlotKind.IRRELEVANT
 
 
+def keeps_order(drawn: bool, facts: Iterable[Slot], wishes: Iterable[Constraint]) -> bool:
+    """Whether the user keeps its priority order to itself rather than stating it.
+
+    The request states the order only when every wish it ranks is on a fact the agent can
+    have without asking: a wish on a slot of kind missing or irrelevant can state that
+    slot's value in its own words ("an evening departure") or, named by topic, give the
+    value away by existing at all (bank has a conversion wish only when the user wants to
+    avoid conversion), and leaving it out of the sentence would state an incomplete order.
+    The simulated user answers a priority question by the same rule
+    (:meth:`stategym.kernel.user.SimulatedUser._priorities`).
+
+    Args:
+        drawn: the draw has the user keep the order to itself anyway.
+        facts: the task's slots (a ``priorities`` slot among them is ignored).
+        wishes: the preferences the order ranks.
+
+    Example:
+        >>> from stategym.kernel.task import Constraint, ConstraintKind, Slot, SlotKind
+        >>> fare = Constraint("refundable", ConstraintKind.PREFERENCE, "a refund", "fare_type")
+        >>> keeps_order(False, [Slot("fare_type", SlotKind.MISSING, "any", "")], [fare])
+        True
+        >>> keeps_order(False, [Slot("fare_type", SlotKind.GIVEN, "any", "")], [fare])
+        False
+    """
+    hidden = {s.name for s in facts if s.kind in HIDDEN and s.name != "priorities"}
+    return drawn or any(w.topic in hidden for w in wishes)
+
+
+def priorities_slot(
+    order: Sequence[str],
+    knobs: Knobs,
+    *,
+    drawn_hidden: bool,
+    conflict: bool,
+    facts: Iterable[Slot],
+    constraints: Iterable[Constraint],
+) -> Slot:
+    """The slot holding the user's priority order, its kind settled by :func:`keeps_order`.
+
+    Args:
+        order: the preferences' constraint ids, most important first.
+        knobs: the task's knobs.
+        drawn_hidden: the draw has the user keep the order to itself.
+        conflict: the order decides between the feasible options (:func:`order_matters`).
+        facts: the task's other slots.
+        constraints: the task's constraints; those in ``order`` are the wishes it ranks.
+    """
+    wishes = [c for c in constraints if c.id in order]
+    hidden = keeps_order(drawn_hidden, facts, wishes)
+    return Slot("priorities", priorities_kind(knobs, hidden, conflict), ">".join(order), "{value}")
+
+
+def order_hidden(knobs: Knobs, slots: Iterable[Slot]) -> bool:
+    """Whether the task's priority order is learnable only by asking the user
+    (``Task.priorities_hidden``): the priorities knob is on and the request does not state it."""
+    return knobs.priorities and any(
+        s.name == "priorities" and s.kind is not SlotKind.GIVEN for s in slots
+    )
+
+
 def priorities_sentences(
     given: Mapping[str, Value], constraints: Iterable[Constraint]
 ) -> list[str]:
     """The request's sentence ranking the user's preferences, in the simulated user's words.
+
+    The request states the order only when the ``priorities`` slot is given, which
+    :func:`priorities_slot` allows only when no wish it ranks is on a hidden fact: the
+    sentence then names every wish in its own words, none of which states a hidden value.
 
     Args:
         given: the slot values the request states; ``"priorities"`` (constraint ids joined

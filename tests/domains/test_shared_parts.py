@@ -37,9 +37,12 @@ from stategym.agents.style import Style
 from stategym.generation import (
     apply_sets,
     dominated_decoys,
+    keeps_order,
+    order_hidden,
     order_matters,
     priorities_kind,
     priorities_sentences,
+    priorities_slot,
 )
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall, ToolResult, call
@@ -48,6 +51,7 @@ from stategym.kernel.task import (
     ConstraintKind,
     Event,
     EventKind,
+    Slot,
     SlotKind,
     Value,
     final_values,
@@ -138,6 +142,61 @@ def test_the_request_ranks_two_or_more_preferences_in_the_users_words() -> None:
     assert priorities_sentences({"priorities": "fast>cheap"}, rules) == [
         "If I can't have everything, what matters most is quick delivery, then a low price."
     ]
+
+
+_WISHES = (
+    Constraint("budget", ConstraintKind.NEED, "to stay within my budget", "budget"),
+    Constraint("cheap", ConstraintKind.PREFERENCE, "a low price", "price"),
+    Constraint("fast", ConstraintKind.PREFERENCE, "delivery by day 6", "deadline"),
+)
+
+
+def _facts(deadline: SlotKind) -> tuple[Slot, ...]:
+    return (
+        Slot("budget", SlotKind.MISSING, 300, "My budget is ${value}."),
+        Slot("price", SlotKind.DERIVABLE, 250, "{value}"),
+        Slot("deadline", deadline, "by day 6", "As for delivery, {value}."),
+    )
+
+
+@pytest.mark.parametrize("kind", [SlotKind.MISSING, SlotKind.IRRELEVANT])
+def test_the_order_is_kept_back_when_it_ranks_a_wish_on_a_hidden_fact(kind: SlotKind) -> None:
+    """Stating "what matters most is delivery by day 6, then a low price" would state the
+    hidden deadline; leaving the wish out would state an incomplete order. So the user keeps
+    the order to itself, as if the draw had hidden it: must-ask when it decides."""
+    assert keeps_order(False, _facts(kind), _WISHES[1:])
+    for conflict, expected in ((True, SlotKind.MISSING), (False, SlotKind.IRRELEVANT)):
+        slot = priorities_slot(
+            ("fast", "cheap"),
+            Knobs(),
+            drawn_hidden=False,
+            conflict=conflict,
+            facts=_facts(kind),
+            constraints=_WISHES,
+        )
+        assert (slot.name, slot.value, slot.kind) == ("priorities", "fast>cheap", expected)
+        assert slot.kind is priorities_kind(Knobs(), True, conflict)
+        assert order_hidden(Knobs(), (*_facts(kind), slot))
+
+
+def test_the_order_is_stated_when_every_wish_it_ranks_is_on_a_fact_the_agent_has() -> None:
+    """A need on a hidden slot (the budget) is not ranked by the sentence, and a wish on a
+    given or derivable fact tells nothing the agent could not have."""
+    for kind in (SlotKind.GIVEN, SlotKind.DERIVABLE):
+        assert not keeps_order(False, _facts(kind), _WISHES[1:])
+        assert keeps_order(True, _facts(kind), _WISHES[1:])  # the draw's choice still holds
+        slot = priorities_slot(
+            ("fast", "cheap"),
+            Knobs(),
+            drawn_hidden=False,
+            conflict=True,
+            facts=_facts(kind),
+            constraints=_WISHES,
+        )
+        assert slot.kind is SlotKind.GIVEN and not order_hidden(Knobs(), (slot,))
+    assert not order_hidden(
+        Knobs(priorities=False), (Slot("priorities", SlotKind.IRRELEVANT, "", ""),)
+    )
 
 
 @dataclass

@@ -4,16 +4,31 @@ It holds the task's hidden slots and true priorities and reads the agent's messa
 an LLM, through the intent model of :mod:`stategym.kernel.understanding`: each clause of a message
 goes to the slot or intent it asks about, in words the domain's phrase table need not contain
 ("What's the most you're prepared to pay?" reaches ``budget``). The user answers every slot it
-was asked about, ranks its preferences when asked which matters more (naming each by its
-topic, never by a hidden value, and only those about slots the agent was told), says what it
-can tell when asked something no fact answers (which option to pick, all its constraints at
-once), confirms or rejects a concrete proposal against its true constraints, announces
-scheduled changes of mind, and says when it does not understand.
+was asked about, ranks its preferences when asked which matters more, says what it can tell
+when asked something no fact answers (which option to pick, all its constraints at once),
+confirms or rejects a concrete proposal against its true constraints, announces scheduled
+changes of mind, and says when it does not understand.
+
+A reply reveals a hidden value only when the agent asked for that slot, and what it reveals
+is logged (:attr:`UserTurn.values`). Neither the priority answer nor a rejection's reason
+names a wish about a hidden slot the agent has not been told (:meth:`SimulatedUser._untold`),
+and both name a wish by its topic where its words would state a value: the words of such a
+wish can state the value ("a morning departure"), and whether it exists at all can be the
+value (bank has a conversion wish only when the user wants to avoid conversion). When every
+wish a rejected option misses is such a one, the user says only that it misses something
+not told yet. The request follows the same rule (:func:`stategym.generation.keeps_order`).
 
 A proposal is the one option a message names outside alternative context: an option named in
-a clause with words such as "also", "instead", "rather than", "runner-up" or "backup" is
-context ("I propose AQ123; I also looked at AQ348" proposes AQ123). Two options both named as
-the choice ("AQ123 or AQ348?") are refused: the choice is the agent's.
+a clause with words such as "also", "instead", "besides", "rather than", "runner-up" or
+"backup", or on either side of "versus", is context ("I propose AQ123; I also looked at
+AQ348" proposes AQ123). Two options both named as the choice ("AQ123 or AQ348?") are
+refused: the choice is the agent's. A message that names options only as context proposes
+nothing, and the rest of it is read like any other message.
+
+A message is understood exactly when the metric counts it usable (``docs/metrics.md``, D1):
+it asked a slot or the priority order, proposed one option, or asked an open question. Any
+other (options named only as context, several proposed at once, nothing to answer) is not,
+and counts towards the user giving up (:data:`stategym.kernel.env.GIVE_UP_AFTER`).
 """
 
 from __future__ import annotations
@@ -42,8 +57,8 @@ _ASIDE_WORDS = (
     "also alternatively alternative alternatives instead other another runner backup fallback "
     "second than over versus vs compared unlike besides except not nor considered rejected looked"
 )
-_ASIDE = frozenset(_ASIDE_WORDS.split())
-"""Words that make an option named in the same clause context rather than the proposal."""
+_COMPARING_WORDS = "versus vs"
+"""Words that set two options side by side: a clause holding one chooses neither."""
 
 
 def normalise(text: str) -> str:
@@ -53,6 +68,15 @@ def normalise(text: str) -> str:
         for w in _WORD.findall(text.lower())
     ]
     return " " + " ".join(words) + " "
+
+
+# A clause's words are compared in their normalised form ("besides" is "beside", "versus"
+# "versu"), so the word lists are normalised the same way rather than spelt out twice.
+_ASIDE = frozenset(normalise(_ASIDE_WORDS).split())
+"""Words that make an option named in the same clause context rather than the proposal."""
+_COMPARING = frozenset(normalise(_COMPARING_WORDS).split())
+_VS = re.compile(r"\bvs\.", re.IGNORECASE)
+"""The abbreviation's full stop, which would otherwise cut "A vs. B" into two clauses."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -81,7 +105,9 @@ class UserTurn:
         priority_asked: the message asked which constraint matters more.
         proposed: the option the message proposed, if it named exactly one as its choice.
         accepted: the user's verdict on the proposal (``None``: no proposal).
-        understood: the user found something to answer.
+        understood: the message was one the user could use (it asked a slot or the priority
+            order, proposed one option, or asked an open question): what the metric counts
+            usable, and what resets the give-up counter.
         reply: what the user said.
         values: slot values the reply revealed.
         open: the message asked something no single fact answers (which option to pick,
@@ -148,7 +174,7 @@ class SimulatedUser:
         self.confirmed: str | None = None
         self.pending: list[str] = []
         # slots whose value the agent has: given or looked up, asked, or announced
-        self.told: set[str] = {s.name for s in task.slots if s.kind not in _HIDDEN}
+        self.told: set[str] = {s.name for s in task.slots if s.kind not in HIDDEN}
 
     def __getstate__(self) -> dict[str, Any]:
         # The matcher and the option table are shared, read-only caches (one per domain, one
@@ -196,13 +222,18 @@ class SimulatedUser:
 
     def read(self, text: str, proposal: Proposal | None = None) -> tuple[Reading, ...]:
         """How the user reads ``text``: one reading per clause, with the words that decided
-        it (the sentences naming an option are the proposal's and are not read here)."""
-        if (proposal or self._proposal(text)).named:
+        it. When the message proposes (one option, or several), the sentences naming an
+        option are the proposal's and are not read here; when it names options only as
+        context, it proposes nothing, so the whole message is read, less the options' ids."""
+        proposal = proposal or self._proposal(text)
+        if proposal.option is not None or proposal.several:
             text = " ".join(
                 s
                 for s in _sentences(text)
                 if not self._names_option(s) and not _CONFIRMING.match(s)
             )
+        elif proposal.named:
+            text = _ID.sub(lambda m: "" if _option_key(m[0]) in self._options else m[0], text)
         return self._matcher.read(text)
 
     def respond(self, text: str) -> UserTurn:
@@ -213,20 +244,24 @@ class SimulatedUser:
         priority_asked = PRIORITIES in intents
         if priority_asked and PRIORITIES in self.values and PRIORITIES not in asked:
             asked += (PRIORITIES,)
-        open_asked = bool(intents & {CHOICE, OVERVIEW}) and not proposal.named
+        proposes = proposal.option is not None or proposal.several
+        open_asked = bool(intents & {CHOICE, OVERVIEW}) and not proposes
         parts: list[str] = []
         changed, changed_values = self.announce()
         if changed:
             parts.append(changed)
+        self.told.update(asked)  # before judging and ranking: a wish asked with them is named
         accepted = self._judge(proposal, parts)
-        self.told.update(asked)  # before ranking: a constraint asked with it may be named
         if priority_asked:
             parts.append(self._priorities())
         parts.extend(self.task.slot(n).say(self.values[n]) for n in asked if n != PRIORITIES)
         if open_asked:
             parts.append(self._what_i_can_tell(CHOICE in intents))
-        understood = bool(asked or priority_asked or proposal.named or open_asked)
-        if not understood:
+        # what the metric counts as a message the user could use (docs/metrics.md, D1): an
+        # option named only as context proposes nothing, and several proposed at once are
+        # refused, so neither alone is understood (and the give-up counter counts it)
+        understood = bool(asked or priority_asked or proposal.option is not None or open_asked)
+        if not understood and not proposal.several:
             parts.append(self._not_understood(readings))
         values = changed_values + tuple((n, self.values[n]) for n in asked)
         return UserTurn(
@@ -264,29 +299,45 @@ class SimulatedUser:
             return _NO_PROPOSAL
         chosen: list[str] = []
         named = False
-        for piece in _PIECE.split(text):
+        for piece in _PIECE.split(_VS.sub("vs", text)):
             words = normalise(piece).split()
             options = [(i, self._options[w]) for i, w in enumerate(words) if w in self._options]
             if not options:
                 continue
             named = True
             asides = [i for i, w in enumerate(words) if w in _ASIDE]
+            comparing = any(w in _COMPARING for w in words)
             for i, option in options:
-                # context: an aside word before it, or beside it when it is alone in the clause
-                if any(a < i for a in asides) or (asides and len(options) == 1):
+                # context: in a comparison ("A versus B"), after an aside word, or beside one
+                # when it is alone in the clause
+                if comparing or any(a < i for a in asides) or (asides and len(options) == 1):
                     continue
                 if option not in chosen:
                     chosen.append(option)
         return Proposal(chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, named)
 
     def _objection(self, option: str) -> str:
-        truth = self.task.truth
-        satisfied = truth.satisfaction.get(option, frozenset())
-        missing = [c for c in self.task.priority_order() if c not in satisfied]
-        for constraint in self.task.constraints:
-            if missing and constraint.id == missing[0]:
-                return f"I need {constraint.text}."
-        return "I would prefer another option."
+        """Why the user rejects ``option``: the most important constraint it misses, in the
+        priority answer's words (:meth:`constraint_words`, which state no value). One on a
+        hidden slot the agent has not been told is skipped, as the priority answer skips it
+        (:meth:`_untold`: its words can state the value, "a morning departure", and whether
+        it exists can be the value); when every constraint the option misses is such a one,
+        the user says only that it misses something not told yet, naming no slot. The wish
+        follows a copula ("... is leaving my savings untouched"), which reads whatever the
+        form of its words, where "I need leaving my savings untouched" did not."""
+        by_id = {c.id: c for c in self.task.constraints}
+        satisfied = self.task.truth.satisfaction.get(option, frozenset())
+        missed = [by_id[c] for c in self.task.priority_order() if c not in satisfied]
+        if not missed:
+            return "I would prefer another option."
+        untold = self._untold()
+        wish = next((c for c in missed if c.topic not in untold), None)
+        if wish is None:
+            return "it misses something I have not told you yet; ask me what I need."
+        words = self.constraint_words(wish)
+        if words != wish.text:  # named by its slot ("the fare type")
+            words = f"what I want for {words}"
+        return f"the most important thing it misses is {words}."
 
     def _describe(self, slot: str) -> str:
         phrases = self._phrases.get(slot)
@@ -303,12 +354,18 @@ class SimulatedUser:
     def _given(self, slot: str) -> Value:
         return self.task.slot(slot).value
 
+    def _untold(self) -> set[str]:
+        """The hidden slots the agent has not been told (asked for, or announced). Neither
+        the priority answer nor an objection names a wish about one: its words can state the
+        value, and whether it exists at all can depend on the value (bank has a conversion
+        wish only when the user wants to avoid conversion)."""
+        return {s.name for s in self.task.slots if s.name not in self.told} - {PRIORITIES}
+
     def _priorities(self) -> str:
         """The order of the constraints on what the agent knows: one about a hidden slot not
-        told yet is left out, since whether it exists at all can depend on the hidden value
-        (bank has a conversion wish only when the user wants to avoid conversion)."""
+        told yet is left out (:meth:`_untold`)."""
         by_id = {c.id: c for c in self.task.constraints}
-        untold = {s.name for s in self.task.slots if s.name not in self.told} - {PRIORITIES}
+        untold = self._untold()
         order = [
             self.constraint_words(by_id[c])
             for c in self.task.priority_order()
@@ -345,8 +402,11 @@ class SimulatedUser:
 
 
 _NO_PROPOSAL = Proposal(None, False, False)
-_HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
-"""Slot kinds the agent can learn only by asking the user."""
+_ID = re.compile(r"[A-Za-z0-9]+")
+"""A token that may be an option's id (ids are ASCII letters and digits)."""
+HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
+"""Slot kinds the agent can learn only by asking the user (the request states the priority
+order only when no wish it ranks is on such a slot: :func:`stategym.generation.keeps_order`)."""
 _CONFIRMING = re.compile(
     r"\s*(?:shall|should|can|may|could) (?:i|we)\b|\s*(?:do|would) you (?:like|want) me to\b"
     r"|\s*(?:is that|is it|is this) (?:ok|okay|fine|alright)\b|\s*(?:ok|okay)\?",
@@ -370,6 +430,7 @@ def _states(text: str, values: Sequence[Value]) -> bool:
 
 
 __all__ = [
+    "HIDDEN",
     "PRIORITY_PHRASES",
     "Proposal",
     "SimulatedUser",

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from stategym.generation import apply_sets, order_matters
+from stategym.generation import apply_sets, order_hidden, order_matters
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -286,9 +286,9 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     feasible_sets = [h for _, h in final.routes(terms).values() if h >= FEASIBLE]
     conflict = knobs.priorities and terms.verified and order_matters(feasible_sets, prefs)
     hidden = {k: v and knobs.hidden_info for k, v in draw.hidden.items()}
-    priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
     balances = ", ".join(f"{a.balance} {a.currency}" for a in setup.accounts.values())
-    slots = client_slots(draw, prefs, hidden, priorities_hidden, conflict, knobs, balances)
+    slots = client_slots(draw, prefs, hidden, draw.priorities_hidden, conflict, knobs, balances)
+    priorities_hidden = order_hidden(knobs, slots)
     given = {s.name: s.value for s in slots if s.kind is SlotKind.GIVEN}
     constraints = client_constraints(draw, prefs)
     holders = {draw.invoice.iban: Holder(draw.invoice.iban, draw.holder)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stategym.generation import priorities_kind, priorities_sentences
+from stategym.generation import priorities_sentences, priorities_slot
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Constraint, ConstraintKind, Slot, SlotKind, Value
 
@@ -23,13 +23,15 @@ def client_slots(
     knobs: Knobs,
     balances: str,
 ) -> tuple[Slot, ...]:
-    """Every fact the client holds, and whether the request gives it or the agent must ask."""
+    """Every fact the client holds, and whether the request gives it or the agent must ask.
+    ``priorities_hidden`` is the draw's; the order is kept back as well when it ranks a wish
+    on a hidden slot (:func:`stategym.generation.keeps_order`)."""
 
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
     invoice = draw.invoice
-    return (
+    facts = (
         Slot("invoice", SlotKind.GIVEN, invoice.id, "It's invoice {value}."),
         Slot("payee", SlotKind.GIVEN, invoice.payee_name, "I'm paying {value}."),
         Slot("due_day", SlotKind.DERIVABLE, invoice.due_day, "I think it's due on day {value}."),
@@ -44,13 +46,16 @@ def client_slots(
             "As for currency conversion, {value}.",
         ),
         Slot("category", SlotKind.IRRELEVANT, draw.category, "File it under {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, priorities_hidden, conflict),
-            ">".join(prefs),
-            "{value}",
-        ),
     )
+    order = priorities_slot(
+        prefs,
+        knobs,
+        drawn_hidden=priorities_hidden,
+        conflict=conflict,
+        facts=facts,
+        constraints=client_constraints(draw, prefs),
+    )
+    return (*facts, order)
 
 
 def client_constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from stategym.generation import apply_sets, order_matters
+from stategym.generation import apply_sets, order_hidden, order_matters
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
@@ -318,7 +318,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         given,
         {"project_id": "get_account", "team": "get_account", "retention": "get_retention_policy"},
     )
-    priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
+    priorities_hidden = order_hidden(knobs, slots)
     return Task(
         "cloud",
         seed,

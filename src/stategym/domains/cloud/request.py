@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stategym.generation import priorities_kind, priorities_sentences
+from stategym.generation import priorities_sentences, priorities_slot
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Constraint, ConstraintKind, Slot, SlotKind, Value
 
@@ -20,12 +20,14 @@ PREFERENCE_TEXTS = {
 
 
 def owner_slots(draw: Draw, knobs: Knobs, conflict: bool) -> tuple[Slot, ...]:
-    """Every fact the owner holds, and whether the request gives it or the agent must ask."""
+    """Every fact the owner holds, and whether the request gives it or the agent must ask.
+    The draw may have the owner keep the order back; it does as well when the order ranks a
+    wish on a hidden slot (:func:`stategym.generation.keeps_order`)."""
 
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if draw.hidden[name] and knobs.hidden_info else SlotKind.GIVEN
 
-    return (
+    facts = (
         Slot(
             "project_id",
             SlotKind.DERIVABLE,
@@ -47,13 +49,16 @@ def owner_slots(draw: Draw, knobs: Knobs, conflict: bool) -> tuple[Slot, ...]:
             "Only count a volume as idle after {value} days without activity.",
         ),
         Slot("window", SlotKind.IRRELEVANT, draw.window, "Our maintenance window is {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, draw.priorities_hidden, conflict),
-            ">".join(draw.order),
-            "{value}",
-        ),
     )
+    order = priorities_slot(
+        draw.order,
+        knobs,
+        drawn_hidden=draw.priorities_hidden,
+        conflict=conflict,
+        facts=facts,
+        constraints=owner_constraints(),
+    )
+    return (*facts, order)
 
 
 def owner_constraints() -> tuple[Constraint, ...]:

@@ -15,6 +15,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from stategym.generation import order_hidden
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.frozen import quick_constructor
@@ -368,8 +369,8 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     satisfaction = option_table(every_option(plan.final), ids)
     best, order_decides = judge.judge(plan.final)
     conflict = knobs.priorities and order_decides
-    priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
-    task_slots = slots(draw, knobs, prefs, priorities_hidden, conflict)
+    task_slots = slots(draw, knobs, prefs, draw.priorities_hidden, conflict)
+    priorities_hidden = order_hidden(knobs, task_slots)
     given = {s.name: s.value for s in task_slots if s.kind is SlotKind.GIVEN}
     must_ask = tuple(s.name for s in task_slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold(draw, knobs, cal, best, must_ask, duration)

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from stategym.generation import priorities_kind, priorities_sentences
+from stategym.generation import priorities_sentences, priorities_slot
 from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -60,13 +60,17 @@ def split_names(text: str) -> list[str]:
 def slots(
     draw: Draw, knobs: Knobs, prefs: tuple[str, ...], priorities_hidden: bool, conflict: bool
 ) -> tuple[Slot, ...]:
+    """Every fact the organiser holds, and whether the request gives it or the agent must ask
+    or look it up. ``priorities_hidden`` is the draw's; the order is kept back as well when
+    it ranks a wish on a hidden slot (:func:`stategym.generation.keeps_order`)."""
+
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if draw.hidden[name] and knobs.hidden_info else SlotKind.GIVEN
 
     names = {p.id: p.name for p in draw.people}
     me = draw.organiser
     zones = "; ".join(f"{p.name} is on UTC{p.utc_offset:+d}" for p in draw.attendees)
-    return (
+    facts = (
         Slot(
             "attendees",
             SlotKind.GIVEN,
@@ -105,13 +109,16 @@ def slots(
             "As for room equipment, {value}.",
         ),
         Slot("agenda", SlotKind.IRRELEVANT, draw.agenda, "The agenda is {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, priorities_hidden, conflict),
-            ">".join(prefs),
-            "{value}",
-        ),
     )
+    order = priorities_slot(
+        prefs,
+        knobs,
+        drawn_hidden=priorities_hidden,
+        conflict=conflict,
+        facts=facts,
+        constraints=constraints(draw, prefs),
+    )
+    return (*facts, order)
 
 
 def constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from stategym.generation import (
     apply_sets,
     dominated_decoys,
+    order_hidden,
     order_matters,
 )
 from stategym.kernel.draws import randint, randrange
@@ -355,8 +356,8 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     ]
     conflict = knobs.priorities and order_matters(feasible_sets, prefs)
     hidden = {k: v and knobs.hidden_info for k, v in draw.hidden.items()}
-    priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
-    slots = buyer_slots(draw, prefs, hidden, priorities_hidden, conflict, knobs)
+    slots = buyer_slots(draw, prefs, hidden, draw.priorities_hidden, conflict, knobs)
+    priorities_hidden = order_hidden(knobs, slots)
     given = {s.name: s.value for s in slots if s.kind is SlotKind.GIVEN}
     constraints = buyer_constraints(draw, prefs)
     policy = _policy(draw)

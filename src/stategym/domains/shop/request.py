@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stategym.generation import priorities_kind, priorities_sentences
+from stategym.generation import priorities_sentences, priorities_slot
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Constraint, ConstraintKind, Slot, SlotKind, Value
 
@@ -26,12 +26,13 @@ def buyer_slots(
     knobs: Knobs,
 ) -> tuple[Slot, ...]:
     """Every fact the buyer holds, and whether the request gives it or the agent must ask or
-    look it up."""
+    look it up. ``priorities_hidden`` is the draw's; the order is kept back as well when it
+    ranks a wish on a hidden slot (:func:`stategym.generation.keeps_order`)."""
 
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
-    return (
+    facts = (
         Slot("item", SlotKind.GIVEN, draw.category, "I need a {value}."),
         Slot("quantity", SlotKind.GIVEN, draw.quantity, "I need {value} of them."),
         Slot("address", SlotKind.DERIVABLE, draw.account.city, "Ship it to our office in {value}."),
@@ -45,13 +46,16 @@ def buyer_slots(
         Slot("deadline", kind("deadline"), draw.deadline, "As for delivery, {value}."),
         Slot("brand", kind("brand"), draw.brand, "As for the brand, {value}."),
         Slot("color", SlotKind.IRRELEVANT, draw.color, "I'd like it in {value}."),
-        Slot(
-            "priorities",
-            priorities_kind(knobs, priorities_hidden, conflict),
-            ">".join(prefs),
-            "{value}",
-        ),
     )
+    order = priorities_slot(
+        prefs,
+        knobs,
+        drawn_hidden=priorities_hidden,
+        conflict=conflict,
+        facts=facts,
+        constraints=buyer_constraints(draw, prefs),
+    )
+    return (*facts, order)
 
 
 def buyer_constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:

@@ -10,7 +10,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from stategym.generation import apply_sets, dominated_decoys, order_matters
+from stategym.generation import apply_sets, dominated_decoys, order_hidden, order_matters
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -188,8 +188,8 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     ]
     conflict = knobs.priorities and order_matters(feasible_sets, prefs)
     hidden = {k: v and knobs.hidden_info for k, v in draw.hidden.items()}
-    priorities_hidden = draw.priorities_hidden and knobs.priorities and knobs.hidden_info
-    slots = traveller_slots(draw, prefs, hidden, priorities_hidden, conflict, knobs)
+    slots = traveller_slots(draw, prefs, hidden, draw.priorities_hidden, conflict, knobs)
+    priorities_hidden = order_hidden(knobs, slots)
     constraints = traveller_constraints(draw, prefs)
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold(draw, knobs, realised.final, realised.best, must_ask)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stategym.generation import priorities_kind, priorities_sentences
+from stategym.generation import priorities_sentences, priorities_slot
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Constraint, ConstraintKind, Slot, SlotKind, Value
 
@@ -21,14 +21,14 @@ def traveller_slots(
     knobs: Knobs,
 ) -> tuple[Slot, ...]:
     """Every fact the traveller holds, and whether the request gives it or the agent must
-    ask or look it up."""
+    ask or look it up. ``priorities_hidden`` is the draw's; the order is kept back as well
+    when it ranks a wish on a hidden slot (:func:`stategym.generation.keeps_order`)."""
 
     def kind(name: str) -> SlotKind:
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
-    order: Value = ">".join(prefs)
     first, last = draw.days[0], draw.days[-1]
-    return (
+    facts = (
         Slot("destination", SlotKind.GIVEN, draw.dest, "I'm going to {value}."),
         Slot("window", SlotKind.GIVEN, f"{first}-{last}", "I can leave between days {value}."),
         Slot("origin", SlotKind.DERIVABLE, draw.home, "I fly from {value}."),
@@ -43,8 +43,16 @@ def traveller_slots(
         Slot("fare_type", kind("fare_type"), draw.fare_type, "As for the fare type, {value}."),
         Slot("departure", kind("departure"), draw.departure, "As for the departure time, {value}."),
         Slot("seat", SlotKind.IRRELEVANT, draw.seat, "I like a {value} seat."),
-        Slot("priorities", priorities_kind(knobs, priorities_hidden, conflict), order, "{value}"),
     )
+    order = priorities_slot(
+        prefs,
+        knobs,
+        drawn_hidden=priorities_hidden,
+        conflict=conflict,
+        facts=facts,
+        constraints=traveller_constraints(draw, prefs),
+    )
+    return (*facts, order)
 
 
 def traveller_constraints(draw: Draw, prefs: tuple[str, ...]) -> tuple[Constraint, ...]:
