@@ -73,15 +73,15 @@ def test_a_parallel_round_splits_its_reward_over_its_calls_in_logged_order():
     paid, _ = _paid([calls(0, PROFILE, hold("A")), finish(0)])
     first, second = paid.rounds[0].calls
     assert first == pytest.approx(g(0, 0, 0.2, 0))
-    # the hold guesses values (search:1, search:2, policy): one early call of a value path
-    # three steps deep; it covers a second node and uses the budget unasked (already
-    # pending as missed: Q_clar stays 0)
-    assert second == pytest.approx(g(0, 0, 0.4 * (1 - 1 / 3), 0) - g(0, 0, 0.2, 0))
+    # the hold guesses values (search:1, search:2, policy): an early call that skipped two
+    # steps of a value path three deep (the searches and the profile they need); it covers
+    # a second node and uses the budget unasked (already pending as missed: Q_clar stays 0)
+    assert second == pytest.approx(g(0, 0, 0.4 * (1 - 2 / 3), 0) - g(0, 0, 0.2, 0))
     assert first + second + paid.rounds[0].rest == pytest.approx(paid.rewards[0])
     assert paid.rounds[1].calls == (0.0,)  # finish causes nothing
     swapped, _ = _paid([calls(0, hold("A"), PROFILE), finish(0)])
     assert swapped.rewards[0] == pytest.approx(paid.rewards[0])
-    assert swapped.rounds[0].calls[0] == pytest.approx(g(0, 0, 0.2 * (1 - 1 / 3), 0))
+    assert swapped.rounds[0].calls[0] == pytest.approx(g(0, 0, 0.2 * (1 - 2 / 3), 0))
 
 
 def test_a_message_and_an_invalid_round_are_paid_as_whole_rounds():

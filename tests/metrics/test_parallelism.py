@@ -23,6 +23,8 @@ from metrics_toy import (
     trajectory,
 )
 
+from stategym.kernel.tools import Effect
+from stategym.kernel.trajectory import CallRecord
 from stategym.metrics import Dimension, Kind, score
 from stategym.metrics.parallelism import parallelism_quality
 
@@ -100,15 +102,34 @@ def test_speculative_calls_cost_economy():
     assert scored.early == 1  # the sprayed search needed the profile too
 
 
+def _researched() -> CallRecord:
+    """Day 2 searched again: its result shows B's new fare (a read of what PRICE changed)."""
+    return call("search", {"origin": "HOME", "day": 2}, content={"flights": [{"id": "B"}]})
+
+
 def test_a_change_in_the_world_excuses_one_informed_recheck():
     the_task = task(events=(PRICE,))
     rounds = expert_rounds()
     rounds[2] = calls(2, *SEARCHES, fired=(0,))  # the price of B moves after the search
-    rechecked = [*rounds[:3], calls(0, hold("B")), *rounds[3:]]
+    rechecked = [*rounds[:3], calls(0, _researched()), *rounds[3:]]
     scored, _ = _par(rechecked, the_task)
     assert scored.extra == 0 and scored.quality == 1.0
-    unexcused = [*rounds[:3], calls(0, hold("B")), calls(0, hold("B")), *rounds[3:]]
+    unexcused = [*rounds[:3], calls(0, _researched()), calls(0, _researched()), *rounds[3:]]
     assert _par(unexcused, the_task)[0].extra == 1
+
+
+@pytest.mark.parametrize("effect", [Effect.WRITE, Effect.COMMIT])
+def test_a_change_in_the_world_never_excuses_a_call_that_changes_the_world(effect):
+    """Audit 5 §4: only a read re-reads. Holding B again after its fare jumped (a write) is a
+    second hold the change did not ask for; before, it was excused (travel: a stray
+    ``hold_fare`` of the decoy whose price jumped scored R = 1.000 on 12 of 60 seeds)."""
+    the_task = task(events=(PRICE,))
+    rounds = expert_rounds()
+    rounds[2] = calls(2, *SEARCHES, fired=(0,))
+    again = call("hold", {"option": "B"}, effect=effect, content={"option": "B"})
+    scored, events = _par([*rounds[:3], calls(0, again), *rounds[3:]], the_task)
+    assert scored.extra == 1 and scored.quality < 1.0
+    assert [(e.round, e.subject) for e in events if e.kind is Kind.CALL_EXTRA] == [(3, "hold")]
 
 
 def test_paying_in_the_same_round_as_the_hold_is_unverified_and_counted_once():
@@ -125,6 +146,44 @@ def test_proposing_before_holding_is_an_early_proposal():
     rounds = [*expert_rounds()[:3], CONFIRM, calls(0, hold("A")), PAY, FINISH]
     scored, _ = _par(rounds)
     assert scored.early == 1
+
+
+@pytest.mark.parametrize(
+    ("before", "skipped"),
+    [(1, 3), (2, 2), (3, 1), (4, 0)],
+    ids=["before-any-lookup", "after-the-lookups", "after-the-searches", "after-the-hold"],
+)
+def test_an_early_proposal_costs_each_step_of_the_value_path_it_skipped(before, skipped):
+    """Audit 5 §2: the value path to the confirmation is profile -> search -> hold ->
+    confirm (L = 3). A proposal moved before round ``before`` of the expert's skipped the
+    unobserved nodes on that path; before, it cost 1 wherever it stood (a blind proposal,
+    before any lookup, scored R = 0.909 on most tasks of every domain)."""
+    rounds = expert_rounds()
+    proposal = rounds.pop(4)
+    rounds.insert(before, proposal)
+    scored, events = _par(rounds)
+    assert scored.early == skipped
+    assert scored.violations == pytest.approx(skipped / 3)
+    early = [e for e in events if e.kind is Kind.CALL_EARLY]
+    assert [e.value for e in early] == ([-float(skipped)] if skipped else [])
+
+
+def test_a_guess_two_steps_early_costs_two_and_one_step_early_one():
+    ask, lookups, searches, *rest = expert_rounds()
+    # the hold beside the lookups skipped the searches and the profile they need
+    two = [ask, calls(0, *LOOKUPS, hold("A")), searches, *rest[1:]]
+    scored, events = _par(two)
+    assert [(e.subject, e.value) for e in events if e.kind is Kind.CALL_EARLY] == [
+        ("policy,search:1,search:2->hold", -2.0)
+    ]
+    assert scored.early == 2 and scored.violations == pytest.approx(2 / 3)
+    # beside the searches, it skipped only them
+    one = [ask, lookups, calls(0, *SEARCHES, hold("A")), *rest[1:]]
+    scored, events = _par(one)
+    assert [(e.subject, e.value) for e in events if e.kind is Kind.CALL_EARLY] == [
+        ("search:1,search:2->hold", -1.0)
+    ]
+    assert scored.early == 1 and scored.violations == pytest.approx(1 / 3)
 
 
 def test_proposing_an_option_after_holding_that_option_is_not_early():

@@ -47,7 +47,8 @@ class Gold:
         must_ask: M*, the slots only the user knows.
         kinds: slot kinds by name.
         above: for each constraint, the constraints strictly above it in the priority order.
-        decisions: number of the task's decision points (|D|).
+        decisions: |D|, the decisions the agent takes: the task's decision points, and in a
+            task judged on its answer the answer itself (risk classifies it).
         constrained: the task has constraints (priority applies).
         by_answer: the episode is judged on its ``finish`` answer, not on commitments
             (statefulness off, or a read-only domain).
@@ -183,7 +184,7 @@ def _build(task: Task) -> Gold:
         must_ask=must_ask,
         kinds={s.name: s.kind for s in task.slots},
         above=_above(task),
-        decisions=len(truth.decisions),
+        decisions=len(truth.decisions) + task.judged_by_answer,
         constrained=bool(task.constraints),
         by_answer=task.judged_by_answer,
         events=task.events,

@@ -6,17 +6,20 @@ Formula (``docs/metrics.md``)::
 
 - coverage ``kappa = matched / |required|``: required nodes are the gold read and write calls;
   a call matches a node when its arguments are acceptable and it succeeds.
-- violations ``nu = min(1, V / L)``: V counts the early calls (commits left out: their
-  unobserved preconditions are risk's) and proposals: one issued when none of the nodes it
-  may stand for had every value it needs (PIPE or DECIDE edges) observed in an earlier round;
-  L is the depth of the value graph (:attr:`Gold.depth`), so each guess costs one of the
-  rounds a chain of lookups must wait. A call whose guessed argument keeps it from matching
-  still stands for every node of its tool, so a guess costs the same whether it was right or
-  wrong.
+- violations ``nu = min(1, V / L)``: V counts the steps of the value path that early calls
+  (commits left out: their unobserved preconditions are risk's) and proposals skipped. A call
+  is early when none of the nodes it may stand for had every value it needs (PIPE or DECIDE
+  edges) observed in an earlier round, and it skipped the unobserved nodes on the longest
+  path of value edges ending at the nearest of them; L is the depth of the value graph
+  (:attr:`Gold.depth`), the rounds a chain of lookups must wait. A guess one step early costs
+  1, a proposal before any lookup the whole path. A call whose guessed argument keeps it
+  from matching still stands for every node of its tool, so a guess costs the same whether
+  it was right or wrong.
 - economy ``epsilon = 1 - (extra + wasted) / (calls + wasted)``: a call is extra when it
-  covers no new gold node, unless it is an informed call (a well-formed call of a gold tool,
-  no violation) that re-reads what a fired event changed (each event excuses one: a fare
-  that jumped is held again); a round is wasted when it has no usable action, and an episode
+  covers no new gold node, unless it is an informed re-read (a well-formed call of a gold
+  tool that declares a read, no violation) of what a fired event changed (each event
+  excuses one: the day whose fare jumped is searched again; a write or a commit naming the
+  change is never excused); a round is wasted when it has no usable action, and an episode
   never finished wastes one more at its end.
 - round efficiency ``eta = 1 - serialised / independent pairs``: a pair of required nodes
   with no path between them is serialised when the later one was already callable (every
@@ -47,7 +50,8 @@ DIM = Dimension.PARALLELISM
 # metaclass's attribute hook (EnumType defines __getattr__), several times the cost of a
 # module global, and these are read for every call of every round.
 _MATCHED, _EARLY, _EXTRA = Kind.CALL_MATCHED, Kind.CALL_EARLY, Kind.CALL_EXTRA
-_WASTED, _SERIALISED, _COMMIT = Kind.ROUND_WASTED, Kind.CALL_SERIALISED, Effect.COMMIT
+_WASTED, _SERIALISED = Kind.ROUND_WASTED, Kind.CALL_SERIALISED
+_COMMIT, _READ = Effect.COMMIT, Effect.READ
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +65,8 @@ class Parallelism:
         economy: epsilon.
         efficiency: eta.
         matched: required nodes covered.
-        early: calls (and proposals) issued before a value they need was observed (V).
+        early: V, the steps of the value path skipped by calls (and proposals) issued before
+            a value they need was observed (one per call that guessed one step early).
         extra: calls penalised as extra.
         serialised: independent pairs split across rounds.
         wasted: rounds with no usable action, and the end of an episode never finished.
@@ -122,6 +127,33 @@ def _missing(
         if first is None:
             first = missing
     return first or []
+
+
+def _skipped(
+    tr: Trace, gold: Gold, candidates: tuple[str, ...], at: int, option: str | None
+) -> int:
+    """The steps of the value path an early call (or proposal) skipped: for the nearest of
+    the nodes it may stand for, the unobserved nodes on the longest path of value edges
+    ending at it (a guess one step early skips 1; a proposal before any lookup, the whole
+    path). At least 1 for a call :func:`_missing` found early."""
+    memo: dict[str, int] = {}
+    return max(1, min(_unobserved_depth(tr, gold, node, at, option, memo) for node in candidates))
+
+
+def _unobserved_depth(
+    tr: Trace, gold: Gold, node: str, at: int, option: str | None, memo: dict[str, int]
+) -> int:
+    """The most nodes unobserved before round ``at`` on one path of value edges ending at
+    ``node`` (``node`` itself not counted): 0 when every value it needs was observed."""
+    found = memo.get(node)
+    if found is None:
+        memo[node] = 0  # a cycle (none expected) ends the path
+        found = 0
+        for pred in gold.value_order[node]:
+            if not tr.observed_before(pred, at, option):
+                found = max(found, 1 + _unobserved_depth(tr, gold, pred, at, option, memo))
+        memo[node] = found
+    return found
 
 
 def _rereads(tr: Trace, gold: Gold, call: CallView, event: int) -> bool:
@@ -221,10 +253,11 @@ class ParallelismScorer:
         """Fired events (their order of firing) that already excused a re-read."""
         self.events: list[Event] = []
 
-    def _event(self, at: int, kind: Kind, subject: str, call: int | None) -> Event:
-        self.counts[kind] += 1
-        value = 1.0 if kind is _MATCHED else -1.0
-        return Event(at, DIM, kind, value, self.rewards[kind], subject, call=call)
+    def _event(self, at: int, kind: Kind, subject: str, call: int | None, weight: int = 1) -> Event:
+        """One event; ``weight`` counts it that many times (the steps an early call skipped)."""
+        self.counts[kind] += weight
+        value = 1.0 if kind is _MATCHED else -float(weight)
+        return Event(at, DIM, kind, value, weight * self.rewards[kind], subject, call=call)
 
     def add(self, tr: Trace, calls: Sequence[CallView], say: SayView | None) -> list[Event]:
         gold, new = self.gold, []
@@ -237,7 +270,8 @@ class ParallelismScorer:
             missing = [] if commit else _missing(tr, gold, call.candidates, at, call.option)
             if missing:
                 subject = f"{','.join(missing)}->{call.name}"
-                new.append(self._event(at, _EARLY, subject, pos))
+                steps = _skipped(tr, gold, call.candidates, at, call.option)
+                new.append(self._event(at, _EARLY, subject, pos, steps))
             if call.first is not None and call.first in gold.independent:
                 new.append(self._event(at, _MATCHED, call.first, pos))
                 new += [
@@ -251,14 +285,21 @@ class ParallelismScorer:
             missing = _missing(tr, gold, confirm, say.round, say.proposed)
             if missing:
                 subject = f"{','.join(missing)}->{CONFIRM}"
-                new.append(self._event(say.round, _EARLY, subject, None))
+                steps = _skipped(tr, gold, confirm, say.round, say.proposed)
+                new.append(self._event(say.round, _EARLY, subject, None, steps))
         self.events += new
         return new
 
     def _excuse(self, tr: Trace, call: CallView, missing: list[str]) -> bool:
-        """An informed re-call (a well-formed call of a gold tool, no violation) is excused by
-        one change of the world fired before it that it re-reads, each change once."""
-        if not call.candidates or missing or call.malformed:
+        """An informed re-read (a well-formed call of a gold tool that declares a read, no
+        violation) is excused by one change of the world fired before it that it re-reads,
+        each change once.
+
+        Only a read re-reads: a write or a commit naming the changed entity changes the world
+        again (a stray hold of the fare that just jumped, a detach of the volume just found
+        in use), which no change of the world asked for.
+        """
+        if call.effect is not _READ or not call.candidates or missing or call.malformed:
             return False
         for order, (fired_at, event) in enumerate(tr.fired):
             if fired_at >= call.round:
@@ -314,7 +355,7 @@ def running_parallelism(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     parts = _parts(
         gold,
         count.get(_MATCHED, 0),
-        count.get(_EARLY, 0),
+        round(-counts.total.get(_EARLY, 0.0)),  # V: each early event weighs its skipped steps
         count.get(_EXTRA, 0) + wasted,
         count.get(_SERIALISED, 0),
         counts.calls + wasted,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from stategym.kernel.task import Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Outcome, Trajectory
-from stategym.kernel.understanding.answers import match_answer
+from stategym.kernel.understanding.answers import match_answer, normalise_answer
 
 from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind
@@ -92,6 +92,26 @@ def choice_of(task: Task, outcome: Outcome | None, by_answer: bool) -> str | Non
         # an option outside the table (sold out at the end) still counts as a commitment
         return outcome.committed[0] if outcome.committed else None
     return min(committed, key=lambda o: (truth.score(o), o))
+
+
+def answers_best(task: Task, answer: str | None) -> bool:
+    """Whether a ``finish`` answer is right, as the environment judges a task judged on its
+    answer (:func:`stategym.kernel.outcome.judge`, the outcome's ``goal_reached``): it names
+    a best option or, when nothing is best, says "none" (or nothing); no answer is never
+    right.
+
+    >>> from stategym.registry import cached_task
+    >>> from stategym.kernel.knobs import Knobs
+    >>> task = cached_task("travel", 0, Knobs(stateful=False))
+    >>> answers_best(task, f"The answer is {task.truth.best[0]}."), answers_best(task, None)
+    (True, False)
+    """
+    if answer is None:
+        return False
+    best = task.truth.best
+    if best:
+        return match_answer(answer, best) is not None
+    return normalise_answer(answer) in ("none", "")
 
 
 def inversions(task: Task, gold: Gold, choice: str | None) -> list[tuple[str, str]]:
@@ -167,6 +187,7 @@ __all__: Sequence[str] = (
     "DECLARATION",
     "Priority",
     "PriorityScorer",
+    "answers_best",
     "choice_of",
     "inversions",
     "priority",

@@ -48,7 +48,7 @@ dl.config dt { color: var(--muted); } dl.config dd { margin: 0; font-family: mon
 #pager { margin: 6px 0; } #pager button { margin-right: 6px; }
 .badge { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 11.5px;
   border: 1px solid currentColor; white-space: nowrap; }
-.yes, .safe, .abstained { color: #00684a; } .no, .harmful { color: #a33b00; }
+.yes, .safe, .abstained { color: #00684a; } .no, .harmful, .wrong { color: #a33b00; }
 .unverified { color: #8a5d00; } .missed { color: #7a3d66; } .none { color: var(--muted); }
 .ungrounded { color: #a33b00; font-weight: 600; } .user { color: #005a8c; }
 .tool { color: #00684a; } .request { color: var(--muted); }

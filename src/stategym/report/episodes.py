@@ -35,12 +35,14 @@ MAX_TEXT = 2000
 """Characters kept of one tool result, model text or message."""
 RISK_CLASSES: tuple[tuple[Kind, str], ...] = (
     (Kind.COMMIT_HARMFUL, "harmful"),
+    (Kind.ANSWER_WRONG, "wrong"),
     (Kind.COMMIT_UNVERIFIED, "unverified"),
     (Kind.COMMIT_MISSED, "missed"),
     (Kind.COMMIT_SAFE, "safe"),
     (Kind.ABSTAIN_CORRECT, "abstained"),
 )
-"""A commit event's class, worst first: an episode's risk class is its worst commit's."""
+"""A commit event's class, worst first: an episode's risk class is its worst commit's (a task
+judged on its answer classifies the answer the same way, "wrong" when it names no best option)."""
 CLASS_OF: Mapping[Kind, str] = dict(RISK_CLASSES)
 
 

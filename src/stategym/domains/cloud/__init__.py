@@ -127,7 +127,7 @@ SLOT_PHRASES: dict[str, tuple[str, ...]] = {
 
 
 def _world(task: Task) -> World:
-    return CloudWorld(task.base, task.knobs)
+    return CloudWorld(task.base, task.knobs, frozenset(task.truth.best))
 
 
 def _commitments(world: World) -> tuple[Commitment, ...]:

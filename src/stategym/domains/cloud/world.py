@@ -71,12 +71,22 @@ class CloudBase:
 
 
 class CloudWorld(World):
+    """One episode's cloud.
+
+    Attributes:
+        deletable: the volumes the task asks to delete (its best options, the ones the user
+            agrees to): detaching one of them prepares the deletion, detaching any other
+            volume is damage (see ``tools.detach_volume``). It comes from the task the
+            episode plays, not the base, so a counterfactual probe's new best is honoured.
+    """
+
     TABLES = ("volumes", "instances", "snapshots")
 
-    def __init__(self, base: CloudBase, knobs: Knobs) -> None:
+    def __init__(self, base: CloudBase, knobs: Knobs, deletable: frozenset[str]) -> None:
         super().__init__({USER_ACCOUNT: base.balance, PROVIDER_ACCOUNT: 0})
         self.base = base
         self.knobs = knobs
+        self.deletable = deletable
         self.volumes: Table[str, Volume] = Table(base.volumes)
         self.instances: Table[str, Instance] = Table(base.instances)
         self.snapshots: Table[str, Snapshot] = Table({})
