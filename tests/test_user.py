@@ -5,7 +5,7 @@ to questions no single fact answers."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 from hypothesis import given
@@ -158,9 +158,11 @@ def test_proposals_naming_one_option_are_judged_against_the_truth() -> None:
     checked = {True: 0, False: 0}
     for seed in range(40):
         user, task = _user(seed)
+        # a user that has not changed its mind yet judges on the wishes it holds now
+        best = _held(task)[1]
         for option in sorted(task.truth.satisfaction)[:4]:
             turn = user.respond(f"I found {option}. Shall I book it?")
-            accepted = option in task.truth.best
+            accepted = option in best
             assert (turn.proposed, turn.accepted) == (option, accepted)
             assert ("Yes," in turn.reply) == accepted and ("No," in turn.reply) != accepted
             checked[accepted] += 1
@@ -413,9 +415,18 @@ def _rejections(
     domain = get_domain(name)
     for seed in seeds:
         task = domain.generate(seed, Knobs())
-        rejected = [o for o in sorted(task.truth.satisfaction) if o not in task.truth.best]
+        table, best = _held(task)
+        rejected = [o for o in sorted(table) if o not in best]
         for option in rejected[:count]:
             yield SimulatedUser(task, domain.slot_phrases), option
+
+
+def _held(task: Task) -> tuple[Mapping[str, frozenset[str]], tuple[str, ...]]:
+    """The table a user that has not changed its mind yet judges on, and its best options."""
+    truth = task.truth
+    if truth.before_change is None or truth.best_before_change is None:
+        return {**truth.withdrawn, **truth.satisfaction}, truth.best
+    return truth.before_change, truth.best_before_change
 
 
 def _untold(user: SimulatedUser) -> set[str]:
@@ -454,7 +465,7 @@ def _first_wish(user: SimulatedUser, option: str, told: set[str]) -> str:
     """The words of the most important constraint ``option`` misses, skipping those on a
     hidden slot outside ``told``."""
     by_id = {c.id: c for c in user.task.constraints}
-    satisfied = user.task.truth.satisfaction[option]
+    satisfied = _held(user.task)[0][option]
     untold = _untold(user) - told
     wish = next(
         by_id[c]
@@ -482,7 +493,7 @@ def test_a_rejection_names_a_wish_on_a_hidden_slot_once_that_slot_was_told(
         missed = [
             by_id[c]
             for c in user.task.priority_order()
-            if c not in user.task.truth.satisfaction[option] and by_id[c].topic not in others
+            if c not in _held(user.task)[0][option] and by_id[c].topic not in others
         ]
         if not missed or missed[0].topic != slot:
             continue
@@ -577,3 +588,72 @@ def test_three_messages_naming_options_only_as_context_make_the_user_give_up() -
     results = [env.step(Say(f"I also looked at {other}.")) for _ in range(3)]
     assert [r.terminated for r in results] == [False, False, True]
     assert (results[-1].observation.user or "").endswith("Goodbye.")
+
+
+# The user judges a proposal on the wishes it holds when it is made, and recognises every
+# option the world can show (regressions of the fifth audit's findings 3 and 4).
+
+
+def _first_proposal(env: Env, seed: int, *texts: str) -> list[str]:
+    """The user's reply to each of ``texts``, said first on ``seed`` of ``env``'s domain."""
+    replies = []
+    for text in texts:
+        env.reset(seed=seed)
+        env.step(Say(text))
+        turn = env.trajectory.rounds[-1].user
+        assert turn is not None and turn.proposed is not None, text
+        assert turn.accepted is not None
+        replies.append(turn.reply.replace(turn.proposed, "X"))
+    return replies
+
+
+def test_a_proposal_before_a_change_of_mind_is_judged_on_the_wishes_the_user_holds() -> None:
+    # travel seed 5: the budget is $850 until clock 3, then $750; LU573 costs $810
+    env = Env("travel")
+    env.reset(seed=5)
+    task = env.task
+    assert task.slot("budget").value == 850
+    assert [(e.at, e.value) for e in task.events if e.slot == "budget"] == [(3, 750)]
+    assert env.world.flights["LU573"].price == 810
+    assert "within_budget" not in task.truth.satisfaction["LU573"]
+    env.step(Say("What is your budget for this flight?"))
+    result = env.step(Say("I propose LU573. Shall I book it?"))
+    reply = result.observation.user or ""
+    assert "No, LU573" in reply and "budget" not in reply  # it fits the $850 the user holds
+    # once the user has changed its mind, the final budget is what it judges on
+    env.reset(seed=5)
+    for _ in range(3):
+        env.step(Say("What is your budget for this flight?"))
+    result = env.step(Say("I propose LU573. Shall I book it?"))
+    assert "Change of plan" in (result.observation.user or "")
+    assert "budget" in (result.observation.user or "").split("does not work for me")[-1]
+
+
+@pytest.mark.parametrize("seed", [1, 4, 7])  # seed 1: 90 minutes, then 60 from clock 3
+def test_every_meeting_length_is_an_option_so_proposals_tell_no_hidden_length(seed: int) -> None:
+    env = Env("meetings")
+    env.reset(seed=seed)
+    task = env.task
+    held = {task.slot("duration").value, *(e.value for e in task.events if e.slot == "duration")}
+    some = next(iter(task.truth.satisfaction))
+    texts = ["Would " + re.sub(r"M\d+", f"M{m}", some) + " work for you?" for m in (30, 60, 90)]
+    replies = _first_proposal(env, seed, *texts)  # each is read as a proposal, judged
+    # the lengths the user does not hold now get one reply, the coming one included
+    now = task.slot("duration").value
+    others = {r for m, r in zip((30, 60, 90), replies, strict=True) if m != now}
+    assert len(others) == 1
+    if seed == 1:
+        assert held == {90, 60}
+
+
+@pytest.mark.parametrize(("domain", "seed"), [("travel", 2), ("travel", 6), ("shop", 4)])
+def test_an_option_that_sells_out_later_is_judged_while_it_is_on_offer(
+    domain: str, seed: int
+) -> None:
+    env = Env(domain)
+    env.reset(seed=seed)
+    task = env.task
+    sold = next(e for e in task.events if e.field in ("seats", "stock") and e.value == 0)
+    assert sold.key not in task.truth.satisfaction and sold.at > 1
+    (reply,) = _first_proposal(env, seed, f"I propose {sold.key}. Shall I book it?")
+    assert reply.startswith("No, X does not work for me: the most important thing it misses")

@@ -12,7 +12,9 @@ is, which constraints it satisfies) stay in each domain; what is the same everyw
   the slot that holds it; :func:`order_hidden`: whether a task's order is the user's alone;
 * :func:`priorities_sentences`: the request's sentence that states it;
 * :func:`dominated_decoys`: which options an event may hit without changing the best choice;
-* :func:`apply_sets`: a table as it will be once every scheduled ``set`` event has fired.
+* :func:`apply_sets`: a table as it will be once every scheduled ``set`` event has fired;
+* :func:`with_user_tables`: the tables the simulated user judges a proposal on, beside the
+  final one the scorer reads.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from stategym.kernel.task import (
     Constraint,
     Event,
     EventKind,
+    GroundTruth,
     Slot,
     SlotKind,
     Value,
+    best_options,
 )
 from stategym.kernel.user import HIDDEN
 
@@ -202,3 +206,39 @@ def apply_sets(table: str, rows: Mapping[str, Row], events: Iterable[Event]) -> 
             change: dict[str, Any] = {e.field: e.value}
             final[e.key] = replace(final[e.key], **change)
     return final
+
+
+Table = Mapping[str, frozenset[str]]
+"""The constraint ids each option satisfies."""
+
+
+def with_user_tables(
+    truth: GroundTruth, offered: Table, before: tuple[Table, Table] | None
+) -> GroundTruth:
+    """``truth`` with what the simulated user judges a proposal on beside its final table.
+
+    The user judges on the wishes it holds when the proposal is made, and recognises every
+    option the world shows: the options an event takes away (:attr:`GroundTruth.withdrawn`)
+    are judged as they were while offered, and while the user holds the values its change of
+    mind replaces it judges on the table of those values (:attr:`GroundTruth.before_change`).
+
+    Args:
+        truth: the ground truth over the final world and the final values.
+        offered: the table of the world before any event, under the final values.
+        before: the tables of the world before any event and of the final world, under the
+            values before the change of mind (``None``: the task has none).
+
+    Example:
+        >>> truth = GroundTruth((), (), (), {"A": frozenset({"x"})}, frozenset(), ("A",), {"x": 1})
+        >>> t = with_user_tables(truth, {"A": frozenset({"x"}), "B": frozenset()}, None)
+        >>> dict(t.withdrawn), t.before_change
+        ({'B': frozenset()}, None)
+    """
+    final = truth.satisfaction
+    withdrawn = {o: s for o, s in offered.items() if o not in final}
+    if before is None:
+        return replace(truth, withdrawn=withdrawn)
+    before_offered, before_final = before
+    table = {**{o: s for o, s in before_offered.items() if o not in final}, **before_final}
+    best = best_options(table, truth.nothing_satisfies, truth.weights)
+    return replace(truth, withdrawn=withdrawn, before_change=table, best_before_change=best)

@@ -267,6 +267,11 @@ def test_option_ids_do_not_end_like_a_plural() -> None:
 def test_the_experts_proposals_name_one_option_and_no_slot() -> None:
     for task in _tasks(100):
         user = SimulatedUser(task, DOMAIN.slot_phrases)
+        # the expert proposes once the user has changed its mind, and the user judges a
+        # proposal on the wishes it holds then
+        for event in task.events:
+            if event.kind is EventKind.USER_UPDATE:
+                user.change_mind(event.slot, event.value)
         for option in list(task.truth.satisfaction)[:5] + list(task.truth.best[:1]):
             turn = user.respond(proposal(_option(option)))
             assert turn.proposed == option and turn.asked == () and not turn.priority_asked

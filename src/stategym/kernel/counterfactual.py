@@ -30,7 +30,6 @@ from dataclasses import replace
 from stategym.kernel.domain import Domain, GoldGraph, lookup
 from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.task import (
-    GroundTruth,
     SlotKind,
     Task,
     Value,
@@ -114,8 +113,17 @@ def flip_priorities(task: Task, domain: Domain | None = None) -> Task | None:
     slots = tuple(
         replace(s, value=">".join(prefs[::-1])) if s.name == PRIORITIES else s for s in task.slots
     )
-    new_truth = GroundTruth(
-        calls, edges, decisions, truth.satisfaction, truth.nothing_satisfies, best, weights
+    before = truth.before_change
+    new_truth = replace(
+        truth,
+        calls=calls,
+        edges=edges,
+        decisions=decisions,
+        best=best,
+        weights=weights,
+        best_before_change=None
+        if before is None
+        else best_options(before, truth.nothing_satisfies, weights),
     )
     return replace(task, slots=slots, priority=priority, truth=new_truth)
 

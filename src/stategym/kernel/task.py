@@ -193,6 +193,20 @@ class GroundTruth:
         best: options that reach the best feasible weighted satisfaction (empty if doing
             nothing is best).
         weights: priority weight of each constraint (see :func:`priority_weights`).
+        before_change: what the simulated user judges a proposal on while it still holds
+            the value its scheduled change of mind (the task's ``user_update`` event)
+            replaces: the constraint ids each option satisfies under the values before the
+            change, over the options of ``satisfaction`` and ``withdrawn`` (``None``: the
+            task has no change of mind). The metric never reads it.
+        best_before_change: the best options of ``before_change`` (``None`` with it).
+        withdrawn: options the world offers until an event takes them away (a flight that
+            sells out), so ``satisfaction`` leaves them out: the constraint ids each
+            satisfies, under the final values, while it is offered. The user judges a
+            proposal of one on it, as it would have judged the option had it stayed; none is
+            in ``best`` (an event takes away only an option the best ones dominate).
+        known_options: further ids the user recognises as options though no table of its
+            wishes holds them (meetings: the same times at each length the user could ask
+            for), so that naming one is a proposal, rejected, whatever the hidden values.
     """
 
     calls: tuple[GoldCall, ...]
@@ -202,6 +216,17 @@ class GroundTruth:
     nothing_satisfies: frozenset[str]
     best: tuple[str, ...]
     weights: Mapping[str, int]
+    before_change: Mapping[str, frozenset[str]] | None = None
+    best_before_change: tuple[str, ...] | None = None
+    withdrawn: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    known_options: tuple[str, ...] = ()
+
+    def options(self) -> tuple[str, ...]:
+        """Every id the user recognises as an option: the keys of every table it judges on
+        (the final one, the one before its change of mind, the withdrawn options) and
+        ``known_options``, each once."""
+        tables = (self.satisfaction, self.before_change or {}, self.withdrawn)
+        return tuple(dict.fromkeys(o for ids in (*tables, self.known_options) for o in ids))
 
     def score(self, option: str | None) -> int:
         """Weighted satisfaction S(x) of committing to ``option`` (``None``: nothing)."""

@@ -9,6 +9,13 @@ when asked something no fact answers (which option to pick, all its constraints 
 confirms or rejects a concrete proposal against its true constraints, announces scheduled
 changes of mind, and says when it does not understand.
 
+A proposal is judged on the wishes the user holds when it is made (:meth:`SimulatedUser._wishes`):
+before its scheduled change of mind on the table of its values before the change
+(:attr:`~stategym.kernel.task.GroundTruth.before_change`), then on the final one. Every option
+id the world can show is an option (:meth:`~stategym.kernel.task.GroundTruth.options`): one an
+event takes away is judged as it was while offered, and one no table of the wishes held lists
+(a meeting of another length) is refused, so which ids are options tells no hidden value.
+
 A reply reveals a hidden value only when the agent asked for that slot, and what it reveals
 is logged (:attr:`UserTurn.values`). Neither the priority answer nor a rejection's reason
 names a wish about a hidden slot the agent has not been told (:meth:`SimulatedUser._untold`),
@@ -40,7 +47,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from stategym.kernel.task import Constraint, SlotKind, Task, Value
+from stategym.kernel.task import Constraint, SlotKind, Task, Value, final_values
 from stategym.kernel.understanding import (
     CHOICE,
     OVERVIEW,
@@ -169,7 +176,7 @@ class SimulatedUser:
         self._matcher: Reader = reader or matcher_for(slot_phrases)
         self._phrases = slot_phrases
         self._order = {slot.name: i for i, slot in enumerate(task.slots)}
-        self._options = _option_keys(tuple(task.truth.satisfaction)) if judges else {}
+        self._options = _option_keys(task.truth.options()) if judges else {}
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
@@ -188,7 +195,7 @@ class SimulatedUser:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._matcher = self._reader or matcher_for(self._phrases)
-        self._options = _option_keys(tuple(self.task.truth.satisfaction)) if self.judges else {}
+        self._options = _option_keys(self.task.truth.options()) if self.judges else {}
 
     def state(self) -> UserState:
         return UserState(
@@ -282,13 +289,29 @@ class SimulatedUser:
         option = proposal.option
         if option is None:
             return None
-        accepted = option in self.task.truth.best
+        accepted = option in self._wishes()[1]
         if accepted:
             self.confirmed = option
             parts.append(f"Yes, {option} works for me. Please go ahead.")
         else:
             parts.append(f"No, {option} does not work for me: {self._objection(option)}")
         return accepted
+
+    def _wishes(self) -> tuple[Mapping[str, frozenset[str]], tuple[str, ...]]:
+        """The table a proposal is judged on now, and its best options: the one of the values
+        before the scheduled change of mind while the user still holds one of them
+        (:attr:`GroundTruth.before_change`), else the final one, with the options events
+        take away (:attr:`GroundTruth.withdrawn`) as they were while offered. So a
+        rejection follows only from what the user holds when the proposal is made, and an
+        option is judged the same before and after an event takes it away."""
+        truth = self.task.truth
+        if truth.before_change is not None and truth.best_before_change is not None:
+            final = final_values(self.task)
+            if any(self.values[slot] != value for slot, value in final.items()):
+                return truth.before_change, truth.best_before_change
+        if not truth.withdrawn:
+            return truth.satisfaction, truth.best
+        return {**truth.withdrawn, **truth.satisfaction}, truth.best
 
     def _names_option(self, text: str) -> bool:
         return any(w in self._options for w in normalise(text).split())
@@ -325,8 +348,11 @@ class SimulatedUser:
         the user says only that it misses something not told yet, naming no slot. The wish
         follows a copula ("... is leaving my savings untouched"), which reads whatever the
         form of its words, where "I need leaving my savings untouched" did not."""
+        table = self._wishes()[0]
+        if option not in table:
+            return "it is not one of the options I asked for; ask me what I need."
         by_id = {c.id: c for c in self.task.constraints}
-        satisfied = self.task.truth.satisfaction.get(option, frozenset())
+        satisfied = table[option]
         missed = [by_id[c] for c in self.task.priority_order() if c not in satisfied]
         if not missed:
             return "I would prefer another option."

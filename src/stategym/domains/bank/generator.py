@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from stategym.generation import apply_sets, order_hidden, order_matters
+from stategym.generation import apply_sets, order_hidden, order_matters, with_user_tables
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -276,7 +276,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     weights = priority_weights(constraint_ids, priority)
     nothing = frozenset(constraint_ids) - {"paid"}
 
-    def table(s: Setup) -> dict[str, frozenset[str]]:
+    def table(s: Setup, terms: Terms = terms) -> dict[str, frozenset[str]]:
         return {r: hits & set(constraint_ids) for r, (_, hits) in s.routes(terms).items()}
 
     events = _events(draw, knobs, setup, terms, prefs, best_options(table(setup), nothing, weights))
@@ -297,6 +297,10 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold_graph(_payment(draw, final, terms, best, must_ask), knobs)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
+    drawn = replace(terms, fee_cap=draw.fee_cap)
+    changes = any(e.kind is EventKind.USER_UPDATE for e in events)
+    before = (table(setup, drawn), table(final, drawn)) if changes else None
+    truth = with_user_tables(truth, table(setup), before)
     request = Request(
         request_text(draw, given, constraints, knobs),
         given,

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from stategym.generation import apply_sets, order_hidden, order_matters
+from stategym.generation import apply_sets, order_hidden, order_matters, with_user_tables
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
@@ -291,7 +291,9 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     priority = tuple(itertools.pairwise(constraint_ids))
     weights = priority_weights(constraint_ids, priority)
 
-    def table(vols: dict[str, Volume], insts: dict[str, Instance]) -> dict[str, frozenset[str]]:
+    def table(
+        vols: dict[str, Volume], insts: dict[str, Instance], needs: Needs = needs
+    ) -> dict[str, frozenset[str]]:
         return {v.id: satisfied(v, insts, needs) for v in vols.values()}
 
     nothing = frozenset(constraint_ids) - {"volume_deleted"}
@@ -313,6 +315,14 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold_graph(base, knobs, best, must_ask)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
+    drawn = replace(needs, need_gb=draw.need_gb)
+    changes = any(e.kind is EventKind.USER_UPDATE for e in events)
+    before = (
+        (table(volumes, draw.instances, drawn), table(final_volumes, final_instances, drawn))
+        if changes
+        else None
+    )
+    truth = with_user_tables(truth, table(volumes, draw.instances), before)
     request = Request(
         request_text(draw, given, constraints, knobs),
         given,

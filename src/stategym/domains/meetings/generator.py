@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from stategym.generation import order_hidden
+from stategym.generation import Table, order_hidden, with_user_tables
 from stategym.kernel.domain import GoldGraph
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.frozen import quick_constructor
@@ -41,6 +41,7 @@ from .timegrid import (
     OPEN,
     PREFERENCES,
     Option,
+    option_id,
     span,
 )
 from .world import MeetingsWorld, Person, Room
@@ -354,6 +355,31 @@ def _duration(draw: Draw, knobs: Knobs) -> int:
     return draw.duration_new if knobs.dynamics and draw.duration_new else draw.duration
 
 
+def _user_tables(
+    draw: Draw, plan: EventPlan, truth: GroundTruth, first: Calendars, ids: tuple[str, ...]
+) -> GroundTruth:
+    """``truth`` with what the simulated user judges on (:func:`with_user_tables`): the
+    options a room booking takes away, the table of the length first asked for while the
+    user holds it, and the ids of every other length, which it recognises and rejects, so
+    that which lengths it knows tells nothing of the length it wants."""
+
+    def table(cal: Calendars, duration: int) -> Table:
+        return option_table(every_option(replace(cal, duration=duration)), ids)
+
+    offered = every_option(first)
+    held = {first.duration}
+    before = None
+    if any(e.kind is EventKind.USER_UPDATE for e in plan.events):
+        held.add(draw.duration)
+        before = (table(first, draw.duration), table(plan.final, draw.duration))
+    truth = with_user_tables(truth, option_table(offered, ids), before)
+    # the same times at the other lengths: ids only, no table of wishes holds them
+    times = dict.fromkeys((day, start, room) for day, start, _, room, _ in offered)
+    others = [d for d in DURATIONS if d not in held]
+    known = tuple(option_id(day, start, d, room) for d in others for day, start, room in times)
+    return replace(truth, known_options=known)
+
+
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     duration = _duration(draw, knobs)
     shape = draw.shape if knobs.priorities or draw.shape != "conflict" else "fits"
@@ -375,6 +401,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     must_ask = tuple(s.name for s in task_slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold(draw, knobs, cal, best, must_ask, duration)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
+    truth = _user_tables(draw, plan, truth, cal, ids)
     request = Request(
         request_text(draw, given, constraints(draw, prefs), knobs),
         given,

@@ -19,6 +19,7 @@ from stategym.generation import (
     dominated_decoys,
     order_hidden,
     order_matters,
+    with_user_tables,
 )
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
@@ -339,7 +340,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     priority = tuple(itertools.pairwise(constraint_ids))
     weights = priority_weights(constraint_ids, priority)
 
-    def table(c: Catalog) -> dict[str, frozenset[str]]:
+    def table(c: Catalog, budget: int = budget) -> dict[str, frozenset[str]]:
         return {
             o.id: c.sat(draw, budget, o) & set(constraint_ids)
             for o in c.offers.values()
@@ -366,6 +367,9 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
     purchase = _purchase(draw, final, policy, best, must_ask)
     calls, edges, decisions = gold_graph(purchase, knobs)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
+    changes = any(e.kind is EventKind.USER_UPDATE for e in events)
+    before = (table(cat, draw.budget), table(final, draw.budget)) if changes else None
+    truth = with_user_tables(truth, table(cat), before)
     request = Request(
         request_text(draw, given, constraints, knobs),
         given,

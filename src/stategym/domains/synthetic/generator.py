@@ -14,7 +14,13 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from stategym.generation import apply_sets, order_matters, priorities_kind, priorities_sentences
+from stategym.generation import (
+    apply_sets,
+    order_matters,
+    priorities_kind,
+    priorities_sentences,
+    with_user_tables,
+)
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -244,7 +250,7 @@ def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
     priority = tuple(itertools.pairwise(constraint_ids))
     weights = priority_weights(constraint_ids, priority)
 
-    def table(opts: dict[str, Option]) -> dict[str, frozenset[str]]:
+    def table(opts: dict[str, Option], needs: Needs = needs) -> dict[str, frozenset[str]]:
         return {o.id: satisfied(o, needs, prefs) for o in opts.values() if o.stock > 0}
 
     planted = {shaped[0].id, shaped[-1].id, shaped[len(shaped) // 2].id}
@@ -261,6 +267,10 @@ def generate(spec: Spec, surface: Surface, seed: int, knobs: Knobs) -> Task:
     must_ask = tuple(s.name for s in slots if s.kind is SlotKind.MISSING)
     calls, edges, decisions = gold_plan(spec, surface, knobs, base, final, best, must_ask)
     truth = GroundTruth(calls, edges, decisions, satisfaction, nothing, best, weights)
+    drawn = replace(needs, limit=d.limit)
+    changes = any(e.kind is EventKind.USER_UPDATE for e in events)
+    before = (table(options, drawn), table(final, drawn)) if changes else None
+    truth = with_user_tables(truth, table(options), before)
     references = {"tail": surface.tool(f"link{spec.chain}")} if spec.chain else {}
     constraints = _constraints(gates, prefs, surface)
     text = _request_text(spec, surface, d, given, knobs, constraints)

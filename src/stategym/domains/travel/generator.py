@@ -10,7 +10,14 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from stategym.generation import apply_sets, dominated_decoys, order_hidden, order_matters
+from stategym.generation import (
+    Table,
+    apply_sets,
+    dominated_decoys,
+    order_hidden,
+    order_matters,
+    with_user_tables,
+)
 from stategym.kernel.draws import randint, randrange
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
@@ -172,6 +179,11 @@ class Realised:
     """The constraint ids each flight with a seat left satisfies."""
     nothing: frozenset[str]
     best: tuple[str, ...]
+    offered: Table
+    """The constraint ids each flight with a seat satisfies before any event."""
+    before: tuple[Table, Table] | None
+    """``offered`` and ``satisfaction`` under the drawn budget, before the user lowers it
+    (``None``: it never does)."""
 
 
 def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
@@ -202,6 +214,7 @@ def _build(seed: int, knobs: Knobs, draw: Draw) -> Task:
         best=realised.best,
         weights=weights,
     )
+    truth = with_user_tables(truth, realised.offered, realised.before)
     request = _request(draw, knobs, slots, constraints)
     base = _base(seed, draw, flights)
     return Task(
@@ -231,7 +244,7 @@ def _realise(
     """Schedule the events on decoys the best choice does not need, then score the flights
     as they will be once the events have fired."""
 
-    def table(fl: dict[str, Flight]) -> dict[str, frozenset[str]]:
+    def table(fl: dict[str, Flight], budget: int = budget) -> dict[str, frozenset[str]]:
         return {
             f.id: satisfied(f, draw.cap, budget, draw.event_days, draw.fare_type, draw.departure)
             & set(constraint_ids)
@@ -244,8 +257,15 @@ def _realise(
     events = _events(draw, knobs, flights, budget, draw.fare_type, draw.departure, best_before)
     final = apply_sets("flights", flights, events)
     satisfaction = table(final)
+    changes = any(e.kind is EventKind.USER_UPDATE for e in events)
     return Realised(
-        events, final, satisfaction, nothing, best_options(satisfaction, nothing, weights)
+        events,
+        final,
+        satisfaction,
+        nothing,
+        best_options(satisfaction, nothing, weights),
+        table(flights),
+        (table(flights, draw.budget), table(final, draw.budget)) if changes else None,
     )
 
 
