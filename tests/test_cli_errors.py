@@ -345,3 +345,20 @@ def test_the_endpoint_check_names_the_models_served(stub_server: str) -> None:
     check_endpoint("tiny", stub_server)  # served: passes
     with pytest.raises(UsageError, match="does not serve model 'gpt-4o'; it serves: tiny"):
         check_endpoint("gpt-4o", stub_server)
+
+
+def test_serve_takes_a_body_limit_and_refuses_a_limit_of_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stategym.llm.local
+    import stategym.llm.serve
+
+    fails(["serve", "--model", "m", "--port", "0", "--max-body-bytes", "0"], capsys, "body")
+    served: dict[str, object] = {}
+    model = type("Model", (), {"name": "m"})  # the model's loading is not what is tested
+    monkeypatch.setattr(stategym.llm.local, "LocalModel", lambda *a, **k: model())
+    monkeypatch.setattr(stategym.llm.serve, "run_server", lambda model, **kw: served.update(kw))
+    assert main(["serve", "--model", "m", "--port", "0"]) == 0
+    assert "max_body_bytes" not in served  # the server's own default
+    assert main(["serve", "--model", "m", "--port", "0", "--max-body-bytes", "1024"]) == 0
+    assert served["max_body_bytes"] == 1024

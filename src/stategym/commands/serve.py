@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument(
+        "--max-body-bytes",
+        type=options.positive_int,
+        default=None,
+        help="largest request body; a larger one is answered 413 (default: 4 MiB)",
+    )
+    parser.add_argument(
         "--threads",
         type=options.positive_int,
         default=None,
@@ -58,7 +64,8 @@ def main(args: argparse.Namespace) -> int:
         f"serving {args.model} as {args.name or model.name} at http://{args.host}:{args.port}/v1",
         flush=True,
     )
-    run_server(model, host=args.host, port=args.port, name=args.name)
+    limit = {} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}
+    run_server(model, host=args.host, port=args.port, name=args.name, **limit)
     return 0
 
 

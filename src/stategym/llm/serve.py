@@ -434,12 +434,18 @@ class BackgroundServer(ThreadedServer):
 
 
 def run_server(
-    model: LocalModel, *, host: str = "127.0.0.1", port: int = 8000, name: str | None = None
+    model: LocalModel,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    name: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> None:
     """Serve in the foreground until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(model, name=name), host=host, port=port, log_level="info")
+    app = create_app(model, name=name, max_body_bytes=max_body_bytes)
+    uvicorn.run(app, host=host, port=port, log_level="info")
 
 
 __all__ = [
