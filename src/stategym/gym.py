@@ -59,7 +59,7 @@ from gymnasium.vector.utils import (
 )
 
 from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.knobs import Knobs, switch_value
 from stategym.kernel.reward import RewardFn, outcome_reward
 from stategym.kernel.task import check_seed
 from stategym.kernel.understanding import ReaderSource
@@ -230,9 +230,10 @@ def _switch(name: str, value: bool | str) -> bool:
         raise TypeError(
             f"{name} must be a bool, 'on' or 'off'; got {type(value).__name__} {value!r}"
         )
-    if value.strip() not in ("on", "off"):
+    read = switch_value(value)
+    if read is None:
         raise ValueError(f"{name} must be a bool, 'on' or 'off'; got {value!r}")
-    return value.strip() == "on"
+    return read
 
 
 class StateGymEnv(gymnasium.Env[str, str | Message]):

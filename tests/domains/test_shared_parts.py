@@ -159,6 +159,18 @@ def _facts(deadline: SlotKind) -> tuple[Slot, ...]:
     )
 
 
+def _order_slot(kind: SlotKind, conflict: bool) -> Slot:
+    """The priorities slot of the fast-or-cheap wishes, beside a deadline of ``kind``."""
+    return priorities_slot(
+        ("fast", "cheap"),
+        Knobs(),
+        drawn_hidden=False,
+        conflict=conflict,
+        facts=_facts(kind),
+        constraints=_WISHES,
+    )
+
+
 @pytest.mark.parametrize("kind", [SlotKind.MISSING, SlotKind.IRRELEVANT])
 def test_the_order_is_kept_back_when_it_ranks_a_wish_on_a_hidden_fact(kind: SlotKind) -> None:
     """Stating "what matters most is delivery by day 6, then a low price" would state the
@@ -166,14 +178,7 @@ def test_the_order_is_kept_back_when_it_ranks_a_wish_on_a_hidden_fact(kind: Slot
     the order to itself, as if the draw had hidden it: must-ask when it decides."""
     assert keeps_order(False, _facts(kind), _WISHES[1:])
     for conflict, expected in ((True, SlotKind.MISSING), (False, SlotKind.IRRELEVANT)):
-        slot = priorities_slot(
-            ("fast", "cheap"),
-            Knobs(),
-            drawn_hidden=False,
-            conflict=conflict,
-            facts=_facts(kind),
-            constraints=_WISHES,
-        )
+        slot = _order_slot(kind, conflict)
         assert (slot.name, slot.value, slot.kind) == ("priorities", "fast>cheap", expected)
         assert slot.kind is priorities_kind(Knobs(), True, conflict)
         assert order_hidden(Knobs(), (*_facts(kind), slot))
@@ -185,14 +190,7 @@ def test_the_order_is_stated_when_every_wish_it_ranks_is_on_a_fact_the_agent_has
     for kind in (SlotKind.GIVEN, SlotKind.DERIVABLE):
         assert not keeps_order(False, _facts(kind), _WISHES[1:])
         assert keeps_order(True, _facts(kind), _WISHES[1:])  # the draw's choice still holds
-        slot = priorities_slot(
-            ("fast", "cheap"),
-            Knobs(),
-            drawn_hidden=False,
-            conflict=True,
-            facts=_facts(kind),
-            constraints=_WISHES,
-        )
+        slot = _order_slot(kind, conflict=True)
         assert slot.kind is SlotKind.GIVEN and not order_hidden(Knobs(), (slot,))
     assert not order_hidden(
         Knobs(priorities=False), (Slot("priorities", SlotKind.IRRELEVANT, "", ""),)

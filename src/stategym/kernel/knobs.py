@@ -46,9 +46,10 @@ class Knobs:
         for item in text.split(","):
             name, _, raw = item.partition("=")
             name = name.strip()
-            if name not in names or raw.strip() not in ("on", "off"):
+            value = switch_value(raw)
+            if name not in names or value is None:
                 raise ValueError(f"bad knob {item!r}: use NAME=on|off with NAME in {sorted(names)}")
-            values[name] = raw.strip() == "on"
+            values[name] = value
         return cls(**values)
 
     def describe(self) -> str:
@@ -56,3 +57,9 @@ class Knobs:
         return ",".join(
             f"{f.name}={'on' if getattr(self, f.name) else 'off'}" for f in fields(self)
         )
+
+
+def switch_value(text: str) -> bool | None:
+    """One knob's value as text reads it: ``"on"`` is ``True``, ``"off"`` ``False`` (spaces
+    around aside), anything else ``None``."""
+    return {"on": True, "off": False}.get(text.strip())

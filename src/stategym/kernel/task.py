@@ -220,13 +220,16 @@ class GroundTruth:
     best_before_change: tuple[str, ...] | None = None
     withdrawn: Mapping[str, frozenset[str]] = field(default_factory=dict)
     known_options: tuple[str, ...] = ()
+    options: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Every id the user recognises as an option: the keys of every table it judges on (the
+    final one, the one before its change of mind, the withdrawn options) and
+    ``known_options``, each once. Derived when the truth is built (``replace`` too), since
+    every reset's user reads it (a meetings task has ~330)."""
 
-    def options(self) -> tuple[str, ...]:
-        """Every id the user recognises as an option: the keys of every table it judges on
-        (the final one, the one before its change of mind, the withdrawn options) and
-        ``known_options``, each once."""
+    def __post_init__(self) -> None:
         tables = (self.satisfaction, self.before_change or {}, self.withdrawn)
-        return tuple(dict.fromkeys(o for ids in (*tables, self.known_options) for o in ids))
+        ids = dict.fromkeys(o for table in (*tables, self.known_options) for o in table)
+        object.__setattr__(self, "options", tuple(ids))
 
     def score(self, option: str | None) -> int:
         """Weighted satisfaction S(x) of committing to ``option`` (``None``: nothing)."""

@@ -176,7 +176,7 @@ class SimulatedUser:
         self._matcher: Reader = reader or matcher_for(slot_phrases)
         self._phrases = slot_phrases
         self._order = {slot.name: i for i, slot in enumerate(task.slots)}
-        self._options = _option_keys(task.truth.options()) if judges else {}
+        self._options = _option_keys(task.truth.options) if judges else {}
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
@@ -195,7 +195,7 @@ class SimulatedUser:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._matcher = self._reader or matcher_for(self._phrases)
-        self._options = _option_keys(self.task.truth.options()) if self.judges else {}
+        self._options = _option_keys(self.task.truth.options) if self.judges else {}
 
     def state(self) -> UserState:
         return UserState(
@@ -289,12 +289,14 @@ class SimulatedUser:
         option = proposal.option
         if option is None:
             return None
-        accepted = option in self._wishes()[1]
+        table, best = self._wishes()
+        accepted = option in best
         if accepted:
             self.confirmed = option
             parts.append(f"Yes, {option} works for me. Please go ahead.")
         else:
-            parts.append(f"No, {option} does not work for me: {self._objection(option)}")
+            why = self._objection(option, table)
+            parts.append(f"No, {option} does not work for me: {why}")
         return accepted
 
     def _wishes(self) -> tuple[Mapping[str, frozenset[str]], tuple[str, ...]]:
@@ -339,7 +341,7 @@ class SimulatedUser:
                     chosen.append(option)
         return Proposal(chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, named)
 
-    def _objection(self, option: str) -> str:
+    def _objection(self, option: str, table: Mapping[str, frozenset[str]]) -> str:
         """Why the user rejects ``option``: the most important constraint it misses, in the
         priority answer's words (:meth:`constraint_words`, which state no value). One on a
         hidden slot the agent has not been told is skipped, as the priority answer skips it
@@ -347,8 +349,8 @@ class SimulatedUser:
         it exists can be the value); when every constraint the option misses is such a one,
         the user says only that it misses something not told yet, naming no slot. The wish
         follows a copula ("... is leaving my savings untouched"), which reads whatever the
-        form of its words, where "I need leaving my savings untouched" did not."""
-        table = self._wishes()[0]
+        form of its words, where "I need leaving my savings untouched" did not. ``table``: the
+        wishes the proposal is judged on (:meth:`_wishes`)."""
         if option not in table:
             return "it is not one of the options I asked for; ask me what I need."
         by_id = {c.id: c for c in self.task.constraints}

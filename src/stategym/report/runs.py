@@ -31,7 +31,7 @@ from stategym.experiments.output import PLOTS, RAW, RESULTS, TABLE
 from stategym.kernel.errors import UsageError
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates
-from stategym.rollout.spec import trajectory_key
+from stategym.rollout.spec import key_words, trajectory_key
 
 TRAJECTORIES = "trajectories.jsonl"
 TRAIN_CONFIG = "config.json"
@@ -153,8 +153,8 @@ def refuse_shared_episodes(runs: Sequence[EpisodeRun]) -> None:
             count = sum(1 for path, _ in shared if path == other)
             raise UsageError(
                 f"{other} and {run.path} hold {count} of the same episodes (same domain, seed, "
-                f"knobs, agent and sample; e.g. {key[0]} seed {key[1]} agent {key[3]} knobs "
-                f"{key[2]} sample {key[4]}), which the report would count twice; give one of them"
+                f"knobs, agent and sample; e.g. {key_words(key)}), which the report would "
+                "count twice; give one of them"
             )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from stategym.kernel.errors import TrajectoryError, UsageError
 from stategym.kernel.trajectory import Trajectory, dumps, loads, write_jsonl
-from stategym.rollout.spec import trajectory_key
+from stategym.rollout.spec import key_words, trajectory_key
 
 SHOWN_DUPLICATES = 5
 """How many duplicated episodes an error message names."""
@@ -74,10 +74,7 @@ def refuse_duplicates(path: Path, trajectories: Sequence[Trajectory]) -> None:
     repeated = [(key, n) for key, n in counts.items() if n > 1]
     if not repeated:
         return
-    named = "; ".join(
-        f"{key[0]} seed {key[1]} agent {key[3]} knobs {key[2]} sample {key[4]} ({n} copies)"
-        for key, n in repeated[:SHOWN_DUPLICATES]
-    )
+    named = "; ".join(f"{key_words(key)} ({n} copies)" for key, n in repeated[:SHOWN_DUPLICATES])
     more = (
         f" and {len(repeated) - SHOWN_DUPLICATES} more" if len(repeated) > SHOWN_DUPLICATES else ""
     )

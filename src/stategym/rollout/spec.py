@@ -126,6 +126,12 @@ def trajectory_key(trajectory: Trajectory) -> Key:
     )
 
 
+def key_words(key: Key) -> str:
+    """An episode's identity in words, for an error that names it: ``"travel seed 3 agent
+    expert knobs stateful=on,... sample 0"``."""
+    return f"{key[0]} seed {key[1]} agent {key[3]} knobs {key[2]} sample {key[4]}"
+
+
 def _key(
     domain: str,
     seed: int,
