@@ -12,7 +12,7 @@ changes of mind, and says when it does not understand.
 A proposal is judged on the wishes the user holds when it is made (:meth:`SimulatedUser._wishes`):
 before its scheduled change of mind on the table of its values before the change
 (:attr:`~stategym.kernel.task.GroundTruth.before_change`), then on the final one. Every option
-id the world can show is an option (:meth:`~stategym.kernel.task.GroundTruth.options`): one an
+id the world can show is an option (:attr:`~stategym.kernel.task.GroundTruth.options`): one an
 event takes away is judged as it was while offered, and one no table of the wishes held lists
 (a meeting of another length) is refused, so which ids are options tells no hidden value.
 
