@@ -110,7 +110,8 @@ def _researched() -> CallRecord:
 def test_a_change_in_the_world_excuses_one_informed_recheck():
     the_task = task(events=(PRICE,))
     rounds = expert_rounds()
-    rounds[2] = calls(2, *SEARCHES, fired=(0,))  # the price of B moves after the search
+    # the search of day 2 shows B, and B's price moves after it: that look is out of date
+    rounds[2] = calls(2, SEARCHES[0], _researched(), fired=(0,))
     rechecked = [*rounds[:3], calls(0, _researched()), *rounds[3:]]
     scored, _ = _par(rechecked, the_task)
     assert scored.extra == 0 and scored.quality == 1.0

@@ -12,11 +12,14 @@ needless questions: 1 for a slot that is given, irrelevant or already known (ask
 volunteered before), 1 for a repeated proposal (the same option again with no change of mind
 announced in between) or a repeated open question (one no single fact answers, "Which option
 should I book?": the first is free, and so is one after a change of mind; asked again with
-nothing changed, its answer cannot differ), 1 for a proposal the user rejects (unless its
-reply announces a change of mind: the user is not an oracle to query for the answer, and every
-reason to reject an option is a fact the agent could ask or look up), 1 for a message the user
-could not use (nothing asked, nothing proposed, no open question), and ``ALPHA`` = 0.5 for a
-slot a tool could have told. A must-ask slot asked after its use is neither TP nor FP.
+nothing changed, its answer cannot differ), 1 for an open question once the choice is made (a
+commit ran, or the user accepted a proposal with no change of mind since), 1 for a proposal
+the user rejects (unless its reply announces a change of mind and the user would have
+accepted it on its wishes of before the change: the user is not an oracle to query for the
+answer, and every reason to reject an option is a fact the agent could ask or look up), 1 for
+a message the user could not use (nothing asked, nothing proposed, no open question), and
+``ALPHA`` = 0.5 for a slot a tool could have told. A must-ask slot asked after its use is
+neither TP nor FP.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stategym.kernel.task import SlotKind, Task
+from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Outcome, Trajectory
 
 from .declaration import DimensionSpec, EventCounts
@@ -38,12 +42,16 @@ DIM = Dimension.CLARIFICATION
 # metaclass's attribute hook (EnumType defines __getattr__), several times the cost of a
 # module global, and these are read for every call of every round.
 _NEEDED, _MISSED, _NEEDLESS = Kind.ASK_NEEDED, Kind.ASK_MISSED, Kind.ASK_NEEDLESS
+_COMMIT = Effect.COMMIT
 
 ALPHA = 0.5
 """Weight of a question about a slot a tool could have answered."""
 
 OPEN = "open question"
 """The subject of an open question asked again with no change of mind since the last."""
+
+DECIDED = "open question after the choice"
+"""The subject of an open question asked once the choice was made (:func:`_decided`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +131,11 @@ class ClarificationScorer:
         )
         """The hidden slots with a wish on them: the user ranks such a wish only once its
         slot was told (its existence can give the value away), so the order grows with them."""
+        self.before = frozenset(task.truth.best_before_change or ())
+        """The options the user accepts while it holds the wishes of before its change of mind
+        (none: the task has no change of mind)."""
+        self.committed: int | None = None
+        """The round of the first commit that ran: the choice is made from then on."""
         self.fp = 0.0
         self.said: list[Event] = []
         self.missed: dict[str, Event] = {}
@@ -132,6 +145,8 @@ class ClarificationScorer:
             return self._say(tr, say)
         new: list[Event] = []
         for call in calls:
+            if self.committed is None and call.ok and call.effect is _COMMIT:
+                self.committed = call.round
             for slot in self.gold.gated_by(call.candidates):
                 if slot in self.uses:
                     continue
@@ -147,11 +162,14 @@ class ClarificationScorer:
     def _say(self, tr: Trace, say: SayView) -> list[Event]:
         # the last round of an episode that is over is the use of every slot not used yet
         end = tr.end if tr.done else None
+        found = _read_say(
+            say, tr, self.gold, self.uses, end, self.asked_in_time, self.put, self.ranked
+        )
+        decided = _decided(tr, say.round, self.committed)
+        found += _read_choice(say, tr, self.put, self.before, decided)
         new = [
             Event(say.round, DIM, kind, weight, weight * self.norm, subject)
-            for kind, weight, subject in _read_say(
-                say, tr, self.gold, self.uses, end, self.asked_in_time, self.put, self.ranked
-            )
+            for kind, weight, subject in found
         ]
         for event in new:
             if event.kind is Kind.ASK_NEEDLESS:
@@ -227,23 +245,56 @@ def _read_say(
         out.append((Kind.ASK_NEEDLESS, -1.0, PRIORITIES))
     if PRIORITIES in say.asked:
         put[PRIORITIES] = say.round
+    if not say.asked and not say.priority_asked and say.proposed is None and not say.open:
+        out.append((Kind.ASK_NEEDLESS, -1.0, "unusable message"))
+    return out
+
+
+def _read_choice(
+    say: SayView, tr: Trace, put: dict[str, int], before: frozenset[str], decided: bool
+) -> list[tuple[Kind, float, str]]:
+    """The clarification events of a message's proposal and open question (``before``: the
+    options the user accepts while it holds the wishes of before its change of mind;
+    ``decided``: :func:`_decided` at the message's round)."""
+    out: list[tuple[Kind, float, str]] = []
     if say.proposed is not None:
         subject = f"propose:{say.proposed}"
         if _repeated(put.get(subject), say.round, tr):
             out.append((Kind.ASK_NEEDLESS, -1.0, subject))
-        elif say.accepted is False and say.round not in tr.updates:
+        elif say.accepted is False and not _overtaken(say, tr, before):
             # the user is not an oracle: what it rejects follows from its slots, its
             # priorities and the world, all of which the agent can ask or look up
             out.append((Kind.ASK_NEEDLESS, -1.0, f"rejected:{say.proposed}"))
         put[subject] = say.round
     if say.open:
-        # exempt from the unusable-message charge below, but free only once per change
+        # exempt from the unusable-message charge, but free only once per change of mind,
+        # and only while the choice is still to make
         if _repeated(put.get(OPEN), say.round, tr):
             out.append((Kind.ASK_NEEDLESS, -1.0, OPEN))
+        elif decided:
+            out.append((Kind.ASK_NEEDLESS, -1.0, DECIDED))
         put[OPEN] = say.round
-    if not say.asked and not say.priority_asked and say.proposed is None and not say.open:
-        out.append((Kind.ASK_NEEDLESS, -1.0, "unusable message"))
     return out
+
+
+def _overtaken(say: SayView, tr: Trace, before: frozenset[str]) -> bool:
+    """The proposal was rejected only because of the change of mind its reply announced: the
+    user would have accepted it on the wishes it held before (``before``).
+
+    *Why*: waived whenever the reply announced a change, a proposal wrong before and after it
+    cost nothing (bank seed 0: CA33EXP proposed as the change of mind fell due, R = 1.000,
+    the expert's; audit 6a §3).
+    """
+    return say.round in tr.updates and say.proposed in before
+
+
+def _decided(tr: Trace, at: int, committed: int | None) -> bool:
+    """The choice was made before round ``at``: a commit ran (every task has at most one
+    decision point), or the user accepted a proposal with no change of mind announced since
+    (the rule by which D4 reads an acceptance)."""
+    if committed is not None and committed < at:
+        return True
+    return any(not any(r < u < at for u in tr.updates) for r, _ in tr.accepted if r < at)
 
 
 def _repeated(last: int | None, at: int, tr: Trace) -> bool:
@@ -276,6 +327,7 @@ DECLARATION = DimensionSpec(DIM, "clar", _applies, ClarificationScorer, running_
 
 __all__: Sequence[str] = (
     "ALPHA",
+    "DECIDED",
     "DECLARATION",
     "OPEN",
     "Clarification",

@@ -17,10 +17,11 @@ Formula (``docs/metrics.md``)::
   it was right or wrong.
 - economy ``epsilon = 1 - (extra + wasted) / (calls + wasted)``: a call is extra when it
   covers no new gold node, unless it is an informed re-read (a well-formed call of a gold
-  tool that declares a read, no violation) of what a fired event changed (each event
-  excuses one: the day whose fare jumped is searched again; a write or a commit naming the
-  change is never excused); a round is wasted when it has no usable action, and an episode
-  never finished wastes one more at its end.
+  tool that declares a read, no violation) of what a fired event changed, made while the
+  agent's last look at it predates the change (each event excuses one: the day whose fare
+  jumped is searched again; a copy of the first look after the change, and a write or a
+  commit naming the change, are never excused); a round is wasted when it has no usable
+  action, and an episode never finished wastes one more at its end.
 - round efficiency ``eta = 1 - serialised / independent pairs``: a pair of required nodes
   with no path between them is serialised when the later one was already callable (every
   predecessor observed) in the round the earlier one was issued.
@@ -169,6 +170,36 @@ def _rereads(tr: Trace, gold: Gold, call: CallView, event: int) -> bool:
     )
 
 
+def _known(tr: Trace, gold: Gold, fired_at: int, event: int) -> int:
+    """The last round whose calls were made before the agent could see ``event``'s change: a
+    change of the world, the round it fired at the end of (a read after it shows it); a change
+    of mind, the round whose observation announced it (:attr:`Trace.updates`), as every
+    dimension counts one, or the firing round while it is not announced yet."""
+    if not gold.events[event].slot:
+        return fired_at
+    return next((u for u in tr.updates if u >= fired_at), fired_at)
+
+
+def _stale(tr: Trace, gold: Gold, call: CallView, known: int, event: int) -> bool:
+    """Whether the agent's last look before ``call`` at what ``event`` changed was made before
+    the change could show (in round ``known`` or earlier: :func:`_known`): a call that ran
+    and that :func:`_rereads` the change, earlier in the log than ``call`` (an earlier place
+    in its own round counts). No look at all: the call reads it for the first time, which
+    re-reads nothing.
+
+    *Why*: the excuse is for a read the change made out of date. Asked only whether the event
+    fired before the call, a plain duplicate of the first read after an event (the same call
+    twice in that round, or again in the next round) was excused: R = 1.000, the expert's, on
+    7-21 of 21 seeds of travel, shop, bank, cloud and a synthetic domain (audit 6a §1).
+    """
+    at = (call.round, call.position)
+    for look in reversed(tr.calls):  # the latest look first
+        earlier = (look.round, look.position) < at
+        if earlier and not look.malformed and _rereads(tr, gold, look, event):
+            return look.round <= known
+    return False
+
+
 def _holds(value: object, target: object) -> bool:
     """Whether ``target`` is one of the strings and numbers (not booleans) inside a JSON
     value (what a call passed or observed): ``target in`` the set of them, found without
@@ -293,7 +324,8 @@ class ParallelismScorer:
     def _excuse(self, tr: Trace, call: CallView, missing: list[str]) -> bool:
         """An informed re-read (a well-formed call of a gold tool that declares a read, no
         violation) is excused by one change of the world fired before it that it re-reads,
-        each change once.
+        each change once, and only while the agent's last look at what changed is out of date
+        (:func:`_stale`).
 
         Only a read re-reads: a write or a commit naming the changed entity changes the world
         again (a stray hold of the fare that just jumped, a detach of the volume just found
@@ -304,7 +336,10 @@ class ParallelismScorer:
         for order, (fired_at, event) in enumerate(tr.fired):
             if fired_at >= call.round:
                 break
-            if order not in self.excused and _rereads(tr, self.gold, call, event):
+            if order in self.excused or not _rereads(tr, self.gold, call, event):
+                continue
+            known = _known(tr, self.gold, fired_at, event)
+            if known < call.round and _stale(tr, self.gold, call, known, event):
                 self.excused.add(order)
                 return True
         return False
