@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from stategym import Env, Knobs, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
+from stategym.kernel.proposals import normalise, option_key
 from stategym.kernel.protocol import Action, Observation, Say
 from stategym.kernel.task import SlotKind, Task
-from stategym.kernel.user import SimulatedUser, _option_key, normalise
+from stategym.kernel.user import SimulatedUser
 from stategym.metrics.score import score
 from stategym.registry import all_domains, get_domain
 
@@ -335,7 +336,7 @@ def test_a_question_no_fact_answers_gets_what_the_user_can_tell(question: str) -
 @given(st.text(alphabet="AaBbSsZz019-_ .é", max_size=12))
 def test_an_option_key_is_its_normalised_form(option: str) -> None:
     """The fast path for ids of ASCII letters and digits gives what the regex path gives."""
-    assert _option_key(option) == normalise(option).strip()
+    assert option_key(option) == normalise(option).strip()
 
 
 # Slots whose value decides whether a preference on them exists at all (bank has a
@@ -523,7 +524,7 @@ def test_a_rejection_names_the_first_missed_wish_in_words_that_read(name: str) -
 # Options named as context propose nothing. "besides" and "versus" were aside words only
 # as typed: a clause's words are normalised ("beside", "versu"), so they never matched.
 def test_aside_words_are_matched_in_their_normalised_form() -> None:
-    from stategym.kernel.user import _ASIDE, _ASIDE_WORDS
+    from stategym.kernel.proposals import _ASIDE, _ASIDE_WORDS
 
     assert all(normalise(word).strip() in _ASIDE for word in _ASIDE_WORDS.split())
     user, task = _user(1)

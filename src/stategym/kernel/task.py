@@ -198,7 +198,9 @@ class GroundTruth:
             replaces: the constraint ids each option satisfies under the values before the
             change, over the options of ``satisfaction`` and ``withdrawn`` (``None``: the
             task has no change of mind). The metric never reads it.
-        best_before_change: the best options of ``before_change`` (``None`` with it).
+        best_before_change: the best options of ``before_change`` (``None`` with it). The
+            metric reads it only to waive the charge for a proposal rejected because of the
+            change of mind its reply announces.
         withdrawn: options the world offers until an event takes them away (a flight that
             sells out), so ``satisfaction`` leaves them out: the constraint ids each
             satisfies, under the final values, while it is offered. The user judges a

@@ -25,12 +25,9 @@ value (bank has a conversion wish only when the user wants to avoid conversion).
 wish a rejected option misses is such a one, the user says only that it misses something
 not told yet. The request follows the same rule (:func:`stategym.generation.keeps_order`).
 
-A proposal is the one option a message names outside alternative context: an option named in
-a clause with words such as "also", "instead", "besides", "rather than", "runner-up" or
-"backup", or on either side of "versus", is context ("I propose AQ123; I also looked at
-AQ348" proposes AQ123). Two options both named as the choice ("AQ123 or AQ348?") are
-refused: the choice is the agent's. A message that names options only as context proposes
-nothing, and the rest of it is read like any other message.
+A proposal is the one option a message names as its choice (:mod:`stategym.kernel.proposals`):
+named as context ("I also looked at AQ348"), it proposes nothing, and several offered as the
+choice are refused.
 
 A message is understood exactly when the metric counts it usable (``docs/metrics.md``, D1):
 it asked a slot or the priority order, proposed one option, or asked an open question. Any
@@ -40,13 +37,21 @@ and counts towards the user giving up (:data:`stategym.kernel.env.GIVE_UP_AFTER`
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
+from stategym.kernel.proposals import (
+    CONFIRMING,
+    Proposal,
+    find_proposal,
+    names_option,
+    normalise,
+    option_keys,
+    sentences,
+    without_ids,
+)
 from stategym.kernel.task import Constraint, SlotKind, Task, Value, final_values
 from stategym.kernel.understanding import (
     CHOICE,
@@ -58,49 +63,9 @@ from stategym.kernel.understanding import (
 )
 from stategym.kernel.understanding.intents import PRIORITY_PHRASES
 
-_WORD = re.compile(r"[a-z0-9]+")
-_PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
-_ASIDE_WORDS = (
-    "also alternatively alternative alternatives instead other another runner backup fallback "
-    "second than over versus vs compared unlike besides except not nor considered rejected looked"
-)
-_COMPARING_WORDS = "versus vs"
-"""Words that set two options side by side: a clause holding one chooses neither."""
-
-
-def normalise(text: str) -> str:
-    """Lower-case word tokens joined by single spaces, padded with a space on each side."""
-    words = [
-        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-        for w in _WORD.findall(text.lower())
-    ]
-    return " " + " ".join(words) + " "
-
-
-# A clause's words are compared in their normalised form ("besides" is "beside", "versus"
-# "versu"), so the word lists are normalised the same way rather than spelt out twice.
-_ASIDE = frozenset(normalise(_ASIDE_WORDS).split())
-"""Words that make an option named in the same clause context rather than the proposal."""
-_COMPARING = frozenset(normalise(_COMPARING_WORDS).split())
-_VS = re.compile(r"\bvs\.", re.IGNORECASE)
-"""The abbreviation's full stop, which would otherwise cut "A vs. B" into two clauses."""
-
-
-@functools.lru_cache(maxsize=4096)
-def _option_keys(options: tuple[str, ...]) -> Mapping[str, str]:
-    """Each option by its normalised id (one token); cached because a task can have hundreds
-    of options and every episode of it needs the same (read-only) table."""
-    return MappingProxyType({_option_key(option): option for option in options})
-
-
-def _option_key(option: str) -> str:
-    """``normalise(option).strip()``, without the regular expression for the common id of
-    ASCII letters and digits (one token: lower-cased, a plural ``s`` cut as ``normalise``
-    cuts it). A new meetings task has ~130 options; the regex path cost ~0.3 ms of its reset."""
-    if option.isascii() and option.isalnum():
-        key = option.lower()
-        return key[:-1] if len(key) > 3 and key.endswith("s") and not key.endswith("ss") else key
-    return normalise(option).strip()
+HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
+"""Slot kinds the agent can learn only by asking the user (the request states the priority
+order only when no wish it ranks is on such a slot: :func:`stategym.generation.keeps_order`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,15 +105,6 @@ class UserState:
     told: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """The options a message names: the one it proposes, and whether it proposed several."""
-
-    option: str | None
-    several: bool
-    named: bool
-
-
 class SimulatedUser:
     """Answers the agent on behalf of the task's hidden facts.
 
@@ -176,7 +132,7 @@ class SimulatedUser:
         self._matcher: Reader = reader or matcher_for(slot_phrases)
         self._phrases = slot_phrases
         self._order = {slot.name: i for i, slot in enumerate(task.slots)}
-        self._options = _option_keys(task.truth.options) if judges else {}
+        self._options = option_keys(task.truth.options) if judges else {}
         self.values: dict[str, Value] = {s.name: s.value for s in task.slots}
         self.confirmed: str | None = None
         self.pending: list[str] = []
@@ -195,7 +151,7 @@ class SimulatedUser:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._matcher = self._reader or matcher_for(self._phrases)
-        self._options = _option_keys(self.task.truth.options) if self.judges else {}
+        self._options = option_keys(self.task.truth.options) if self.judges else {}
 
     def state(self) -> UserState:
         return UserState(
@@ -230,21 +186,24 @@ class SimulatedUser:
     def read(self, text: str, proposal: Proposal | None = None) -> tuple[Reading, ...]:
         """How the user reads ``text``: one reading per clause, with the words that decided
         it. When the message proposes (one option, or several), the sentences naming an
-        option are the proposal's and are not read here; when it names options only as
-        context, it proposes nothing, so the whole message is read, less the options' ids."""
-        proposal = proposal or self._proposal(text)
-        if proposal.option is not None or proposal.several:
+        option are the proposal's and are not read here, and the rest is read as beside a
+        request (the proposal), so a statement in it (a recap, a reason) asks nothing; when
+        it names options only as context, it proposes nothing, so the whole message is read,
+        less the options' ids."""
+        proposal = proposal or find_proposal(text, self._options)
+        proposes = proposal.option is not None or proposal.several
+        if proposes:
             text = " ".join(
                 s
-                for s in _sentences(text)
-                if not self._names_option(s) and not _CONFIRMING.match(s)
+                for s in sentences(text)
+                if not names_option(s, self._options) and not CONFIRMING.match(s)
             )
         elif proposal.named:
-            text = _ID.sub(lambda m: "" if _option_key(m[0]) in self._options else m[0], text)
-        return self._matcher.read(text)
+            text = without_ids(text, self._options)
+        return self._matcher.read(text, beside_request=proposes)
 
     def respond(self, text: str) -> UserTurn:
-        proposal = self._proposal(text)
+        proposal = find_proposal(text, self._options)
         readings = self.read(text, proposal)
         intents = {r.intent for r in readings}
         asked = tuple(sorted((i for i in intents if i in self._order), key=self._order.__getitem__))
@@ -314,32 +273,6 @@ class SimulatedUser:
         if not truth.withdrawn:
             return truth.satisfaction, truth.best
         return {**truth.withdrawn, **truth.satisfaction}, truth.best
-
-    def _names_option(self, text: str) -> bool:
-        return any(w in self._options for w in normalise(text).split())
-
-    def _proposal(self, text: str) -> Proposal:
-        """The option ``text`` proposes: those it names, less those named as context."""
-        if not self._options or not self._names_option(text):
-            return _NO_PROPOSAL
-        chosen: list[str] = []
-        named = False
-        for piece in _PIECE.split(_VS.sub("vs", text)):
-            words = normalise(piece).split()
-            options = [(i, self._options[w]) for i, w in enumerate(words) if w in self._options]
-            if not options:
-                continue
-            named = True
-            asides = [i for i, w in enumerate(words) if w in _ASIDE]
-            comparing = any(w in _COMPARING for w in words)
-            for i, option in options:
-                # context: in a comparison ("A versus B"), after an aside word, or beside one
-                # when it is alone in the clause
-                if comparing or any(a < i for a in asides) or (asides and len(options) == 1):
-                    continue
-                if option not in chosen:
-                    chosen.append(option)
-        return Proposal(chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, named)
 
     def _objection(self, option: str, table: Mapping[str, frozenset[str]]) -> str:
         """Why the user rejects ``option``: the most important constraint it misses, in the
@@ -427,25 +360,6 @@ class SimulatedUser:
         if not self.judges:
             return "Finding that out is what I'm asking you to do. " + tell
         return "That choice is yours: propose one option and I'll say if it works for me. " + tell
-
-
-_NO_PROPOSAL = Proposal(None, False, False)
-_ID = re.compile(r"[A-Za-z0-9]+")
-"""A token that may be an option's id (ids are ASCII letters and digits)."""
-HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
-"""Slot kinds the agent can learn only by asking the user (the request states the priority
-order only when no wish it ranks is on such a slot: :func:`stategym.generation.keeps_order`)."""
-_CONFIRMING = re.compile(
-    r"\s*(?:shall|should|can|may|could) (?:i|we)\b|\s*(?:do|would) you (?:like|want) me to\b"
-    r"|\s*(?:is that|is it|is this) (?:ok|okay|fine|alright)\b|\s*(?:ok|okay)\?",
-    re.IGNORECASE,
-)
-"""How a proposal asks for the go-ahead ("Shall I place the order?"): beside a named option,
-such a sentence is the proposal's, not a question about a slot."""
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.?!;])\s+|\n+", text) if s.strip()]
 
 
 def _states(text: str, values: Sequence[Value]) -> bool:

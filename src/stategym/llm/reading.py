@@ -205,7 +205,10 @@ class LLMReader:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def read(self, text: str) -> tuple[Reading, ...]:
+    def read(self, text: str, *, beside_request: bool = False) -> tuple[Reading, ...]:
+        # ``beside_request`` is not sent: the prompt already has a stated fact asked nothing,
+        # and leaving it out keeps every cached answer's key.
+        del beside_request
         seen = self._seen.get(text)
         if seen is None:
             with self._lock:

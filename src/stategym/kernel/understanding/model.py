@@ -32,11 +32,14 @@ from .spelling import Speller
 from .trades import sides
 from .training import lexicon_words, proper_names, train, vocabulary, without_context
 from .words import (
+    acknowledges,
     asks,
+    asks_go_ahead,
     bare,
     clauses,
     embedded,
     expand,
+    introduces,
     questions,
     refers_back,
     restates,
@@ -122,19 +125,52 @@ class Matcher:
             examples, self.intents, set(GENERAL), THRESHOLD
         )
         self._slots = [i for i, k in enumerate(self.intents) if k not in GENERAL]
-        self._cache: dict[str, tuple[Reading, ...]] = {}
+        self._cache: dict[tuple[str, bool], tuple[Reading, ...]] = {}
         self.speller = Speller(vocabulary(examples), trusted=lexicon_words())
 
-    def read(self, text: str) -> tuple[Reading, ...]:
-        """One reading per clause of ``text``; cached, since agents repeat themselves."""
-        cached = self._cache.get(text)
+    def read(self, text: str, *, beside_request: bool = False) -> tuple[Reading, ...]:
+        """One reading per clause of ``text``; cached, since agents repeat themselves.
+        ``beside_request``: ``text`` is what is left of a message whose request was taken out
+        (a proposal's sentences), so its statements ask nothing (:func:`_requests_only`)."""
+        key = (text, beside_request)
+        cached = self._cache.get(key)
         if cached is None:
             if len(self._cache) >= 4096:
                 self._cache.clear()
-            read = [self._read_sentence(s, q) for s, q in questions(self._spelled(text))]
-            cached = _requests_only(self._resolved(read))
-            self._cache[text] = cached
+            found = questions(self._spelled(text))
+            read = [
+                part
+                for i, (sentence, question) in enumerate(found)
+                for part in self._introduced(sentence, question, followed=i < len(found) - 1)
+            ]
+            cached = _requests_only(self._resolved(read), beside_request)
+            self._cache[key] = cached
         return cached
+
+    def _introduced(
+        self, sentence: str, question: bool, followed: bool
+    ) -> list[tuple[list[Reading], bool]]:
+        """The readings of one sentence (see :meth:`_read_sentence`), its preamble apart: a
+        sentence that ends in a colon before others ("I need a few details:", "Questions:")
+        introduces them, and so does what comes before the colon of a sentence whose rest
+        asks (:func:`~stategym.kernel.understanding.words.introduces`: "To find the best
+        option for you, I need a few details: what is your budget?", "Two questions: (1) ...")
+        when that rest alone reaches something other than the agent's choice, and the part
+        before the colon alone reaches no slot: what a colon follows is otherwise what the
+        question is about ("Window, aisle or middle: what do you prefer?", "Fees versus
+        arrival: which one wins?" read as a whole). A preamble asks nothing, though its words
+        ("the best option", "a few details") would read as a question."""
+        if followed and sentence.rstrip().endswith(":"):
+            return [([_preamble(sentence)], False)]
+        intro, rest = introduces(sentence)
+        if intro and not features(intro) & COMPARING:
+            readings, requests = self._read_sentence(rest, question)
+            if any(r.intent not in (None, CHOICE) for r in readings) and all(
+                r.intent is None or r.intent in GENERAL
+                for r in self._read_sentence(intro, False)[0]
+            ):
+                return [([_preamble(intro)], False), (readings, requests)]
+        return [self._read_sentence(sentence, question)]
 
     def _resolved(self, read: list[tuple[list[Reading], bool]]) -> list[tuple[list[Reading], bool]]:
         """``read`` (each sentence's readings, and whether it asks) with a sentence that opens
@@ -198,6 +234,8 @@ class Matcher:
     def _read_sentence(self, sentence: str, question: bool) -> tuple[list[Reading], bool]:
         """The readings of one sentence (``question``: it ends in a question mark), and
         whether it asks (see :func:`_requests_only`)."""
+        if acknowledges(sentence) or asks_go_ahead(sentence):
+            return [_says_nothing(sentence)], question
         parts = [side for clause in clauses(sentence) for side in self._untied(clause)]
         asking = [
             asks(clause) and (question or i == 0 or not embedded(clause))
@@ -259,6 +297,8 @@ class Matcher:
                 out.append(Reading(clause.strip(), PRIORITIES, math.inf, cues))
             elif tells_status(clause):
                 out.append(Reading(clause.strip(), None, 0.0, ("status",)))
+            elif acknowledges(clause) or asks_go_ahead(clause):
+                out.append(_says_nothing(clause))
             elif CHOICE_PATTERN.search(clause):
                 out.append(Reading(clause.strip(), CHOICE, math.inf, ("which ... should i",)))
             else:
@@ -394,9 +434,24 @@ def _statement(reading: Reading) -> Reading:
     return Reading(reading.clause, None, reading.score, ("statement",))
 
 
-def _requests_only(read: list[tuple[list[Reading], bool]]) -> tuple[Reading, ...]:
+def _preamble(text: str) -> Reading:
+    return Reading(text.strip(), None, 0.0, ("preamble",))
+
+
+def _says_nothing(text: str) -> Reading:
+    """An acknowledgement or a go-ahead question, which names nothing of the user's
+    (:func:`~stategym.kernel.understanding.words.acknowledges`,
+    :func:`~stategym.kernel.understanding.words.asks_go_ahead`)."""
+    return Reading(text.strip(), None, 0.0, ("nothing",))
+
+
+def _requests_only(
+    read: list[tuple[list[Reading], bool]], beside_request: bool = False
+) -> tuple[Reading, ...]:
     """The readings of a message's sentences (each with whether it asks), those of its
-    statements dropped when it has a request.
+    statements dropped when it has a request, or is read beside one (``beside_request``: a
+    proposal, taken out of the text, is a request too: "I found AQ449. It fits your budget.
+    Shall I book it?" asks nothing of the budget).
 
     A sentence asks if it ends in a question mark or has a clause in the form of a request
     (:func:`~stategym.kernel.understanding.words.asks`). Beside a request, a statement is what
@@ -407,7 +462,7 @@ def _requests_only(read: list[tuple[list[Reading], bool]]) -> tuple[Reading, ...
     understood, rather than answered with what the statement names). Alone ("Your departure
     airport is needed to search."), it is read.
     """
-    requested = any(requests for _, requests in read)
+    requested = beside_request or any(requests for _, requests in read)
     return tuple(
         r if requests or not requested or r.intent is None else _statement(r)
         for rs, requests in read

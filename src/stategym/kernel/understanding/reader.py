@@ -21,9 +21,15 @@ class Reader(Protocol):
     """Reads one message: one :class:`Reading` per part it read (a clause, or the whole
     message), each naming a slot of the phrase table, a shared intent
     (:data:`~stategym.kernel.understanding.intents.PRIORITIES`, ``CHOICE``, ``OVERVIEW``) or
-    ``None`` for nothing understood. The same text must always get the same readings."""
+    ``None`` for nothing understood. The same text must always get the same readings.
 
-    def read(self, text: str) -> tuple[Reading, ...]: ...
+    ``beside_request``: ``text`` is what is left of a message whose request was taken out
+    (the sentences of a proposal, read by the user itself), so a statement in it asks
+    nothing ("It fits your budget.", "To recap: your budget is $1050."), while a question
+    still does ("What's your budget?"). A reader that reads statements as asking nothing
+    anyway may ignore it."""
+
+    def read(self, text: str, *, beside_request: bool = False) -> tuple[Reading, ...]: ...
 
 
 class ReaderSource(Protocol):
@@ -63,11 +69,12 @@ class _TieBreaking:
         self._reader = reader
         self._phrases = phrases
 
-    def read(self, text: str) -> tuple[Reading, ...]:
-        readings = self._reader.read(text)
+    def read(self, text: str, *, beside_request: bool = False) -> tuple[Reading, ...]:
+        readings = self._reader.read(text, beside_request=beside_request)
         if not any(r.intent is None and len(r.between) == 2 for r in readings):
             return readings
-        ruled = {r.intent for r in matcher_for(self._phrases).read(text)} - {None}
+        rules = matcher_for(self._phrases).read(text, beside_request=beside_request)
+        ruled = {r.intent for r in rules} - {None}
         return tuple(_broken(r, ruled) for r in readings)
 
 

@@ -37,9 +37,10 @@ _NEEDS = (
 _PLANS = re.compile(rf"\s*(?!{_NEEDS}){_AGENT_PLANS}")
 _LOOSE = re.compile(
     rf",?\s+(?:and also|and then|as well as|plus|also)\s+|,?\s+and\s+(?={_ASKING[3:-1]}|your\b)"
-    rf"|,\s+(?:(?:so|then|but)\s+)?{_ASKING}|,?\s+(?={_AGENT_PLANS})"
+    rf"|,\s+(?:(?:so|then|but)\s+)?(?:{_ASKING}|(?=whether\b))|,?\s+(?={_AGENT_PLANS})"
 )
-"""Also ``and your ...`` (a second thing of the user's), a comma before a question word, and
+"""Also ``and your ...`` (a second thing of the user's), a comma before a question word or
+"whether" ("Could you tell me your budget, whether you need a refundable fare, and ...?"), and
 before a clause of the agent's plans (which :func:`sets_context` then recognises)."""
 _JOINERS = frozenset(
     {"and", "also", "plus", "as", "before", "after", "once", "so", "until", "while", "since"}
@@ -264,20 +265,30 @@ def restates(sentence: str, parts: list[str]) -> list[bool]:
     """For each of ``sentence``'s clauses (``parts``, in order), whether it follows the one
     before after a bare comma or colon, with no "and", "also", "plus", "then" or "or": a question
     said again in other words ("Where are you starting out from, what's your point of
-    departure?"), not a second question ("Where to, and when?").
+    departure?"), not a second question ("Where to, and when?"). Clauses before one joined
+    by "and"/"plus"/"as well as" are the items of a list ("Which attendees are optional, how
+    long should it last, and do you prefer mornings?"), each a question of its own.
 
     Example:
         >>> restates("where from, what airport", ["where from", "what airport"])
         [False, True]
+        >>> restates("where from, what airport, and when", ["where from", "what airport", "when"])
+        [False, False, False]
     """
-    out, end = [], 0
+    out, joints, end = [], [], 0
     for i, part in enumerate(parts):
         start = sentence.find(part, end)
         if start < 0:
             return [False] * len(parts)
-        out.append(i > 0 and _COORDINATED.search(sentence[end:start]) is None)
+        joints.append(sentence[end:start])
+        out.append(i > 0 and _COORDINATED.search(joints[-1]) is None)
         end = start + len(part)
-    return out
+    listed = [_LISTED.search(joint) is not None for joint in joints]
+    return [again and not any(listed[i + 1 :]) for i, again in enumerate(out)]
+
+
+_LISTED = re.compile(r"\b(?:and|plus|as well as)\b")
+"""What joins the last item of a list to the others."""
 
 
 def _scene(sentence: str) -> list[str]:
@@ -397,13 +408,22 @@ _CONFIRMING = re.compile(
 that about right?", "The project is prj2291. Correct?")."""
 
 
+_MARKUP = re.compile(r"[*\"“”]+|(?m:^\s*#+)")
+"""Markdown emphasis, headings and double quotes: how a question is dressed, not what it asks
+("**What is your budget?** **Do you need a refundable fare?**" is two questions)."""
+_MARKER = re.compile(r"\s*(?:[-•]|\(?\d{1,2}[.)]|\([a-h]\))\s+")
+"""A list item's bullet or number ("- ", "(1) ", "2) ") at the start of a sentence."""
+
+
 def questions(text: str) -> list[tuple[str, bool]]:
     """``text`` (already :func:`expand`-ed) cut into sentences, each with whether it ends in a
-    question mark. A confirming tag ("- correct?", ". Is that right?") is not a sentence of
-    its own: it makes the sentence before it the question."""
-    pieces = _SENTENCE.split(text)
+    question mark, without their markup (:data:`_MARKUP`) and list markers. A confirming tag
+    ("- correct?", ". Is that right?") is not a sentence of its own: it makes the sentence
+    before it the question."""
+    pieces = _SENTENCE.split(_MARKUP.sub(" ", text))
     out: list[tuple[str, bool]] = []
     for sentence, end in zip(pieces[::2], [*pieces[1::2], ""], strict=True):
+        sentence = _MARKER.sub(" ", sentence, count=1) if _MARKER.match(sentence) else sentence
         if not sentence.strip():
             continue
         if out and "?" in end and _CONFIRMING.match(sentence):
@@ -411,6 +431,31 @@ def questions(text: str) -> list[tuple[str, bool]]:
         else:
             out.append((sentence, "?" in end))
     return out
+
+
+_INTRO = re.compile(r":\s+")
+"""A colon that a text follows (not the one of a time, "19:45")."""
+
+
+def introduces(sentence: str) -> tuple[str, str]:
+    """``sentence`` cut at its last colon before a clause in the form of a request (after a
+    list marker, if any): the preamble that introduces the questions ("To find the best option
+    for you, I need a few details: what is your budget?", "Two questions: (1) ...") and the
+    rest; ``("", sentence)`` if there is none. Whether the preamble only introduces is the
+    matcher's call (what the rest asks).
+
+    Example:
+        >>> introduces("two questions: (1) what is your budget")
+        ('two questions', 'what is your budget')
+        >>> introduces("departing 19:45, is that ok")
+        ('', 'departing 19:45, is that ok')
+    """
+    for cut in reversed(list(_INTRO.finditer(sentence))):
+        rest = sentence[cut.end() :]
+        rest = _MARKER.sub("", rest, count=1) if _MARKER.match(rest) else rest
+        if asks(rest):
+            return sentence[: cut.start()], rest
+    return "", sentence
 
 
 _STATUS = re.compile(
@@ -430,6 +475,87 @@ def tells_status(clause: str) -> bool:
         (True, False)
     """
     return _STATUS.match(clause) is not None
+
+
+_THANKS = frozenset(
+    {"thanks", "thank", "you", "so", "very", "much", "a", "lot", "for", "the", "that", "this"}
+    | {"it", "is", "all", "perfect", "great", "good", "excellent", "wonderful", "awesome", "ok"}
+    | {"fantastic", "nice", "cool", "okay", "alright", "sure", "got", "understood", "noted"}
+    | {"helps", "helped", "helpful", "appreciate", "appreciated", "sounds", "makes", "sense"}
+    | {"clear", "oh", "ah", "yes", "yeah", "of", "course", "absolutely", "hello", "hi", "hey"}
+    | {"there", "info", "information", "details", "answer", "answers", "reply", "quick"}
+)
+"""The words of an acknowledgement ("Perfect, thanks!", "Thanks, that helps!", "Got it.")."""
+_OFFER = re.compile(
+    r"\s*(?:(?:i|we)\s+(?:am|are|would\s+be|will\s+be)\s+)?(?:(?:very|more\s+than)\s+)?"
+    r"(?:happy|glad|willing|ready)\s+to\s+(?:help|assist|adjust|change|tweak|revise|modify|"
+    r"update|look\s+again|search\s+again|make\s+changes)"
+    r"(?:\s+(?:it|this|that|things|anything|further|more))?"
+    r"(?:\s+(?:if|as|when)\s+(?:needed|necessary|required|you\s+(?:like|wish|want|prefer)))?\s*$"
+)
+"""An offer to help or change the plan, with nothing in it to answer."""
+_STILL_THERE = re.compile(
+    r"\s*(?:(?:i|we)\s+(?:have\s+)?(?:just\s+)?(?:checked|verified|confirmed|double\s+checked)"
+    r"(?:\s+again)?,?\s+(?:and\s+)?)?(?:it|this|that|this\s+one|that\s+one)\s+is\s+"
+    r"(?:still\s+)?(?:available|open|free|valid|in\s+stock|bookable)\s*$"
+)
+"""A report that what was said before still holds ("I checked and it's still available")."""
+
+
+def acknowledges(clause: str) -> bool:
+    """Whether ``clause`` only acknowledges, thanks, offers help or reports that what was
+    said still holds ("Perfect, thanks!", "Thanks, that helps!", "Got it.", "Happy to adjust
+    if needed.", "I checked and it's still available."): it names nothing, so it asks
+    nothing, whatever its words weigh for a slot elsewhere ("help", "available").
+
+    Example:
+        >>> acknowledges("perfect, thanks"), acknowledges("thanks, what is your budget")
+        (True, False)
+    """
+    found = words(clause)
+    if found and all(w in _THANKS for w in found):
+        return True
+    return _OFFER.match(clause) is not None or _STILL_THERE.match(clause) is not None
+
+
+_THIS = r"(?:this|that|it|these|those|this\s+one|that\s+one)"
+_FINE = r"(?:ok|okay|fine|alright|all\s+right|acceptable|good|great|agreeable|reasonable|right)"
+_ACTS = (
+    r"(?:lock|book|confirm|finalize|finalise|proceed|go\s+ahead|place|submit|send|complete|"
+    r"reserve|secure|process|order|buy|purchase|make|grab|hold|take|schedule|pay|execute|"
+    r"apply|do|set|move\s+forward|go\s+with)"
+)
+_GO_AHEAD = re.compile(
+    r"\s*(?:so|and|ok|okay|then|well)?[\s,]*(?:"
+    rf"(?:(?:does|do|would|will|could|can|did)\s+)?(?:{_THIS}\s+)?"
+    r"(?:work|works|sound|sounds|look|looks|seem|seems|suit|suits)"
+    rf"(?:\s+(?:like\s+a\s+plan|{_FINE}))?(?:\s+(?:to|for|with))?(?:\s+you)?"
+    rf"|(?:is|are|would|will)\s+{_THIS}\s+(?:be\s+)?{_FINE}(?:\s+(?:to|for|with)\s+you)?"
+    r"|(?:are|would)\s+you\s+(?:be\s+)?(?:ok|okay|fine|happy|good|alright|satisfied|"
+    rf"comfortable)\s+with\s+{_THIS}"
+    r"|(?:do|can|may)\s+(?:i|we)\s+(?:have|get)\s+your\s+(?:approval|go\s+ahead|ok|okay|"
+    r"consent|sign\s+off|permission|blessing|confirmation|agreement)"
+    r"|(?:(?:do\s+you\s+)?want|would\s+you\s+like)\s+(?:me|us)\s+to\s+"
+    rf"(?:go\s+ahead\s+and\s+)?{_ACTS}(?:\s+{_THIS})?"
+    r"(?:\s+(?:in|up|through|now|today|for\s+you|right\s+away))*"
+    rf"|(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:confirm|approve|agree)"
+    rf"(?:\s+{_THIS})?(?:,?\s+and\s+(?:i|we)\s+will\s+{_ACTS}(?:\s+{_THIS})?)?"
+    r")\s*$"
+)
+
+
+def asks_go_ahead(clause: str) -> bool:
+    """Whether ``clause`` asks only for a yes or no to what was said before it ("Does this
+    work for you?", "Sound good?", "Is this acceptable?", "Want me to lock it in?", "Do I have
+    your approval?", "Can you confirm?"): it names nothing of the user's, so it asks no slot
+    ("Does a morning slot work for you?" names one). "Shall I buy it?" is left to the model:
+    without a proposal, the held-out sets read it as handing the user the agent's choice.
+
+    Example:
+        >>> asks_go_ahead("does this work for you"), asks_go_ahead("does a morning slot work")
+        (True, False)
+    """
+    return _GO_AHEAD.match(clause) is not None
 
 
 def tells_plans(clause: str) -> bool:

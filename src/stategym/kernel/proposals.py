@@ -1,0 +1,293 @@
+"""What a message proposes: the one option it names as its choice, if any.
+
+A proposal is the one option a message names outside alternative context: an option named in
+a clause with words such as "also", "instead", "besides", "rather than", "runner-up" or
+"backup", or on either side of "versus", is context ("I propose AQ123; I also looked at
+AQ348" proposes AQ123). Where that leaves several, the message proposes the one it commits
+to (:func:`_committed`): a sentence opening with an aside word ("Alternatively, there's
+AQ348.") and the option nearest a rejection ("I ruled out AQ348", "AQ348 doesn't meet all
+your needs") are context too, and of what is left the one a sentence, line or table row
+names alone with a choosing word ("I recommend", "(recommended)", "my pick") is the choice,
+else the only one. Options both named as the choice ("AQ123 or AQ348?", "Should I book
+AQ123 or AQ348?", two neutral sentences each naming one) are refused: the choice is the
+agent's, so no verdict goes to a message that commits to none. An id is recognised written
+with a hyphen between its letter and digit parts ("AQ-449"), or a space there in its own
+case ("AQ 449"). A message that names options only as context proposes nothing, and the
+rest of it is read like any other message; beside a proposal, a sentence that only asks
+for the go-ahead ("Shall I book it?", "Do I have your approval?", "Sound good?") is the
+proposal's, not a question about a slot.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+_WORD = re.compile(r"[a-z0-9]+")
+_PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
+_ASIDE_WORDS = (
+    "also alternatively alternative alternatives instead other another runner backup fallback "
+    "second than over versus vs compared unlike besides except not nor considered rejected looked"
+)
+_COMPARING_WORDS = "versus vs"
+"""Words that set two options side by side: a clause holding one chooses neither."""
+_OPENING_WORDS = (
+    "also alternatively alternative another other otherwise besides backup fallback second "
+    "secondly not nor unlike except"
+)
+"""Words that, opening a sentence, make every option it names context ("Alternatively,
+there's AQ348."). Not "instead": it opens the choice that replaces a refused one."""
+_REJECTING = re.compile(
+    r"\b(?:not|never|cannot|no longer|\w+n t)(?: \w+){0,2}? (?:meet|fit|work|suit|satisf|match"
+    r"|qualif|compl|cover|recommend|pick|choos|chose|select|go|book|within|eligible|available"
+    r"|allow|permit|suitable|as good|a good|the best|ideal)\w*"
+    r"|\b(?:rul\w* out|reject|exclud|drop|skip|discard|eliminat|miss|fail|lack|violat|exceed"
+    r"|worse|next best|second best|unavailable|sold out)\w*"
+    r"|\btoo (?:expensive|costly|pricey|early|late|long|short|slow|small|big|far)\b"
+)
+"""Words that set aside the option nearest them in a sentence, in ``normalise``'s form: a
+rejection ("I ruled out AQ348", "AQ348 misses one of your wishes", "the next best") or a
+fit or choice denied ("AQ348 doesn't meet all your needs", "I didn't pick AQ348"). A bare
+negation is not one: "AQ449 isn't the cheapest" still describes the choice."""
+_CHOOSING = re.compile(
+    r"\b(?:recommend|propos|suggest|pick|choos|chose|choice|select|book|reserv|order"
+    r"|go with|going with|best (?:fit|option|match|bet))\w*"
+)
+"""Words that mark the one option a sentence names as the choice ("I recommend AQ449",
+"| AQ449 | recommended |", "2. AQ449 (my pick)")."""
+
+
+def normalise(text: str) -> str:
+    """Lower-case word tokens joined by single spaces, padded with a space on each side."""
+    words = [
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in _WORD.findall(text.lower())
+    ]
+    return " " + " ".join(words) + " "
+
+
+# A clause's words are compared in their normalised form ("besides" is "beside", "versus"
+# "versu"), so the word lists are normalised the same way rather than spelt out twice.
+_ASIDE = frozenset(normalise(_ASIDE_WORDS).split())
+"""Words that make an option named in the same clause context rather than the proposal."""
+_COMPARING = frozenset(normalise(_COMPARING_WORDS).split())
+_OPENING = frozenset(normalise(_OPENING_WORDS).split())
+_VS = re.compile(r"\bvs\.", re.IGNORECASE)
+"""The abbreviation's full stop, which would otherwise cut "A vs. B" into two clauses."""
+_HYPHENATED = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+")
+_JOINT = re.compile(r"(?<=[A-Za-z])-(?=[0-9])|(?<=[0-9])-(?=[A-Za-z])")
+"""A hyphen between the letter and digit parts of a word: an option's id may be written with
+one ("AQ-449", "CA33-STD")."""
+_SPACED = re.compile(r"\b([A-Za-z]+) ([0-9][A-Za-z0-9]*)\b")
+"""Letters, a space, then digits: an option's id written with a space ("AQ 449")."""
+
+
+@functools.lru_cache(maxsize=4096)
+def option_keys(options: tuple[str, ...]) -> Mapping[str, str]:
+    """Each option by its normalised id (one token); cached because a task can have hundreds
+    of options and every episode of it needs the same (read-only) table."""
+    return MappingProxyType({option_key(option): option for option in options})
+
+
+def option_key(option: str) -> str:
+    """``normalise(option).strip()``, without the regular expression for the common id of
+    ASCII letters and digits (one token: lower-cased, a plural ``s`` cut as ``normalise``
+    cuts it). A new meetings task has ~130 options; the regex path cost ~0.3 ms of its reset."""
+    if option.isascii() and option.isalnum():
+        key = option.lower()
+        return key[:-1] if len(key) > 3 and key.endswith("s") and not key.endswith("ss") else key
+    return normalise(option).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """The options a message names: the one it proposes, and whether it proposed several."""
+
+    option: str | None
+    several: bool
+    named: bool
+
+
+def names_option(text: str, options: Mapping[str, str]) -> bool:
+    """Whether ``text`` names one of ``options`` (:func:`option_keys`)."""
+    return any(w in options for w in normalise(joined(text, options)).split())
+
+
+def joined(text: str, options: Mapping[str, str]) -> str:
+    """``text`` with each option's id written with hyphens between its letter and digit
+    parts ("AQ-449", "aq-449") written as the id, and one written with a space there in
+    the id's own case ("AQ 449"): in any case, "no 302" is English before it is shop's
+    offer NO302."""
+
+    def hyphenated(match: re.Match[str]) -> str:
+        word = _JOINT.sub("", match[0])
+        return word if option_key(word) in options else match[0]
+
+    def spaced(match: re.Match[str]) -> str:
+        word = match[1] + match[2]
+        return word if options.get(option_key(word)) == word else match[0]
+
+    if "-" in text:
+        text = _HYPHENATED.sub(hyphenated, text)
+    return _SPACED.sub(spaced, text)
+
+
+def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
+    """The option ``text`` proposes of ``options`` (:func:`option_keys`): those it names, less
+    those named as context; when that leaves several, the one the message commits to
+    (:func:`_committed`)."""
+    if not options or not names_option(text, options):
+        return NO_PROPOSAL
+    naming: list[_Sentence] = []
+    for sentence in sentences(joined(_VS.sub("vs", text), options)):
+        named: list[tuple[str, bool]] = []  # each option named, and if it is context
+        for piece in _PIECE.split(sentence):
+            words = normalise(piece).split()
+            found = [(i, options[w]) for i, w in enumerate(words) if w in options]
+            asides = [i for i, w in enumerate(words) if w in _ASIDE]
+            comparing = any(w in _COMPARING for w in words)
+            # context: in a comparison ("A versus B"), after an aside word, or beside one
+            # when it is alone in the clause
+            alone = len(found) == 1 and bool(asides)
+            named += [
+                (option, comparing or alone or any(a < i for a in asides)) for i, option in found
+            ]
+        if named:
+            all_words = tuple(normalise(sentence).split())
+            at = [i for i, w in enumerate(all_words) if w in options]
+            named_at = tuple((o, i, c) for (o, c), i in zip(named, at, strict=True))
+            naming.append(_Sentence(sentence, all_words, named_at))
+    chosen = list(dict.fromkeys(o for s in naming for o, _, context in s.named if not context))
+    if len(chosen) > 1:
+        chosen = _committed(naming) or chosen
+    return Proposal(chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, bool(naming))
+
+
+NO_PROPOSAL = Proposal(None, False, False)
+"""What a message naming no option proposes."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    """A sentence (or line, or table row) naming options: its text, its normalised words, and
+    each option it names, with the index of its word and whether its clause made it context."""
+
+    text: str
+    words: tuple[str, ...]
+    named: tuple[tuple[str, int, bool], ...]
+
+
+def _committed(sentences: Sequence[_Sentence]) -> list[str]:
+    """Of several options a message names as the choice, the one it commits to: the one a
+    sentence names alone with a choosing word (:data:`_CHOOSING`), else the only one left,
+    once a sentence opening with an aside word (:data:`_OPENING`) and the option nearest a
+    rejection (:data:`_REJECTING`) are context. Empty where that is not exactly one, and
+    where one question offers several ("Should I book AQ123 or AQ348?"): the choice is the
+    agent's, so a message that commits to none has none of them judged."""
+    offered: dict[str, None] = {}
+    marked: dict[str, None] = {}
+    for sentence in sentences:
+        if sentence.words[0] in _OPENING:
+            continue
+        left = _left(sentence)
+        if len(left) > 1 and "?" in sentence.text:
+            return []
+        offered.update(dict.fromkeys(left))
+        if len(left) == 1 and _CHOOSING.search(" ".join(sentence.words)):
+            marked.update(dict.fromkeys(left))
+    chosen = list(marked or offered)
+    return chosen if len(chosen) == 1 else []
+
+
+def _left(sentence: _Sentence) -> list[str]:
+    """The options ``sentence`` names as the choice: not in a clause of context, nor the one
+    nearest a rejection ("I recommend AQ449 because AQ348 misses one of your wishes")."""
+    line = " ".join(sentence.words)
+    rejected = set()
+    for match in _REJECTING.finditer(line):
+        first, last = line.count(" ", 0, match.start()), line.count(" ", 0, match.end())
+        # words away from the rejection, the option after it first on a tie ("I didn't
+        # pick AQ348" governs what follows)
+        _, _, at = min(
+            (first - at, 1, at) if at < first else (at - last, 0, at) for _, at, _ in sentence.named
+        )
+        rejected.add(at)
+    return list(
+        dict.fromkeys(o for o, at, context in sentence.named if not (context or at in rejected))
+    )
+
+
+_IT = (
+    r"(?:(?:it|this|that)(?: (?:one|option|choice|plan|proposal|booking|order|reservation))?"
+    r"|the (?:option|choice|plan|proposal|booking|order|reservation))"
+)
+"""The proposal, as a go-ahead names it: a pronoun or a word for a proposal, never a slot
+("Can you confirm this?" asks the go-ahead, "Can you confirm your budget?" the budget)."""
+_GO_AHEAD = "|".join(
+    (
+        r"(?:do|can|may) i (?:have|get) your (?:approval|go[- ]ahead|permission|consent|ok|okay"
+        r"|blessing|confirmation|agreement)",
+        rf"(?:(?:please|can you|could you|would you|will you) )*(?:confirm|approve|authori[sz]e)"
+        rf"(?: {_IT})?(?:,? (?:and|so) (?:i|we)(?:'ll|’ll| will| can) \w+(?: {_IT})?)?",
+        rf"(?:(?:please )?(?:let me know|tell me) if )?(?:(?:does|will|would|can) )?{_IT} works?"
+        r"(?: for you| with you)?",
+        rf"(?:(?:does|do|would) {_IT} )?(?:sounds?|looks?|seems?) (?:good|ok|okay|fine|right"
+        r"|alright|all right|great)(?: to you)?",
+        rf"how does {_IT} (?:sound|look)(?: to you)?",
+        rf"(?:are|would) you (?:be )?(?:ok|okay|happy|fine|comfortable|good|alright) with {_IT}",
+        rf"(?:is|would) {_IT} (?:be )?(?:acceptable|agreeable|all right|suitable)"
+        r"(?: to you| for you| with you)?",
+        r"(?:ok|okay|good|ready|happy) to (?:go ahead|proceed|go)",
+        r"any objections?",
+        r"ok|okay|approved?|agreed?|deal|confirm",
+    )
+)
+"""A go-ahead the whole sentence is ("Do I have your approval?", "Please confirm and I'll
+complete it.", "Does this work for you?", "Sound good?"): it names no slot, only the
+proposal (:data:`_IT`), so "Can you confirm your budget?" is no go-ahead."""
+CONFIRMING = re.compile(
+    r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
+    r"|(?:do|would) you like me to\b"
+    r"|(?:is that|is it|is this) (?:ok|okay|fine|alright|all right|acceptable|good)\b"
+    rf"|(?:{_GO_AHEAD})[\s*_]*[?.!]*[\s*_]*$)",
+    re.IGNORECASE,
+)
+"""How a proposal asks for the go-ahead ("Shall I place the order?", "Want me to lock it
+in?", "Is this acceptable?", or a sentence that is only a go-ahead, :data:`_GO_AHEAD`):
+beside a named option, such a sentence is the proposal's, not a question about a slot."""
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences and lines; a list item's number stays with its item ("2.
+    AQ449 (recommended)" is one sentence, which names the option)."""
+    return [s for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!;])(?<!^\d\.)(?<!^\d\d\.)\s+|\n+", re.MULTILINE)
+
+
+_ID = re.compile(r"[A-Za-z0-9]+")
+"""A token that may be an option's id (ids are ASCII letters and digits)."""
+
+
+def without_ids(text: str, options: Mapping[str, str]) -> str:
+    """``text`` less the tokens that are ids of ``options``."""
+    return _ID.sub(lambda m: "" if option_key(m[0]) in options else m[0], text)
+
+
+__all__ = [
+    "CONFIRMING",
+    "NO_PROPOSAL",
+    "Proposal",
+    "find_proposal",
+    "joined",
+    "names_option",
+    "normalise",
+    "option_key",
+    "option_keys",
+    "sentences",
+    "without_ids",
+]
