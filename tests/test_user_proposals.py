@@ -272,3 +272,13 @@ def test_only_a_joint_between_letters_and_digits_joins_an_id() -> None:
         _respond("travel", task, f"I found {letters}{digits[:-1]}-{digits[-1]}.").proposed is None
     )
     assert _respond("travel", task, f"I found {letters.lower()} {digits}.").proposed is None
+
+
+@pytest.mark.parametrize(("name", "nth"), _cases())
+def test_a_hyphenated_id_named_as_context_is_not_read_as_a_question(name: str, nth: int) -> None:
+    """An option named only as context proposes nothing, and its id, however written, is left
+    out of what is read ("Besides AQ-449, what is your budget?" asks the budget only)."""
+    task, _, option = _expert_proposal(name, nth)
+    plain = _respond(name, task, "Besides that, what is your budget?")
+    turn = _respond(name, task, f"Besides {_hyphenated(option)}, what is your budget?")
+    assert turn.proposed is None and turn.asked == plain.asked

@@ -274,8 +274,8 @@ _ID = re.compile(r"[A-Za-z0-9]+")
 
 
 def without_ids(text: str, options: Mapping[str, str]) -> str:
-    """``text`` less the tokens that are ids of ``options``."""
-    return _ID.sub(lambda m: "" if option_key(m[0]) in options else m[0], text)
+    """``text`` less the ids of ``options``, however written (:func:`joined`)."""
+    return _ID.sub(lambda m: "" if option_key(m[0]) in options else m[0], joined(text, options))
 
 
 __all__ = [
