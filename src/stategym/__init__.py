@@ -11,6 +11,7 @@ from stategym.kernel.errors import AgentFormatError, StateGymError, ToolError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, StepResult, ToolCall, call, calls
 from stategym.kernel.trajectory import Trajectory, replay
+from stategym.kernel.verify import verify
 from stategym.rollout import run_episode
 
 __version__ = "0.1.0"
@@ -39,4 +40,5 @@ __all__ = [
     "calls",
     "replay",
     "run_episode",
+    "verify",
 ]

@@ -4,7 +4,9 @@ One episode is one :class:`Trajectory`; a run directory holds them as JSON Lines
 line. Every score, report and protocol figure is computed from these records and the task,
 which is regenerated from ``(domain, seed, knobs)``. Field-by-field documentation:
 ``docs/trajectory.md``. :func:`replay` feeds a trajectory's actions to a fresh environment
-and reproduces the world exactly (equal state digest).
+and reproduces the world exactly (equal state digest); the digest covers the world and the
+user's state only, and :func:`stategym.kernel.verify.verify` compares the rest of the log
+(call results, user turns, outcome) with the replay.
 
 Version 2 types what version 1 left in ``meta``: a round's :class:`ModelTurn` (what the model
 generated: text, token ids, log-probabilities, finish reason, usage), the round's ``error``
@@ -402,7 +404,9 @@ def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
     knobs)``, or, for a counterfactual probe, the flipped task ``run.probe`` names
     (:func:`~stategym.kernel.counterfactual.played_task`). The returned environment's
     ``state_key()`` equals ``trajectory.digest`` when the environment is deterministic (it
-    is: this is tested for every domain).
+    is: this is tested for every domain). The digest covers the world and the user's state
+    only, not the logged results, user turns or outcome the metrics read:
+    :func:`stategym.kernel.verify.verify` compares those too.
 
     Raises:
         TrajectoryError: the trajectory's user read messages with another reader
