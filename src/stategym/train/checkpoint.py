@@ -5,7 +5,10 @@ writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``serve
 ``protocol``), ``optimizer.pt`` and ``trainer_state.json`` (the iteration it ends). A
 checkpoint is written to a temporary folder and renamed, so an interrupted save leaves no
 half checkpoint behind; :func:`latest` is the last complete one. ``RUN/model`` is the final
-policy (a copy of the last checkpoint).
+policy (a copy of the last checkpoint). A checkpoint damaged afterwards (a file cut by a full
+disk or a crash before the data reached it) is refused by :func:`check` and
+:func:`restore_optimiser` with :class:`CheckpointError`, naming the file; deleting that
+folder resumes from the checkpoint before it (nothing is skipped silently).
 
 Resuming is exact because nothing random carries over between iterations: every iteration
 seeds its own generator from ``(seed, iteration)`` (:func:`iteration_generator`), so the
@@ -20,12 +23,25 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from stategym.kernel.errors import UsageError
 from stategym.train.policy import Policy
 
 CHECKPOINTS = "checkpoints"
 FINAL = "model"
 STATE = "trainer_state.json"
 OPTIMISER = "optimizer.pt"
+
+
+class CheckpointError(UsageError):
+    """A checkpoint's file cannot be read (cut or damaged); the message names it."""
+
+
+def damaged(path: Path, why: object) -> CheckpointError:
+    """The error for an unreadable file of a checkpoint, with what to do about it."""
+    return CheckpointError(
+        f"{path}: unreadable ({why}); the checkpoint is damaged: delete {path.parent} "
+        "to resume from the checkpoint before it"
+    )
 
 
 def folder_of(run: Path, iteration: int) -> Path:
@@ -60,15 +76,58 @@ def latest(run: Path) -> Path | None:
 
 
 def iteration_of(folder: Path) -> int:
-    """The iterations a checkpoint ends."""
-    return int(json.loads((folder / STATE).read_text())["iteration"])
+    """The iterations a checkpoint ends.
+
+    Raises:
+        CheckpointError: ``trainer_state.json`` is not an object with an iteration number.
+    """
+    path = folder / STATE
+    try:
+        state = json.loads(path.read_bytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise damaged(path, error) from None
+    iteration = state.get("iteration") if isinstance(state, dict) else None
+    if not isinstance(iteration, int) or isinstance(iteration, bool) or iteration < 0:
+        raise damaged(path, f"no iteration number in {state!r:.80}")
+    return iteration
+
+
+def check(folder: Path) -> int:
+    """The iterations a checkpoint ends, once its state and weights are known to be readable
+    (a cut weights file fails its header check here, not deep inside a model loader).
+
+    Raises:
+        CheckpointError: naming the damaged file.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    iteration = iteration_of(folder)
+    for weights in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(weights), framework="pt"):
+                pass
+        except SafetensorError as error:
+            raise damaged(weights, error) from None
+    return iteration
 
 
 def restore_optimiser(folder: Path, optimiser: Any) -> None:
-    """Load a checkpoint's optimiser state into ``optimiser``."""
+    """Load a checkpoint's optimiser state into ``optimiser``.
+
+    Raises:
+        CheckpointError: ``optimizer.pt`` cannot be read or does not fit the model.
+    """
+    import pickle
+
     import torch
 
-    optimiser.load_state_dict(torch.load(folder / OPTIMISER, weights_only=True))
+    path = folder / OPTIMISER
+    try:
+        optimiser.load_state_dict(torch.load(path, weights_only=True))
+    # torch reports a cut archive as RuntimeError, a cut pickle as EOFError/UnpicklingError,
+    # and a state of another shape as ValueError/KeyError
+    except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, KeyError) as error:
+        raise damaged(path, str(error).splitlines()[0] if str(error) else error) from None
 
 
 def publish(run: Path, folder: Path) -> Path:
@@ -99,6 +158,8 @@ def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:
 __all__ = [
     "CHECKPOINTS",
     "FINAL",
+    "CheckpointError",
+    "check",
     "folder_of",
     "iteration_generator",
     "iteration_of",

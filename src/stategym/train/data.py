@@ -132,11 +132,27 @@ def play_demonstrations(
 
 
 def run_demonstrations(run: Path) -> list[Demonstration]:
-    """A run directory's logged episodes (``RUN/trajectories.jsonl``) with their tasks."""
-    from stategym.registry import cached_task
-    from stategym.rollout import load_log
+    """A run directory's logged episodes (``RUN/trajectories.jsonl``) with their tasks.
 
-    log = load_log(Path(run) / "trajectories.jsonl")
+    The log is only read, never rewritten (it is another run's, perhaps still being
+    appended to): a cut last line is left in place and skipped, with a warning on stderr.
+
+    Raises:
+        UsageError: no log in ``run``, an unreadable line, or a duplicated episode.
+    """
+    import sys
+
+    from stategym.kernel.errors import UsageError
+    from stategym.registry import cached_task
+    from stategym.rollout import read_log, refuse_duplicates
+
+    path = Path(run) / "trajectories.jsonl"
+    if not path.is_file():
+        raise UsageError(f"no trajectories.jsonl in {run} to learn from")
+    log = read_log(path)
+    refuse_duplicates(path, log.trajectories)
+    if log.cut_line is not None:
+        print(f"warning: ignored {path}:{log.cut_line}, a cut last line", file=sys.stderr)
     return [(t, cached_task(t.domain, t.seed, t.knobs)) for t in log.trajectories]
 
 

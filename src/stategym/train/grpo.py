@@ -280,10 +280,9 @@ def train(config: GRPOConfig) -> Path:
     run = runlog.open_run(config)
     resume = checkpoint.latest(run)
     source = checkpoint.model_source(config.init) if resume is None else str(resume)
+    start = 0 if resume is None else checkpoint.check(resume)
     policy = Policy.load(source, device=config.device, dtype=config.dtype)
     policy.share_prefix = config.share_prefix
-    start = 0 if resume is None else checkpoint.iteration_of(resume)
-    runlog.truncate_metrics(run, start, config.eval_every)
     reference = None
     if config.kl > 0:  # the initial policy, frozen (reloaded on resume: it never changes)
         reference = Policy.load(
@@ -294,17 +293,19 @@ def train(config: GRPOConfig) -> Path:
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
         checkpoint.restore_optimiser(resume, optimiser)
+    runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "grpo") as advance:
         for iteration in range(start + 1, config.iterations + 1):
             line = iterate(policy, reference, optimiser, config, iteration)
             runlog.append_metrics(run, line)
             advance(f"goal {line['goal_rate']:.2f} R {line['composite']:.2f}")
-            if iteration % config.save_every == 0 or iteration == config.iterations:
-                checkpoint.save(run, iteration, policy, optimiser)
+            # evaluate before saving: a checkpoint covers its iteration's evaluation
             if config.eval_every and iteration % config.eval_every == 0:
                 runlog.append_metrics(
                     run, {"iteration": iteration, "eval": evaluate(policy, config)}
                 )
+            if iteration % config.save_every == 0 or iteration == config.iterations:
+                checkpoint.save(run, iteration, policy, optimiser)
     final = checkpoint.latest(run)
     if final is not None:
         checkpoint.publish(run, final)

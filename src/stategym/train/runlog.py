@@ -2,9 +2,13 @@
 
 ``RUN/config.json`` is the config the run was started with; re-running the command with
 the same settings resumes the run (a different setting is refused, except ``iterations``,
-which may grow, and ``progress``). ``RUN/metrics.jsonl`` holds one object per iteration
-(``"iteration"`` first; ``"eval"`` lines for held-out evaluations); on resume the lines
-after the checkpoint's iteration are dropped, so the file ends as an uninterrupted run's.
+which may grow, and ``progress``; ``out`` is where the run is, not a setting, so a moved or
+copied run resumes). ``RUN/metrics.jsonl`` holds one object per iteration (``"iteration"``
+first; ``"eval"`` lines for held-out evaluations); on resume the lines after the
+checkpoint's iteration are dropped, so the file ends as an uninterrupted run's. It is read
+strictly (:func:`read_metrics`): only a cut last line, what an interrupted append leaves, is
+dropped; any other unreadable line is an error naming ``FILE:LINE``, never a reason to cut
+the file short. Both files are rewritten atomically (a temporary file renamed over them).
 
 :func:`episode_metrics` is the decision-quality summary of a set of scorecards, the same
 numbers ``stategym eval`` aggregates (:func:`stategym.metrics.aggregate.row` means) plus the
@@ -16,6 +20,7 @@ lucky-success rate.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,17 +38,24 @@ CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 MUTABLE = frozenset({"iterations", "progress"})
 """Settings a resumed run may change."""
+LOCATION = "out"
+"""Where the run is: saved with the settings but never compared (a moved run resumes)."""
 
 
 def open_run(config: Config) -> Path:
-    """Create the run directory, or check that it was started with the same settings."""
+    """Create the run directory, or check that it was started with the same settings.
+
+    Raises:
+        UsageError: ``config.json`` holds other settings, or cannot be read.
+    """
     run = Path(config.out)
     path = run / CONFIG
     if path.exists():
-        old = json.loads(path.read_text())
+        old = read_object(path, "the run's settings")
         new = json.loads(to_json(config))
+        ignored = MUTABLE | {LOCATION}
         changed = sorted(
-            k for k in set(old) | set(new) if k not in MUTABLE and old.get(k) != new.get(k)
+            k for k in set(old) | set(new) if k not in ignored and old.get(k) != new.get(k)
         )
         if changed:
             raise UsageError(
@@ -51,36 +63,92 @@ def open_run(config: Config) -> Path:
                 "use another --out or the same settings to resume"
             )
     run.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_json(config))
+    replace_text(path, to_json(config))
     return run
 
 
+def read_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object read from ``path``.
+
+    Raises:
+        UsageError: ``FILE: why`` when the file is not valid UTF-8 JSON holding an object.
+    """
+    try:
+        data = json.loads(path.read_bytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{path}: unreadable ({error}); it should hold {what}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: holds a {type(data).__name__}, not {what}")
+    return data
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (an interruption leaves the old file)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
 def read_metrics(run: Path) -> list[dict[str, Any]]:
-    """The run's metric lines (a cut last line, from an interruption, is dropped)."""
+    """The run's metric lines, read strictly except for a cut last line.
+
+    A last line that does not end in a newline and cannot be read is what an interrupted
+    append leaves: it is dropped. Any other unreadable line, or a line that is not an object
+    with an integer ``"iteration"``, is damage, and cutting the file there would lose the
+    lines after it.
+
+    Raises:
+        UsageError: ``FILE:LINE: why`` for such a line.
+    """
     path = run / METRICS
     if not path.exists():
         return []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     out = []
-    for line in path.read_text().splitlines():
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
+            out.append(metrics_line(line))
+        except ValueError as error:
+            if index == last and not data.endswith(b"\n"):
+                break
+            raise UsageError(f"{path}:{index + 1}: {error}") from None
     return out
 
 
+def metrics_line(line: bytes) -> dict[str, Any]:
+    """One line of ``metrics.jsonl`` (a ``ValueError`` says why it is not one)."""
+    try:
+        value = json.loads(line.decode())
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 text (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"a {type(value).__name__}, not a metrics object")
+    iteration = value.get("iteration")
+    if not isinstance(iteration, int) or isinstance(iteration, bool) or iteration < 0:
+        raise ValueError(f'"iteration" is {iteration!r}, not an iteration number')
+    return value
+
+
 def truncate_metrics(run: Path, iteration: int, eval_every: int = 0) -> None:
-    """Keep the lines of iterations ``<= iteration`` (what the checkpoint covers), less the
-    end-of-run evaluation of a shorter run (an uninterrupted run has none there)."""
+    """Keep the lines of iterations ``<= iteration`` (what the checkpoint covers, its
+    evaluation included: a checkpoint is saved after it), less the end-of-run evaluation
+    of a shorter run (an uninterrupted run has none there). Starting afresh (``iteration``
+    0) keeps nothing, so the old file is not read at all."""
     kept = [
         m
-        for m in read_metrics(run)
-        if int(m["iteration"]) < iteration
-        or (int(m["iteration"]) == iteration and "eval" not in m)
-        or ("eval" in m and eval_every and int(m["iteration"]) % eval_every == 0)
+        for m in (read_metrics(run) if iteration else [])
+        if m["iteration"] < iteration
+        or (m["iteration"] == iteration and "eval" not in m)
+        or ("eval" in m and eval_every and m["iteration"] % eval_every == 0)
     ]
-    kept = [m for m in kept if int(m["iteration"]) <= iteration]
-    (run / METRICS).write_text("".join(json.dumps(m, sort_keys=True) + "\n" for m in kept))
+    kept = [m for m in kept if m["iteration"] <= iteration]
+    replace_text(run / METRICS, "".join(json.dumps(m, sort_keys=True) + "\n" for m in kept))
 
 
 def append_metrics(run: Path, line: Mapping[str, Any]) -> None:

@@ -11,8 +11,9 @@
 3. Steps: each iteration draws ``batch_size`` episodes (a generator seeded by the run's seed
    and the iteration) and takes one AdamW step on the mean negative log-likelihood of
    their loss tokens.
-4. Every ``save_every`` iterations a checkpoint (resumable, ``hf:``-loadable); at the end
-   ``RUN/model`` and a held-out evaluation of the greedy policy.
+4. Every ``eval_every`` iterations a held-out evaluation of the greedy policy, then every
+   ``save_every`` a checkpoint (resumable, ``hf:``-loadable; saved after the evaluation, so
+   it covers it); at the end ``RUN/model`` (and the evaluation if not ``eval_every``).
 """
 
 from __future__ import annotations
@@ -67,11 +68,10 @@ def train(config: SFTConfig) -> Path:
     episodes = demonstrations(config)
     resume = checkpoint.latest(run)
     if resume is not None:
-        policy, start = Policy.load(resume, dtype=config.dtype), checkpoint.iteration_of(resume)
-        runlog.truncate_metrics(run, start, config.eval_every)
+        start = checkpoint.check(resume)
+        policy = Policy.load(resume, dtype=config.dtype)
     else:
         policy, start = make_policy(config, episodes), 0
-        runlog.truncate_metrics(run, 0)
     policy.model.to(config.device)
     policy.share_prefix = config.share_prefix
     policy.device = config.device
@@ -79,17 +79,20 @@ def train(config: SFTConfig) -> Path:
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
         checkpoint.restore_optimiser(resume, optimiser)
+    runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "sft") as advance:
         for iteration in range(start + 1, config.iterations + 1):
             line = step(policy, optimiser, samples, config, iteration)
             runlog.append_metrics(run, line)
             advance(f"loss {line['loss']:.3f}  {line['tokens_per_s']:.0f} tok/s")
-            if iteration % config.save_every == 0 or iteration == config.iterations:
-                checkpoint.save(run, iteration, policy, optimiser)
+            # evaluate before saving: a checkpoint covers its iteration's evaluation, so an
+            # interrupted evaluation is played again on resume, never lost
             if config.eval_every and iteration % config.eval_every == 0:
                 runlog.append_metrics(
                     run, {"iteration": iteration, "eval": evaluate(policy, config)}
                 )
+            if iteration % config.save_every == 0 or iteration == config.iterations:
+                checkpoint.save(run, iteration, policy, optimiser)
     final = checkpoint.latest(run)
     if final is not None:
         checkpoint.publish(run, final)
