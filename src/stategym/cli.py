@@ -6,17 +6,24 @@ is imported (``stategym --help`` imports none), and a command's heavy imports ha
 its ``main``, so every start stays fast.
 
 Errors: anything the user can fix by changing what they typed (a :class:`UsageError`, an
-unknown domain, a broken trajectory file, a missing file or a folder that is a file) is one
+unknown domain, a broken trajectory file, a missing file, a folder that is a file, any
+OSError naming a path, such as a symlink loop or a name too long) is one
 line ``stategym: error: MESSAGE`` on stderr and exit status 2; a bad option value is
-argparse's one line, also status 2; Ctrl-C is ``stategym: interrupted`` and status 130.
+argparse's one line, also status 2; Ctrl-C is ``stategym: interrupted`` and status 130, and
+SIGTERM (``kill``, ``timeout``, Slurm, ``docker stop``) is handled the same way: it is raised
+as :class:`Terminated`, a :class:`KeyboardInterrupt`, so every command stops as on Ctrl-C
+(finished episodes saved, workers stopped), then ``stategym: terminated`` and status 143.
 Any other exception is a bug in stategym and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
@@ -62,7 +69,36 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     IsADirectoryError,
     PermissionError,
 )
-"""Exceptions the CLI reports as one line and status 2 instead of a traceback."""
+"""Exceptions the CLI reports as one line and status 2 instead of a traceback (and any
+:class:`OSError` that :func:`is_path_error`)."""
+
+_MACHINE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EROFS", "EIO", "EMFILE", "ENFILE")
+    if hasattr(errno, name)
+)
+"""Errors of the machine, not of stategym, even where no path is named (a full disk on a
+``write``)."""
+
+
+def is_path_error(error: OSError) -> bool:
+    """Whether an :class:`OSError` is the user's to fix: it names a path (a symlink loop, a
+    name too long, a folder under a file: every such error the OS raises for a path carries
+    it), or it is the machine's (:data:`_MACHINE_ERRNOS`). Not all of them: an OSError
+    without a path (a bad file descriptor, an invalid argument to a system call) is most
+    likely a bug in stategym and keeps its traceback."""
+    return error.filename is not None or error.errno in _MACHINE_ERRNOS
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C raises :class:`KeyboardInterrupt` (and a
+    kind of it, so that whatever cleans up after Ctrl-C cleans up after SIGTERM too)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # a second SIGTERM while the first one's cleanup runs ends the process at once
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated
 
 
 class Parser(argparse.ArgumentParser):
@@ -100,17 +136,31 @@ def _named(argv: Sequence[str]) -> tuple[str, ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit status (argparse's own errors exit through ``SystemExit``)."""
+    # signal handlers can only be set from the main thread (a test may call main elsewhere)
+    handles = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if handles else None
     try:
         words = sys.argv[1:] if argv is None else argv
         # only the command that runs is imported: the others' dependencies stay unloaded
         args = build_parser(_named(words)).parse_args(words)
         return int(args.handler(args) or 0)
+    except Terminated:
+        print("stategym: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("stategym: interrupted", file=sys.stderr)
         return 130
     except USER_ERRORS as error:
         print(f"stategym: error: {describe(error)}", file=sys.stderr)
         return 2
+    except OSError as error:
+        if not is_path_error(error):
+            raise
+        print(f"stategym: error: {describe(error)}", file=sys.stderr)
+        return 2
+    finally:
+        if handles:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def describe(error: BaseException) -> str:

@@ -117,9 +117,20 @@ def check(db: Path) -> None:
     Raises:
         UsageError: ``db`` is a folder, not a SQLite file, or not a run index.
     """
-    if db.exists():
+    if _present(db):
         with _connect(db):
             pass
+
+
+def _present(db: Path) -> bool:
+    """Whether ``db`` exists; an error other than a missing file (a symlink loop, a name
+    too long) is raised, naming the path, where ``Path.exists`` would say False and let the
+    run play all its episodes before the index fails."""
+    try:
+        db.stat()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _migrate_v1(connection: sqlite3.Connection) -> None:
@@ -146,14 +157,14 @@ def upsert(db: Path, record: RunRecord) -> None:
 
 def remove(db: Path, path: str) -> None:
     """Forget the run at ``path`` (``--overwrite`` starts a new run in the same directory)."""
-    if db.exists():
+    if _present(db):
         with _connect(db) as connection:
             connection.execute("DELETE FROM runs WHERE path = ?", (path,))
 
 
 def runs(db: Path) -> list[RunRecord]:
     """Every indexed run, oldest first; an index that does not exist lists nothing."""
-    if not db.exists():
+    if not _present(db):
         return []
     with _connect(db) as connection:
         rows = connection.execute(

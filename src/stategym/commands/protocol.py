@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
+
+    from stategym.kernel.trajectory import Trajectory
 
 NAME = "protocol"
 HELP = "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
@@ -240,11 +244,34 @@ def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
 
 
 def _rereport(console: Console, folder: Path) -> int:
+    """Report a saved run again from its logs alone, refusing a log that is not the one the
+    run wrote (:func:`_read_agent_log`)."""
+    from stategym.topology.generalisation import ProtocolRun
+
+    config, cells, agents, notes = _read_cells(folder)
+    reports = {}
+    for agent in agents:
+        agent_config = replace(config, agent=agent)
+        trajectories = _read_agent_log(
+            folder / _slug(agent) / "trajectories.jsonl", agent_config, cells
+        )
+        run = ProtocolRun(agent_config, cells, trajectories, notes)
+        reports[agent] = _report(console, run, folder / _slug(agent))
+    _compare(console, reports, folder)
+    return 0
+
+
+def _read_cells(folder: Path) -> tuple[Any, tuple[Any, ...], list[str], tuple[str, ...]]:
+    """``cells.json``: the run's configuration, cells, agents and notes.
+
+    Raises:
+        UsageError: the file is missing, not JSON, or lacks a field or has one of the wrong
+            type (naming it).
+    """
     import orjson
 
     from stategym.kernel.errors import UsageError
-    from stategym.kernel.trajectory import read_jsonl
-    from stategym.topology.generalisation import ProtocolConfig, ProtocolRun
+    from stategym.topology.generalisation import ProtocolConfig
     from stategym.topology.split import Cell
 
     path = folder / "cells.json"
@@ -252,17 +279,96 @@ def _rereport(console: Console, folder: Path) -> int:
         raise UsageError(f"no cells.json in {folder}: not a protocol run directory")
     try:
         saved = orjson.loads(path.read_bytes())
+        if not isinstance(saved, dict):
+            raise TypeError("not a JSON object")
+        agents = saved["agents"]
+        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+            raise TypeError("'agents' is not a list of agent names")
+        notes = tuple(str(note) for note in saved.get("notes", []))
+        cells = tuple(Cell.from_dict(c) for c in saved["cells"])
+        config = ProtocolConfig.from_dict(saved["config"])
     except orjson.JSONDecodeError as error:
         raise UsageError(f"{path} is not valid JSON: {error}") from None
-    cells = tuple(Cell.from_dict(c) for c in saved["cells"])
-    reports = {}
-    for agent in saved["agents"]:
-        config = replace(ProtocolConfig.from_dict(saved["config"]), agent=agent)
-        trajectories = tuple(read_jsonl(folder / _slug(agent) / "trajectories.jsonl"))
-        run = ProtocolRun(config, cells, trajectories, tuple(saved["notes"]))
-        reports[agent] = _report(console, run, folder / _slug(agent))
-    _compare(console, reports, folder)
-    return 0
+    except KeyError as error:
+        raise UsageError(f"{path} lacks {error}: not a protocol run's cells.json") from None
+    except (TypeError, ValueError, AttributeError) as error:  # a field of the wrong shape
+        raise UsageError(f"{path} has a field of the wrong type: {error}") from None
+    return config, cells, agents, notes
+
+
+def _read_agent_log(file: Path, config: Any, cells: Sequence[Any]) -> tuple[Trajectory, ...]:
+    """One agent's episodes, read as a run directory's are (:func:`~stategym.rollout.read_log`
+    and :func:`~stategym.rollout.refuse_duplicates`), each checked to be one the run played
+    for ``config.agent`` (the expert plays the plans and references) over ``cells`` and
+    ``config``'s seeds, and none missing (probes, found by a search, are checked by agent
+    and cell only).
+
+    Raises:
+        UsageError: a cut or unreadable line, a duplicated, foreign or missing episode.
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.rollout import read_log, refuse_duplicates
+
+    log = read_log(file)
+    if log.cut_line is not None:
+        raise UsageError(f"{file}:{log.cut_line}: a cut last line; run the protocol again")
+    refuse_duplicates(file, log.trajectories)
+    expected = _expected_episodes(config, cells)
+    probe_cells = {cell.domain for cell in cells}
+    found = set()
+    for line, trajectory in enumerate(log.trajectories, start=1):
+        role = trajectory.run.role
+        agent = config.agent if role in ("agent", "probe") else "expert"
+        if trajectory.agent != agent:
+            raise UsageError(
+                f"{file}:{line}: a {role} episode of {trajectory.agent!r}, not of {agent!r}: "
+                f"not the log of {config.agent!r}"
+            )
+        key = _episode(trajectory)
+        if role == "probe" and trajectory.meta.get("cell") in probe_cells:
+            continue
+        if key not in expected:
+            raise UsageError(
+                f"{file}:{line}: {role} episode {key[1:]} is not one of the run's cells and "
+                "seeds in cells.json"
+            )
+        found.add(key)
+    missing = sorted(expected - found, key=str)
+    if missing:
+        raise UsageError(
+            f"{file} lacks {len(missing)} of the run's {len(expected)} plan, reference and "
+            f"agent episodes (e.g. {missing[0][0]} {missing[0][1:]}): run the protocol again"
+        )
+    return tuple(log.trajectories)
+
+
+def _episode(trajectory: Trajectory) -> tuple[Any, ...]:
+    """What tells a protocol episode apart: role, domain, seed, knobs, split, cell, shots."""
+    meta = trajectory.meta
+    return (
+        trajectory.run.role,
+        trajectory.domain,
+        trajectory.seed,
+        trajectory.knobs.describe(),
+        str(meta.get("split", "")),
+        str(meta.get("cell", "")),
+        str(meta.get("shots", "")),
+    )
+
+
+def _expected_episodes(config: Any, cells: Sequence[Any]) -> set[tuple[Any, ...]]:
+    """The plan, reference and agent episodes :func:`run_protocol` plays for ``config``."""
+    knobs = config.knobs.describe()
+    seeds = range(config.seed, config.seed + config.episodes)
+    shots = [k for k in config.shots if k == 0 or config.llm]
+    expected = {
+        ("plan", name, s, knobs, "", "", "") for name in config.train for s in range(config.plans)
+    }
+    for cell in cells:
+        where = (str(cell.split), cell.domain)
+        expected |= {("reference", cell.domain, s, knobs, *where, "") for s in seeds}
+        expected |= {("agent", cell.domain, s, knobs, *where, str(k)) for s in seeds for k in shots}
+    return expected
 
 
 def _compare(console: Console, reports: dict[str, dict[str, Any]], out: Path) -> None:

@@ -15,6 +15,7 @@ file are reused, the missing ones played, and the summary covers exactly the req
 from __future__ import annotations
 
 import argparse
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,6 +120,7 @@ def _complete(
 ) -> int:
     """Reuse the episodes already in the run, play the missing ones, record the run; 130
     where Ctrl-C stopped the playing (what finished is saved and recorded)."""
+    from stategym.cli import Terminated
     from stategym.commands.options import spread_of
     from stategym.rollout import pending, requested
 
@@ -132,16 +134,16 @@ def _complete(
                 f"episode(s) there, playing {len(todo)} (seeds {seeds[0]}-{seeds[1]} requested)"
             )
         )
-    interrupted = False
+    stop: KeyboardInterrupt | None = None
     try:
         if todo:
             _play(todo, agents, config, run, finished, options, spread_of(args), reader, console)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM (cli.Terminated)
+        stop = interruption
     _record(run, config, requested(specs, finished), options, args.index, console)
-    if interrupted:
+    if stop is not None:
         console.print("[yellow]interrupted:[/] finished episodes are saved; run again to resume")
-        return 130
+        return 128 + signal.SIGTERM if isinstance(stop, Terminated) else 130
     return 0
 
 

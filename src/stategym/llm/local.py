@@ -12,6 +12,7 @@ touched.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -82,7 +83,8 @@ def check_model_dir(path: str | Path) -> None:
     """Refuse a path that is not a saved model folder, before anything loads or plays.
 
     Raises:
-        UsageError: ``path`` is missing, is not a folder, or holds no ``config.json``.
+        UsageError: ``path`` is missing, is not a folder, holds no ``config.json``, or one of
+            its JSON files (config, tokenizer, generation settings) is not a JSON object.
     """
     folder = Path(path)
     hint = "give a folder written by save_pretrained, e.g. by `stategym model init --out DIR`"
@@ -92,6 +94,18 @@ def check_model_dir(path: str | Path) -> None:
         raise UsageError(f"{folder} is a file, not a model folder; {hint}")
     if not (folder / "config.json").is_file():
         raise UsageError(f"{folder} holds no model (no config.json); {hint}")
+    # A cut or damaged file would otherwise fail only when the model loads, after the
+    # command has prepared (and maybe played) everything else. Parsing them is cheap next
+    # to loading the weights (a tokenizer.json of a few MB: tens of ms).
+    for file in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(file.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise UsageError(
+                f"{file} is not valid JSON ({error}); the model folder is damaged"
+            ) from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{file} is not a JSON object; the model folder is damaged")
 
 
 class ChatTokenizer:

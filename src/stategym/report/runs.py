@@ -208,10 +208,10 @@ def _is_eval(line: Mapping[str, Any]) -> bool:
 def read_training(path: Path) -> TrainingRun:
     """The config and metric lines of a training run (a cut last line is dropped)."""
     config_file = path / TRAIN_CONFIG
-    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    config = _json_object(config_file) if config_file.is_file() else {}
     train: list[dict[str, float]] = []
     evals: list[dict[str, float]] = []
-    text = (path / TRAIN_METRICS).read_text()
+    text = _text(path / TRAIN_METRICS)
     lines = text.split("\n")
     for index, raw in enumerate(lines):
         if not raw.strip():
@@ -234,15 +234,20 @@ def read_training(path: Path) -> TrainingRun:
 
 def read_protocol(path: Path) -> ProtocolRun:
     """The per-agent reports (and trajectories) of a protocol run."""
-    cells = json.loads((path / PROTOCOL_CELLS).read_text())
-    agents: Sequence[str] = cells.get("agents", [])
+    cells = _json_object(path / PROTOCOL_CELLS)
+    agents = cells.get("agents", [])
+    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise UsageError(f"{path / PROTOCOL_CELLS}: 'agents' is not a list of agent names")
     reports: dict[str, Mapping[str, Any]] = {}
     episodes: list[EpisodeRun] = []
     folders = sorted(p for p in path.iterdir() if (p / PROTOCOL_REPORT).is_file())
     by_agent = {}
     for folder in folders:
-        report = json.loads((folder / PROTOCOL_REPORT).read_text())
-        by_agent[str(report.get("config", {}).get("agent", folder.name))] = (folder, report)
+        report = _json_object(folder / PROTOCOL_REPORT)
+        config = report.get("config", {})
+        if not isinstance(config, Mapping):
+            raise UsageError(f"{folder / PROTOCOL_REPORT}: 'config' is not a JSON object")
+        by_agent[str(config.get("agent", folder.name))] = (folder, report)
     for agent in [*agents, *sorted(set(by_agent) - set(agents))]:
         if agent not in by_agent:
             continue
@@ -253,14 +258,44 @@ def read_protocol(path: Path) -> ProtocolRun:
     return ProtocolRun(path, reports, tuple(episodes))
 
 
+def _text(file: Path) -> str:
+    """The UTF-8 text of ``file`` (every file stategym writes is UTF-8)."""
+    try:
+        return file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = file.read_bytes()[: error.start].count(b"\n") + 1
+        raise UsageError(f"{file}:{line}: not UTF-8 text (byte {error.start})") from None
+
+
 def _json_object(file: Path) -> Mapping[str, Any]:
     try:
-        data = json.loads(file.read_text())
+        data = json.loads(_text(file))
     except json.JSONDecodeError as error:
         raise UsageError(f"{file}:{error.lineno}: not JSON") from None
     if not isinstance(data, dict):
         raise UsageError(f"{file}: not a JSON object")
     return data
+
+
+_RESULTS_SECTIONS: Mapping[str, type] = {
+    "estimates": dict,
+    "seeds": list,
+    "cells": list,
+    "not_run": list,
+}
+"""The sections of ``results.json`` the report reads as one JSON type in every experiment
+(``agents`` is a list in some, an object in others), with that type."""
+_RAW_SECTIONS: Mapping[str, type] = {"measures": list}
+"""The same for ``raw.json``."""
+
+
+def _check_sections(file: Path, data: Mapping[str, Any], sections: Mapping[str, type]) -> None:
+    """Refuse a section of the wrong type (a hand-edited or foreign file): the report would
+    fail on it half-way with an AttributeError."""
+    for name, kind in sections.items():
+        if name in data and not isinstance(data[name], kind):
+            what = "a JSON object" if kind is dict else "a JSON list"
+            raise UsageError(f"{file}: {name!r} is not {what}")
 
 
 def read_experiment(path: Path) -> ExperimentRun:
@@ -269,7 +304,9 @@ def read_experiment(path: Path) -> ExperimentRun:
     if not isinstance(results.get("experiment"), str):
         raise UsageError(f"{path / RESULTS} names no experiment: not an experiment run")
     raw = _json_object(path / RAW) if (path / RAW).is_file() else {}
-    table = (path / TABLE).read_text() if (path / TABLE).is_file() else ""
+    _check_sections(path / RESULTS, results, _RESULTS_SECTIONS)
+    _check_sections(path / RAW, raw, _RAW_SECTIONS)
+    table = _text(path / TABLE) if (path / TABLE).is_file() else ""
     folder = path / PLOTS
     plots = tuple(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else ()
     return ExperimentRun(path, results, raw, table, plots)

@@ -31,6 +31,20 @@ An interruption: workers ignore SIGINT (Ctrl-C reaches the whole process group),
 parent stops; episodes already yielded are written, the workers are terminated, and what
 they had finished but not yet handed over in order is played again on resume. An exception
 in a worker (a bug) is raised in the parent as itself, after every episode before it.
+Three rules keep a stopped run clean:
+
+- the pool is only changed (created, handed a chunk, which may start a worker) with SIGINT
+  and SIGTERM held back (:func:`signals_held`): a signal then lands after the worker has
+  started and been registered, never half-way (a worker still unpickling the pool's
+  semaphores after the parent freed them prints a traceback). The fork server and the
+  workers are started within it, so they inherit SIGINT blocked and never see a Ctrl-C,
+  not even while importing (CPython starts its resource tracker the same way);
+- a worker exits when the parent that started it is gone (:func:`_exit_with_parent`),
+  whatever killed it (SIGKILL included): otherwise it would block forever on a full result
+  pipe or an empty call queue, keeping the fork server alive and the command's stdout and
+  stderr open (``stategym eval ... | tail`` would never return). The fork server exits by
+  itself once its last worker has;
+- SIGTERM reaches the parent as Ctrl-C does (:class:`stategym.cli.Terminated`).
 """
 
 from __future__ import annotations
@@ -38,9 +52,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,6 +187,9 @@ def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Scored]:
         raise played.error from WorkerTraceback(played.trace)
 
 
+_HELD = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop a run (Ctrl-C, ``kill``), held back while the pool changes."""
+
 # One worker process's agents, task rule and environments, set once by its initializer:
 # sent with every chunk they would be pickled again for each one.
 _WORKER: dict[str, Any] = {}
@@ -178,7 +197,60 @@ _WORKER: dict[str, Any] = {}
 
 def _start_worker(agents: AgentSource, task_of: TaskOf, reader: ReaderSource | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone handles Ctrl-C
+    if hasattr(signal, "pthread_sigmask"):  # born with them held (signals_held): SIGTERM
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # must stop a worker again
+    _exit_with_parent()
     _WORKER.update(agents=agents, task_of=task_of, envs={}, reader=reader)
+
+
+def _exit_with_parent() -> None:
+    """End this worker as soon as the process that started it is gone.
+
+    ``multiprocessing`` hands each child a sentinel of its parent (the read end of a pipe the
+    parent holds open until it ends, SIGKILL included), under every start method; a daemon
+    thread waits on it. ``os.getppid()`` would not do: a forkserver worker's parent is the
+    fork server, not the run.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    threading.Thread(
+        target=_exit_after, args=(parent,), name="exit-with-parent", daemon=True
+    ).start()
+
+
+def _exit_after(parent: Any) -> None:
+    parent.join()
+    os._exit(1)  # nobody is left to read what this worker plays; nothing of it to flush
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back meanwhile; one that came is raised as soon as the block
+    ends.
+
+    Two holds, since either alone leaks: this thread's signal mask
+    (:func:`signal.pthread_sigmask`), which the processes started meanwhile inherit (across
+    ``exec`` too) and keep; and, in the main thread, the Python handlers, replaced by one
+    that notes the signal: the kernel hands a signal sent to the process to any thread
+    that does not block it, and Python then runs the handler in the main thread anyway.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: spawn, no signals to hold
+        yield
+        return
+    caught: list[int] = []
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {sig: signal.signal(sig, lambda sig, _: caught.append(sig)) for sig in _HELD}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        for number in dict.fromkeys(caught):
+            signal.raise_signal(number)  # now to its own handler (KeyboardInterrupt, ...)
 
 
 def _play_in_worker(specs: list[EpisodeSpec], scorer: Scorer | None) -> Played:
@@ -226,19 +298,22 @@ def play_in_processes(
         Whatever a worker raised, after every episode before the one that raised it.
     """
     parts = chunks(specs, CHUNK)
-    executor = ProcessPoolExecutor(
-        workers,
-        mp_context=_context(),
-        initializer=_start_worker,
-        initargs=(agents, task_of, reader),
-    )
+    with signals_held():
+        executor = ProcessPoolExecutor(
+            workers,
+            mp_context=_context(),
+            initializer=_start_worker,
+            initargs=(agents, task_of, reader),
+        )
     futures: dict[int, Future[Played]] = {}
     submitted = 0
     completed = False
     try:
         for index, part in enumerate(parts):
             while submitted < len(parts) and submitted < index + workers * WINDOW:
-                futures[submitted] = executor.submit(_play_in_worker, parts[submitted], scorer)
+                with signals_held():  # a submit may start a worker (and the fork server)
+                    future = executor.submit(_play_in_worker, parts[submitted], scorer)
+                futures[submitted] = future
                 submitted += 1
             yield from hand_over(part, futures.pop(index).result())
         completed = True
@@ -246,19 +321,27 @@ def play_in_processes(
         if completed:
             executor.shutdown(wait=True)
         else:
-            _abort(executor)
+            with signals_held():  # a second Ctrl-C must not stop the stopping half-way
+                _abort(executor)
 
 
 def _abort(executor: ProcessPoolExecutor) -> None:
-    """Stop the workers now: queued chunks are cancelled, running ones are killed."""
-    terminate = getattr(executor, "terminate_workers", None)  # Python 3.14+
-    if terminate is not None:
-        terminate()
+    """Stop the workers now: queued chunks are cancelled, running ones are killed.
+
+    The workers end before the executor lets go of its queues: a worker still starting
+    unpickles the queues' semaphores, and one the parent has already freed is a
+    traceback on the command's stderr. SIGKILL, not SIGTERM: a starting worker holds
+    SIGTERM back until its initializer (:func:`signals_held`), and a worker has nothing to
+    clean up (the parent is the only writer).
+    """
+    kill = getattr(executor, "kill_workers", None)  # Python 3.14+
+    if kill is not None:
+        kill()
         return
     # Before 3.14 the executor has no public way to stop a running task; its processes are.
-    processes = list(getattr(executor, "_processes", {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
+    processes = list((getattr(executor, "_processes", None) or {}).values())
     for process in processes:
-        process.terminate()
+        process.kill()
     for process in processes:
         process.join()
+    executor.shutdown(wait=False, cancel_futures=True)
