@@ -230,3 +230,27 @@ def test_score_verify_refuses_a_forged_line_and_scores_an_honest_file(
     assert "does not replay" in line
     assert not (tmp_path / "scores.jsonl").exists()
     assert main(["score", str(tmp_path), "--resamples", "10"]) == 0  # without the flag: scored
+
+
+def test_report_verify_refuses_a_forged_line_and_reports_an_honest_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    run = tmp_path / "run"
+    run.mkdir()
+    honest = [_play("travel", "serial", seed) for seed in range(3)]
+    path = run / "trajectories.jsonl"
+    write_jsonl(path, honest)
+    out = tmp_path / "report.html"
+    args = ["report", str(run), "--out", str(out), "--resamples", "10"]
+    assert main([*args, "--verify"]) == 0
+    capsys.readouterr()
+
+    reached = honest[2].outcome is not None and honest[2].outcome.goal_reached
+    forged = _edit(honest[2], lambda d: d["outcome"].update(goal_reached=not reached))
+    path.write_bytes(dumps(honest[0]) + b"\n" + dumps(honest[1]) + b"\n" + dumps(forged) + b"\n")
+    out.unlink()
+    line = fails([*args, "--verify"], capsys, f"{path}:3:", "seed 2", "goal_reached")
+    assert "does not replay" in line
+    assert not out.exists()
+    assert main(args) == 0  # without the flag: reported as logged

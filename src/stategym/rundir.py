@@ -34,7 +34,7 @@ import orjson
 from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import Trajectory, write_jsonl
-from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
+from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.spec import IDENTITY_TAGS, trajectory_key
 from stategym.summary import QualitySummary, RunSummary
 
@@ -61,6 +61,7 @@ __all__ = [
     "locked",
     "read_log",
     "refuse_duplicates",
+    "refuse_unverified",
     "seed_ranges",
 ]
 

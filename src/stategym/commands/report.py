@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="episodes embedded in the viewer per run, domain and agent; 0 for all "
         "(the scorecard always uses every episode) (default: 100)",
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="replay every episode first and refuse a log that differs from its replay",
+    )
     options.add_bootstrap_options(parser)
 
 
@@ -48,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
         viewer_limit=args.viewer_episodes,
         resamples=args.resamples,
         seed=args.bootstrap_seed,
+        verify=args.verify,
     )
     print(f"wrote {out}")
     return 0

@@ -7,7 +7,7 @@ episodes are refused. Each task is regenerated from the trajectory's ``(domain, 
 knobs)`` and scored; ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` are written
 beside the file and the tables printed.
 
-``--verify`` first replays every episode (:func:`stategym.kernel.verify.verify`, about one
+``--verify`` first replays every episode (:func:`stategym.rollout.refuse_unverified`, one
 replay each) and refuses the file at the first episode whose log is not what replaying its
 actions gives (an edited outcome, call result or user turn, a relabelled domain): one line
 naming ``FILE:LINE``, the episode and the first difference, and nothing is written.
@@ -17,10 +17,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from stategym.kernel.trajectory import Trajectory
 
 NAME = "score"
 HELP = "Re-score a run directory's trajectories; write and print the scorecard."
@@ -46,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
     from stategym import __version__
     from stategym.kernel.errors import StateGymError, UsageError
     from stategym.metrics import report, score
-    from stategym.rundir import read_log, refuse_duplicates
+    from stategym.rundir import read_log, refuse_duplicates, refuse_unverified
     from stategym.tables import print_grids
 
     console = Console()
@@ -65,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     if not log.trajectories:
         raise UsageError(f"no trajectories in {path}")
     if args.verify:
-        verify_log(path, log.trajectories)
+        refuse_unverified(path, log.trajectories)
     try:
         cards = [score(t) for t in log.trajectories]
     except StateGymError as error:  # e.g. a domain this installation does not register
@@ -81,22 +77,3 @@ def main(args: argparse.Namespace) -> int:
     print_grids(console, [*report.domain_grids(rows), report.litmus_grid(cards, rows)])
     console.print(Text(f"wrote {args.run / report.SCORES} and {args.run / report.SCORECARD_MD}"))
     return 0
-
-
-def verify_log(path: Path, trajectories: list[Trajectory]) -> None:
-    """Replay each trajectory of ``path``; refuse the file at the first that differs.
-
-    Raises:
-        TrajectoryError: ``FILE:LINE: episode ... does not replay: first difference``.
-    """
-    from stategym.kernel.errors import TrajectoryError
-    from stategym.kernel.verify import verify
-
-    # read_log skips blank lines and keeps the others in order: the n-th trajectory is the
-    # n-th line that is not blank
-    lines = [n for n, line in enumerate(path.read_bytes().split(b"\n"), 1) if line.strip()]
-    for line, trajectory in zip(lines, trajectories, strict=False):
-        found = verify(trajectory)
-        if found:
-            episode = f"{trajectory.domain} seed {trajectory.seed} sample {trajectory.run.sample}"
-            raise TrajectoryError(f"{path}:{line}: episode {episode} does not replay: {found[0]}")

@@ -41,6 +41,8 @@ class Options:
         seed: seed of the bootstrap generator.
         version: the stategym version shown in the header (the command passes its own;
             the report layer does not import the package root).
+        verify: replay every episode first and refuse a log that differs from its replay
+            (:func:`stategym.rollout.refuse_unverified`).
     """
 
     title: str = "stategym report"
@@ -48,6 +50,7 @@ class Options:
     resamples: int = 1000
     seed: int = 0
     version: str = ""
+    verify: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +221,7 @@ def _viewer_html(note: str) -> str:
 def build(paths: Sequence[Path], options: Options = Options()) -> str:
     """The report of the run directories ``paths`` as one HTML document (a directory given
     twice, or an episode in two of them, is refused: see :func:`~.runs.read_runs`)."""
-    runs: list[Run] = read_runs(paths)
+    runs: list[Run] = read_runs(paths, verify=options.verify)
     episode_runs = [r for r in runs if isinstance(r, EpisodeRun)]
     protocol_runs = [r for r in runs if isinstance(r, ProtocolRun)]
     scored = [_score(r) for r in episode_runs]

@@ -30,7 +30,7 @@ from typing import Any
 from stategym.experiments.output import PLOTS, RAW, RESULTS, TABLE
 from stategym.kernel.errors import UsageError
 from stategym.kernel.trajectory import Trajectory
-from stategym.rollout.log import read_log, refuse_duplicates
+from stategym.rollout.log import read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.spec import key_words, trajectory_key
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -109,9 +109,10 @@ class ExperimentRun:
 Run = EpisodeRun | TrainingRun | ProtocolRun | ExperimentRun
 
 
-def read_runs(paths: Sequence[Path]) -> list[Run]:
+def read_runs(paths: Sequence[Path], *, verify: bool = False) -> list[Run]:
     """The runs in ``paths``, in order, each directory given once and each episode in one
-    of them only.
+    of them only (``verify``: each episode's log checked against its replay first,
+    :func:`~stategym.rollout.refuse_unverified`).
 
     Raises:
         UsageError: one directory given twice (``a a``, ``a ./a``, a link to it), an episode
@@ -124,7 +125,7 @@ def read_runs(paths: Sequence[Path]) -> list[Run]:
         if first is not None:
             raise UsageError(f"{first} and {path} are the same run directory; give it once")
         given[path.resolve()] = path
-    runs = [read_run(path) for path in paths]
+    runs = [read_run(path, verify=verify) for path in paths]
     refuse_shared_episodes([run for run in runs if isinstance(run, EpisodeRun)])
     return runs
 
@@ -158,8 +159,8 @@ def refuse_shared_episodes(runs: Sequence[EpisodeRun]) -> None:
             )
 
 
-def read_run(path: Path) -> Run:
-    """The run in ``path``, by the files it holds.
+def read_run(path: Path, *, verify: bool = False) -> Run:
+    """The run in ``path``, by the files it holds (``verify``: see :func:`read_runs`).
 
     Raises:
         UsageError: ``path`` is not a folder, or holds none of the files of a known run.
@@ -171,7 +172,7 @@ def read_run(path: Path) -> Run:
     if (path / RESULTS).is_file():
         return read_experiment(path)
     if (path / TRAJECTORIES).is_file():
-        return read_episodes(path)
+        return read_episodes(path, verify=verify)
     if (path / TRAIN_METRICS).is_file():
         return read_training(path)
     raise UsageError(
@@ -180,11 +181,14 @@ def read_run(path: Path) -> Run:
     )
 
 
-def read_episodes(path: Path) -> EpisodeRun:
-    """The trajectories of ``path/trajectories.jsonl``."""
+def read_episodes(path: Path, *, verify: bool = False) -> EpisodeRun:
+    """The trajectories of ``path/trajectories.jsonl`` (``verify``: each checked against its
+    replay, :func:`~stategym.rollout.refuse_unverified`)."""
     file = path / TRAJECTORIES
     log = read_log(file)
     refuse_duplicates(file, log.trajectories)
+    if verify:
+        refuse_unverified(file, log.trajectories)
     notes = () if log.cut_line is None else (f"ignored {file}:{log.cut_line}, a cut last line",)
     return EpisodeRun(path, tuple(log.trajectories), notes)
 

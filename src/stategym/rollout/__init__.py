@@ -28,7 +28,7 @@ from stategym.rollout.engine import (
     stream,
     stream_scored,
 )
-from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates
+from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.play import (
     Episode,
     adrive,
@@ -70,6 +70,7 @@ __all__ = [
     "play_spec",
     "read_log",
     "refuse_duplicates",
+    "refuse_unverified",
     "requested",
     "run_episode",
     "run_episodes",

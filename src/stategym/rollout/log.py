@@ -84,6 +84,26 @@ def refuse_duplicates(path: Path, trajectories: Sequence[Trajectory]) -> None:
     )
 
 
+def refuse_unverified(path: Path, trajectories: Sequence[Trajectory]) -> None:
+    """Replay each trajectory of ``path`` (:func:`stategym.kernel.verify.verify`, one replay
+    each) and refuse the file at the first whose log is not what its replay gives (an
+    edited outcome, call result or user turn, a relabelled domain).
+
+    Raises:
+        TrajectoryError: ``FILE:LINE: episode ... does not replay: first difference``.
+    """
+    from stategym.kernel.verify import verify
+
+    # read_log skips blank lines and keeps the others in order: the n-th trajectory is the
+    # n-th line that is not blank
+    lines = [n for n, line in enumerate(path.read_bytes().split(b"\n"), 1) if line.strip()]
+    for line, trajectory in zip(lines, trajectories, strict=False):
+        found = verify(trajectory)
+        if found:
+            episode = f"{trajectory.domain} seed {trajectory.seed} sample {trajectory.run.sample}"
+            raise TrajectoryError(f"{path}:{line}: episode {episode} does not replay: {found[0]}")
+
+
 def load_log(path: Path) -> Log:
     """:func:`read_log` and :func:`refuse_duplicates`; rewrites the file without a cut line.
 
