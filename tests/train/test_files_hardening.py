@@ -168,7 +168,10 @@ def damage(run: Path, name: str) -> None:
     path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 2)])
 
 
-@pytest.mark.parametrize("name", ["trainer_state.json", "model.safetensors", "optimizer.pt"])
+@pytest.mark.parametrize(
+    "name",
+    ["trainer_state.json", "model.safetensors", "optimizer.pt", "config.json", "tokenizer.json"],
+)
 def test_a_damaged_checkpoint_is_refused_in_one_line_naming_the_file(
     sft_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:

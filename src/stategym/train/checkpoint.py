@@ -93,8 +93,9 @@ def iteration_of(folder: Path) -> int:
 
 
 def check(folder: Path) -> int:
-    """The iterations a checkpoint ends, once its state and weights are known to be readable
-    (a cut weights file fails its header check here, not deep inside a model loader).
+    """The iterations a checkpoint ends, once its state, its JSON files (the model's config,
+    the tokenizer) and its weights are known to be readable (a cut file fails here, not deep
+    inside a model loader).
 
     Raises:
         CheckpointError: naming the damaged file.
@@ -102,6 +103,13 @@ def check(folder: Path) -> int:
     from safetensors import SafetensorError, safe_open
 
     iteration = iteration_of(folder)
+    for file in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(file.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise damaged(file, error) from None
+        if not isinstance(data, dict):
+            raise damaged(file, f"a JSON {type(data).__name__}, not an object")
     for weights in sorted(folder.glob("*.safetensors")):
         try:
             with safe_open(str(weights), framework="pt"):
