@@ -263,6 +263,11 @@ def test_the_package_imports_nothing_but_itself_the_standard_library_and_its_wor
         ("None.", "none"),
         ("the T123", "t123"),
         ("T123 or T124", "t123 or t124"),
+        ("**Answer:** T123", "t123"),
+        ("## Answer\nT123", "t123"),
+        ("**Final answer**: T123", "t123"),
+        ("Answer T123", "answer t123"),
+        ("Answer isotope", "answer isotope"),
     ],
 )
 def test_answers_are_normalised_as_qa_benchmarks_do(answer: str, read: str) -> None:

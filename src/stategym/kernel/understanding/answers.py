@@ -1,7 +1,8 @@
 """How a ``finish`` answer is read before it is matched exactly, as QA benchmarks read one.
 
 SQuAD-style normalisation: lower-case; drop a leading "the answer is" / "answer:" / "final
-answer:"; drop punctuation (a full stop between digits stays: ``3.5`` is not ``35``) and the
+answer:" (with markdown marks around it: "**Answer:**", a heading "## Answer" on a line of its
+own); drop punctuation (a full stop between digits stays: ``3.5`` is not ``35``) and the
 articles ``a``, ``an``, ``the``; squeeze whitespace. ``"The answer is T123."``, ``"t123"`` and
 ``" T123 "`` all read ``t123``; ``"T123 or T124"`` does not, nor does any sentence around the
 answer: the match is still exact, only the formatting is forgiven.
@@ -14,9 +15,12 @@ import re
 from collections.abc import Iterable
 
 _PREFIX = re.compile(
-    r"^\s*(?:(?:my|the)\s+)?(?:final\s+)?answer\s*(?:is|:|=|-)\s*|^\s*(?:it\s+is|it's)\s+",
+    r"^[\s#*_>]*(?:(?:my|the)\s+)?(?:final\s+)?answer[\s*_]*(?:is\b|:|=|-|\n)[\s*_]*"
+    r"|^\s*(?:it\s+is|it's)\s+",
     re.IGNORECASE,
 )
+"""The label before an answer, markdown marks around it included ("**Answer:** T123", a
+heading "## Answer" on its own line)."""
 _PUNCTUATION = re.compile(r"(?!(?<=\d)\.(?=\d))[^\w\s]|_")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
