@@ -187,6 +187,9 @@ def hand_over(specs: Sequence[EpisodeSpec], played: Played) -> Iterator[Scored]:
         raise played.error from WorkerTraceback(played.trace)
 
 
+MANAGER_PATIENCE = 60.0
+"""Seconds an aborted pool's manager thread is given to end (it ends at once: every worker
+is dead and its result pipe closed)."""
 _HELD = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop a run (Ctrl-C, ``kill``), held back while the pool changes."""
 
@@ -344,4 +347,18 @@ def _abort(executor: ProcessPoolExecutor) -> None:
         process.kill()
     for process in processes:
         process.join()
+    # (both read before the shutdown, which lets go of them)
+    manager = getattr(executor, "_executor_manager_thread", None)
+    writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
     executor.shutdown(wait=False, cancel_futures=True)
+    # A worker killed half-way through sending its result leaves part of a message in the
+    # result pipe, and the executor's manager thread would wait for the rest forever (and
+    # the interpreter's exit joins that thread: the command would hang after its last
+    # line). With every worker gone, closing the parent's end of the pipe's writer ends
+    # that read with EOF, which the manager thread reads as a broken pool. It is joined
+    # here, not at the interpreter's exit: there, on Python 3.11, waking a manager thread
+    # that is still closing its wake-up pipe can fail with EBADF (a traceback on stderr).
+    if writer is not None:
+        writer.close()
+    if manager is not None:
+        manager.join(timeout=MANAGER_PATIENCE)
