@@ -9,7 +9,7 @@
   answered.
 - A message that only acknowledges, thanks or asks for the go-ahead ("Perfect, thanks!",
   "Does this work for you?") names nothing of the user's, so it gets no fact
-  (``words.acknowledges``, ``words.asks_go_ahead``).
+  (``courtesy.acknowledges``, ``courtesy.asks_go_ahead``).
 """
 
 from __future__ import annotations

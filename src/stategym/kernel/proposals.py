@@ -139,10 +139,13 @@ def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
     """The option ``text`` proposes of ``options`` (:func:`option_keys`): those it names, less
     those named as context; when that leaves several, the one the message commits to
     (:func:`_committed`)."""
-    if not options or not names_option(text, options):
+    if not options:
+        return NO_PROPOSAL
+    text = joined(_VS.sub("vs", text), options)  # once: every sentence is read from it
+    if not any(w in options for w in normalise(text).split()):
         return NO_PROPOSAL
     naming: list[_Sentence] = []
-    for sentence in sentences(joined(_VS.sub("vs", text), options)):
+    for sentence in sentences(text):
         named: list[tuple[str, bool]] = []  # each option named, and if it is context
         for piece in _PIECE.split(sentence):
             words = normalise(piece).split()

@@ -26,15 +26,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .courtesy import acknowledges, asks_go_ahead
 from .features import NAME_TOKEN, WORDS, features
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
 from .spelling import Speller
 from .trades import sides
 from .training import lexicon_words, proper_names, train, vocabulary, without_context
 from .words import (
-    acknowledges,
     asks,
-    asks_go_ahead,
     bare,
     clauses,
     embedded,
@@ -440,8 +439,8 @@ def _preamble(text: str) -> Reading:
 
 def _says_nothing(text: str) -> Reading:
     """An acknowledgement or a go-ahead question, which names nothing of the user's
-    (:func:`~stategym.kernel.understanding.words.acknowledges`,
-    :func:`~stategym.kernel.understanding.words.asks_go_ahead`)."""
+    (:func:`~stategym.kernel.understanding.courtesy.acknowledges`,
+    :func:`~stategym.kernel.understanding.courtesy.asks_go_ahead`)."""
     return Reading(text.strip(), None, 0.0, ("nothing",))
 
 
