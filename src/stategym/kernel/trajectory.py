@@ -58,8 +58,12 @@ class CallRecord:
 
     Attributes:
         id: call id.
-        name: tool name as the agent wrote it.
-        arguments: decoded arguments, or the raw text if it was not a JSON object.
+        name: tool name as the agent wrote it (a name that is not a string: its
+            description in ``<...>``, which names no tool).
+        arguments: decoded arguments; for a call that decoded to no JSON object, the text the
+            environment saw, which replay sends again and which is rejected again in the same
+            words (a rejected value or an over-long text is kept as its rejection text:
+            :func:`stategym.kernel.validation.rejection_text`).
         effect: the tool's declared effect (``None`` for ``finish`` and unknown tools).
         content: the result (``None`` on error).
         error: the error shown to the agent, if any.

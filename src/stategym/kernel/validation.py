@@ -13,6 +13,16 @@ is malformed, none of them runs: :func:`rejected` logs the well-formed ones as
 :data:`NOT_RUN`; otherwise :func:`run_ready` runs each in turn. A
 :class:`~stategym.kernel.errors.ToolError` is not a format error: it is raised while a
 well-formed call runs, and fails that call only.
+
+**A log replays its rejections.** The log keeps each call as the environment saw it, so that
+replaying the log rejects every call it rejected in the same way (same kind, same error
+text). A tool name that is not a string is seen as its description in ``<...>``: a string
+that names no tool, checked like any other. Arguments the boundary rule rejects, and rejected
+argument text longer than the log keeps, are seen as their *rejection text*
+(:func:`rejection_text`): its first line ``<rejected KIND: REASON>`` states the rejection,
+the rest shows what was sent, cut. Argument text of that form is rejected as
+``KIND`` with the error ``NAME: REASON`` whatever interface it came through; it is not JSON,
+so no call that could run reads so.
 """
 
 from __future__ import annotations
@@ -50,6 +60,13 @@ from stategym.kernel.world import World
 NOT_RUN = "not_run"
 """``error_kind`` of a well-formed call that did not run because another call of its round
 was malformed (it is not a format error of its own)."""
+REJECTED = "<rejected "
+"""How a rejection text (:func:`rejection_text`) starts."""
+REJECTED_KINDS = frozenset({"malformed_json", "bad_value", "too_large"})
+"""The kinds a rejection text can state: the boundary rule's, for arguments."""
+MAX_REASON = 1024
+"""Characters of a rejection's reason (past them it is cut, marked by :data:`CUT`): the
+agent's class names can make it as long as they are."""
 
 
 class Call(NamedTuple):
@@ -58,18 +75,14 @@ class Call(NamedTuple):
     Attributes:
         id: the agent's call id, or ``""`` where the environment assigns ``c<round>_<i>``.
         name: the tool name as the log keeps it (cleaned, bounded), or, when the agent's name
-            was not a string, its description in ``<...>``.
-        named: whether the agent's name was a string.
-        arguments: the arguments as exact text, or as JSON data by the boundary rule; when
-            ``error`` is set, the rejected arguments as the log keeps them.
-        error: the boundary rule's error for the arguments, if any.
+            was not a string, its description in ``<...>`` (which names no tool).
+        arguments: the arguments as exact text, or as JSON data by the boundary rule, or,
+            when the rule rejected them, their rejection text (:func:`rejection_text`).
     """
 
     id: str
     name: str
-    named: bool
     arguments: JSON
-    error: AgentFormatError | None
 
 
 class Ready(NamedTuple):
@@ -152,31 +165,59 @@ def _calls(batch: Any) -> tuple[Call, ...] | None:
 def _call(call: ToolCall) -> Call:
     name, raw, identifier = call.name, call.arguments, call.id
     if type(name) is str and name.isascii() and len(name) <= RAW_LIMIT:
-        named = True  # the common case, an ASCII name, is checked inline: it is hot
+        pass  # the common case, an ASCII name, is checked inline: it is hot
     elif issubclass(type(name), str):
-        name, named = kept_text(str.__str__(name)), True
+        name = kept_text(str.__str__(name))
     else:
-        name, named = describe(name), False
+        name = describe(name)  # in <...>: it names no tool, and replays as this very text
     if type(identifier) is not str or not identifier.isascii() or len(identifier) > MAX_ID:
         identifier = _id(identifier)
     if issubclass(type(raw), str):
-        return Call(identifier, name, named, str.__str__(raw), None)
+        return Call(identifier, name, str.__str__(raw))
     try:
-        return Call(identifier, name, named, to_json(raw), None)
+        return Call(identifier, name, to_json(raw))
     except AgentFormatError as error:
-        failed = AgentFormatError(error.kind, f"{name}: arguments: {error}")
-        return Call(identifier, name, named, _rejected_text(raw), failed)
+        # Seen as its rejection text from here on, as the log keeps it and replay sends it.
+        # The preview reads the agent's object a second time: an object that reads
+        # differently then (a mapping whose items() gives bad values once, good ones after)
+        # changes only the preview, never the rejection.
+        reason = _reason(f"arguments: {error}")
+        return Call(identifier, name, rejection_text(error.kind, reason, describe(raw)))
 
 
-def _rejected_text(raw: Any) -> str:
-    """Arguments the boundary rule rejected, as the log keeps them: text that is rejected
-    again when the log is replayed. Their JSON text when it is cut (the cut mark makes it no
-    JSON), else their description in ``<...>`` (never JSON). Writing the log reads the
-    agent's object a second time, and an object that reads differently the second time (a
-    mapping whose ``items()`` gives bad values once, good ones after) must not leave a log
-    of a valid call that did not run: replayed, it would run."""
-    text = kept_text(json_text(raw))
-    return text if text.endswith(CUT) else describe(raw)
+def rejection_text(kind: str, reason: str, sent: str) -> str:
+    """Rejected arguments as the environment sees and the log keeps them (at most
+    :data:`~stategym.kernel.boundary.RAW_LIMIT` characters and a cut mark).
+
+    The first line states the rejection; the rest is ``sent`` (what the agent sent, as far
+    as the log keeps it), for a reader. Argument text of this form is rejected as ``kind``
+    with the error ``NAME: REASON`` (:func:`read_rejection`), so replaying the log rejects
+    the call again in the same words.
+
+    Example:
+        >>> rejection_text("bad_value", "arguments: a set is not a JSON value", "<{1, 2}>")
+        '<rejected bad_value: arguments: a set is not a JSON value>\\n<{1, 2}>'
+    """
+    return kept_text(f"{REJECTED}{kind}: {reason}>\n{sent}")
+
+
+def read_rejection(text: str) -> tuple[str, str] | None:
+    """The kind and reason a rejection text (:func:`rejection_text`) states, or ``None``
+    for any other text."""
+    if not text.startswith(REJECTED):
+        return None
+    head = text.partition("\n")[0]
+    kind, colon, reason = head[len(REJECTED) : -1].partition(": ")
+    if not colon or not head.endswith(">") or kind not in REJECTED_KINDS:
+        return None
+    return kind, _reason(reason)
+
+
+def _reason(text: str) -> str:
+    """A rejection's reason as the agent is told it and its rejection text states it: on
+    one line, cut to :data:`MAX_REASON` characters. Applied twice, it changes nothing."""
+    text = text.replace("\n", " ")
+    return kept_text(text if len(text) <= MAX_REASON else text[:MAX_REASON] + CUT)
 
 
 def _id(raw: Any) -> str:
@@ -202,8 +243,6 @@ def check_call(
     name = call.name
     arguments: dict[str, Any] | None = None
     try:
-        if not call.named:
-            raise AgentFormatError("unknown_tool", f"a tool name is a string, not {name}")
         arguments = _arguments(call)
         if name == FINISH:
             answer = arguments.get("answer")
@@ -221,7 +260,7 @@ def check_call(
         bound = tool.bind(arguments)
         return Ready(identifier, name, tool, bound, provenance.resolve(bound))
     except AgentFormatError as error:
-        kept = arguments if arguments is not None else _kept(call)
+        kept = arguments if arguments is not None else _kept(call, error)
         return CallRecord(identifier, name, kept, None, None, str(error), error.kind, {})
 
 
@@ -262,26 +301,41 @@ def run_ready(call: Ready, world: World) -> CallRecord:
 
 
 def _arguments(call: Call) -> dict[str, JSON]:
-    """Decoded arguments by the boundary rule; they must be a JSON object."""
-    if call.error is not None:
-        raise call.error
+    """Decoded arguments by the boundary rule; they must be a JSON object. A rejection text
+    is rejected as it states.
+
+    Raises:
+        AgentFormatError: the rule's error, with a reason of at most :data:`MAX_REASON`
+            characters after ``NAME: `` (the reason a rejection text keeps).
+    """
     value = call.arguments
     if type(value) is str:
-        value = decode_json(clean_text(value) or "{}", f"{call.name}: arguments")
+        text = clean_text(value) or "{}"
+        stated = read_rejection(text)
+        if stated is not None:
+            raise AgentFormatError(stated[0], f"{call.name}: {stated[1]}")
+        try:
+            value = decode_json(text, f"{call.name}: arguments")
+        except AgentFormatError as error:
+            reason = _reason(str(error)[len(call.name) + 2 :])  # after "NAME: "
+            raise AgentFormatError(error.kind, f"{call.name}: {reason}") from None
     if type(value) is not dict:
         raise AgentFormatError("malformed_json", f"{call.name}: arguments must be a JSON object")
     return value
 
 
-def _kept(call: Call) -> str:
-    """Arguments that could not be decoded into an object, as bounded text for the log.
+def _kept(call: Call, error: AgentFormatError) -> str:
+    """Arguments that could not be decoded into an object, as the log keeps them: text that
+    replay sends again and that is rejected again in the same words.
 
-    Replaying the log sends this text again, and it is rejected again: text is kept as the
-    agent sent it (cut text ends in a character that makes it invalid JSON) and other values
-    as their JSON text, or described in ``<...>``, which is never JSON.
+    The text the decoder read (the text sent, cleaned, or a JSON value's JSON text) is kept
+    whole when the log can keep it (at most :data:`~stategym.kernel.boundary.RAW_LIMIT`
+    characters and one more, as long as any kept text); longer, it is kept as its rejection
+    text, which states ``error`` (a rejection text itself is short enough to keep whole).
     """
-    if call.error is not None:
-        return str(call.arguments)  # kept so when the arguments were read
-    if type(call.arguments) is str:
-        return kept_text(call.arguments)
-    return kept_text(json_text(call.arguments))
+    value = call.arguments
+    text = (clean_text(value) or "{}") if type(value) is str else json_text(value)
+    if len(text) <= RAW_LIMIT + 1:
+        return text
+    reason = str(error)[len(call.name) + 2 :]  # the reason, after "NAME: "
+    return rejection_text(error.kind, reason, text)

@@ -6,6 +6,8 @@ its digest, and would be scored as edited. :func:`verify` replays the trajectory
 once (:func:`~stategym.kernel.trajectory.replay`) and compares everything the metrics
 read: every round's clock, latency, calls and their results, the user's turns, notices,
 events, charges and format errors, then how the episode ended, its outcome and its digest.
+A call the environment rejected is logged as it saw it, so its replay is rejected in the same
+words (:mod:`stategym.kernel.validation`): its error and kind are compared like any result.
 What replay cannot reproduce is left out: what the model generated (``model``), the
 runner's ``meta``, the agent's name and the run record (its ``probe`` chooses the task
 replayed on), and an invalid round's kind and text (replay cannot recover an unusable
