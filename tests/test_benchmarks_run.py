@@ -18,7 +18,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("script", ["env_speed.py", "score_speed.py"])
+@pytest.mark.parametrize("script", ["env_speed.py", "score_speed.py", "reader_worst_case.py"])
 def test_the_benchmark_runs_quick(script: str) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "--quick", "--repeat", "1"],

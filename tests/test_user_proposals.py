@@ -6,37 +6,20 @@ verdict would let an agent fish for the choice."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 
 import pytest
 
-from stategym import Env, Knobs, run_episode
-from stategym.agents import resolve
+from expert_proposals import JUDGING, expert_proposals, respond
 from stategym.kernel.proposals import CONFIRMING
 from stategym.kernel.task import Task
-from stategym.kernel.user import SimulatedUser, UserTurn
-from stategym.registry import all_domains, get_domain
 
-JUDGING = sorted(n for n in all_domains() if not get_domain(n).read_only)
 TASKS = 4
 """Tasks per domain: the first this many the expert proposes on."""
 
 
-@functools.cache
 def _expert_proposals(name: str) -> tuple[tuple[Task, str, str], ...]:
-    """On the first tasks the expert proposes on: the task, the first message it proposes
-    in, and the option it names."""
-    found = []
-    for seed in range(40):
-        env = Env(name, knobs=Knobs())
-        trajectory = run_episode(env, resolve(env.domain, "expert"), seed)
-        turn = next((r for r in trajectory.rounds if r.user and r.user.proposed), None)
-        if turn is not None and turn.say is not None and turn.user is not None:
-            found.append((env.task, turn.say, str(turn.user.proposed)))
-        if len(found) == TASKS:
-            return tuple(found)
-    raise AssertionError(f"the expert proposed on fewer than {TASKS} {name} tasks")
+    return expert_proposals(name, TASKS)
 
 
 def _expert_proposal(name: str, nth: int) -> tuple[Task, str, str]:
@@ -47,8 +30,7 @@ def _cases() -> list[tuple[str, int]]:
     return [(n, s) for n in JUDGING for s in range(TASKS)]
 
 
-def _respond(name: str, task: Task, text: str) -> UserTurn:
-    return SimulatedUser(task, get_domain(name).slot_phrases).respond(text)
+_respond = respond
 
 
 def _others(task: Task, option: str) -> list[str]:

@@ -14,8 +14,10 @@ agent's, so no verdict goes to a message that commits to none. An id is recognis
 with a hyphen between its letter and digit parts ("AQ-449"), or a space there in its own
 case ("AQ 449"). A message that names options only as context proposes nothing, and the
 rest of it is read like any other message; beside a proposal, a sentence that only asks
-for the go-ahead ("Shall I book it?", "Do I have your approval?", "Sound good?") is the
-proposal's, not a question about a slot.
+for the go-ahead ("Shall I book it?", "Do I have your approval?", "Sound good?", "Just say
+the word.", "Any concerns before I book it?") is the proposal's, not a question about a slot.
+A message that reports the act done ("Done! Your booking AQ449 is confirmed.") and asks no
+go-ahead proposes nothing: what it reports is context (:func:`reports`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -58,6 +62,42 @@ _CHOOSING = re.compile(
 )
 """Words that mark the one option a sentence names as the choice ("I recommend AQ449",
 "| AQ449 | recommended |", "2. AQ449 (my pick)")."""
+_DONE = (
+    r"(?:booked|confirmed|placed|scheduled|sent|deleted|removed|paid|completed?|done|processed"
+    r"|finali[sz]ed|submitted|transferred|purchased|ordered|executed)"
+)
+_NOT_AFTER = "".join(
+    f"(?<!{w} )" for w in ("before", "after", "until", "once", "if", "when", "whether", "which")
+)
+"""A clause that sets a condition or a scene ("before the booking is confirmed", "the dates
+over which the festival is scheduled") reports nothing done."""
+_SUBJECT = (
+    r"(?:it|this|that|everything|all|[^\W\d]*\d\w*|(?:the|your|my) (?:\w+ )?(?:booking|order"
+    r"|reservation|meeting|invitation|invite|payment|transfer|purchase|deletion|flight|ticket"
+    r"|volume|cleanup|request))"
+)
+"""What a report says is done: the act, or an id (a word with a digit: "AQ449 is booked")."""
+_REPORTING = re.compile(
+    r"^ (?:done|all set|all done|success\w*|finished|booked|confirmed|scheduled|sent|paid|ordered"
+    r"|deleted)\b"
+    rf"|{_NOT_AFTER}\b(?:i|we) (?:ve |have |just |now |successfully |already |gone ahead and "
+    r"|went ahead and )*(?:booked|placed|scheduled|sent|deleted|removed|paid|completed|processed"
+    r"|finali[sz]ed|submitted|transferred|purchased|ordered|executed|confirmed (?:the|your) "
+    r"(?:booking|order|reservation|meeting|invitation|payment|transfer|deletion|purchase))\b"
+    rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
+    rf"|successfully |officially |been |fully )*{_DONE}\b"
+    r"|\b(?:you re all set|all set)\b"
+)
+"""A report that the act is done, in ``normalise``'s form ("Done! Your booking AQ449 is
+confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759."): what was done
+is no proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
+step towards the choice, which the user still judges; a question reports nothing ("What
+must be done before a volume is deleted?")."""
+
+
+def _reports(sentence: str) -> bool:
+    """Whether ``sentence`` is a statement reporting the act done (:data:`_REPORTING`)."""
+    return "?" not in sentence and _REPORTING.search(normalise(sentence)) is not None
 
 
 def normalise(text: str) -> str:
@@ -77,7 +117,7 @@ _COMPARING = frozenset(normalise(_COMPARING_WORDS).split())
 _OPENING = frozenset(normalise(_OPENING_WORDS).split())
 _VS = re.compile(r"\bvs\.", re.IGNORECASE)
 """The abbreviation's full stop, which would otherwise cut "A vs. B" into two clauses."""
-_HYPHENATED = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+")
+_HYPHENATED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+")
 _JOINT = re.compile(r"(?<=[A-Za-z])-(?=[0-9])|(?<=[0-9])-(?=[A-Za-z])")
 """A hyphen between the letter and digit parts of a word: an option's id may be written with
 one ("AQ-449", "CA33-STD")."""
@@ -104,11 +144,20 @@ def option_key(option: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """The options a message names: the one it proposes, and whether it proposed several."""
+    """The options a message names: the one it proposes, and whether it proposed several.
+
+    Attributes:
+        option: the option proposed, if the message names exactly one as its choice.
+        several: the message offered several as the choice.
+        named: the message names an option, as the choice or as context.
+        reported: the message reports the act done (:func:`reports`) and asks no go-ahead:
+            an option it names there is context, so it proposes nothing it reports.
+    """
 
     option: str | None
     several: bool
     named: bool
+    reported: bool = False
 
 
 def names_option(text: str, options: Mapping[str, str]) -> bool:
@@ -139,13 +188,15 @@ def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
     """The option ``text`` proposes of ``options`` (:func:`option_keys`): those it names, less
     those named as context; when that leaves several, the one the message commits to
     (:func:`_committed`)."""
+    reported = reports(text)
     if not options:
-        return NO_PROPOSAL
+        return Proposal(None, False, False, reported)
     text = joined(_VS.sub("vs", text), options)  # once: every sentence is read from it
     if not any(w in options for w in normalise(text).split()):
-        return NO_PROPOSAL
+        return Proposal(None, False, False, reported)
     naming: list[_Sentence] = []
     for sentence in sentences(text):
+        done = reported and _reports(sentence)
         named: list[tuple[str, bool]] = []  # each option named, and if it is context
         for piece in _PIECE.split(sentence):
             words = normalise(piece).split()
@@ -156,7 +207,8 @@ def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
             # when it is alone in the clause
             alone = len(found) == 1 and bool(asides)
             named += [
-                (option, comparing or alone or any(a < i for a in asides)) for i, option in found
+                (option, done or comparing or alone or any(a < i for a in asides))
+                for i, option in found
             ]
         if named:
             all_words = tuple(normalise(sentence).split())
@@ -166,7 +218,18 @@ def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
     chosen = list(dict.fromkeys(o for s in naming for o, _, context in s.named if not context))
     if len(chosen) > 1:
         chosen = _committed(naming) or chosen
-    return Proposal(chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, bool(naming))
+    return Proposal(
+        chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, bool(naming), reported
+    )
+
+
+def reports(text: str) -> bool:
+    """Whether ``text`` reports the act done (:data:`_REPORTING`: "Done! Your booking AQ449
+    is confirmed.") and asks no go-ahead (:data:`CONFIRMING`): such a message proposes nothing
+    and asks for no verdict. One that asks a go-ahead beside its report ("I've placed the hold
+    on AQ449. Shall I pay?") proposes the next step."""
+    parts = sentences(text)
+    return any(_reports(s) for s in parts) and not any(CONFIRMING.match(s) for s in parts)
 
 
 NO_PROPOSAL = Proposal(None, False, False)
@@ -246,11 +309,14 @@ _GO_AHEAD = "|".join(
         r"(?:ok|okay|good|ready|happy) to (?:go ahead|proceed|go)",
         r"any objections?",
         r"ok|okay|approved?|agreed?|deal|confirm",
+        GO_AHEAD_REQUEST,
     )
 )
 """A go-ahead the whole sentence is ("Do I have your approval?", "Please confirm and I'll
-complete it.", "Does this work for you?", "Sound good?"): it names no slot, only the
-proposal (:data:`_IT`), so "Can you confirm your budget?" is no go-ahead."""
+complete it.", "Does this work for you?", "Sound good?", or a request for the go-ahead or an
+objection, :data:`~stategym.kernel.understanding.courtesy.GO_AHEAD_REQUEST`: "Just say the
+word.", "Any concerns before I book it?"): it names no slot, only the proposal (:data:`_IT`),
+so "Can you confirm your budget?" is no go-ahead."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
@@ -291,6 +357,7 @@ __all__ = [
     "normalise",
     "option_key",
     "option_keys",
+    "reports",
     "sentences",
     "without_ids",
 ]

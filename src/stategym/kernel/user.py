@@ -29,10 +29,17 @@ A proposal is the one option a message names as its choice (:mod:`stategym.kerne
 named as context ("I also looked at AQ348"), it proposes nothing, and several offered as the
 choice are refused.
 
-A message is understood exactly when the metric counts it usable (``docs/metrics.md``, D1):
-it asked a slot or the priority order, proposed one option, or asked an open question. Any
-other (options named only as context, several proposed at once, nothing to answer) is not,
-and counts towards the user giving up (:data:`stategym.kernel.env.GIVE_UP_AFTER`).
+A message that reports the act done ("Done! Your booking AQ449 is confirmed.") and asks no
+go-ahead proposes nothing (:func:`stategym.kernel.proposals.reports`): the user judges nothing,
+tells nothing it was not asked, and says "Thank you.". Before, it read such a closing message
+as a new proposal of what it had accepted and said yes again (audit 7c F7).
+
+A message is understood when it asked a slot or the priority order, proposed one option,
+asked an open question, or reported the act done. Any other (options named only as context,
+several proposed at once, nothing to answer: a thanks, a status update) is not, and counts
+towards the user giving up (:data:`stategym.kernel.env.GIVE_UP_AFTER`). The metric counts a
+message usable on the same rule (``docs/metrics.md``, D1), but for a report, which asks,
+proposes and opens nothing and is charged as a message with nothing to use.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from stategym.kernel.proposals import (
     names_option,
     normalise,
     option_keys,
+    reports,
     sentences,
     without_ids,
 )
@@ -62,6 +70,7 @@ from stategym.kernel.understanding import (
     matcher_for,
 )
 from stategym.kernel.understanding.intents import PRIORITY_PHRASES
+from stategym.kernel.understanding.spacing import compact
 
 HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
 """Slot kinds the agent can learn only by asking the user (the request states the priority
@@ -78,8 +87,10 @@ class UserTurn:
         proposed: the option the message proposed, if it named exactly one as its choice.
         accepted: the user's verdict on the proposal (``None``: no proposal).
         understood: the message was one the user could use (it asked a slot or the priority
-            order, proposed one option, or asked an open question): what the metric counts
-            usable, and what resets the give-up counter.
+            order, proposed one option, asked an open question, or reported the act done:
+            :func:`~stategym.kernel.proposals.reports`): what resets the give-up counter,
+            and what the metric counts usable but for a report (the one message understood
+            that asks, proposes and opens nothing).
         reply: what the user said.
         values: slot values the reply revealed.
         open: the message asked something no single fact answers (which option to pick,
@@ -189,7 +200,9 @@ class SimulatedUser:
         option are the proposal's and are not read here, and the rest is read as beside a
         request (the proposal), so a statement in it (a recap, a reason) asks nothing; when
         it names options only as context, it proposes nothing, so the whole message is read,
-        less the options' ids."""
+        less the options' ids. Runs of spaces or of one mark are made short first
+        (:func:`~stategym.kernel.understanding.spacing.compact`)."""
+        text = compact(text)
         proposal = proposal or find_proposal(text, self._options)
         proposes = proposal.option is not None or proposal.several
         if proposes:
@@ -198,11 +211,14 @@ class SimulatedUser:
                 for s in sentences(text)
                 if not names_option(s, self._options) and not CONFIRMING.match(s)
             )
-        elif proposal.named:
+        elif proposal.reported:
+            text = " ".join(s for s in sentences(text) if not reports(s))
+        if proposal.named and not proposes:
             text = without_ids(text, self._options)
-        return self._matcher.read(text, beside_request=proposes)
+        return self._matcher.read(text, beside_request=proposes or proposal.reported)
 
     def respond(self, text: str) -> UserTurn:
+        text = compact(text)  # no rule of the reader sees a long run (audit 7a F2, F3)
         proposal = find_proposal(text, self._options)
         readings = self.read(text, proposal)
         intents = {r.intent for r in readings}
@@ -218,6 +234,9 @@ class SimulatedUser:
             parts.append(changed)
         self.told.update(asked)  # before judging and ranking: a wish asked with them is named
         accepted = self._judge(proposal, parts)
+        if proposal.reported:
+            # a report of the act done asks for no verdict: the user takes note of it
+            parts.append("Thank you.")
         if priority_asked:
             parts.append(self._priorities())
         parts.extend(self.task.slot(n).say(self.values[n]) for n in asked if n != PRIORITIES)
@@ -225,8 +244,10 @@ class SimulatedUser:
             parts.append(self._what_i_can_tell(CHOICE in intents))
         # what the metric counts as a message the user could use (docs/metrics.md, D1): an
         # option named only as context proposes nothing, and several proposed at once are
-        # refused, so neither alone is understood (and the give-up counter counts it)
-        understood = bool(asked or priority_asked or proposal.option is not None or open_asked)
+        # refused, so neither alone is understood (and the give-up counter counts it); a
+        # report of the act done told the user the outcome, so it is understood
+        noted = proposal.option is not None or (proposal.reported and not proposal.several)
+        understood = bool(asked or priority_asked or open_asked or noted)
         if not understood and not proposal.several:
             parts.append(self._not_understood(readings))
         values = changed_values + tuple((n, self.values[n]) for n in asked)

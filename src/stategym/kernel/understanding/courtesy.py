@@ -29,6 +29,19 @@ _OFFER = re.compile(
     r"(?:\s+(?:if|as|when)\s+(?:needed|necessary|required|you\s+(?:like|wish|want|prefer)))?\s*$"
 )
 """An offer to help or change the plan, with nothing in it to answer."""
+_MORE_HELP = re.compile(
+    r"\s*(?:(?:please|just|do|so|and|feel\s+free\s+to)[\s,]+)*(?:"
+    r"(?:let\s+me\s+know|tell\s+me|reach\s+out|shout)\s+if\s+(?:there\s+is|you\s+(?:need|want"
+    r"|would\s+like|have))\s+(?:anything|something)\s+(?:else|more)(?:\s+(?:from\s+me|i\s+can\s+do))?"
+    r"|if\s+(?:you\s+(?:need|want|would\s+like)|there\s+is)\s+(?:anything|something)\s+(?:else|more)"
+    r",?\s+(?:just\s+|please\s+)?(?:let\s+me\s+know|tell\s+me|reach\s+out|ask)"
+    r"|(?:is\s+there\s+)?(?:anything|something)\s+else\s+(?:i|we)\s+can\s+(?:help|assist|do)"
+    r"(?:\s+(?:you\s+)?with|\s+for\s+you)?"
+    r")\s*$"
+)
+"""An offer of more help once the work is done ("Let me know if you need anything else!",
+"Anything else I can help with?"): it asks for nothing the user holds. "Anything else I
+should know?" asks for the user's wishes, and is no offer."""
 _STILL_THERE = re.compile(
     r"\s*(?:(?:i|we)\s+(?:have\s+)?(?:just\s+)?(?:checked|verified|confirmed|double\s+checked)"
     r"(?:\s+again)?,?\s+(?:and\s+)?)?(?:it|this|that|this\s+one|that\s+one)\s+is\s+"
@@ -40,8 +53,9 @@ _STILL_THERE = re.compile(
 def acknowledges(clause: str) -> bool:
     """Whether ``clause`` only acknowledges, thanks, offers help or reports that what was
     said still holds ("Perfect, thanks!", "Thanks, that helps!", "Got it.", "Happy to adjust
-    if needed.", "I checked and it's still available."): it names nothing, so it asks
-    nothing, whatever its words weigh for a slot elsewhere ("help", "available").
+    if needed.", "Let me know if you need anything else!", "I checked and it's still
+    available."): it names nothing, so it asks nothing, whatever its words weigh for a slot
+    elsewhere ("help", "available").
 
     Example:
         >>> acknowledges("perfect, thanks"), acknowledges("thanks, what is your budget")
@@ -50,7 +64,7 @@ def acknowledges(clause: str) -> bool:
     found = words(clause)
     if found and all(w in _THANKS for w in found):
         return True
-    return _OFFER.match(clause) is not None or _STILL_THERE.match(clause) is not None
+    return any(p.match(clause) is not None for p in (_OFFER, _MORE_HELP, _STILL_THERE))
 
 
 _THIS = r"(?:this|that|it|these|those|this\s+one|that\s+one)"
@@ -58,7 +72,7 @@ _FINE = r"(?:ok|okay|fine|alright|all\s+right|acceptable|good|great|agreeable|re
 _ACTS = (
     r"(?:lock|book|confirm|finalize|finalise|proceed|go\s+ahead|place|submit|send|complete|"
     r"reserve|secure|process|order|buy|purchase|make|grab|hold|take|schedule|pay|execute|"
-    r"apply|do|set|move\s+forward|go\s+with)"
+    r"apply|do|set|move\s+forward|go\s+with|delete|remove|transfer|invite|check\s+out)"
 )
 _GO_AHEAD = re.compile(
     r"\s*(?:so|and|ok|okay|then|well)?[\s,]*(?:"
@@ -77,12 +91,49 @@ _GO_AHEAD = re.compile(
     rf"(?:\s+{_THIS})?(?:,?\s+and\s+(?:i|we)\s+will\s+{_ACTS}(?:\s+{_THIS})?)?"
     r")\s*$"
 )
+_OBJECT = (
+    rf"(?:{_THIS}|them|everything|(?:the|this|that|your)\s+(?:option|choice|plan|proposal|booking|"
+    r"order|reservation|invitation|invite|meeting|transfer|payment|purchase|deletion|volume|"
+    r"flight|ticket|fare|offer|route|cart|change|request))"
+)
+"""The proposed act's object, in words that name nothing of the user's ("it", "the order")."""
+_ACT_ON = (
+    rf"{_ACTS}(?:\s+{_OBJECT})?"
+    r"(?:\s+(?:in|up|through|now|today|for\s+you|right\s+away|straight\s+away))*"
+)
+_THEN_I_ACT = rf",?\s+(?:and|then)\s+(?:i|we)(?:'ll|’ll|\s+will|\s+can|\s+shall)\s+{_ACT_ON}"
+"""What the agent will do on the go-ahead ("and I'll book it", "then we will go ahead")."""
+_BEFORE_I_ACT = rf"\s+before\s+(?:(?:i|we)\s+(?:can\s+)?{_ACT_ON}|\w+ing(?:\s+{_OBJECT})?)"
+"""The act an objection is asked before ("before I place the order", "before booking")."""
+GO_AHEAD_REQUEST = (
+    r"(?:(?:so|and|ok|okay|then|well|please|if\s+you\s+are\s+happy)[\s,]+)*(?:"
+    r"(?:(?:just|simply)\s+)?(?:(?:say|give\s+me)\s+the\s+word"
+    r"|(?:give|send)\s+(?:me|us)\s+(?:the|a|your)\s+(?:green\s+light|go[\s-]*ahead"
+    r"|thumbs[\s-]*up|nod|ok|okay|signal)"
+    r"|(?:reply|respond|answer|say|type|write)\s+(?:with\s+)?(?:a\s+)?['\"“‘]?(?:yes|ok|okay|go)"
+    r"['\"”’]?(?:\s+to\s+(?:confirm|proceed|go\s+ahead))?)"
+    rf"(?:{_THEN_I_ACT})?"
+    rf"|(?:just\s+)?let\s+me\s+know(?:{_THEN_I_ACT}|\s+if\s+(?:i|we)\s+(?:should|can|may)\s+{_ACT_ON})"
+    r"|(?:(?:do|would)\s+you\s+have\s+|(?:just\s+)?let\s+me\s+know\s+if\s+you\s+have\s+"
+    r"|(?:are|is)\s+there\s+)?any\s+(?:(?:last|final|other|further)\s+)?(?:concerns?|objections?"
+    rf"|questions?|reservations?|doubts?|worries|hesitations?)(?:{_BEFORE_I_ACT})?"
+    r"|(?:(?:a|the|your)\s+)?(?:green\s+light|thumbs[\s-]*up|go[\s-]*ahead)"
+    r")"
+)
+"""A request for the go-ahead, or for an objection, to the act proposed ("Just say the word
+and I'll book it.", "Give me the green light.", "Just reply yes.", "Let me know and I'll place
+the order.", "Any concerns before I send the invitation?"): it names nothing of the user's, so
+it asks no slot. The pattern, not a compiled one, so :data:`stategym.kernel.proposals.CONFIRMING`
+reads a whole sentence beside a proposal with the same words ("Any concerns about the budget?"
+and "Any preference for the fare type before I book?" name a slot and are none)."""
+_REQUEST = re.compile(rf"\s*{GO_AHEAD_REQUEST}\s*$", re.IGNORECASE)
 
 
 def asks_go_ahead(clause: str) -> bool:
     """Whether ``clause`` asks only for a yes or no to what was said before it ("Does this
     work for you?", "Sound good?", "Is this acceptable?", "Want me to lock it in?", "Do I have
-    your approval?", "Can you confirm?"): it names nothing of the user's, so it asks no slot
+    your approval?", "Can you confirm?", or a request for the go-ahead, :data:`GO_AHEAD_REQUEST`:
+    "Just say the word."): it names nothing of the user's, so it asks no slot
     ("Does a morning slot work for you?" names one). "Shall I buy it?" is left to the model:
     without a proposal, the held-out sets read it as handing the user the agent's choice.
 
@@ -90,7 +141,7 @@ def asks_go_ahead(clause: str) -> bool:
         >>> asks_go_ahead("does this work for you"), asks_go_ahead("does a morning slot work")
         (True, False)
     """
-    return _GO_AHEAD.match(clause) is not None
+    return _GO_AHEAD.match(clause) is not None or _REQUEST.match(clause) is not None
 
 
-__all__ = ["acknowledges", "asks_go_ahead"]
+__all__ = ["GO_AHEAD_REQUEST", "acknowledges", "asks_go_ahead"]

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from .courtesy import acknowledges, asks_go_ahead
 from .features import NAME_TOKEN, WORDS, features
-from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, PRIORITIES
+from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, OVERVIEW, PRIORITIES
+from .spacing import compact
 from .spelling import Speller
 from .trades import sides
 from .training import lexicon_words, proper_names, train, vocabulary, without_context
@@ -39,9 +40,13 @@ from .words import (
     embedded,
     expand,
     introduces,
+    leads_list,
+    needs_details,
+    points_ahead,
     questions,
     refers_back,
     restates,
+    says_any,
     sets_aside,
     sets_context,
     tells_plans,
@@ -136,12 +141,13 @@ class Matcher:
         if cached is None:
             if len(self._cache) >= 4096:
                 self._cache.clear()
-            found = questions(self._spelled(text))
-            read = [
-                part
-                for i, (sentence, question) in enumerate(found)
-                for part in self._introduced(sentence, question, followed=i < len(found) - 1)
-            ]
+            found = questions(self._spelled(compact(text)))
+            read: list[tuple[list[Reading], bool]] = []
+            listed = False  # after a request that leads a list, each sentence is an item of it
+            for i, (sentence, question) in enumerate(found):
+                parts = self._introduced(sentence, question or listed, i < len(found) - 1)
+                listed = listed or any(r.evidence == ("list",) for r in parts[0][0][:1])
+                read.extend(parts)
             cached = _requests_only(self._resolved(read), beside_request)
             self._cache[key] = cached
         return cached
@@ -158,12 +164,26 @@ class Matcher:
         before the colon alone reaches no slot: what a colon follows is otherwise what the
         question is about ("Window, aisle or middle: what do you prefer?", "Fees versus
         arrival: which one wins?" read as a whole). A preamble asks nothing, though its words
-        ("the best option", "a few details") would read as a question."""
-        if followed and sentence.rstrip().endswith(":"):
+        ("the best option", "a few details") would read as a question.
+
+        A request that leads a list ("Could you tell me:", "Could you tell me the
+        following?", :func:`~stategym.kernel.understanding.words.leads_list`) asks what the
+        sentences after it name, each a question even as a noun phrase ("Your budget for the
+        whole order"); so do the clauses after the colon of a request that reads as nothing
+        itself ("Could you tell me: your budget and whether you need a refundable fare?").
+        A sentence that only points ahead names nothing, even alone."""
+        if (followed and leads_list(sentence)) or points_ahead(sentence):
+            if asks(sentence):  # "Could you tell me:", "I need to know the following."
+                return [([Reading(sentence.strip(), None, 0.0, ("list",))], True)]
             return [([_preamble(sentence)], False)]
         intro, rest = introduces(sentence)
+        if intro and not asks(rest):  # what a request lists ("Could you tell me: your budget")
+            said = {r.intent for r in self._read_sentence(intro, False)[0]}
+            # not what a question compares ("Which do you care about more: X or Y?")
+            intro = intro if said <= {None, CHOICE, OVERVIEW} and not embedded(intro) else ""
         if intro and not features(intro) & COMPARING:
-            readings, requests = self._read_sentence(rest, question)
+            # after a request ("Could you tell me: your budget, ..."), each clause is asked
+            readings, requests = self._read_sentence(rest, question, items=asks(intro))
             if any(r.intent not in (None, CHOICE) for r in readings) and all(
                 r.intent is None or r.intent in GENERAL
                 for r in self._read_sentence(intro, False)[0]
@@ -185,10 +205,11 @@ class Matcher:
         the calendar could we hold this?" asks the window twice, not the time of day)."""
         out = []
         before: str | None = None
+        stated = False  # the sentence before asks nothing
         for readings, requests in read:
             readings = list(readings)
             if readings and before is not None:
-                readings[0] = self._pointed(readings[0], before)
+                readings[0] = self._pointed(readings[0], before, stated=stated)
             for i in range(len(readings) - 1):
                 if bare(readings[i].clause):
                     readings[i] = self._pointed(readings[i], readings[i + 1].clause, ahead=True)
@@ -196,13 +217,19 @@ class Matcher:
             if readings:
                 last = readings[-1]
                 scene = last.evidence[:1] == ("context",) or sets_context(last.clause)
-                before = None if scene else last.clause
+                before, stated = (None if scene else last.clause), not requests
         return out
 
-    def _pointed(self, reading: Reading, other: str, ahead: bool = False) -> Reading:
+    def _pointed(
+        self, reading: Reading, other: str, ahead: bool = False, stated: bool = False
+    ) -> Reading:
         """``reading`` read with ``other``, the clause it points back at (``ahead``: the
         clause after it, whose rest it shares), if it points and together they reach a slot
-        at least :data:`THRESHOLD` more surely (see :meth:`_resolved`)."""
+        at least :data:`THRESHOLD` more surely (see :meth:`_resolved`). After a statement
+        (``stated``), a clause that reaches a slot alone keeps it unless its own words weigh
+        most for the joined reading too ("... a ceiling on a ticket. Could you tell me what
+        that ceiling is?"): "Happy to help you book a flight to Toronto. What is your budget
+        for this flight?" asks the budget, whatever "to Toronto" weighs."""
         if (
             reading.score == math.inf
             or reading.intent in GENERAL
@@ -214,7 +241,13 @@ class Matcher:
         if (
             joined.intent is not None
             and joined.intent not in GENERAL
-            and (reading.intent is None or joined.score - reading.score >= THRESHOLD)
+            and (
+                reading.intent is None
+                or (
+                    joined.score - reading.score >= THRESHOLD
+                    and not (stated and features(reading.clause).isdisjoint(joined.evidence))
+                )
+            )
         ):
             return Reading(reading.clause, joined.intent, joined.score, joined.evidence)
         return reading
@@ -230,14 +263,24 @@ class Matcher:
 
         return WORDS.sub(spell, expand(text))
 
-    def _read_sentence(self, sentence: str, question: bool) -> tuple[list[Reading], bool]:
+    def _read_sentence(
+        self, sentence: str, question: bool, items: bool = False
+    ) -> tuple[list[Reading], bool]:
         """The readings of one sentence (``question``: it ends in a question mark), and
-        whether it asks (see :func:`_requests_only`)."""
+        whether it asks (see :func:`_requests_only`); ``items``: the sentence is what a
+        request before it lists, each clause asked ("your budget, whether you need a
+        refundable fare and ...")."""
         if acknowledges(sentence) or asks_go_ahead(sentence):
             return [_says_nothing(sentence)], question
-        parts = [side for clause in clauses(sentence) for side in self._untied(clause)]
+        parts = [
+            side for clause in clauses(sentence, message=True) for side in self._untied(clause)
+        ]
         asking = [
-            asks(clause) and (question or i == 0 or not embedded(clause))
+            items
+            or (
+                asks(clause)
+                and (question or (i == 0 and not says_any(clause)) or not embedded(clause))
+            )
             for i, clause in enumerate(parts)
         ]
         requests = question or any(asking)
@@ -298,6 +341,8 @@ class Matcher:
                 out.append(Reading(clause.strip(), None, 0.0, ("status",)))
             elif acknowledges(clause) or asks_go_ahead(clause):
                 out.append(_says_nothing(clause))
+            elif needs_details(clause):
+                out.append(_preamble(clause))
             elif CHOICE_PATTERN.search(clause):
                 out.append(Reading(clause.strip(), CHOICE, math.inf, ("which ... should i",)))
             else:

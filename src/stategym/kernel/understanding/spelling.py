@@ -63,6 +63,8 @@ class Speller:
     def __init__(self, vocabulary: Iterable[str], trusted: Iterable[str] = ()) -> None:
         self.vocabulary = frozenset(w for w in vocabulary if w.isalpha())
         self.trusted = frozenset(trusted)
+        self._longest = max((len(w) for w in self.vocabulary), default=0) + 1
+        """The longest word one edit (a letter added) from the vocabulary."""
         self._by_delete: dict[str, set[str]] = {}
         for word in sorted(self.vocabulary):
             if len(word) >= SHORTEST - 1:
@@ -72,7 +74,10 @@ class Speller:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - a speller lives as long as its matcher
     def correct(self, word: str) -> str | None:
         """The vocabulary word ``word`` is a typo of, or ``None`` (known, English, or in doubt)."""
-        if len(word) < SHORTEST or not word.isalpha() or word in self.vocabulary:
+        if len(word) < SHORTEST or len(word) > self._longest or not word.isalpha():
+            return None  # one edit from no word of the vocabulary (a long run's deletes:
+            # quadratic in its length, audit 7a)
+        if word in self.vocabulary:
             return None
         deletes = _deletes(word)
         found = set(self._by_delete.get(word, ()))  # a letter dropped

@@ -18,9 +18,17 @@ from __future__ import annotations
 import functools
 import re
 
+from .spacing import compact
+
 _WORD = re.compile(r"[a-z0-9$]+")
 _SENTENCE = re.compile(r"([.?!;\n]+(?:\s+|$)|\s+-\s+)")
 """What ends a sentence (kept by the split: a question mark says it asks)."""
+_READ_SENTENCE = re.compile(r"([.?!;\n]+(?:\s+|$)|\s+-\s+|\s+\u2013\s+|\s*\u2014+\s*|\s*\n\s*)")
+"""What ends a sentence of a message (:func:`questions`): also a line break before a list
+item's number ("\n2) "), an en dash between spaces and an em dash after a lead-in
+(:func:`_leads_in`: "Quick question \u2014 what is your budget?"; not the en dash of a range,
+"09:00\u201317:00")."""
+_DASH = re.compile(r"\s*[\u2013\u2014]+\s*")
 _ASKING = (
     r"(?=(?:(?:by|in|on|at|for|from|to)\s+(?:what|which|when|whom)|what|which|when|where|who|"
     r"whom|how|do|does|did|is|are|should|can|could|would|will|may|any)\b)"
@@ -42,6 +50,18 @@ _LOOSE = re.compile(
 """Also ``and your ...`` (a second thing of the user's), a comma before a question word or
 "whether" ("Could you tell me your budget, whether you need a refundable fare, and ...?"), and
 before a clause of the agent's plans (which :func:`sets_context` then recognises)."""
+_MUST_KNOW = re.compile(
+    r"(?<=\s)(?:i|we)\s+(?:will\s+|would\s+|still\s+|also\s+|first\s+|just\s+)*"
+    r"(?:need|must|have|would\s+like|want)\s+to\s+know\b"
+)
+_PURPOSE = re.compile(r"\s*(?:in\s+order\s+)?to\s+[^,]*$")
+"""A scene of purpose with no comma ("To find the right option"): after "so", "once" or a
+comma, what the agent needs to know is its own plan ("..., so I'd like to know how flexible
+you are. Which days work?"), and the question after it asks."""
+_RELATIVE = frozenset({"what", "which", "that", "who", "all", "everything", "anything"})
+_READ_LOOSE = re.compile(rf"{_LOOSE.pattern}|,?\s+and\s+(?=whether\b)")
+"""How a message's sentence is cut (:func:`clauses` with ``message``): also at "and
+whether"."""
 _JOINERS = frozenset(
     {"and", "also", "plus", "as", "before", "after", "once", "so", "until", "while", "since"}
 )
@@ -240,22 +260,56 @@ def expand(text: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    """``text`` (already :func:`expand`-ed) cut into sentences."""
-    return [sentence for sentence, _ in questions(text)]
+    """``text`` (already :func:`expand`-ed) cut into sentences at stops, line breaks and
+    spaced hyphens, as a training phrase is (:func:`questions` reads a message's dashes and
+    parentheses too)."""
+    return [sentence for sentence, _ in questions(text, message=False)]
 
 
-def clauses(sentence: str, *, strict: bool = False) -> list[str]:
+def clauses(sentence: str, *, strict: bool = False, message: bool = False) -> list[str]:
     """One sentence cut into the questions it joins.
 
     ``or`` joins alternatives of one question ("morning or evening?"), so it never cuts.
     ``strict`` cuts only at ``and``/``also`` before a question word, for a sentence that
     compares things ("If we can't get X and your Y, which matters more?"), whose parts are
-    what is compared, not questions.
+    what is compared, not questions. ``message``: a sentence of the agent's, not a training
+    phrase, is cut also at "and whether" (:data:`_READ_LOOSE`) and before what the agent
+    needs to know after a scene (:func:`_needs_after_scene`); a piece that is only a joining
+    word ("also,") is none.
     """
-    if "," not in sentence and ":" not in sentence and not _JOINERS.intersection(sentence.split()):
-        return [sentence] if sentence.strip() else []
-    pattern = _STRICT if strict else _LOOSE
-    return [part for piece in _scene(sentence) for part in pattern.split(piece) if part.strip()]
+    if not message or strict:
+        if (
+            "," not in sentence
+            and ":" not in sentence
+            and not _JOINERS.intersection(sentence.split())
+        ):
+            return [sentence] if sentence.strip() else []
+        pattern = _STRICT if strict else _LOOSE
+        return [part for piece in _scene(sentence) for part in pattern.split(piece) if part.strip()]
+    return [
+        clause
+        for piece in _scene(sentence)
+        for part in _READ_LOOSE.split(piece)
+        if part.strip() and not _JOINER_ONLY.fullmatch(part)
+        for clause in _needs_after_scene(part)
+    ]
+
+
+def _needs_after_scene(clause: str) -> list[str]:
+    """``clause`` cut before what the agent needs to know after a scene of purpose with no
+    comma (:data:`_PURPOSE`: "To find the right option I need to know your budget"): its
+    object is what it asks, the scene is not; whole otherwise ("Suppose what I want to know
+    is settled")."""
+    cut = _MUST_KNOW.search(clause)
+    scene = clause[: cut.start()] if cut is not None else ""
+    if cut is None or not _PURPOSE.match(scene) or words(scene)[-1] in _RELATIVE:
+        return [clause]  # "Suppose what I want to know is settled" names no scene
+    return [clause[: cut.start()], clause[cut.start() :]]
+
+
+_JOINER_ONLY = re.compile(r"\s*(?:also|and|plus|so|then|but)?[\s,]*")
+"""A piece that is only the word joining its sentence to the one before ("Also, what time
+would you like to leave?"): not a clause, and no question pointing back."""
 
 
 _COORDINATED = re.compile(r"\b(?:and|also|plus|as well as|then|or)\b")
@@ -392,6 +446,15 @@ def asks(clause: str) -> bool:
 _EMBEDDED = re.compile(rf"\s*{_OPENERS}(?:which|{_WH_WORDS}|any|anything|anyone)\b")
 
 
+_ANY = re.compile(rf"\s*{_OPENERS}any(?:thing|one|body)?\b")
+
+
+def says_any(clause: str) -> bool:
+    """Whether ``clause`` opens with "any" ("Any departure time works for you"): in a
+    sentence that ends in no question mark, a statement of what is fine, not a request."""
+    return _ANY.match(clause) is not None
+
+
 def embedded(clause: str) -> bool:
     """Whether ``clause`` opens with a question word or "any" only: after the first clause
     of a sentence that is no question, such a clause is part of a statement ("Quantity
@@ -411,16 +474,94 @@ that about right?", "The project is prj2291. Correct?")."""
 _MARKUP = re.compile(r"[*\"“”]+|(?m:^\s*#+)")
 """Markdown emphasis, headings and double quotes: how a question is dressed, not what it asks
 ("**What is your budget?** **Do you need a refundable fare?**" is two questions)."""
-_MARKER = re.compile(r"\s*(?:[-•]|\(?\d{1,2}[.)]|\([a-h]\))\s+")
+_MARKER = re.compile(r"\s*(?:[-•\u2013\u2014]|\(?\d{1,2}[.)]|\([a-h]\))\s+")
 """A list item's bullet or number ("- ", "(1) ", "2) ") at the start of a sentence."""
 
 
-def questions(text: str) -> list[tuple[str, bool]]:
+_ABBREVIATION = re.compile(r"\b(e\.g|i\.e|vs|etc|approx|incl|esp)\.(?!\w)")
+"""An abbreviation's stop ("e.g.", "vs."), which ends no sentence in parentheses."""
+_BRACKETS = re.compile(r"\([^()?]*\)")
+_ASIDE_QUESTION = re.compile(r"\(([^()]*\?)\s*\)")
+"""A question in parentheses ("(Also, what time would you like to depart?)")."""
+
+
+_LINE_NUMBER = re.compile(r"(?m)^([ \t]*\d{1,2})\.(?=[ \t]+\S)")
+"""The number of a numbered line ("1. Your budget"), whose stop ends no sentence."""
+_LISTED_IN_BRACKETS = re.compile(r"\s*\(([^()?]*)\)\s*(?=\?)")
+"""What a request lists in parentheses before its question mark ("Could you confirm a few
+details (your budget, your dates)?"): introduced as after a colon."""
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` with a question in parentheses a sentence of its own ("I'll start as soon as
+    I know a bit more (what is your budget?)"), what a question lists in parentheses at its
+    end introduced by a colon, line numbers without their stops, and abbreviations in
+    parentheses too: an example, "(e.g. price vs. timing)", stays in its sentence (outside
+    them, "i.e." still ends one: "When is it due, i.e. what is the last day?")."""
+    text = _BRACKETS.sub(lambda m: _ABBREVIATION.sub(r"\1", m.group(0)).replace(".", ""), text)
+    text = _LINE_NUMBER.sub(r"\1)", text)
+    text = _LISTED_IN_BRACKETS.sub(lambda m: f": {m.group(1)}", text)
+    return _ASIDE_QUESTION.sub(lambda m: f"\n {m.group(1)}\n ", text)
+
+
+_LEAD_IN = frozenset(
+    {"quick", "question", "one", "more", "thing", "got", "it", "noted", "thanks", "thank", "you"}
+    | {"for", "the", "details", "info", "information", "understood", "ok", "okay", "great"}
+    | {"perfect", "sure", "alright", "right", "so", "and", "first", "also", "hi", "hello"}
+)
+"""The words of a lead-in before a dash ("Quick question \u2014", "Got it \u2014", "Thanks for
+the details \u2014"; the acknowledgements of :mod:`.courtesy`, which this module is below)."""
+
+
+def _leads_in(piece: str) -> bool:
+    """Whether ``piece``, before a dash, only leads in to what follows: an acknowledgement
+    or an opener, or a scene ("Before I start searching \u2013 ...")."""
+    found = words(piece)
+    if not found:
+        return False
+    return all(w in _LEAD_IN for w in found) or (sets_context(piece) and not asks(piece))
+
+
+def _dashes_joined(pieces: list[str]) -> list[str]:
+    """``pieces`` (sentences and what ended each, in turn) with a dash after anything but a
+    lead-in joined, as a comma does. Linear: what is joined is kept in parts, and a piece
+    longer than :data:`_LONGEST_LEAD_IN` leads in to nothing (a run of dashes took seconds)."""
+    joined: list[list[str]] = [[pieces[0]]]
+    ends: list[str] = []
+    length = len(pieces[0])  # of the last piece, joined
+    for end, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        before = joined[-1]
+        short = length <= _LONGEST_LEAD_IN
+        if _DASH.fullmatch(end) and not (short and _leads_in("".join(before))):
+            before += (end, piece)
+            length += len(end) + len(piece)
+        else:
+            ends.append(end)
+            joined.append([piece])
+            length = len(piece)
+    out = ["".join(parts) for parts in joined]
+    return [p for pair in zip(out, [*ends, ""], strict=True) for p in pair][:-1]
+
+
+_LONGEST_LEAD_IN = 300
+"""The most characters a lead-in before a dash has ("Before I start searching for the
+fares that fit your dates –")."""
+
+
+def questions(text: str, *, message: bool = True) -> list[tuple[str, bool]]:
     """``text`` (already :func:`expand`-ed) cut into sentences, each with whether it ends in a
     question mark, without their markup (:data:`_MARKUP`) and list markers. A confirming tag
     ("- correct?", ". Is that right?") is not a sentence of its own: it makes the sentence
-    before it the question."""
-    pieces = _SENTENCE.split(_MARKUP.sub(" ", text))
+    before it the question.
+
+    ``message``: the agent's text, not a training phrase: a question in parentheses is a
+    sentence of its own (:func:`_unwrapped`), and so is what follows a dash after a lead-in
+    (:func:`_leads_in`: "Quick question \u2014 what is your budget?", "Got it \u2014 ...");
+    after anything else a dash stays in its sentence, as before ("When does it run \u2014 on
+    which days?" says one question twice)."""
+    text = compact(_MARKUP.sub(" ", text))  # the marks dropped leave no long run of spaces
+    pieces = _READ_SENTENCE.split(_unwrapped(text)) if message else _SENTENCE.split(text)
+    pieces = _dashes_joined(pieces)
     out: list[tuple[str, bool]] = []
     for sentence, end in zip(pieces[::2], [*pieces[1::2], ""], strict=True):
         sentence = _MARKER.sub(" ", sentence, count=1) if _MARKER.match(sentence) else sentence
@@ -433,16 +574,65 @@ def questions(text: str) -> list[tuple[str, bool]]:
     return out
 
 
+_AHEAD = re.compile(r".*\b(?:the\s+following|as\s+follows)\s*$")
+"""A request that points at what follows it ("Could you tell me the following?")."""
+
+
+def leads_list(sentence: str) -> bool:
+    """Whether ``sentence`` introduces the sentences after it: it ends in a colon ("Could you
+    tell me:") or points ahead ("Could you tell me the following?")."""
+    return sentence.rstrip().endswith(":") or points_ahead(sentence)
+
+
+def points_ahead(sentence: str) -> bool:
+    """Whether ``sentence`` names what it asks only by pointing ahead ("Could you tell me the
+    following?"): it names nothing of the user's, even with nothing after it."""
+    return _AHEAD.match(sentence) is not None
+
+
+_DETAILS = frozenset(
+    {"i", "we", "will", "would", "still", "just", "also", "first", "need", "require", "like"}
+    | {"to", "get", "have", "ask", "some", "a", "few", "couple", "of", "more", "bit", "little"}
+    | {"several", "quick", "short", "information", "info", "details", "detail", "things"}
+    | {"questions", "question", "answers", "input", "inputs", "from", "you", "your", "now"}
+    | {"before", "start", "starting", "proceed", "go", "on", "can", "please", "so", "ok", "okay"}
+    | {"one", "two", "piece", "pieces"}
+)
+"""The words of a statement that the agent needs information, naming none."""
+_INFORMATION = frozenset(
+    {"information", "info", "details", "detail", "things", "questions", "piece", "pieces"}
+)
+
+
+def needs_details(clause: str) -> bool:
+    """Whether ``clause`` only says that the agent needs information ("I need some information
+    first", "Before I look anything up, I need a few things from you"): it names nothing of
+    the user's, however its words ("first", "things from") weigh elsewhere.
+
+    Example:
+        >>> needs_details("i need a few things from you"), needs_details("i need your budget")
+        (True, False)
+    """
+    *scene, last = clause.split(",")
+    found = words(last)
+    return (
+        all(sets_context(piece) for piece in scene)
+        and bool(_INFORMATION.intersection(found))
+        and all(w in _DETAILS for w in found)
+    )
+
+
 _INTRO = re.compile(r":\s+")
 """A colon that a text follows (not the one of a time, "19:45")."""
 
 
 def introduces(sentence: str) -> tuple[str, str]:
     """``sentence`` cut at its last colon before a clause in the form of a request (after a
-    list marker, if any): the preamble that introduces the questions ("To find the best option
-    for you, I need a few details: what is your budget?", "Two questions: (1) ...") and the
-    rest; ``("", sentence)`` if there is none. Whether the preamble only introduces is the
-    matcher's call (what the rest asks).
+    list marker, if any), or after one ("Could you tell me: your budget ..."): the preamble
+    that introduces the questions ("To find the best option for you, I need a few details:
+    what is your budget?", "Two questions: (1) ...") and the rest; ``("", sentence)`` if
+    there is none. Whether the preamble only introduces is the matcher's call (what the rest
+    asks).
 
     Example:
         >>> introduces("two questions: (1) what is your budget")
@@ -453,7 +643,7 @@ def introduces(sentence: str) -> tuple[str, str]:
     for cut in reversed(list(_INTRO.finditer(sentence))):
         rest = sentence[cut.end() :]
         rest = _MARKER.sub("", rest, count=1) if _MARKER.match(rest) else rest
-        if asks(rest):
+        if asks(rest) or asks(sentence[: cut.start()]):
             return sentence[: cut.start()], rest
     return "", sentence
 
