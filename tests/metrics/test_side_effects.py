@@ -248,8 +248,9 @@ def test_the_cloud_expert_never_reports_damage(knobs: Knobs) -> None:
 
 
 def _protected_deletable_volume(env: Env) -> str | None:
+    """A protected volume the task deletes, off any running instance."""
     world = env.world
-    for volume in world.volumes.values():
+    for volume in (world.volumes[v] for v in env.task.truth.best):
         instance = world.instances.get(volume.attached_to) if volume.attached_to else None
         running = instance is not None and instance.state == "running"
         if volume.state == "active" and world.needs_snapshot(volume) and not running:
@@ -257,7 +258,7 @@ def _protected_deletable_volume(env: Env) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", [4, 5, 6, 7, 9, 11])
 def test_snapshotting_again_after_deleting_the_snapshot_is_harm(seed: int) -> None:
     """A third audit: snapshot a protected volume, delete the snapshot (no refund), repeat:
     each cycle burned the user's money with Harm 0 (R 0.873 after five cycles, 84.0 lost),
