@@ -15,11 +15,11 @@ each class has a property test over seeds of every stateful domain:
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from expert_edits import Played, expert, inserted, replay
 from metrics_toy import (
     LOOKUPS,
     PRICE,
@@ -36,61 +36,25 @@ from metrics_toy import (
     trajectory,
 )
 
-from stategym.agents import scripted
-from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import FINISH, Action, CallBatch, Say, ToolCall
 from stategym.kernel.task import Event, EventKind, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import CallRecord, RoundRecord, Trajectory
 from stategym.metrics import Kind, Scorecard, score
 from stategym.metrics.clarification import DECIDED, OPEN
-from stategym.metrics.taskset import MIXED
 from stategym.registry import all_domains, get_domain
-from stategym.rollout import run_episode
 
 STATEFUL = sorted(d for d in all_domains() if not get_domain(d).read_only)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Played:
-    """The expert on one task: its actions, its trajectory, its scorecard, the task."""
-
-    actions: tuple[Action, ...]
-    trajectory: Trajectory
-    card: Scorecard
-    task: Task
-
-
-def _knobs(seed: int, mixed: bool) -> Knobs:
-    return MIXED[seed % len(MIXED)] if mixed else Knobs()
-
-
-@functools.cache
-def _expert(domain: str, seed: int, mixed: bool = True) -> _Played:
-    env = Env(domain, knobs=_knobs(seed, mixed))
-    played = run_episode(env, scripted(env.domain, "expert"), seed)
-    actions = tuple(r.action() for r in played.rounds)
-    return _Played(actions, played, score(played, env.task), env.task)
+def _expert(domain: str, seed: int, mixed: bool = True) -> Played:
+    return expert(domain, seed, mixed)
 
 
 def _replay(
     domain: str, seed: int, edit: Callable[[list[Action]], list[Action]], mixed: bool = True
 ) -> tuple[Trajectory, Scorecard]:
-    """The expert's actions after ``edit``, played on the same task (the world is
-    deterministic); actions left when the episode ends are not played."""
-    env = Env(domain, knobs=_knobs(seed, mixed))
-    env.reset(seed=seed)
-    for action in edit(list(_expert(domain, seed, mixed).actions)):
-        step = env.step(action)
-        if step.terminated or step.truncated:
-            break
-    return env.trajectory, score(env.trajectory, env.task)
-
-
-def _inserted(i: int, action: Action) -> Callable[[list[Action]], list[Action]]:
-    """An edit: ``action`` played before the expert's action ``i``."""
-    return lambda actions: [*actions[:i], action, *actions[i:]]
+    return replay(domain, seed, edit, mixed)
 
 
 def _replaced(i: int, action: Action) -> Callable[[list[Action]], list[Action]]:
@@ -109,9 +73,10 @@ def _subjects(card: Scorecard, kind: Kind) -> list[tuple[int, str]]:
 # -- 1. a re-read needs an out-of-date look ---------------------------------------------------
 
 
-def _day2() -> CallRecord:
-    """Day 2 searched: its result lists B (what PRICE changes)."""
-    return call("search", {"origin": "HOME", "day": 2}, content={"flights": [{"id": "B"}]})
+def _day2(price: int = 500) -> CallRecord:
+    """Day 2 searched: its result lists B (what PRICE changes) at ``price``."""
+    flights = [{"id": "B", "price": price}]
+    return call("search", {"origin": "HOME", "day": 2}, content={"flights": flights})
 
 
 def test_a_copy_of_the_first_look_after_a_change_is_extra():
@@ -143,9 +108,10 @@ def test_a_re_read_of_an_out_of_date_look_stays_excused():
     the_task = task(events=(PRICE,))
     rounds = expert_rounds()
     rounds[2] = calls(2, SEARCHES[0], _day2(), fired=(0,))
-    once = _toy(the_task, [*rounds[:3], calls(0, _day2()), *rounds[3:]])
+    now = _day2(PRICE.value)  # the re-read shows B's new price
+    once = _toy(the_task, [*rounds[:3], calls(0, now), *rounds[3:]])
     assert _subjects(once, Kind.CALL_EXTRA) == [] and once.parallelism.quality == 1.0
-    twice = _toy(the_task, [*rounds[:3], calls(0, _day2(), _day2()), *rounds[3:]])
+    twice = _toy(the_task, [*rounds[:3], calls(0, now, now), *rounds[3:]])
     assert _subjects(twice, Kind.CALL_EXTRA) == [(3, "search")]
 
 
@@ -177,7 +143,7 @@ def test_travel_seed_0_a_second_search_after_the_fare_move_is_extra():
     day10 = next(c for c in batch.calls if c.arguments.get("day") == 10)
 
     same = _replaced(2, CallBatch((*batch.calls, day10)))
-    for edit in (same, _inserted(3, CallBatch((day10,)))):
+    for edit in (same, inserted(3, CallBatch((day10,)))):
         _, card = _replay("travel", 0, edit, mixed=False)
         assert card.parallelism.extra == 1
         assert card.composite < 1.0
@@ -200,7 +166,7 @@ def test_no_copy_of_a_look_after_a_change_ties_the_expert(name):
             for c in batch.calls:
                 if c.name == FINISH:
                     continue
-                edits = [_inserted(i + 1, CallBatch((c,)))] if not rounds[i].events else []
+                edits = [inserted(i + 1, CallBatch((c,)))] if not rounds[i].events else []
                 edits.append(_replaced(i, CallBatch((*batch.calls, c))))
                 for edit in edits:
                     _, card = _replay(name, seed, edit)
@@ -218,7 +184,7 @@ def _names(value: Any, key: str) -> bool:
     return value == key
 
 
-def _stale_reads(expert: _Played) -> list[tuple[CallRecord, str]]:
+def _stale_reads(expert: Played) -> list[tuple[CallRecord, str]]:
     """The expert's reads whose entity a change of the world changed after them, each the
     last look at that entity: ``(call, key)``."""
     found = []
@@ -242,17 +208,21 @@ def _stale_reads(expert: _Played) -> list[tuple[CallRecord, str]]:
 @pytest.mark.parametrize("name", STATEFUL)
 def test_a_re_read_after_a_change_of_the_world_stays_excused(name):
     """The expert's last look at an entity a change then changed, read again just before
-    ``finish``, is the re-read a change asks for: excused (no extra call, R unchanged)."""
+    ``finish``, is the re-read a change asks for: excused (no extra call, R unchanged) when
+    its result shows the change (the entity's new value, or the entity gone from it); a copy
+    with the look's very result shows nothing and is extra (audit 7b F1)."""
     found = 0
     for seed in range(12):
         expert = _expert(name, seed)
         end = len(expert.actions) - 1
-        for look, key in _stale_reads(expert):
+        for look, _key in _stale_reads(expert):
             again = CallBatch((ToolCall(look.name, dict(look.arguments)),))
-            replayed, card = _replay(name, seed, _inserted(end, again))
+            replayed, card = _replay(name, seed, inserted(end, again))
             record = replayed.rounds[end].calls[0]
-            if not (_names(record.arguments, key) or _names(record.content, key)):
-                continue  # the change took it out of what the read shows: no re-read of it
+            if record.content == look.content:  # it cannot show the change (audit 7b F1)
+                assert card.parallelism.extra == expert.card.parallelism.extra + 1
+                assert card.composite < expert.card.composite, (name, seed, look)
+                continue
             assert card.parallelism.extra == expert.card.parallelism.extra, (name, seed, look)
             assert card.composite == expert.card.composite, (name, seed, look)
             found += 1
@@ -297,12 +267,12 @@ def test_travel_seed_0_an_open_question_after_the_booking():
     cloud with mixed knobs)."""
     ask = Say("Which option should I book?")
     expert = _expert("travel", 0)
-    _, card = _replay("travel", 0, _inserted(len(expert.actions) - 1, ask))
+    _, card = _replay("travel", 0, inserted(len(expert.actions) - 1, ask))
     assert _needless(card) == [DECIDED]
     assert card.composite < expert.card.composite
 
 
-def _decided_at(expert: _Played) -> tuple[int | None, int]:
+def _decided_at(expert: Played) -> tuple[int | None, int]:
     """The round of the expert's first commit (``None``: none), and of its first proposal or
     commit (the number of rounds when neither)."""
     rounds = expert.trajectory.rounds
@@ -323,7 +293,7 @@ def test_an_open_question_is_free_only_before_the_choice(name):
         expert = _expert(name, seed)
         committed, first = _decided_at(expert)
         for i in range(len(expert.actions)):
-            _, card = _replay(name, seed, _inserted(i, ask))
+            _, card = _replay(name, seed, inserted(i, ask))
             if committed is not None and i > committed:
                 assert DECIDED in _needless(card), (name, seed, i)
                 assert card.composite < expert.card.composite, (name, seed, i)
@@ -368,7 +338,7 @@ def test_bank_seed_0_a_wrong_proposal_as_the_change_of_mind_falls_due():
     not work for me: ...", and CA33EXP was wrong before the change too. Before: R = 1.000."""
     expert = _expert("bank", 0, mixed=False)
     assert "CA33EXP" not in (expert.task.truth.best_before_change or ())
-    _, card = _replay("bank", 0, _inserted(1, Say("Shall I book CA33EXP?")), mixed=False)
+    _, card = _replay("bank", 0, inserted(1, Say("Shall I book CA33EXP?")), mixed=False)
     assert "rejected:CA33EXP" in _needless(card)
     assert card.composite < expert.card.composite
 
@@ -395,7 +365,7 @@ def test_only_the_change_of_mind_excuses_a_rejection(name):
         for option in [*wrong[:1], *overtaken[:1]]:
             for i in range(len(expert.actions)):
                 played, card = _replay(
-                    name, seed, _inserted(i, Say(f"Shall I book {option}?")), False
+                    name, seed, inserted(i, Say(f"Shall I book {option}?")), False
                 )
                 turn = played.rounds[i].user if i < len(played.rounds) else None
                 if turn is None or turn.accepted is not False:

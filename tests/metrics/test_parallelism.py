@@ -102,16 +102,17 @@ def test_speculative_calls_cost_economy():
     assert scored.early == 1  # the sprayed search needed the profile too
 
 
-def _researched() -> CallRecord:
-    """Day 2 searched again: its result shows B's new fare (a read of what PRICE changed)."""
-    return call("search", {"origin": "HOME", "day": 2}, content={"flights": [{"id": "B"}]})
+def _researched(price: int = 900) -> CallRecord:
+    """Day 2 searched again: its result shows B's fare, by default the new one PRICE sets."""
+    flights = [{"id": "B", "price": price}]
+    return call("search", {"origin": "HOME", "day": 2}, content={"flights": flights})
 
 
 def test_a_change_in_the_world_excuses_one_informed_recheck():
     the_task = task(events=(PRICE,))
     rounds = expert_rounds()
     # the search of day 2 shows B, and B's price moves after it: that look is out of date
-    rounds[2] = calls(2, SEARCHES[0], _researched(), fired=(0,))
+    rounds[2] = calls(2, SEARCHES[0], _researched(500), fired=(0,))
     rechecked = [*rounds[:3], calls(0, _researched()), *rounds[3:]]
     scored, _ = _par(rechecked, the_task)
     assert scored.extra == 0 and scored.quality == 1.0

@@ -12,14 +12,15 @@ needless questions: 1 for a slot that is given, irrelevant or already known (ask
 volunteered before), 1 for a repeated proposal (the same option again with no change of mind
 announced in between) or a repeated open question (one no single fact answers, "Which option
 should I book?": the first is free, and so is one after a change of mind; asked again with
-nothing changed, its answer cannot differ), 1 for an open question once the choice is made (a
-commit ran, or the user accepted a proposal with no change of mind since), 1 for a proposal
-the user rejects (unless its reply announces a change of mind and the user would have
-accepted it on its wishes of before the change: the user is not an oracle to query for the
-answer, and every reason to reject an option is a fact the agent could ask or look up), 1 for
-a message the user could not use (nothing asked, nothing proposed, no open question), and
-``ALPHA`` = 0.5 for a slot a tool could have told. A must-ask slot asked after its use is
-neither TP nor FP.
+nothing changed, its answer cannot differ), 1 for an open question or a proposal once the
+choice is made (a commit ran, or the user accepted a proposal with no change of mind since:
+:func:`_decided`), 1 for a proposal the user rejects (unless its reply announces a change of
+mind and the user would have accepted it on its wishes of before the change: the user is not
+an oracle to query for the answer, and every reason to reject an option is a fact the agent
+could ask or look up), 1 for a message the user could not use (nothing asked, nothing
+proposed, no open question) and for a report of the act done other than the first after a
+commit, and ``ALPHA`` = 0.5 for a slot a tool could have told. A
+must-ask slot asked after its use is neither TP nor FP.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ OPEN = "open question"
 
 DECIDED = "open question after the choice"
 """The subject of an open question asked once the choice was made (:func:`_decided`)."""
+
+SETTLED = "proposal after the choice"
+"""The subject of a proposal made once the choice was made (:func:`_decided`)."""
+
+REPORT = "report"
+"""The subject of a report of the act done that is not the first after a commit
+(:func:`_free_report`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +142,12 @@ class ClarificationScorer:
         self.before = frozenset(task.truth.best_before_change or ())
         """The options the user accepts while it holds the wishes of before its change of mind
         (none: the task has no change of mind)."""
-        self.committed: int | None = None
-        """The round of the first commit that ran: the choice is made from then on."""
+        self.commits: list[int] = []
+        """The round of each commit that ran, in order."""
+        self.points = max(1, len(task.truth.decisions))
+        """The choices to make: once as many commits ran, every choice is made."""
+        self.reported: int | None = None
+        """The round of the last commit a free report followed (:func:`_free_report`)."""
         self.fp = 0.0
         self.said: list[Event] = []
         self.missed: dict[str, Event] = {}
@@ -145,8 +157,8 @@ class ClarificationScorer:
             return self._say(tr, say)
         new: list[Event] = []
         for call in calls:
-            if self.committed is None and call.ok and call.effect is _COMMIT:
-                self.committed = call.round
+            if call.ok and call.effect is _COMMIT:
+                self.commits.append(call.round)
             for slot in self.gold.gated_by(call.candidates):
                 if slot in self.uses:
                     continue
@@ -165,7 +177,12 @@ class ClarificationScorer:
         found = _read_say(
             say, tr, self.gold, self.uses, end, self.asked_in_time, self.put, self.ranked
         )
-        decided = _decided(tr, say.round, self.committed)
+        if _reports(say):
+            if _free_report(say, self.commits, self.reported):
+                self.reported = self.commits[-1]
+            else:
+                found.append((Kind.ASK_NEEDLESS, -1.0, REPORT))
+        decided = _decided(tr, say.round, self.commits, self.points)
         found += _read_choice(say, tr, self.put, self.before, decided)
         new = [
             Event(say.round, DIM, kind, weight, weight * self.norm, subject)
@@ -245,9 +262,34 @@ def _read_say(
         out.append((Kind.ASK_NEEDLESS, -1.0, PRIORITIES))
     if PRIORITIES in say.asked:
         put[PRIORITIES] = say.round
-    if not say.asked and not say.priority_asked and say.proposed is None and not say.open:
+    if not say.understood and _names_nothing(say):
         out.append((Kind.ASK_NEEDLESS, -1.0, "unusable message"))
     return out
+
+
+def _reports(say: SayView) -> bool:
+    """The user understood the message, yet it asked, proposed and opened nothing: it reported
+    the act done ("Done! Your booking AQ449 is confirmed."; the user's ``Proposal.reported``)."""
+    return say.understood and _names_nothing(say)
+
+
+def _names_nothing(say: SayView) -> bool:
+    """The message asked no slot or order, proposed nothing and opened no question."""
+    return not (say.asked or say.priority_asked or say.proposed is not None or say.open)
+
+
+def _free_report(say: SayView, commits: Sequence[int], reported: int | None) -> bool:
+    """A report is free when it is the first since the last commit that ran before it; any
+    other costs 1 (:data:`REPORT`), as a message that asks nothing does.
+
+    *Why*: telling the user what was done is what a careful agent does once its act ran, and
+    the user reads it ("Thank you."); charged as a message the user could not use, a closing
+    "Done! Your booking AQ449 is confirmed." cost 0.107 of R on every seed that commits (85/100
+    of seeds 0-19 of the five stateful domains; audit 7c F7). Free only once per commit, and
+    only after one, so reports cannot pad an episode or stand in for a question.
+    """
+    made = [c for c in commits if c < say.round]
+    return bool(made) and reported != made[-1]
 
 
 def _read_choice(
@@ -265,6 +307,9 @@ def _read_choice(
             # the user is not an oracle: what it rejects follows from its slots, its
             # priorities and the world, all of which the agent can ask or look up
             out.append((Kind.ASK_NEEDLESS, -1.0, f"rejected:{say.proposed}"))
+        elif decided:
+            # the choice is made: another option, even one as good, can change nothing
+            out.append((Kind.ASK_NEEDLESS, -1.0, SETTLED))
         put[subject] = say.round
     if say.open:
         # exempt from the unusable-message charge, but free only once per change of mind,
@@ -288,13 +333,27 @@ def _overtaken(say: SayView, tr: Trace, before: frozenset[str]) -> bool:
     return say.round in tr.updates and say.proposed in before
 
 
-def _decided(tr: Trace, at: int, committed: int | None) -> bool:
-    """The choice was made before round ``at``: a commit ran (every task has at most one
-    decision point), or the user accepted a proposal with no change of mind announced since
-    (the rule by which D4 reads an acceptance)."""
-    if committed is not None and committed < at:
+def _decided(tr: Trace, at: int, commits: Sequence[int], points: int) -> bool:
+    """The choice was made before round ``at``: a commit ran for every choice to make
+    (``points``: the task's decision points, at least one; ``commits``: the rounds of the
+    commits that ran), or the user accepted a proposal since the last commit, with no change
+    of mind announced since (the rule by which D4 reads an acceptance).
+
+    A change of mind reopens an accepted proposal, never a commit (a second commit at the
+    same decision point is harmful). With several decision points, a commit settles one
+    choice and the next is open again: a proposal or open question for it is free until the
+    user accepts one (every task of the shipped domains has at most one).
+
+    *Why the proposal too*: once the user accepted X, proposing each other tied best option
+    Y in turn ("Yes, Y works for me") and then paying X cost nothing, after the commit or
+    between the acceptance and the commit (audit 7 F2: R = the expert's on 49/49 and 34/49
+    tasks with ties).
+    """
+    made = [c for c in commits if c < at]
+    if len(made) >= points:
         return True
-    return any(not any(r < u < at for u in tr.updates) for r, _ in tr.accepted if r < at)
+    since = made[-1] if made else -1
+    return any(since < r < at and not any(r < u < at for u in tr.updates) for r, _ in tr.accepted)
 
 
 def _repeated(last: int | None, at: int, tr: Trace) -> bool:
@@ -330,6 +389,8 @@ __all__: Sequence[str] = (
     "DECIDED",
     "DECLARATION",
     "OPEN",
+    "REPORT",
+    "SETTLED",
     "Clarification",
     "ClarificationScorer",
     "ask_rate",

@@ -18,10 +18,12 @@ Formula (``docs/metrics.md``)::
 - economy ``epsilon = 1 - (extra + wasted) / (calls + wasted)``: a call is extra when it
   covers no new gold node, unless it is an informed re-read (a well-formed call of a gold
   tool that declares a read, no violation) of what a fired event changed, made while the
-  agent's last look at it predates the change (each event excuses one: the day whose fare
-  jumped is searched again; a copy of the first look after the change, and a write or a
-  commit naming the change, are never excused); a round is wasted when it has no usable
-  action, and an episode never finished wastes one more at its end.
+  agent's last look at it predates the change, and whose result shows the change against
+  that look (each event excuses one: the day whose fare jumped is searched again; a copy of
+  the first look after the change, a read whose result only names the changed entity as it
+  did before, and a write or a commit naming the change, are never excused); a round is
+  wasted when it has no usable action, and an episode never finished wastes, at its end,
+  every round of the task's budget it did not play (at least one).
 - round efficiency ``eta = 1 - serialised / independent pairs``: a pair of required nodes
   with no path between them is serialised when the later one was already callable (every
   predecessor observed) in the round the earlier one was issued.
@@ -34,7 +36,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from stategym.kernel.task import Task
 from stategym.kernel.tools import Effect
@@ -43,6 +44,7 @@ from stategym.kernel.trajectory import Outcome, Trajectory
 from .declaration import DimensionSpec, EventCounts
 from .events import Dimension, Event, Kind
 from .gold import CONFIRM, Gold
+from .rereads import known_by, rereads, stale
 from .trace import CallView, SayView, Trace
 
 DIM = Dimension.PARALLELISM
@@ -157,88 +159,6 @@ def _unobserved_depth(
     return found
 
 
-def _rereads(tr: Trace, gold: Gold, call: CallView, event: int) -> bool:
-    """Whether ``call`` re-reads what the fired ``event`` changed: a change in the world
-    (``table[key]``) whose key the call names or observes; a change of mind about a slot
-    that gates a node the call stands for, or whose new value the call passes."""
-    change = gold.events[event]
-    if change.slot:
-        gated = gold.gates.get(change.slot, frozenset())
-        return not gated.isdisjoint(call.candidates) or _holds(call.arguments, change.value)
-    return bool(change.key) and (
-        _holds(call.arguments, change.key) or _holds(call.content, change.key)
-    )
-
-
-def _known(tr: Trace, gold: Gold, fired_at: int, event: int) -> int:
-    """The last round whose calls were made before the agent could see ``event``'s change: a
-    change of the world, the round it fired at the end of (a read after it shows it); a change
-    of mind, the round whose observation announced it (:attr:`Trace.updates`), as every
-    dimension counts one, or the firing round while it is not announced yet."""
-    if not gold.events[event].slot:
-        return fired_at
-    return next((u for u in tr.updates if u >= fired_at), fired_at)
-
-
-def _stale(tr: Trace, gold: Gold, call: CallView, known: int, event: int) -> bool:
-    """Whether the agent's last look before ``call`` at what ``event`` changed was made before
-    the change could show (in round ``known`` or earlier: :func:`_known`): a call that ran
-    and that :func:`_rereads` the change, earlier in the log than ``call`` (an earlier place
-    in its own round counts). No look at all: the call reads it for the first time, which
-    re-reads nothing.
-
-    *Why*: the excuse is for a read the change made out of date. Asked only whether the event
-    fired before the call, a plain duplicate of the first read after an event (the same call
-    twice in that round, or again in the next round) was excused: R = 1.000, the expert's, on
-    7-21 of 21 seeds of travel, shop, bank, cloud and a synthetic domain (audit 6a §1).
-    """
-    at = (call.round, call.position)
-    for look in reversed(tr.calls):  # the latest look first
-        earlier = (look.round, look.position) < at
-        if earlier and not look.malformed and _rereads(tr, gold, look, event):
-            return look.round <= known
-    return False
-
-
-def _holds(value: object, target: object) -> bool:
-    """Whether ``target`` is one of the strings and numbers (not booleans) inside a JSON
-    value (what a call passed or observed): ``target in`` the set of them, found without
-    building the set, stopping at the first hit."""
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)  # the exact JSON types first: isinstance is the slow path
-        if kind is str or kind is int or kind is float:
-            found = item is target or item == target
-        elif kind is dict:
-            stack.extend(item.values())
-            continue
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-            continue
-        else:
-            found = _holds_other(item, stack, target)
-        if found:
-            return True
-    return False
-
-
-def _holds_other(item: object, stack: list[object], target: object) -> bool:
-    """:func:`_holds` on a value of any other type (a subclass of a JSON type, ``None``)."""
-    if isinstance(item, dict):
-        stack.extend(item.values())
-    elif isinstance(item, _SEQUENCES):
-        stack.extend(item)
-    elif isinstance(item, _SCALARS) and not isinstance(item, bool):
-        return item is target or item == target
-    return False
-
-
-# tuples, not ``list | tuple``: that expression builds a new union object at every test
-_SEQUENCES = (list, tuple)
-_SCALARS = (str, int, float)
-
-
 def _ready_round(tr: Trace, gold: Gold, node: str) -> int | None:
     """The first round ``node`` could be issued in: after every predecessor was observed."""
     earliest = 0
@@ -272,6 +192,8 @@ class ParallelismScorer:
 
     def __init__(self, task: Task, gold: Gold, scale: float) -> None:
         self.gold = gold
+        self.budget = task.max_rounds
+        """The task's round budget: an episode never finished has spent all of it."""
         self.rewards = {
             _MATCHED: scale / max(1, len(gold.required)),
             _EXTRA: -scale / max(1, len(gold.required)),
@@ -325,7 +247,7 @@ class ParallelismScorer:
         """An informed re-read (a well-formed call of a gold tool that declares a read, no
         violation) is excused by one change of the world fired before it that it re-reads,
         each change once, and only while the agent's last look at what changed is out of date
-        (:func:`_stale`).
+        (:func:`stale`).
 
         Only a read re-reads: a write or a commit naming the changed entity changes the world
         again (a stray hold of the fare that just jumped, a detach of the volume just found
@@ -336,10 +258,10 @@ class ParallelismScorer:
         for order, (fired_at, event) in enumerate(tr.fired):
             if fired_at >= call.round:
                 break
-            if order in self.excused or not _rereads(tr, self.gold, call, event):
+            if order in self.excused or not rereads(tr, self.gold, call, event):
                 continue
-            known = _known(tr, self.gold, fired_at, event)
-            if known < call.round and _stale(tr, self.gold, call, known, event):
+            known = known_by(tr, self.gold, fired_at, event)
+            if known < call.round and stale(tr, self.gold, call, known, event):
                 self.excused.add(order)
                 return True
         return False
@@ -349,10 +271,10 @@ class ParallelismScorer:
         events = list(self.events)
         wasted = counts[Kind.ROUND_WASTED]
         if tr.done and tr.end is not None and not tr.finished:
-            # the agent never handed back its decision: the round budget ran out on it
-            reward = self.rewards[Kind.ROUND_WASTED]
-            events.append(Event(tr.end, DIM, Kind.ROUND_WASTED, -1.0, reward, "no finish", True))
-            wasted += 1
+            left = _rounds_left(self.budget, tr)
+            reward = left * self.rewards[Kind.ROUND_WASTED]
+            events.append(Event(tr.end, DIM, _WASTED, -float(left), reward, "no finish", True))
+            wasted += left
         required = len(gold.required)
         matched, early = counts[Kind.CALL_MATCHED], counts[Kind.CALL_EARLY]
         extra, serialised = counts[Kind.CALL_EXTRA], counts[Kind.CALL_SERIALISED]
@@ -368,6 +290,18 @@ class ParallelismScorer:
             bool(required),
         )
         return scored, events
+
+
+def _rounds_left(budget: int, tr: Trace) -> int:
+    """The rounds an episode that ended without the agent's ``finish`` counts as wasted at
+    its end: every round of the budget it did not play, at least one.
+
+    *Why*: the agent never handed back its decision, so the episode spent its whole round
+    budget, as one padded with empty rounds until truncation does; charged as one wasted
+    round, an episode stopped from outside right before the expert's ``finish`` scored
+    within 0.006-0.047 of the expert (``env.stopped_trajectory()``, audit 7b F4).
+    """
+    return max(1, budget - (tr.last + 1))
 
 
 def _parts(
@@ -386,7 +320,7 @@ def _parts(
 def running_parallelism(counts: EventCounts, gold: Gold) -> tuple[float, bool]:
     """Q_par from the events so far: coverage grows with each required call matched."""
     count = counts.count
-    wasted = count.get(_WASTED, 0)
+    wasted = round(-counts.total.get(_WASTED, 0.0))  # the terminal one weighs the rounds left
     parts = _parts(
         gold,
         count.get(_MATCHED, 0),
