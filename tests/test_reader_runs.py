@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stategym import Env, Knobs, Say
-from stategym.kernel.understanding import matcher_for, words
+from stategym.kernel.understanding import matcher_for, sentences
 from stategym.kernel.understanding.spacing import compact
 from stategym.kernel.user import SimulatedUser
 from stategym.registry import all_domains, get_domain
@@ -86,7 +86,7 @@ def test_no_rule_of_the_reader_sees_a_long_run(monkeypatch, run):
     """Every sentence the matcher cuts, and every text the proposal reader reads, is free of
     long runs, whatever the agent sent (before: the runs reached every rule as sent)."""
     seen: list[str] = []
-    cut = words.questions
+    cut = sentences.questions
 
     def spy(text: str, **kwargs: bool) -> list[tuple[str, bool]]:
         seen.append(text)
@@ -118,11 +118,11 @@ def test_a_message_of_empty_clauses_is_not_understood(name, text):
 
 
 def _dashes_joined_by_hand(pieces: list[str]) -> list[str]:
-    """The rule of ``words._dashes_joined``, written the plain (quadratic) way."""
+    """The rule of ``sentences._dashes_joined``, written the plain (quadratic) way."""
     pieces = list(pieces)
     i = 1
     while i < len(pieces) - 1:
-        if words._DASH.fullmatch(pieces[i]) and not words._leads_in(pieces[i - 1]):
+        if sentences._DASH.fullmatch(pieces[i]) and not sentences._leads_in(pieces[i - 1]):
             pieces[i - 1 : i + 2] = [pieces[i - 1] + pieces[i] + pieces[i + 1]]
         else:
             i += 2
@@ -139,7 +139,7 @@ _ENDS = st.sampled_from([" \u2014 ", " \u2013 ", "? ", ". ", " - "])
 def test_dashes_are_joined_as_the_plain_rule_joins_them(pairs, first):
     """Kept in parts (linear: a run of dashes once took seconds), the join is the rule's."""
     pieces = [first, *(p for pair in pairs for p in pair)]
-    assert words._dashes_joined(pieces) == _dashes_joined_by_hand(pieces)
+    assert sentences._dashes_joined(pieces) == _dashes_joined_by_hand(pieces)
 
 
 def test_a_word_longer_than_any_in_the_vocabulary_is_no_typo(monkeypatch):

@@ -23,7 +23,8 @@ from stategym.kernel.understanding import (
 )
 from stategym.kernel.understanding.answers import match_answer, normalise_answer
 from stategym.kernel.understanding.intents import GENERAL
-from stategym.kernel.understanding.words import clauses, expand, sentences, stem
+from stategym.kernel.understanding.sentences import sentences
+from stategym.kernel.understanding.words import clauses, expand, stem
 from stategym.registry import get_domain
 from understood import BLIND, HELD_OUT, SYNTHETIC, TRAINED, benchmark, plain, trained_questions
 

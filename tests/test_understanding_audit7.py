@@ -3,9 +3,9 @@
 
 - An em dash, or an en dash between spaces, after a lead-in ends a sentence as a spaced
   hyphen does ("Quick question — what is your budget?"); not the en dash of a range
-  ("09:00\u201317:00") (``words.questions``).
+  ("09:00\u201317:00") (``sentences.questions``).
 - A question in parentheses is a sentence of its own; an abbreviation's stop ("e.g.",
-  "vs.") and a numbered line's ("1. ...") end no sentence (``words._unwrapped``).
+  "vs.") and a numbered line's ("1. ...") end no sentence (``sentences._unwrapped``).
 - What a request lists (after "Could you tell me:", "the following?", in parentheses before
   its question mark, or as the object of "I need to know") is asked item by item, noun
   phrases and "whether" clauses too (``Matcher._introduced``, ``Matcher._read_sentence``).

@@ -13,7 +13,8 @@ import pytest
 
 from stategym import Knobs
 from stategym.kernel.understanding import PRIORITIES
-from stategym.kernel.understanding.words import asks, expand, questions, tells_status
+from stategym.kernel.understanding.sentences import questions
+from stategym.kernel.understanding.words import asks, expand, tells_status
 from stategym.kernel.user import SimulatedUser
 from stategym.registry import get_domain
 from understood import reached

@@ -9,7 +9,8 @@ import pytest
 
 from stategym.kernel.understanding import CHOICE, matcher_for
 from stategym.kernel.understanding.features import features
-from stategym.kernel.understanding.words import asks, expand, questions
+from stategym.kernel.understanding.sentences import questions
+from stategym.kernel.understanding.words import asks, expand
 from stategym.registry import get_domain
 from understood import SYNTHETIC, reached
 

@@ -3,7 +3,7 @@
 - Several questions in one message are each answered, however they are dressed: after a
   colon preamble ("I need a few details: ..."), in bold or quotes on one line, as a
   "**Questions:**" list, numbered inline, or as a comma list ending in "and"
-  (``words.introduces``, ``words.questions``, ``words.restates``).
+  (``sentences.introduces``, ``sentences.questions``, ``words.restates``).
 - Beside a proposal, a statement (a recap, a reason, a description) asks nothing: the proposal
   is a request (``Reader.read(..., beside_request=True)``); a real question beside it is still
   answered.

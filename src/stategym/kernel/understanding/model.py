@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from .courtesy import acknowledges, asks_go_ahead
 from .features import NAME_TOKEN, WORDS, features
 from .intents import CHOICE, CHOICE_PATTERN, GENERAL, NOTHING, OVERVIEW, PRIORITIES
+from .sentences import introduces, leads_list, needs_details, points_ahead, questions
 from .spacing import compact
 from .spelling import Speller
 from .trades import sides
@@ -39,11 +40,6 @@ from .words import (
     clauses,
     embedded,
     expand,
-    introduces,
-    leads_list,
-    needs_details,
-    points_ahead,
-    questions,
     refers_back,
     restates,
     says_any,
@@ -158,7 +154,7 @@ class Matcher:
         """The readings of one sentence (see :meth:`_read_sentence`), its preamble apart: a
         sentence that ends in a colon before others ("I need a few details:", "Questions:")
         introduces them, and so does what comes before the colon of a sentence whose rest
-        asks (:func:`~stategym.kernel.understanding.words.introduces`: "To find the best
+        asks (:func:`~stategym.kernel.understanding.sentences.introduces`: "To find the best
         option for you, I need a few details: what is your budget?", "Two questions: (1) ...")
         when that rest alone reaches something other than the agent's choice, and the part
         before the colon alone reaches no slot: what a colon follows is otherwise what the
@@ -167,7 +163,7 @@ class Matcher:
         ("the best option", "a few details") would read as a question.
 
         A request that leads a list ("Could you tell me:", "Could you tell me the
-        following?", :func:`~stategym.kernel.understanding.words.leads_list`) asks what the
+        following?", :func:`~stategym.kernel.understanding.sentences.leads_list`) asks what the
         sentences after it name, each a question even as a noun phrase ("Your budget for the
         whole order"); so do the clauses after the colon of a request that reads as nothing
         itself ("Could you tell me: your budget and whether you need a refundable fare?").

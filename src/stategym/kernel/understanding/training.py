@@ -25,7 +25,8 @@ from collections.abc import Mapping
 
 from .features import NAME_TOKEN, WORDS, features, names
 from .lexicon import KEPT, QUESTION_WORDS, STOP, SYNONYMS
-from .words import IRREGULAR, clauses, expand, sentences, sets_context, tells_status, words
+from .sentences import sentences
+from .words import IRREGULAR, clauses, expand, sets_context, tells_status, words
 
 SMOOTHING = 0.03
 """The ``a`` of the weights: how much a feature never seen with an intent counts against it."""
