@@ -5,6 +5,7 @@ Usage::
     python benchmarks/rollout_speed.py --build models/tiny       # build the model first
     python benchmarks/rollout_speed.py --model models/tiny        # local agent (hf:PATH)
     python benchmarks/rollout_speed.py --model models/tiny --quick --json runs/rollout.json
+    python benchmarks/rollout_speed.py --model models/tiny --device cuda    # on a GPU
 
 Plays ``--episodes`` held-out travel tasks (seeds from 0; the recipe trains on seeds from
 1,000,000) with the tiny model through the rollout engine, ``--concurrency`` episodes in
@@ -48,17 +49,18 @@ GOAL = 50.0
 
 
 def rollout(
-    model: Path, via: str, episodes: int, concurrency: int, max_tokens: int
+    model: Path, via: str, episodes: int, concurrency: int, max_tokens: int, device: str = "cpu"
 ) -> dict[str, Any]:
     """Play the held-out episodes once, score them, and measure where the time went."""
     from stategym.metrics import score
 
     domain = get_domain("travel")
     options: dict[str, Any] = {"max_tokens": max_tokens}
-    threads = {"threads": 1}  # tiny matrices: one thread decodes fastest on a shared CPU
+    # the tiny model on a CPU: one thread decodes its small matrices fastest on a shared CPU
+    placement: dict[str, Any] = {"threads": 1} if device == "cpu" else {"device": device}
     clock = Clock()
     if via == "local":
-        make = agent_factory("hf", str(model), domain, **options, **threads)
+        make = agent_factory("hf", str(model), domain, **options, **placement)
         engine = make.backend.model.engine  # type: ignore[attr-defined]
         started, cpu = time.perf_counter(), time.process_time()
         trajectories = asyncio.run(
@@ -70,7 +72,7 @@ def rollout(
         from stategym.llm.local import LocalModel
         from stategym.llm.serve import BackgroundServer
 
-        served = LocalModel(model, **threads)
+        served = LocalModel(model, **placement)
         with BackgroundServer(served) as server:
             make = agent_factory(
                 "openai", model.name, domain, base_url=server.base_url, temperature=0.0, **options
@@ -136,6 +138,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--device", default="cpu", help="torch device of the model (cuda)")
     parser.add_argument("--repeat", type=int, default=5, help="runs per setting (median)")
     parser.add_argument("--quick", action="store_true", help="16 episodes, 3 runs, local only")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -149,7 +152,9 @@ def main() -> None:
     results = [
         summary(
             [
-                rollout(args.model, via, args.episodes, args.concurrency, args.max_tokens)
+                rollout(
+                    args.model, via, args.episodes, args.concurrency, args.max_tokens, args.device
+                )
                 for _ in range(args.repeat)
             ]
         )
@@ -171,7 +176,8 @@ def main() -> None:
         )
     print(
         f"({args.episodes} episodes, {args.concurrency} in flight, {args.max_tokens} tokens a "
-        f"reply, median of {args.repeat} runs, GC on; load average {os.getloadavg()[0]:.1f})"
+        f"reply, median of {args.repeat} runs, GC on, {args.device}; "
+        f"load average {os.getloadavg()[0]:.1f})"
     )
     print(f"environment alone (scripted expert, same tasks): {alone:,.0f} episodes/s")
     if args.json is not None:

@@ -72,6 +72,7 @@ PREFIXES: dict[str, str] = {
     # the experiments play, score and write run directories with tables and plots
     "stategym.experiments": "report",
     "stategym.cli": "cli",
+    "stategym.__main__": "cli",
     "stategym.commands": "cli",
 }
 

@@ -210,3 +210,23 @@ def test_sampling_is_seeded(model: LocalModel) -> None:
 
     assert sample(7) == sample(7)
     assert len({sample(seed) for seed in range(4)}) > 1
+
+
+def test_chats_cut_before_their_first_reply_are_left_out_of_the_warm_up() -> None:
+    from stategym.llm.tiny import learnable
+
+    reply, prompt_only = ([5, 6, 7], [-100, -100, 7]), ([5, 6], [-100, -100])
+    assert learnable([prompt_only, reply, prompt_only], 3) == [reply]
+
+
+def test_a_length_that_cuts_every_reply_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stategym.cli import main
+
+    out = tmp_path / "model"
+    flags = "--episodes 2 --steps 1 --batch-size 1 --hidden-size 32 --layers 1 --heads 2 "
+    flags += "--kv-heads 1 --intermediate-size 64 --vocab-size 400 --max-length 64"
+    assert main(["model", "init", "--out", str(out), *flags.split()]) == 2  # was NaN weights
+    assert "cuts every chat before its first reply" in capsys.readouterr().err
+    assert not out.exists()

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from stategym.kernel.knobs import Knobs
 
-LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "concurrency")
+LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "device", "concurrency")
 """Options passed to the agent resolver when given; scripted agents ignore them."""
 KNOBS_HELP = "NAME=on|off,... (e.g. dynamics=off,hidden_info=off) or all_off"
 
@@ -233,6 +233,11 @@ def add_llm_options(parser: argparse.ArgumentParser, *, concurrency: bool = True
         "--max-tokens",
         type=positive_int,
         help="completion token limit per round (default: the model's or server's)",
+    )
+    llm.add_argument(
+        "--device",
+        help="torch device of a local hf:PATH model, e.g. cuda (default: cpu); "
+        "openai:MODEL agents refuse it",
     )
     if concurrency:
         llm.add_argument(

@@ -64,6 +64,12 @@ class UsageError(StateGymError):
     """
 
 
+class AgentOptionError(UsageError, TypeError):
+    """An option the agent's kind does not take (``--base-url`` for ``hf:PATH``, ``--device``
+    for ``openai:MODEL``): a wrong keyword, so a ``TypeError``, and a usage error, so the
+    CLI says it in one line."""
+
+
 class AgentStopped(StateGymError):
     """The agent cannot continue this episode (the conversation outgrew the model's context).
 

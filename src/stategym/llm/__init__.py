@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.domain import Domain
-from stategym.kernel.errors import UsageError
+from stategym.kernel.errors import AgentOptionError, UsageError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task
 from stategym.llm.agent import Backend, ChatAgent
@@ -112,7 +112,7 @@ def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLM
 
     Raises:
         KeyError: unknown kind.
-        TypeError: an option this kind does not take.
+        AgentOptionError: an option this kind does not take (a ``TypeError``).
         UsageError: ``hf``: no saved model at ``target``. (An ``openai`` endpoint is
             checked at its first request, see :meth:`OpenAIBackend.check`, so making a
             factory never touches the network.)
@@ -185,7 +185,7 @@ def _hf_backend(path: str, options: dict[str, Any]) -> Backend:
 def _check(options: dict[str, Any], allowed: set[str], kind: str) -> None:
     unknown = sorted(set(options) - allowed)
     if unknown:
-        raise TypeError(
+        raise AgentOptionError(
             f"{kind} agents take no option {', '.join(unknown)}; "
             f"options: {', '.join(sorted(allowed))}"
         )

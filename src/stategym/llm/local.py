@@ -79,6 +79,30 @@ class Generation:
     seconds: float
 
 
+def check_device(device: str) -> None:
+    """Refuse a torch device this machine cannot use, in one line, before anything loads.
+
+    Raises:
+        UsageError: ``device`` is no torch device name, or names a CUDA device that torch
+            does not see here (a CPU-only build, no GPU, or an index past the last GPU).
+    """
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise UsageError(f"unknown torch device {device!r}; use cpu, cuda or cuda:N") from None
+    if parsed.type != "cuda":
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise UsageError(
+            f"device {device!r}: torch {torch.__version__} sees no CUDA device on this machine"
+        )
+    if parsed.index is not None and parsed.index >= count:
+        raise UsageError(f"device {device!r}: torch sees {count} CUDA device(s), cuda:0 up")
+
+
 def check_model_dir(path: str | Path) -> None:
     """Refuse a path that is not a saved model folder, before anything loads or plays.
 
@@ -194,6 +218,7 @@ class LocalModel:
         self, path: str | Path, *, device: str = "cpu", threads: int | None = None
     ) -> None:
         check_model_dir(path)  # before importing torch: a wrong path fails in milliseconds
+        check_device(device)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
 from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
 
@@ -234,6 +235,26 @@ def encode(
     return examples
 
 
+def learnable(
+    examples: Sequence[tuple[list[int], list[int]]], max_length: int
+) -> list[tuple[list[int], list[int]]]:
+    """The examples with at least one assistant token: a chat cut before its first reply
+    teaches nothing, and a batch of only such chats has no loss to average (NaN, which
+    would then poison every weight).
+
+    Raises:
+        UsageError: ``max_length`` cuts every chat before its first reply.
+    """
+    kept = [example for example in examples if any(label != -100 for label in example[1])]
+    if not kept:
+        raise UsageError(
+            f"--max-length {max_length} cuts every chat before its first reply (the system "
+            "prompt and the tool list come first): nothing to learn from; give a larger "
+            "--max-length"
+        )
+    return kept
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One finished optimiser step of the warm-up, as a progress display sees it.
@@ -427,7 +448,7 @@ def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | N
     tell("training the tokenizer")
     tokenizer = train_tokenizer(chats, config.vocab_size)
     tell("encoding the chats")
-    examples = encode(tokenizer, chats, config.max_length)
+    examples = learnable(encode(tokenizer, chats, config.max_length), config.max_length)
     model = build_model(config, tokenizer)
     threads = torch.get_num_threads()
     if config.threads > 0:

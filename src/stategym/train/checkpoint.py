@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.llm.local import check_model_dir
 from stategym.train.policy import Policy
 
 CHECKPOINTS = "checkpoints"
@@ -153,6 +154,46 @@ def model_source(init: str) -> str:
     if (path / FINAL / "config.json").is_file():
         return str(path / FINAL)
     return init
+
+
+def check_start(init: str, *, trained: bool) -> None:
+    """Refuse a start model that cannot load, before the run directory is written (a run
+    directory holding a bad ``--init`` would refuse the corrected command as other settings).
+
+    ``tiny`` is the model SFT builds here (``trained``: the trainer needs one that has
+    learned, as GRPO does); an existing path must hold a saved model, or be a run directory
+    with its final model; any other name is a Hugging Face id whose config must load, from
+    the hub or from its local cache.
+
+    Raises:
+        UsageError: what is wrong with ``init``, in one line.
+    """
+    if init == "tiny":
+        if trained:
+            raise UsageError(
+                "GRPO starts from a trained model: give --init an SFT run directory, a model "
+                "folder or a Hugging Face id (`stategym train sft` makes one)"
+            )
+        return
+    source = Path(model_source(init))
+    if source.exists():
+        check_model_dir(source)
+        if "model_type" not in json.loads((source / "config.json").read_bytes()):
+            raise UsageError(
+                f"--init {init}: holds no saved model (a run directory without its "
+                f"{FINAL}/ folder, or not a model folder); finish the run or give a model folder"
+            )
+        return
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(init)
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(
+            f"--init {init}: no such folder, and no Hugging Face model of that id could be "
+            f"loaded ({reason})"
+        ) from None
 
 
 def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:

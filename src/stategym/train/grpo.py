@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.llm.local import check_device
 from stategym.metrics.credit import credit as credit_of
 from stategym.metrics.score import score
 from stategym.train import advantages as adv
@@ -276,6 +277,8 @@ def train(config: GRPOConfig) -> Path:
 
     if config.group < 2:
         raise UsageError("a group needs at least two episodes to compare")
+    check_device(config.device)
+    checkpoint.check_start(config.init, trained=True)
     torch.set_num_threads(max(1, config.threads))
     run = runlog.open_run(config)
     resume = checkpoint.latest(run)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.llm.local import check_device
 from stategym.train import checkpoint, data, runlog
 from stategym.train.config import SFTConfig
 from stategym.train.data import Demonstration
@@ -63,6 +64,8 @@ def train(config: SFTConfig) -> Path:
     """Run (or resume) SFT; returns the run directory."""
     import torch
 
+    check_device(config.device)
+    checkpoint.check_start(config.init, trained=False)
     torch.set_num_threads(max(1, config.threads))
     run = runlog.open_run(config)
     episodes = demonstrations(config)
