@@ -1,0 +1,77 @@
+"""Compare two run directories: are they the same episodes, token for token?
+
+    python scripts/compare_runs.py RUN_A RUN_B
+
+For two ``stategym run`` directories: episodes whose generated tokens are equal, whose world
+digests are equal, the largest log-probability gap on equal tokens, and whether the
+summaries' scores are equal; with each run's rounds, tokens and summed environment and agent
+seconds (``meta.timing``). For two ``stategym train`` directories: ``metrics.jsonl`` lines
+equal once the wall-clock fields are left out. Prints one line per comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+TIMING = ("seconds", "tokens_per_s", "share")
+"""Wall-clock fields of a training run's metrics: the only ones two identical runs may differ in."""
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def tokens(trajectory: dict[str, Any]) -> list[list[int]]:
+    return [r["model"]["token_ids"] for r in trajectory["rounds"] if r.get("model")]
+
+
+def describe(run: Path, trajectories: list[dict[str, Any]]) -> str:
+    rounds = sum(len(t["rounds"]) for t in trajectories)
+    made = sum(t["meta"].get("usage", {}).get("completion_tokens", 0) for t in trajectories)
+    env = sum(t["meta"].get("timing", {}).get("env_s", 0.0) for t in trajectories)
+    agent = sum(t["meta"].get("timing", {}).get("agent_s", 0.0) for t in trajectories)
+    return f"{run.name}: {rounds} rounds, {made} tokens, env {env:.2f} s, agent {agent:.2f} s"
+
+
+def compare_plays(a: Path, b: Path) -> str:
+    first = sorted(lines(a / "trajectories.jsonl"), key=lambda t: (t["seed"], t["agent"]))
+    second = sorted(lines(b / "trajectories.jsonl"), key=lambda t: (t["seed"], t["agent"]))
+    same_tokens = same_digest = 0
+    gap = 0.0
+    for x, y in zip(first, second, strict=False):
+        same_tokens += tokens(x) == tokens(y)
+        same_digest += x["digest"] == y["digest"]
+        for rx, ry in zip(x["rounds"], y["rounds"], strict=False):
+            mx, my = rx.get("model") or {}, ry.get("model") or {}
+            if mx.get("token_ids") == my.get("token_ids"):
+                pairs = zip(mx.get("logprobs") or [], my.get("logprobs") or [], strict=False)
+                gap = max([gap, *(abs(p - q) for p, q in pairs)])
+    scores = [json.loads((run / "summary.json").read_text()) for run in (a, b)]
+    equal = all(scores[0][k] == scores[1][k] for k in ("aggregates", "decision_quality"))
+    return (
+        f"{a.name} vs {b.name}: {len(first)}/{len(second)} episodes, same tokens {same_tokens}, "
+        f"same world digest {same_digest}, largest |logprob gap| on equal tokens {gap:.1e}, "
+        f"scores equal {equal} ({describe(a, first)}; {describe(b, second)})"
+    )
+
+
+def compare_training(a: Path, b: Path) -> str:
+    def kept(m: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in m.items() if k not in TIMING}
+
+    first, second = lines(a / "metrics.jsonl"), lines(b / "metrics.jsonl")
+    equal = sum(kept(x) == kept(y) for x, y in zip(first, second, strict=False))
+    return f"{a.name} vs {b.name}: {equal}/{len(first)} metrics lines equal (timings left out)"
+
+
+def main() -> None:
+    a, b = (Path(arg) for arg in sys.argv[1:3])
+    played = (a / "trajectories.jsonl").exists()
+    print(compare_plays(a, b) if played else compare_training(a, b))
+
+
+if __name__ == "__main__":
+    main()
