@@ -10,7 +10,8 @@
 #    time goes, DIR/run_cuda.prof);
 # 4. the same model behind `stategym serve --device cuda`;
 # 5. E2's smoke budget on the GPU;
-# 6. benchmarks/rollout_speed.py on the GPU with the trained tiny model and with a 16-layer one.
+# 6. benchmarks/rollout_speed.py on the GPU with the trained tiny model (as saved, and cast to
+#    float32) and with a 16-layer one.
 #
 # DEVICE=cpu DTYPE=float32 SMALL=1 rehearses it on a CPU. Each step has a time limit; the
 # log is DIR/all.log, the comparisons DIR/compare.txt.
@@ -81,6 +82,16 @@ compare "$WORK/greedy" "$WORK/served"
 
 step e2_smoke 240 "${sg[@]}" experiment e2 --smoke --seeds 0 --device "$DEVICE" --dtype "$DTYPE" \
   --out "$WORK/e2"
+# the engine alone on the same model in both dtypes (GRPO's bfloat16 model played 25x slower
+# than SFT's float32 one on an H200, 2026-12-04): rollout_speed loads the dtype saved
+python3 - "$model" "$WORK/model_fp32" <<'PY'
+import sys
+from transformers import AutoModelForCausalLM, AutoTokenizer
+AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype="float32").save_pretrained(sys.argv[2])
+AutoTokenizer.from_pretrained(sys.argv[1]).save_pretrained(sys.argv[2])
+PY
+step rollout_fp32 150 python3 benchmarks/rollout_speed.py --model "$WORK/model_fp32" \
+  --device "$DEVICE" --episodes 16 --concurrency 16 --repeat 2 --max-tokens 48
 step rollout_tiny 150 python3 benchmarks/rollout_speed.py --model "$model" --device "$DEVICE" \
   --episodes 64 --concurrency 64 --repeat 3 --max-tokens 48 --json "$OUT/rollout_tiny.json"
 if [ "$SMALL" = 1 ]; then size=(--hidden-size 256 --layers 2 --heads 4 --kv-heads 2 --intermediate-size 512)

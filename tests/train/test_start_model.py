@@ -52,3 +52,14 @@ def test_a_bad_init_leaves_nothing_that_blocks_the_corrected_command(
     assert not out.exists()
     assert main(["train", "sft", "--init", "tiny", "--out", str(out), *SMALL]) == 0
     assert (out / "model" / "config.json").is_file()
+
+
+def test_the_tiny_model_trains_and_is_saved_in_the_dtype_asked_for(tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    out = tmp_path / "sft"
+    assert main(["train", "sft", "--dtype", "bfloat16", "--out", str(out), *SMALL]) == 0
+    assert json.loads((out / "model" / "config.json").read_text())["dtype"] == "bfloat16"
+    weights = load_file(out / "model" / "model.safetensors")
+    assert {tensor.dtype for tensor in weights.values()} == {torch.bfloat16}  # was float32

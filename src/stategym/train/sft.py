@@ -75,7 +75,9 @@ def train(config: SFTConfig) -> Path:
         policy = Policy.load(resume, dtype=config.dtype)
     else:
         policy, start = make_policy(config, episodes), 0
-    policy.model.to(config.device)
+    # the tiny model is built in float32: --dtype applies to it as to a loaded model (and a
+    # resumed run, which loads in config.dtype, continues in the dtype it started in)
+    policy.model.to(device=config.device, dtype=getattr(torch, config.dtype))
     policy.share_prefix = config.share_prefix
     policy.device = config.device
     samples = data.sequences(episodes, policy.chat, config.rendering, config.max_length)
