@@ -15,24 +15,22 @@ here): a cut last line is dropped and reported, any other unreadable line or a d
 episode is an error. Which requested episodes are already there is the engine's one resume
 rule (:func:`~stategym.rollout.spec.pending`), by the identity :func:`episode_key`.
 
-One command at a time writes a run directory (:func:`locked`): two appending to one file
+One command at a time writes a run directory (:func:`locked`, from :mod:`stategym.kernel.locks`): two appending to one file
 would log every episode twice.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
-from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.locks import LOCK, locked
 from stategym.kernel.trajectory import Trajectory, write_jsonl
 from stategym.rollout.log import Log, load_log, read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.spec import IDENTITY_TAGS, trajectory_key
@@ -41,8 +39,6 @@ from stategym.summary import QualitySummary, RunSummary
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"
 RESULTS_MD = "results.md"
-LOCK = ".lock"
-"""Held (``flock``) by the command writing the directory, which writes its process id there."""
 SUMMARY_VERSION = 2
 """2 added ``decision_quality``; version 1 files had the same keys otherwise."""
 IDENTITY_META = IDENTITY_TAGS
@@ -52,6 +48,7 @@ IDENTITY_META = IDENTITY_TAGS
 
 __all__ = [
     "IDENTITY_META",
+    "LOCK",
     "MIXED",
     "Log",
     "RunConfig",
@@ -69,53 +66,6 @@ __all__ = [
 def episode_key(trajectory: Trajectory) -> tuple[Hashable, ...]:
     """What makes an episode unique in a log (:func:`stategym.rollout.trajectory_key`)."""
     return trajectory_key(trajectory)
-
-
-@contextmanager
-def locked(folder: Path) -> Iterator[None]:
-    """Hold the run directory ``folder`` (created if missing) while the block writes it.
-
-    An exclusive ``flock`` on ``folder/.lock``: the kernel releases it when the process
-    ends, however it ends, so the file a killed run leaves behind blocks nothing. The file
-    is deleted on release, so a finished directory holds only its run's files.
-
-    Raises:
-        UsageError: another process holds the directory (its process id named).
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK
-    fd = _acquire(path, folder)
-    try:
-        yield
-    finally:
-        # Deleted while still held: a process waiting on this file then finds it gone
-        # and locks a new one (see _acquire), never the same directory twice.
-        path.unlink(missing_ok=True)
-        os.close(fd)
-
-
-def _acquire(path: Path, folder: Path) -> int:
-    """A descriptor of ``path`` holding its lock, with this process's id written in it."""
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip()
-            os.close(fd)
-            by = f" (pid {holder})" if holder.isdigit() else ""
-            raise UsageError(
-                f"{folder} is in use by another run{by}; wait for it to end or use another --out"
-            ) from None
-        try:
-            current = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            current = False
-        if current:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            return fd
-        os.close(fd)  # the holder before released and deleted it: lock the file now there
 
 
 MIXED = "mixed"

@@ -174,7 +174,7 @@ class E2Config:
 _CYCLE = len(MIXED)
 _SMOKE = Recipe(
     sft_steps=3, sft_episodes=4, width=32, vocab=300, iterations=2, tasks=1, group=2,
-    updates=1, max_tokens=16, max_length=512,
+    updates=1, max_tokens=16, max_length=1536,  # the first reply starts near token 1,045 here
 )  # fmt: skip
 
 _E4 = Recipe(sft_steps=0, max_length=2048, share_prefix=True)

@@ -13,6 +13,7 @@ import functools
 import inspect
 import itertools
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -155,6 +156,130 @@ def field_help(cls: type) -> dict[str, str]:
     return out
 
 
+def check(config: Config) -> None:
+    """Refuse a setting the trainer cannot run, before anything is written (a run directory
+    holding bad settings would refuse the corrected command as "other settings").
+
+    Every numeric range, the start of the seeds, the domain, ``family`` and ``knobs``, and
+    the agents' names (SFT's ``agents``, GRPO's ``guard_teacher``) are checked here.
+
+    Raises:
+        UsageError: the first bad setting, as ``--option VALUE: why``.
+    """
+    from stategym.kernel.errors import UsageError
+
+    if not config.out.strip():
+        raise UsageError("--out is empty; name the run directory")
+    _at_least(config, 1, "iterations", "max_tokens", "max_length", "save_every")
+    _at_least(config, 0, "first_seed", "eval_every", "eval_episodes", "eval_seed", "threads")
+    _real(config, "lr", above=0.0)
+    _task_setting(config)
+    if isinstance(config, SFTConfig):
+        _at_least(config, 1, "batch_size", "tiny_width", "tiny_vocab")
+        if config.tiny_width % 8:
+            raise UsageError(
+                f"--tiny-width {config.tiny_width}: must be a multiple of 8 (4 attention "
+                "heads of an even width)"
+            )
+        if config.agents.startswith("run:"):
+            if not config.agents[4:].strip():
+                raise UsageError("--agents run: names no run directory; use run:DIR")
+        else:
+            _at_least(config, 1, "episodes")
+            from stategym.train.data import parse_mixture
+
+            try:
+                mixture = parse_mixture(config.agents)
+            except ValueError as error:
+                raise UsageError(f"--agents {config.agents!r}: {error}") from None
+            for name, _ in mixture:
+                _scripted(name, "--agents")
+        return
+    _at_least(config, 2, "group")
+    _at_least(config, 1, "tasks", "updates", "minibatch", "mc_samples")
+    _real(config, "clip", above=0.0)
+    for name in ("kl", "entropy", "temperature", "gigpo_weight"):
+        _real(config, name, least=0.0)
+    fraction = config.guard_fraction
+    if not (math.isfinite(fraction) and 0.0 <= fraction < 1.0):
+        raise UsageError(f"--guard-fraction {fraction}: must be at least 0 and below 1")
+    if config.guard_teacher:
+        _scripted(config.guard_teacher, "--guard-teacher")
+    elif fraction > 0:
+        raise UsageError(f"--guard-fraction {fraction} needs a --guard-teacher to play that share")
+    if guard_size(config) >= config.group:
+        raise UsageError(
+            f"--guard-fraction {fraction} gives the teacher all {config.group} episodes of "
+            "each group: the policy plays none; give a smaller fraction or a larger --group"
+        )
+
+
+def guard_size(config: GRPOConfig) -> int:
+    """Episodes of each group the guard teacher plays (``round(fraction * group)``, at
+    least one when the guard is on)."""
+    if config.guard_teacher and config.guard_fraction > 0:
+        return min(config.group, max(1, round(config.guard_fraction * config.group)))
+    return 0
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _at_least(config: Config, least: int, *names: str) -> None:
+    from stategym.kernel.errors import UsageError
+
+    for name in names:
+        value = getattr(config, name)
+        if value < least:
+            raise UsageError(f"{_option(name)} {value}: must be at least {least}")
+
+
+def _real(config: Config, name: str, *, above: float | None = None, least: float = 0.0) -> None:
+    """``name`` is a finite number, above ``above`` (when given) or at least ``least``."""
+    from stategym.kernel.errors import UsageError
+
+    value = getattr(config, name)
+    if above is not None:
+        if not (math.isfinite(value) and value > above):
+            raise UsageError(f"{_option(name)} {value}: must be a finite number above {above:g}")
+    elif not (math.isfinite(value) and value >= least):
+        raise UsageError(f"{_option(name)} {value}: must be a finite number at least {least:g}")
+
+
+def _task_setting(config: Config) -> None:
+    """The family, or the domain and the knobs, name tasks that exist."""
+    from stategym.kernel.errors import UsageError
+    from stategym.kernel.knobs import Knobs
+    from stategym.registry import get_domain
+    from stategym.train.tasks import task_family
+
+    if config.family:
+        try:
+            task_family(config.family)
+        except KeyError as error:
+            raise UsageError(f"--family {config.family}: {error.args[0]}") from None
+        return
+    try:
+        Knobs.parse(config.knobs)
+    except ValueError as error:
+        raise UsageError(f"--knobs {config.knobs!r}: {error}") from None
+    get_domain(config.domain)  # UnknownDomainError: a one-line error of its own
+
+
+def _scripted(name: str, option: str) -> None:
+    """``name`` is a scripted agent's (a style, random, or a guard teacher ``ask-pP``)."""
+    from stategym.agents import agent_names
+    from stategym.agents.guard import guard_probability
+    from stategym.kernel.errors import UsageError
+
+    if name not in agent_names() and guard_probability(name) is None:
+        raise UsageError(
+            f"{option}: unknown scripted agent {name!r}; known: {', '.join(agent_names())}, "
+            "ask-pP (the expert asking each must-ask fact with probability P)"
+        )
+
+
 def to_json(config: Config) -> str:
     """The config as the run directory's ``config.json`` (kind first, fields sorted)."""
     kind = "sft" if isinstance(config, SFTConfig) else "grpo"
@@ -180,7 +305,9 @@ __all__ = [
     "GRPOConfig",
     "Rendering",
     "SFTConfig",
+    "check",
     "field_help",
     "from_json",
+    "guard_size",
     "to_json",
 ]

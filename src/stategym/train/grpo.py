@@ -52,7 +52,7 @@ from stategym.metrics.score import score
 from stategym.train import advantages as adv
 from stategym.train import checkpoint, mc, runlog
 from stategym.train.calls import call_spans
-from stategym.train.config import GRPOConfig
+from stategym.train.config import GRPOConfig, check, guard_size
 from stategym.train.evaluate import evaluate
 from stategym.train.group import Member, Rollout, Sampling, play
 from stategym.train.policy import Policy
@@ -62,9 +62,7 @@ from stategym.train.values import mc_advantages
 
 def members(config: GRPOConfig, iteration: int) -> list[Member]:
     """The iteration's episodes: ``tasks`` groups of ``group``, teachers last in a group."""
-    guard = 0
-    if config.guard_teacher and config.guard_fraction > 0:
-        guard = min(config.group, max(1, round(config.guard_fraction * config.group)))
+    guard = guard_size(config)
     out = []
     for t in range(config.tasks):
         seed = config.first_seed + (iteration - 1) * config.tasks + t
@@ -221,6 +219,12 @@ def iterate(
     sampling = Sampling(config.temperature, config.max_tokens, config.max_length, config.rendering)
     generator = checkpoint.iteration_generator(config.seed, iteration, "rollout")
     rollouts, timing = play(policy, members(config, iteration), sampling, generator)
+    if iteration == 1 and not any(r.spans for r in rollouts if not r.member.teacher):
+        raise UsageError(
+            f"--max-length {config.max_length} cuts every episode before its first reply (the "
+            f"first prompt and --max-tokens {config.max_tokens} do not fit): nothing to learn "
+            "from; give a larger --max-length"
+        )
     scoring = time.perf_counter()
     cards = [score(r.trajectory, r.task) for r in rollouts]
     scored = time.perf_counter()
@@ -279,7 +283,17 @@ def train(config: GRPOConfig) -> Path:
         raise UsageError("a group needs at least two episodes to compare")
     check_device(config.device)
     checkpoint.check_start(config.init, trained=True)
+    check(config)
     torch.set_num_threads(max(1, config.threads))
+    with runlog.holding(config) as run:
+        _train(config)
+    return run
+
+
+def _train(config: GRPOConfig) -> None:
+    """The run (module docstring), its directory held by the caller."""
+    import torch
+
     run = runlog.open_run(config)
     resume = checkpoint.latest(run)
     source = checkpoint.model_source(config.init) if resume is None else str(resume)
@@ -300,6 +314,7 @@ def train(config: GRPOConfig) -> Path:
     with runlog.progress_bar(config.iterations, start, config.progress, "grpo") as advance:
         for iteration in range(start + 1, config.iterations + 1):
             line = iterate(policy, reference, optimiser, config, iteration)
+            runlog.require_finite(iteration, line["loss"])  # before it is logged or saved
             runlog.append_metrics(run, line)
             advance(f"goal {line['goal_rate']:.2f} R {line['composite']:.2f}")
             # evaluate before saving: a checkpoint covers its iteration's evaluation
@@ -308,6 +323,7 @@ def train(config: GRPOConfig) -> Path:
                     run, {"iteration": iteration, "eval": evaluate(policy, config)}
                 )
             if iteration % config.save_every == 0 or iteration == config.iterations:
+                runlog.require_finite(iteration, line["loss"], policy.model)
                 checkpoint.save(run, iteration, policy, optimiser)
     final = checkpoint.latest(run)
     if final is not None:
@@ -316,7 +332,6 @@ def train(config: GRPOConfig) -> Path:
         runlog.append_metrics(
             run, {"iteration": config.iterations, "eval": evaluate(policy, config)}
         )
-    return run
 
 
 __all__ = ["group_advantages", "iterate", "members", "train", "update"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,11 @@ def open_run(config: Config) -> Path:
     path = run / CONFIG
     if path.exists():
         old = read_object(path, "the run's settings")
+        if old.get("kind") not in ("sft", "grpo") and not _trained(run):
+            raise UsageError(
+                f"{run} is not a training run directory (its {CONFIG} holds no run's "
+                "settings: a model folder?); use another --out"
+            )
         new = json.loads(to_json(config))
         ignored = MUTABLE | {LOCATION}
         changed = sorted(
@@ -65,6 +70,67 @@ def open_run(config: Config) -> Path:
     run.mkdir(parents=True, exist_ok=True)
     replace_text(path, to_json(config))
     return run
+
+
+def _trained(run: Path) -> bool:
+    """``run`` holds what a run writes besides its settings (metrics or checkpoints)."""
+    from stategym.train.checkpoint import CHECKPOINTS
+
+    return (run / METRICS).exists() or (run / CHECKPOINTS).exists()
+
+
+@contextmanager
+def holding(config: Config) -> Iterator[Path]:
+    """The run directory ``config.out``, held (:func:`stategym.kernel.locks.locked`) while the
+    block trains it: a second trainer on it stops at once with a one-line error.
+
+    A run started here that is refused (a :class:`UsageError`) before its first checkpoint
+    leaves nothing behind: its ``config.json`` and ``metrics.jsonl`` are removed (and the
+    directory, if this call made it and it is empty), so the corrected command can start it.
+    """
+    from stategym.kernel.locks import locked
+    from stategym.train.checkpoint import CHECKPOINTS
+
+    run = Path(config.out)
+    made = not run.exists()
+    try:
+        with locked(run):
+            fresh = not (run / CONFIG).exists()
+            try:
+                yield run
+            except UsageError:
+                if fresh and not (run / CHECKPOINTS).exists():
+                    for name in (CONFIG, METRICS):
+                        (run / name).unlink(missing_ok=True)
+                raise
+    except UsageError:
+        if made:
+            with suppress(OSError):  # not empty: something the run wrote is kept
+                run.rmdir()
+        raise
+
+
+def require_finite(iteration: int, loss: float, model: Any = None) -> None:
+    """Stop a run whose loss (or, given ``model``, a weight) is not finite, before it is
+    logged or saved: a checkpoint of NaN weights would only spread the damage.
+
+    Raises:
+        UsageError: naming the iteration.
+    """
+    import math
+
+    bad = not math.isfinite(loss)
+    if not bad and model is not None:
+        import torch
+
+        checks = [torch.isfinite(p).all() for p in model.parameters()]
+        bad = bool(checks) and not bool(torch.stack(checks).all())
+    if bad:
+        what = f"the loss is {loss}" if not math.isfinite(loss) else "the weights are not finite"
+        raise UsageError(
+            f"iteration {iteration}: {what}; the run stopped before saving it (try a smaller "
+            "--lr, or other loss coefficients)"
+        )
 
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
@@ -217,8 +283,10 @@ __all__ = [
     "METRICS",
     "append_metrics",
     "episode_metrics",
+    "holding",
     "open_run",
     "progress_bar",
     "read_metrics",
+    "require_finite",
     "truncate_metrics",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 from stategym.kernel.errors import UsageError
 from stategym.llm.local import check_device
 from stategym.train import checkpoint, data, runlog
-from stategym.train.config import SFTConfig
+from stategym.train.config import SFTConfig, check
 from stategym.train.data import Demonstration
 from stategym.train.evaluate import evaluate
 from stategym.train.policy import Policy, TinySize, build_tiny
@@ -41,7 +41,19 @@ def demonstrations(config: SFTConfig) -> list[Demonstration]:
     each with its knobs (the family's schedule when ``family`` is set).
     """
     if config.agents.startswith("run:"):
-        return data.run_demonstrations(Path(config.agents[4:]))
+        folder = config.agents[4:]
+        logged = data.run_demonstrations(Path(folder))
+        if not logged:
+            raise UsageError(f"--agents {config.agents}: the log holds no episode to learn from")
+        domain = setting(config.family, config.domain, config.knobs, config.first_seed)[0]
+        others = sorted({t.domain for t, _ in logged} - {domain})
+        if others:
+            raise UsageError(
+                f"--agents {config.agents}: its episodes are of domain {', '.join(others)}, "
+                f"but the run trains and evaluates on {domain}; give --domain "
+                f"{others[0]} or a log of {domain}"
+            )
+        return logged
     seeds = range(config.first_seed, config.first_seed + config.episodes)
     schedule = {s: setting(config.family, config.domain, config.knobs, s) for s in seeds}
     domains = {domain for domain, _ in schedule.values()}
@@ -66,9 +78,33 @@ def train(config: SFTConfig) -> Path:
 
     check_device(config.device)
     checkpoint.check_start(config.init, trained=False)
+    check(config)
     torch.set_num_threads(max(1, config.threads))
-    run = runlog.open_run(config)
     episodes = demonstrations(config)
+    with runlog.holding(config) as run:
+        _train(config, episodes)
+    return run
+
+
+def learnable(samples: Sequence[Any], max_length: int) -> None:
+    """Refuse samples none of which keeps a loss token (a batch of them has no loss).
+
+    Raises:
+        UsageError: ``max_length`` cuts every episode before its first reply.
+    """
+    if not any(any(sample.loss_mask) for sample in samples):
+        raise UsageError(
+            f"--max-length {max_length} cuts every episode before its first reply (the system "
+            "prompt and the tool list come first): nothing to learn from; give a larger "
+            "--max-length"
+        )
+
+
+def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
+    """The run (module docstring), its directory held by the caller."""
+    import torch
+
+    run = runlog.open_run(config)
     resume = checkpoint.latest(run)
     if resume is not None:
         start = checkpoint.check(resume)
@@ -81,6 +117,7 @@ def train(config: SFTConfig) -> Path:
     policy.share_prefix = config.share_prefix
     policy.device = config.device
     samples = data.sequences(episodes, policy.chat, config.rendering, config.max_length)
+    learnable(samples, config.max_length)
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
         checkpoint.restore_optimiser(resume, optimiser)
@@ -97,6 +134,7 @@ def train(config: SFTConfig) -> Path:
                     run, {"iteration": iteration, "eval": evaluate(policy, config)}
                 )
             if iteration % config.save_every == 0 or iteration == config.iterations:
+                runlog.require_finite(iteration, line["loss"], policy.model)
                 checkpoint.save(run, iteration, policy, optimiser)
     final = checkpoint.latest(run)
     if final is not None:
@@ -105,7 +143,6 @@ def train(config: SFTConfig) -> Path:
             runlog.append_metrics(
                 run, {"iteration": config.iterations, "eval": evaluate(policy, config)}
             )
-    return run
 
 
 def step(
@@ -129,6 +166,8 @@ def step(
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+    # a non-finite loss or gradient would turn every weight NaN: stop before the step
+    runlog.require_finite(iteration, float(loss.detach()))
     optimiser.step()
     policy.model.eval()
     seconds = time.perf_counter() - started
@@ -144,4 +183,4 @@ def step(
     }
 
 
-__all__ = ["demonstrations", "make_policy", "step", "train"]
+__all__ = ["demonstrations", "learnable", "make_policy", "step", "train"]
