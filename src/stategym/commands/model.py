@@ -25,7 +25,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokenizer + small Qwen2/Llama + SFT warm-up on expert episodes",
         description=TinyConfig.__doc__,
     )
-    init.add_argument("--out", type=Path, required=True, help="directory to write the model to")
+    init.add_argument(
+        "--out",
+        type=out_dir,
+        required=True,
+        help="directory to write the model to (new or empty, unless --overwrite)",
+    )
+    init.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty --out, replacing the model files there (default: refuse "
+        "it: it may hold a run or another model)",
+    )
     defaults = TinyConfig()
     for field in fields(TinyConfig):
         default = getattr(defaults, field.name)
@@ -45,28 +56,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     info.add_argument("path", type=Path)
 
 
+def out_dir(text: str) -> Path:
+    """``--out``: a folder to write (:func:`~stategym.commands.options.output_dir`), and not
+    the empty string, which would write the model into the current directory."""
+    from stategym.commands.options import output_dir
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder to write the model to, got ''")
+    return output_dir(text)
+
+
 def main(args: argparse.Namespace) -> int:
     import json
 
-    from stategym.llm.tiny import RECIPE_FILE, TinyConfig, init_model
+    from stategym.kernel.errors import UsageError
+    from stategym.llm.tiny import RECIPE_FILE, TinyConfig, check_config, check_out, init_model
 
     if args.action == "info":
-        record = args.path / RECIPE_FILE
-        if not record.exists():
-            print(f"{args.path} has no {RECIPE_FILE}: not made by `stategym model init`")
-            return 1
-        print(record.read_text(), end="")
-        return 0
+        return _info(args.path)
     values: dict[str, Any] = {f.name: getattr(args, f.name) for f in fields(TinyConfig)}
     config = TinyConfig(**values)
+    check_config(config)
+    if config.max_positions < config.max_length:
+        raise UsageError(
+            f"--max-positions {config.max_positions} is below --max-length "
+            f"{config.max_length}: the model would be trained on positions it does not accept; "
+            "give --max-positions at least --max-length"
+        )
+    check_out(args.out, overwrite=args.overwrite)
     with _progress() as progress:
-        out = init_model(args.out, config, ProgressBar(progress, config.steps))
+        out = init_model(
+            args.out, config, ProgressBar(progress, config.steps), overwrite=args.overwrite
+        )
     meta = json.loads((out / RECIPE_FILE).read_text())
     warm = meta["warm_up"]
     print(
         f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, "
         f"loss {warm['first_loss']:.3f} -> {warm['final_loss']:.3f}, {meta['seconds']:.0f} s"
     )
+    return 0
+
+
+def _info(path: Path) -> int:
+    """Print a model folder's recipe record, once it is known to be a JSON object.
+
+    Raises:
+        UsageError: a record that cannot be read or is not a JSON object (a folder without
+            one is answered on stdout with exit 1).
+    """
+    import json
+
+    from stategym.kernel.errors import UsageError
+    from stategym.llm.tiny import RECIPE_FILE
+
+    record = path / RECIPE_FILE
+    if not record.is_file():  # an answer (exit 1), not an error: the folder is another's
+        print(f"{path} has no {RECIPE_FILE}: not made by `stategym model init`")
+        return 1
+    try:
+        text = record.read_text()
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"{record} cannot be read ({reason}); the record is damaged") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{record} is not a JSON object; the record is damaged")
+    print(text, end="")
     return 0
 
 

@@ -48,13 +48,15 @@ def non_negative_int(text: str) -> int:
 
 
 def non_negative_float(text: str) -> float:
-    """A number of at least 0 (a sampling temperature)."""
+    """A finite number of at least 0 (a sampling temperature)."""
+    import math
+
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    if not (value >= 0 and math.isfinite(value)):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 from pathlib import Path
 
 NAME = "serve"
@@ -58,25 +59,32 @@ def main(args: argparse.Namespace) -> int:
     from stategym.llm.local import LocalModel
     from stategym.llm.serve import run_server
 
-    _check_port(args.host, args.port)  # before the model loads, which can take minutes
-    model = LocalModel(args.model, device=args.device, threads=args.threads)
-    print(
-        f"serving {args.model} as {args.name or model.name} at http://{args.host}:{args.port}/v1",
-        flush=True,
-    )
-    limit = {} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}
-    run_server(model, host=args.host, port=args.port, name=args.name, **limit)
+    # Bound before the model loads (which can take minutes), so a port in use fails at once,
+    # and kept for the server: with --port 0 the port printed is the one the system gave.
+    sock = _bind(args.host, args.port)
+    try:
+        model = LocalModel(args.model, device=args.device, threads=args.threads)
+        port = sock.getsockname()[1]
+        print(
+            f"serving {args.model} as {args.name or model.name} at http://{args.host}:{port}/v1",
+            flush=True,
+        )
+        limit = {} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}
+        run_server(model, host=args.host, port=port, name=args.name, sock=sock, **limit)
+    finally:
+        sock.close()
     return 0
 
 
-def _check_port(host: str, port: int) -> None:
-    """Refuse an address this machine cannot listen on (in use, not ours)."""
-    import socket
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``.
 
+    Raises:
+        UsageError: an address this machine cannot listen on (in use, not ours).
+    """
     from stategym.kernel.errors import UsageError
 
     try:
-        with socket.create_server((host, port)):
-            pass
+        return socket.create_server((host, port))
     except OSError as error:
         raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 import threading
 import time
 from dataclasses import replace
@@ -440,12 +441,18 @@ def run_server(
     port: int = 8000,
     name: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Serve in the foreground until interrupted."""
+    """Serve in the foreground until interrupted (on ``sock``, already bound, if given:
+    ``host`` and ``port`` then only name it)."""
     import uvicorn
 
     app = create_app(model, name=name, max_body_bytes=max_body_bytes)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    if sock is None:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+        return
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+    server.run(sockets=[sock])
 
 
 __all__ = [

@@ -38,6 +38,11 @@ RECIPE_FILE = "stategym_model.json"
 
 SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 CALL_TAGS = ("<tool_call>", "</tool_call>")
+BYTES = 256
+"""The byte-level alphabet every tokenizer of the recipe starts from."""
+MIN_VOCAB = BYTES + len(SPECIAL) + len(CALL_TAGS)
+"""The smallest vocabulary the tokenizer can have (261: bytes, specials and call tags, no
+merge); asked for fewer, the BPE trainer would quietly build this many anyway."""
 
 CHAT_TEMPLATE = """\
 {%- macro tool_lines() -%}
@@ -124,6 +129,87 @@ class TinyConfig:
     threads: int = 1
     """Torch CPU threads while training (0: torch's default). The matrices are too small to
     split well: on a shared 2-core machine one thread trains faster than two."""
+
+
+def check_config(config: TinyConfig) -> None:
+    """Refuse settings the recipe cannot build with, in one line, before any work (each
+    would otherwise fail as a traceback deep in the build, or write a NaN model).
+
+    Raises:
+        UsageError: naming the ``stategym model init`` option and what it needs.
+    """
+    from stategym.kernel.task import SEED_LIMIT
+
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise UsageError(message)
+
+    for name in ("episodes", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size"):
+        value = getattr(config, name)
+        need(value >= 1, f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    need(config.steps >= 1, f"--steps must be at least 1, got {config.steps}")
+    need(config.batch_size >= 1, f"--batch-size must be at least 1, got {config.batch_size}")
+    need(config.max_length >= 1, f"--max-length must be at least 1, got {config.max_length}")
+    need(
+        config.max_positions >= 1, f"--max-positions must be at least 1, got {config.max_positions}"
+    )
+    need(
+        config.heads % config.kv_heads == 0,
+        f"--heads {config.heads} must be a multiple of --kv-heads {config.kv_heads} "
+        "(grouped-query attention shares each key/value head among whole groups of heads)",
+    )
+    need(
+        config.hidden_size % config.heads == 0,
+        f"--hidden-size {config.hidden_size} must be a multiple of --heads {config.heads} "
+        "(each head takes an equal share of the width)",
+    )
+    need(
+        config.vocab_size >= MIN_VOCAB,
+        f"--vocab-size {config.vocab_size} is below the tokenizer's least, {MIN_VOCAB} "
+        f"({BYTES} bytes, {len(SPECIAL)} special tokens and {len(CALL_TAGS)} call tags)",
+    )
+    need(
+        math.isfinite(config.lr) and config.lr > 0,
+        f"--lr must be a finite number above 0, got {config.lr}",
+    )
+    need(
+        config.threads >= 0, f"--threads must be 0 (torch's default) or more, got {config.threads}"
+    )
+    need(
+        config.first_seed >= 0 and config.first_seed + config.episodes <= SEED_LIMIT,
+        f"--first-seed {config.first_seed} with --episodes {config.episodes} is outside the "
+        f"seeds 0 .. {SEED_LIMIT - 1}",
+    )
+    need(
+        -(2**63) <= config.seed < 2**64,
+        f"--seed must be in -2**63 .. 2**64 - 1, got {config.seed}",
+    )
+    try:
+        Knobs.parse(config.knobs)
+    except ValueError as error:
+        raise UsageError(f"--knobs {config.knobs!r}: {error}") from None
+
+
+def check_out(out: Path, *, overwrite: bool = False) -> None:
+    """Refuse to write the model where it would replace something: a non-empty ``out``
+    (a run directory, another model) unless ``overwrite``, or a file.
+
+    Raises:
+        UsageError: ``out`` is a file, or a folder that is not empty (and not ``overwrite``).
+    """
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder")
+    if overwrite:
+        return
+    held = sorted(entry.name for entry in out.iterdir())
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise UsageError(
+            f"--out {out} is not empty ({shown}): the model would overwrite what is there; "
+            "give a new or empty folder, or --overwrite to write over it"
+        )
 
 
 def expert_chats(config: TinyConfig) -> list[tuple[list[Message], list[dict[str, Any]]]]:
@@ -346,8 +432,21 @@ def warm_up(
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
+        try:
+            optimiser.step()
+        except RuntimeError as error:  # an update too large for the weights' float type
+            if "overflow" not in str(error):
+                raise
+            raise UsageError(
+                f"the warm-up's update overflowed at step {step + 1} of {config.steps} "
+                f"(--lr {config.lr}); nothing was saved: give a smaller --lr"
+            ) from None
         losses.append(loss.detach().item())
+        if not math.isfinite(losses[-1]):
+            raise UsageError(
+                f"the warm-up loss is {losses[-1]} at step {step + 1} of {config.steps} "
+                f"(--lr {config.lr}); nothing was saved: give a smaller --lr"
+            )
         tokens += int(ids.numel())
         if watcher is not None:
             elapsed = time.perf_counter() - started
@@ -429,18 +528,33 @@ def _batch(
     return ids, labels
 
 
-def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | None = None) -> Path:
+def init_model(
+    out: Path,
+    config: TinyConfig | None = None,
+    watcher: Watcher | None = None,
+    *,
+    overwrite: bool = False,
+) -> Path:
     """Run the whole recipe and save the model, tokenizer and recipe record in ``out``.
 
     Args:
-        out: directory to write (created if missing).
+        out: directory to write (created if missing; an existing one must be empty unless
+            ``overwrite``).
         config: the recipe (default: :class:`TinyConfig`'s defaults).
         watcher: told each phase and each warm-up step (``stategym model init`` draws a
             progress bar with it); the weights written are the same with or without one.
+        overwrite: write into a non-empty ``out``, replacing the model files there.
+
+    Raises:
+        UsageError: settings :func:`check_config` refuses, an ``out`` :func:`check_out`
+            refuses (both before any work), or a warm-up whose loss or weights are not
+            finite (before anything is saved).
     """
     import torch
 
     config = config or TinyConfig()
+    check_config(config)
+    check_out(out, overwrite=overwrite)
     tell = watcher.phase if watcher is not None else (lambda name: None)
     started, cpu = time.perf_counter(), time.process_time()
     tell(f"playing {config.episodes} expert episodes")
@@ -458,6 +572,11 @@ def init_model(out: Path, config: TinyConfig | None = None, watcher: Watcher | N
         record = warm_up(model, examples, config, tokenizer.pad_token_id, watcher)
     finally:
         torch.set_num_threads(threads)
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise UsageError(
+            f"the warm-up left weights that are not finite (--lr {config.lr}); nothing was "
+            "saved: give a smaller --lr"
+        )
     tell("saving")
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)

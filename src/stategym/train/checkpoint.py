@@ -177,12 +177,12 @@ def check_start(init: str, *, trained: bool) -> None:
         return
     source = Path(model_source(init))
     if source.exists():
-        check_model_dir(source)
-        if "model_type" not in json.loads((source / "config.json").read_bytes()):
+        if not _holds_model_type(source):
             raise UsageError(
                 f"--init {init}: holds no saved model (a run directory without its "
                 f"{FINAL}/ folder, or not a model folder); finish the run or give a model folder"
             )
+        check_model_dir(source)  # tokenizer, readable weights and a chat template too
         return
     from transformers import AutoConfig
 
@@ -194,6 +194,18 @@ def check_start(init: str, *, trained: bool) -> None:
             f"--init {init}: no such folder, and no Hugging Face model of that id could be "
             f"loaded ({reason})"
         ) from None
+
+
+def _holds_model_type(source: Path) -> bool:
+    """Whether ``source/config.json`` may be a model's config: false only for a JSON object
+    without ``model_type`` (a run directory's settings), so such a folder is told apart from
+    a damaged model folder; a missing or damaged file is left to :func:`check_model_dir`,
+    which names it."""
+    try:
+        config = json.loads((source / "config.json").read_bytes())
+    except (OSError, ValueError):
+        return True  # missing or damaged: check_model_dir says which, in one line
+    return not isinstance(config, dict) or "model_type" in config
 
 
 def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:

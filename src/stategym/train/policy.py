@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stategym.llm.engine import Engine
-from stategym.llm.local import ChatTokenizer
+from stategym.llm.local import (
+    ChatTokenizer,
+    check_model_dir,
+    load_failed,
+    loader_errors,
+    quiet_loading,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -79,16 +85,28 @@ class Policy:
 
     @classmethod
     def load(cls, source: str | Path, *, device: str = "cpu", dtype: str = "float32") -> Policy:
-        """A model folder, or a hub id (downloaded by ``transformers`` if it can be)."""
+        """A model folder, or a hub id (downloaded by ``transformers`` if it can be).
+
+        Raises:
+            UsageError: a folder :func:`~stategym.llm.local.check_model_dir` refuses, or a
+                model that ``transformers`` cannot load (naming it and the first line of
+                the reason).
+        """
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         _quiet()
         local = Path(source).is_dir()
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local)
-        model = AutoModelForCausalLM.from_pretrained(
-            source, local_files_only=local, dtype=getattr(torch, dtype)
-        )
+        if local:
+            check_model_dir(source)
+        try:
+            with quiet_loading():
+                tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local)
+                model = AutoModelForCausalLM.from_pretrained(
+                    source, local_files_only=local, dtype=getattr(torch, dtype)
+                )
+        except loader_errors() as error:
+            raise load_failed(source, error) from None
         return cls(model, tokenizer, device)
 
     def save(self, folder: Path) -> None:

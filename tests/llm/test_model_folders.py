@@ -1,0 +1,192 @@
+"""A damaged model folder is refused in one line (exit 2) by every command that takes one,
+before anything loads or plays: no tokenizer files (``transformers`` would quietly build a
+tokenizer of two tokens), missing or cut weights, no chat template, a config whose sizes
+are not the weights'. Also: ``serve --port 0`` prints the port it bound, and ``--temperature
+inf`` is refused by the option parser."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from stategym.cli import main
+
+TINY = ["--episodes", "4", "--steps", "1", "--batch-size", "1", "--hidden-size", "32",
+        "--layers", "1", "--heads", "2", "--kv-heads", "1", "--intermediate-size", "64",
+        "--vocab-size", "400", "--max-length", "1024"]  # fmt: skip
+SFT = ["--episodes", "2", "--iterations", "1", "--batch-size", "2", "--eval-episodes", "1",
+       "--max-tokens", "8", "--no-progress"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model made by ``stategym model init`` (seconds)."""
+    out = tmp_path_factory.mktemp("built") / "model"
+    assert main(["model", "init", "--out", str(out), *TINY]) == 0
+    return out
+
+
+@pytest.fixture
+def model(built: Path, tmp_path: Path) -> Path:
+    """A copy of the built model, for one test to damage."""
+    return Path(shutil.copytree(built, tmp_path / "model"))
+
+
+def no_tokenizer(folder: Path) -> None:
+    (folder / "tokenizer.json").unlink()
+
+
+def no_weights(folder: Path) -> None:
+    (folder / "model.safetensors").unlink()
+
+
+def cut_weights(folder: Path) -> None:
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+
+
+def no_template(folder: Path) -> None:
+    (folder / "chat_template.jinja").unlink()
+
+
+def other_sizes(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden_size"] = 64  # the weights are 32 wide
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "no tokenizer.json": (no_tokenizer, "no tokenizer.json"),
+    "no weights": (no_weights, "no weights"),
+    "cut weights": (cut_weights, "model.safetensors cannot be read"),
+    "no chat template": (no_template, "no chat template"),
+    "config and weights of other sizes": (other_sizes, "cannot load the model at"),
+}
+
+
+def refused(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> str:
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("stategym: error: "), error
+    assert said in error and len(error.strip().splitlines()) == 1, error
+    return error
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+def test_run_refuses_a_damaged_hf_folder(
+    damage: str, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    harm, said = DAMAGE[damage]
+    harm(model)
+    out = tmp_path / "run"
+    argv = ["run", "--agent", f"hf:{model}", "--episodes", "1", "--out", str(out)]
+    refused(capsys, [*argv, "--index", str(tmp_path / "index.sqlite")], said)
+    assert not (out / "trajectories.jsonl").exists() or not (out / "trajectories.jsonl").read_text()
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+def test_serve_refuses_a_damaged_folder_at_start(
+    damage: str,
+    model: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import stategym.llm.serve
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server started on a damaged folder")
+
+    monkeypatch.setattr(stategym.llm.serve, "run_server", never)
+    harm, said = DAMAGE[damage]
+    harm(model)
+    refused(capsys, ["serve", "--model", str(model), "--port", "0"], said)
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+def test_sft_refuses_a_damaged_init_folder(
+    damage: str, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    harm, said = DAMAGE[damage]
+    harm(model)
+    out = tmp_path / "sft"
+    refused(capsys, ["train", "sft", "--init", str(model), "--out", str(out), *SFT], said)
+    assert not (out / "model").exists()
+
+
+def test_the_model_folders_the_project_writes_pass_the_check(built: Path, tmp_path: Path) -> None:
+    """``model init``'s folder, a policy saved by ``Policy.save``, and a run directory (its
+    final model) are all accepted as start models."""
+    from stategym.llm.local import check_model_dir
+    from stategym.train import checkpoint
+    from stategym.train.policy import Policy
+
+    check_model_dir(built)
+    saved = tmp_path / "saved"
+    Policy.load(built).save(saved)
+    check_model_dir(saved)
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    shutil.copytree(saved, run / "model", dirs_exist_ok=True)
+    (run / "config.json").write_text(json.dumps({"init": "tiny"}))
+    checkpoint.check_start(str(run), trained=True)
+    checkpoint.check_start(str(saved), trained=False)
+
+
+def test_a_template_in_tokenizer_config_is_enough(model: Path) -> None:
+    from stategym.llm.local import check_model_dir
+
+    template = (model / "chat_template.jinja").read_text()
+    no_template(model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    (model / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": template}))
+    check_model_dir(model)
+
+
+def test_policy_load_names_the_folder_it_cannot_load(model: Path) -> None:
+    from stategym.kernel.errors import UsageError
+    from stategym.train.policy import Policy
+
+    other_sizes(model)
+    with pytest.raises(UsageError, match=f"cannot load the model at {model}"):
+        Policy.load(model)
+
+
+def test_serve_prints_the_port_it_bound(
+    built: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stategym.llm.serve
+
+    served: dict[str, object] = {}
+
+    def record(model: object, **kwargs: object) -> None:
+        sock = kwargs["sock"]
+        assert isinstance(sock, socket.socket)
+        served.update(kwargs, bound=sock.getsockname()[1])
+
+    monkeypatch.setattr(stategym.llm.serve, "run_server", record)
+    assert main(["serve", "--model", str(built), "--port", "0"]) == 0
+    port = served["bound"]
+    assert isinstance(port, int) and port > 0 and served["port"] == port
+    assert f"at http://127.0.0.1:{port}/v1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "eval"])
+def test_an_infinite_temperature_is_refused(
+    command: str, built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    agent = "--agent" if command == "run" else "--agents"
+    argv = [command, agent, f"hf:{built}", "--episodes", "1", "--out", str(out)]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--temperature", "inf"])
+    assert stop.value.code == 2
+    assert "expected a finite number >= 0, got 'inf'" in capsys.readouterr().err
+    assert not out.exists()
