@@ -15,8 +15,8 @@ here): a cut last line is dropped and reported, any other unreadable line or a d
 episode is an error. Which requested episodes are already there is the engine's one resume
 rule (:func:`~stategym.rollout.spec.pending`), by the identity :func:`episode_key`.
 
-One command at a time writes a run directory (:func:`locked`, from :mod:`stategym.kernel.locks`): two appending to one file
-would log every episode twice.
+One command at a time writes a run directory (:func:`locked`, from
+:mod:`stategym.kernel.locks`): two appending to one file would log every episode twice.
 """
 
 from __future__ import annotations
