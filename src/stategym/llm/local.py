@@ -172,8 +172,6 @@ WEIGHT_FILES = (
 def _check_weights(folder: Path, damaged: str) -> None:
     """Weights are there: a single file or an index whose shards all exist, and every
     safetensors file's header opens (a cut file fails here, not deep in the loader)."""
-    from safetensors import SafetensorError, safe_open
-
     present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
         raise UsageError(
@@ -187,14 +185,24 @@ def _check_weights(folder: Path, damaged: str) -> None:
         for shard in sorted({str(name) for name in weight_map.values()}):
             if not (folder / shard).is_file():
                 raise UsageError(f"{folder / index} names {shard}, which is missing; {damaged}")
+    unreadable = unreadable_weights(folder)
+    if unreadable is not None:
+        weights, error = unreadable
+        raise UsageError(f"{weights} cannot be read ({first_line(error)}); {damaged}")
+
+
+def unreadable_weights(folder: Path) -> tuple[Path, BaseException] | None:
+    """The first ``*.safetensors`` file of ``folder`` whose header does not open, with the
+    error (a cut file fails here, not deep inside a model loader); ``None`` when all open."""
+    from safetensors import SafetensorError, safe_open
+
     for weights in sorted(folder.glob("*.safetensors")):
         try:
             with safe_open(str(weights), framework="pt"):
                 pass
         except (SafetensorError, OSError) as error:
-            raise UsageError(
-                f"{weights} cannot be read ({_first_line(error)}); {damaged}"
-            ) from None
+            return weights, error
+    return None
 
 
 def _has_chat_template(folder: Path) -> bool:
@@ -209,28 +217,23 @@ def _has_chat_template(folder: Path) -> bool:
     return config.is_file() and bool(json.loads(config.read_bytes()).get("chat_template"))
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """The first line of an error's message (its type's name when it has none)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 
-LOADER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, RuntimeError, KeyError)
-"""What ``transformers`` and ``safetensors`` raise for a folder they cannot load (a cut or
-missing file, a config of other sizes than the weights); ``SafetensorError`` is added where
-it is raised (:func:`loader_errors`)."""
-
-
 def loader_errors() -> tuple[type[BaseException], ...]:
-    """:data:`LOADER_ERRORS` and safetensors' own error."""
+    """What ``transformers`` and ``safetensors`` raise for a model they cannot load (a cut
+    or missing file, a config of other sizes than the weights)."""
     from safetensors import SafetensorError
 
-    return (*LOADER_ERRORS, SafetensorError)
+    return (OSError, ValueError, RuntimeError, KeyError, SafetensorError)
 
 
 def load_failed(source: str | Path, error: BaseException) -> UsageError:
     """A loader's error as one line naming the model that would not load."""
-    reason = _first_line(error)
+    reason = first_line(error)
     if "ignore_mismatched_sizes" in reason:  # its details went to a report we keep quiet
         reason = "the sizes in config.json are not those of the weights"
     return UsageError(f"cannot load the model at {source}: {reason}")

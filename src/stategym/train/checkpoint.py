@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.llm.local import check_model_dir
+from stategym.llm.local import check_model_dir, first_line, unreadable_weights
 from stategym.train.policy import Policy
 
 CHECKPOINTS = "checkpoints"
@@ -101,8 +101,6 @@ def check(folder: Path) -> int:
     Raises:
         CheckpointError: naming the damaged file.
     """
-    from safetensors import SafetensorError, safe_open
-
     iteration = iteration_of(folder)
     for file in sorted(folder.glob("*.json")):
         try:
@@ -111,12 +109,9 @@ def check(folder: Path) -> int:
             raise damaged(file, error) from None
         if not isinstance(data, dict):
             raise damaged(file, f"a JSON {type(data).__name__}, not an object")
-    for weights in sorted(folder.glob("*.safetensors")):
-        try:
-            with safe_open(str(weights), framework="pt"):
-                pass
-        except SafetensorError as error:
-            raise damaged(weights, error) from None
+    unreadable = unreadable_weights(folder)
+    if unreadable is not None:
+        raise damaged(*unreadable)
     return iteration
 
 
@@ -189,10 +184,9 @@ def check_start(init: str, *, trained: bool) -> None:
     try:
         AutoConfig.from_pretrained(init)
     except (OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(
             f"--init {init}: no such folder, and no Hugging Face model of that id could be "
-            f"loaded ({reason})"
+            f"loaded ({first_line(error)})"
         ) from None
 
 
