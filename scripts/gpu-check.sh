@@ -6,8 +6,8 @@
 # 1. tests/train/test_gpu.py (skipped on a machine without CUDA);
 # 2. SFT, then GRPO twice from it with the same seed (bfloat16): the same metrics?
 # 3. the trained model as hf:PATH --device cuda, greedy twice, greedy one episode at a time,
-#    and sampled twice: the same tokens and scores? (stategym run under cProfile: where the
-#    time goes, DIR/run_cuda.prof);
+#    and sampled twice: the same tokens and scores? (stategym run under py-spy, if it is
+#    installed: where the time goes, DIR/run_profile.txt, summed by scripts/profile_shares.py);
 # 4. the same model behind `stategym serve --device cuda`;
 # 5. E2's smoke budget on the GPU;
 # 6. benchmarks/rollout_speed.py on the GPU with the trained tiny model (as saved, and cast to
@@ -57,10 +57,12 @@ play() {  # NAME MORE...: the trained model plays held-out travel tasks
   step "$name" 180 "${sg[@]}" run --agent "hf:$model" --device "$DEVICE" --episodes $PLAYS \
     --max-tokens 48 --out "$WORK/$name" --index "$WORK/index.sqlite" "$@"
 }
-step run_profiled 180 python3 -m cProfile -o "$OUT/run_cuda.prof" -m stategym run \
-  --agent "hf:$model" --device "$DEVICE" --episodes $PLAYS --max-tokens 48 \
-  --out "$WORK/run_profiled" --index "$WORK/index.sqlite"
-python3 -c "import pstats; pstats.Stats('$OUT/run_cuda.prof').sort_stats('cumulative').print_stats(18)" 2>/dev/null | tail -n 30 | cut -c1-160
+# sampled, every thread (cProfile sees only the main one; the episodes play on a worker thread)
+if command -v py-spy > /dev/null; then spy=(py-spy record -r 100 -f raw -o "$OUT/run_profile.txt" --)
+else spy=(); echo "py-spy not installed: run_profiled is timed, not profiled"; fi
+step run_profiled 180 "${spy[@]}" "${sg[@]}" run --agent "hf:$model" --device "$DEVICE" \
+  --episodes $PLAYS --max-tokens 48 --out "$WORK/run_profiled" --index "$WORK/index.sqlite"
+[ -s "$OUT/run_profile.txt" ] && python3 scripts/profile_shares.py "$OUT/run_profile.txt" 20
 play greedy
 play one_at_a_time --concurrency 1
 play sampled_1 --temperature 1
@@ -97,7 +99,7 @@ step rollout_tiny 150 python3 benchmarks/rollout_speed.py --model "$model" --dev
 if [ "$SMALL" = 1 ]; then size=(--hidden-size 256 --layers 2 --heads 4 --kv-heads 2 --intermediate-size 512)
 else size=(--hidden-size 1024 --layers 16 --heads 16 --kv-heads 4 --intermediate-size 2816); fi
 step big_model 150 "${sg[@]}" model init --out "$WORK/big" "${size[@]}" --steps 1 --batch-size 1 \
-  --max-length 256 --episodes 8 --threads 4
+  --max-length 1024 --episodes 8 --threads 4
 step rollout_big 180 python3 benchmarks/rollout_speed.py --model "$WORK/big" --device "$DEVICE" \
   --episodes 64 --concurrency 64 --repeat 2 --max-tokens 64 --json "$OUT/rollout_big.json"
 echo "total $(( $(date +%s) - started )) s; figures in $OUT"

@@ -68,3 +68,42 @@ def test_every_round_extends_the_last_prompt(tiny_model: Path) -> None:
                 assert turn.prompt_token_ids[: len(previous)] == previous
                 assert turn.span is not None and turn.span.start == len(turn.prompt_token_ids)
             previous = turn.prompt_token_ids + tuple(turn.token_ids or ())
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "What is your budget for this trip, and do you need a refundable fare?",
+        '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>',
+    ],
+    ids=["question", "tool call"],
+)
+def test_the_run_path_answers_episodes_in_flight_in_lock_step(
+    tiny_model: Path, reply: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stategym run`'s path (the rollout engine on its worker thread) batches every
+    episode in flight into each model call, whatever the replies are: a batch per round of
+    the longest episode, not per round played (a slow GPU run once raised the doubt)."""
+    from stategym import rollout
+    from stategym.llm.local import Generation, LocalModel
+    from stategym.rollout import Agents, EpisodeSpec
+
+    sizes: list[int] = []
+
+    def answer(model: LocalModel, requests: Any, started: float | None = None) -> Any:
+        sizes.append(len(requests))
+        ids = (*model.tokenizer.encode(reply, add_special_tokens=False), min(model._stops))
+        return [
+            Generation(reply, tuple(prompt), ids, (0.0,) * len(ids), "stop", 0.0)
+            for prompt, _, _ in requests
+        ]
+
+    monkeypatch.setattr(LocalModel, "generate_batch", answer)
+    options = (("max_tokens", 48), ("threads", 1))
+    specs = [EpisodeSpec("travel", seed, f"hf:{tiny_model}", options=options) for seed in SEEDS]
+    played = [t for _, t in rollout.stream(specs, Agents(), concurrency=len(SEEDS))]
+    longest = max(len(t.rounds) for t in played)
+    assert longest > 1
+    assert len(sizes) == longest
+    assert sizes[0] == len(SEEDS)
+    assert sum(sizes) == sum(len(t.rounds) for t in played)
