@@ -15,8 +15,10 @@ pytest.importorskip("transformers")
 
 from stategym.cli import main
 
-SFT = ["--episodes", "2", "--iterations", "1", "--batch-size", "2", "--eval-episodes", "1",
-       "--max-tokens", "8", "--no-progress"]  # fmt: skip
+LOGGED = ["--iterations", "1", "--batch-size", "2", "--eval-episodes", "1", "--max-tokens", "8",
+          "--no-progress"]  # fmt: skip
+"""SFT on a log (``--agents run:DIR``): its episodes are the log's, so no ``--episodes``."""
+SFT = ["--episodes", "2", *LOGGED]
 GRPO = ["--group", "2", "--tasks", "1", "--iterations", "1", "--minibatch", "2",
         "--eval-episodes", "1", "--max-tokens", "8", "--no-progress"]  # fmt: skip
 
@@ -136,7 +138,7 @@ def test_a_log_of_another_domain_is_refused_naming_both(
 ) -> None:
     _log(tmp_path / "bank", "bank", 2)
     out = tmp_path / "sft"
-    argv = ["train", "sft", "--agents", f"run:{tmp_path / 'bank'}", "--out", str(out), *SFT]
+    argv = ["train", "sft", "--agents", f"run:{tmp_path / 'bank'}", "--out", str(out), *LOGGED]
     error = refused(capsys, argv, "bank")
     assert "travel" in error
     assert not out.exists()
@@ -148,7 +150,28 @@ def test_an_empty_log_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (tmp_path / "empty" / "trajectories.jsonl").write_text("")
     out = tmp_path / "sft"
     refused(capsys, ["train", "sft", "--agents", f"run:{tmp_path / 'empty'}", "--out", str(out),
-                     *SFT], "no episode")  # fmt: skip
+                     *LOGGED], "no episode")  # fmt: skip
+    assert not out.exists()
+
+
+def test_episodes_beside_a_log_are_refused_as_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _log(tmp_path / "log", "travel", 2)
+    out = tmp_path / "sft"
+    argv = ["train", "sft", "--agents", f"run:{tmp_path / 'log'}", "--out", str(out), *LOGGED]
+    refused(capsys, [*argv, "--episodes", "5"], "--episodes 5")
+    assert not out.exists()
+    assert main(argv) == 0
+
+
+@pytest.mark.parametrize("flag", ["--tiny-width", "--tiny-vocab"])
+def test_tiny_sizes_beside_a_start_model_are_refused_as_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    out = tmp_path / "sft"
+    refused(capsys, ["train", "sft", "--init", str(tmp_path / "model"), "--out", str(out), *SFT,
+                     flag, "256"], flag)  # fmt: skip
     assert not out.exists()
 
 

@@ -61,6 +61,38 @@ def _default(field: Field[Any]) -> Any:
     raise TypeError(f"config field {field.name} has no default")
 
 
+def refuse_ignored(config: Any) -> None:
+    """Refuse an SFT setting moved from its default that the run would ignore: the
+    command line said something the run does not do (a config built in code, as E2's arms
+    build one for several starts, is not checked).
+
+    Raises:
+        UsageError: ``--episodes`` beside ``--agents run:DIR`` (the log's episodes are
+            the demonstrations), ``--tiny-width``/``--tiny-vocab`` beside an ``--init``
+            other than ``tiny`` (the start model has its own sizes).
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.train.config import SFTConfig
+
+    defaults = SFTConfig()
+    moved = [
+        name
+        for name in ("episodes", "tiny_width", "tiny_vocab")
+        if getattr(config, name) != getattr(defaults, name)
+    ]
+    if "episodes" in moved and config.agents.startswith("run:"):
+        raise UsageError(
+            f"--episodes {config.episodes}: --agents {config.agents} learns from every "
+            "episode of that log; leave --episodes out"
+        )
+    sizes = [f"--{name.replace('_', '-')}" for name in moved if name.startswith("tiny_")]
+    if sizes and config.init != "tiny":
+        raise UsageError(
+            f"{' and '.join(sizes)} size the model --init tiny builds; --init {config.init} "
+            "has its own sizes: leave them out"
+        )
+
+
 def main(args: argparse.Namespace) -> int:
     from stategym.train import grpo, sft
     from stategym.train.config import GRPOConfig, SFTConfig
@@ -70,7 +102,9 @@ def main(args: argparse.Namespace) -> int:
 
         require_matplotlib()
     if args.algorithm == "sft":
-        run = sft.train(SFTConfig(**{f.name: getattr(args, f.name) for f in fields(SFTConfig)}))
+        config = SFTConfig(**{f.name: getattr(args, f.name) for f in fields(SFTConfig)})
+        refuse_ignored(config)
+        run = sft.train(config)
     else:
         run = grpo.train(GRPOConfig(**{f.name: getattr(args, f.name) for f in fields(GRPOConfig)}))
     print(f"wrote {run} (metrics.jsonl, checkpoints/, model/)")
