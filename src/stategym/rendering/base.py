@@ -14,6 +14,7 @@ environment logged). A live agent that asks the same renderer sees exactly these
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from stategym.kernel.protocol import Action, CallBatch, Observation, ToolResult
@@ -61,9 +62,21 @@ class Renderer(Protocol):
         ...
 
     def parse(self, reply: Message | str) -> Action:
-        """The action a model's reply means; never raises (unreadable: an empty batch,
-        which the environment logs as a format error)."""
+        """The action a model's reply means; never raises (an unreadable reply is an action
+        the environment logs as that format error: an empty batch, or the message
+        rendering's ``RejectedReply`` of the kind the core's message interface gives)."""
         ...
+
+
+def roles_and_texts(prompt: Any) -> list[tuple[Any, Any]] | None:
+    """What a prompt says, message by message, whatever other keys a dataset added to its
+    messages; ``None`` when it is not chat messages (a string is a sequence too, of
+    characters, so it is told apart here rather than failing on its first ``get``)."""
+    if isinstance(prompt, str | bytes) or not isinstance(prompt, Sequence):
+        return None
+    if not all(isinstance(message, Mapping) for message in prompt):
+        return None
+    return [(message.get("role"), message.get("content")) for message in prompt]
 
 
 def observation_of(record: RoundRecord, *, final_say: bool) -> Observation:

@@ -8,6 +8,15 @@ ending rule come from the domain and the task's knobs through
 judged on its answer (stateless knobs, or a read-only domain such as ``lookup``) requires
 ``finish(answer)`` and gets the look-up wording.
 
+A reply is read by the core's message interface
+(:func:`~stategym.kernel.protocol.action_from_message` and the environment's reader): one it
+rejects whole (more than 64 tool calls, a tool name that is not text, a message over the cap)
+is a :class:`RejectedReply`, which the environment logs and explains to the model with the
+kind and text ``Env.step_message`` gives the same message; an empty reply is the empty batch
+(``empty_action``, in the environment's words for it). The conversation keeps an empty
+assistant message for every invalid round, as a transcript rebuilds it from the log. The log
+does not keep the rejected message itself (``raw``), which the typed interface does not take.
+
 The prompt is versioned (:data:`PROMPT_VERSION`, stamped on every trajectory an LLM agent
 writes) so scores from different prompt revisions are never silently mixed.
 """
@@ -26,12 +35,14 @@ from stategym.kernel.protocol import (
     Action,
     CallBatch,
     Observation,
+    ToolCall,
     action_from_message,
     action_to_message,
 )
 from stategym.kernel.task import Task
 from stategym.kernel.tools import finish_tool_schema
 from stategym.kernel.trajectory import Trajectory
+from stategym.kernel.validation import read_action
 from stategym.rendering.base import Message, Renderer, transcript
 
 PROMPT_VERSION = 2
@@ -69,6 +80,56 @@ def offered_tools(domain: Domain, knobs: Knobs) -> list[dict[str, Any]]:
     """The tools an episode offers, ``finish`` last, as the environment offers them."""
     schemas = [t.schema for t in domain.available_tools(knobs)]
     return [*schemas, finish_tool_schema(not domain.judges_answer(knobs))]
+
+
+class RejectedReply(CallBatch):
+    """A reply the environment rejects whole, as the action that makes it say so in its words.
+
+    :func:`~stategym.kernel.protocol.action_from_message` (or the environment's reader)
+    rejects some replies outright: 65 tool calls, a tool name that is not text, a message
+    longer than the cap. An empty batch in their place would be logged and explained as
+    ``empty_action`` whatever was wrong. Reading this batch's ``calls``, which
+    :meth:`Env.step <stategym.kernel.env.Env.step>` does first, raises the rejection itself,
+    and the environment logs an invalid round of its kind and tells the model
+    ``"<kind>: <reason>"``: the round ``Env.step_message`` logs for the same message (its
+    ``raw`` aside, which the typed interface does not take).
+
+    Example:
+        >>> from stategym.kernel.env import Env
+        >>> env = Env("travel")
+        >>> _ = env.reset(seed=0)
+        >>> env.step(RejectedReply("too_large", "too many")).observation.error
+        'too_large: too many'
+    """
+
+    __slots__ = ("kind", "reason")
+    kind: str
+    reason: str
+
+    def __init__(self, kind: str, reason: str) -> None:
+        # The batch's own ``calls`` slot stays unset: the property below answers for it.
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "reason", reason)
+
+    @property  # a batch whose calls cannot be read, on purpose
+    def calls(self) -> tuple[ToolCall, ...]:
+        raise AgentFormatError(self.kind, self.reason)
+
+    def __repr__(self) -> str:
+        return f"RejectedReply({self.kind!r}, {self.reason!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is RejectedReply and (other.kind, other.reason) == (
+            self.kind,
+            self.reason,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.reason))
+
+    def __reduce__(self) -> tuple[type[RejectedReply], tuple[str, str]]:
+        # The dataclass's own pickling reads ``calls``, which raises.
+        return RejectedReply, (self.kind, self.reason)
 
 
 class MessageRenderer:
@@ -110,7 +171,11 @@ class MessageRenderer:
         return [dict(m) for m in observation.to_messages()]
 
     def action_message(self, action: Action, index: int) -> Message:
-        if isinstance(action, CallBatch) and not action.calls:
+        # A rejected reply is logged as an invalid round, which a transcript rebuilds as an
+        # empty message (``logged_action``): the conversation holds the same.
+        if isinstance(action, RejectedReply) or (
+            isinstance(action, CallBatch) and not action.calls
+        ):
             return {"role": "assistant", "content": ""}
         message = action_to_message(action)
         for position, call in enumerate(message.get("tool_calls") or ()):
@@ -119,12 +184,23 @@ class MessageRenderer:
         return message
 
     def parse(self, reply: Message | str) -> Action:
+        """The action ``reply`` means. A reply the core's message interface rejects is a
+        :class:`RejectedReply` of the same kind and reason, so the round logged and the error
+        the model is told are those of ``Env.step_message`` for the same message; an empty
+        reply is the empty batch (``empty_action`` either way, told in the environment's
+        words for an empty action, which say what to send instead)."""
         if isinstance(reply, str):
             reply = {"role": "assistant", "content": reply}
         try:
-            return action_from_message(reply)
-        except AgentFormatError:
-            return CallBatch(())
+            action = action_from_message(reply)
+            # The environment's reader is asked now (a message over the cap), so that
+            # ``action_message`` shows every invalid round as the log rebuilds it.
+            read_action(action)
+        except AgentFormatError as error:
+            if error.kind == "empty_action":
+                return CallBatch(())
+            return RejectedReply(error.kind, str(error))
+        return action
 
 
 def render_demonstrations(episodes: Sequence[tuple[Renderer, Trajectory, Task]]) -> str:
