@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -12,17 +13,27 @@ from typing import Any
 
 Reply = Callable[[dict[str, Any]], dict[str, Any]]
 """``request body -> response body`` (a chat completion)."""
+Answer = Callable[[str, bytes, int], tuple[int, str]]
+"""``(request: "GET /v1/models" or "POST /v1/chat/completions", its body, how many requests
+of that method came before) -> (status, body text)``: any answer, well-formed or not."""
 
 
 @contextlib.contextmanager
-def serving(reply: Reply) -> Iterator[str]:
-    """Serves ``reply`` to every POST on a free loopback port; yields the base URL."""
+def answering(answer: Answer) -> Iterator[str]:
+    """Answers every GET and POST with ``answer`` on a free loopback port; yields the base URL."""
+    counts = {"GET": itertools.count(), "POST": itertools.count()}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # the standard library's name
-            length = int(self.headers["Content-Length"])
-            data = json.dumps(reply(json.loads(self.rfile.read(length)))).encode()
-            self.send_response(200)
+        def do_GET(self) -> None:  # the standard library's names
+            self._send(*answer(f"GET {self.path}", b"", next(counts["GET"])))
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            self._send(*answer(f"POST {self.path}", body, next(counts["POST"])))
+
+        def _send(self, status: int, text: str) -> None:
+            data = text.encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -39,3 +50,15 @@ def serving(reply: Reply) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def serving(reply: Reply) -> contextlib.AbstractContextManager[str]:
+    """Serves ``reply`` to every POST on a free loopback port; yields the base URL. A GET
+    (the model list) is answered 501, as an endpoint without the listing answers it."""
+
+    def answer(request: str, body: bytes, _: int) -> tuple[int, str]:
+        if request.startswith("GET"):
+            return 501, "Unsupported method ('GET')"
+        return 200, json.dumps(reply(json.loads(body)))
+
+    return answering(answer)

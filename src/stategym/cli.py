@@ -13,7 +13,11 @@ argparse's one line, also status 2; Ctrl-C is ``stategym: interrupted`` and stat
 SIGTERM (``kill``, ``timeout``, Slurm, ``docker stop``) is handled the same way: it is raised
 as :class:`Terminated`, a :class:`KeyboardInterrupt`, so every command stops as on Ctrl-C
 (finished episodes saved, workers stopped), then ``stategym: terminated`` and status 143.
-Any other exception is a bug in stategym and keeps its traceback.
+An LLM endpoint that stops a run (it refused a request, kept failing after the retries, or
+answered something that is no chat completion) is one line too, naming the address, the
+status and the first line of its answer, and status 2; the episodes finished before it are
+on disk (:func:`endpoint_failure`). Any other exception is a bug in stategym and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -158,9 +162,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"stategym: error: {describe(error)}", file=sys.stderr)
         return 2
+    except Exception as error:
+        line = endpoint_failure(error)
+        if line is None:
+            raise
+        print(f"stategym: error: {line}", file=sys.stderr)
+        return 2
     finally:
         if handles:
             signal.signal(signal.SIGTERM, previous)
+
+
+def endpoint_failure(error: Exception) -> str | None:
+    """The one line for an LLM endpoint's error that stopped the command, or ``None``.
+
+    Such errors are the ``openai`` client's (:func:`stategym.llm.openai_agent.failure_line`);
+    when that client was never imported, no endpoint was asked, and nothing is imported here.
+    """
+    if "openai" not in sys.modules:
+        return None
+    from stategym.llm.openai_agent import failure_line
+
+    line = failure_line(error)
+    return None if line is None else " ".join(line.split())
 
 
 def describe(error: BaseException) -> str:

@@ -195,3 +195,59 @@ def test_a_batch_that_fails_is_decoded_again_one_request_at_a_time() -> None:
     for index in (0, 2, 3):
         (generation,) = answers[index]
         assert generation.prompt_ids == requests[index][0][0]
+
+
+NULLABLE = ["temperature", "top_p", "n", "logprobs", "stream", "return_token_ids", "model"]
+"""Optional fields with a default, which OpenAI's API takes ``null`` for (audit 9, F7)."""
+
+
+@pytest.mark.parametrize("field", NULLABLE)
+def test_a_null_optional_field_means_its_default(origin: str, field: str) -> None:
+    """Regression: ``null`` was a 400 (``temperature: Input should be a valid number``)."""
+    body = {"messages": HI, "max_tokens": 4, "seed": 5, "return_token_ids": True}
+    reply = _post(origin, {**body, field: None})
+    assert reply.status_code == 200, reply.text
+    left_out = {k: v for k, v in body.items() if k != field}
+    assert reply.json()["choices"] == _post(origin, left_out).json()["choices"]
+
+
+def test_the_openai_client_may_pass_none(origin: str) -> None:
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=f"{origin}/v1", api_key="none", max_retries=0)
+    reply = client.chat.completions.create(
+        model="model", messages=HI, max_tokens=2, temperature=None, top_p=None, n=None
+    )
+    assert len(reply.choices) == 1
+
+
+UNPARSED = {
+    "bytes that are not UTF-8": b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}',
+    "JSON nested 100k deep": b'{"messages": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "not JSON": b"{not json",
+}
+
+
+@pytest.mark.parametrize("case", list(UNPARSED))
+def test_a_body_that_cannot_be_parsed_is_a_400_in_the_documented_shape(
+    origin: str, case: str
+) -> None:
+    """Regression: FastAPI answered ``{"detail": "There was an error parsing the body"}``."""
+    reply = httpx.post(
+        f"{origin}/v1/chat/completions",
+        content=UNPARSED[case],
+        headers={"Content-Type": "application/json"},
+        timeout=120,
+    )
+    assert reply.status_code == 400, reply.text
+    assert set(reply.json()) == {"error"}
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+    assert reply.json()["error"]["message"]
+    assert _post(origin, {"messages": HI, "max_tokens": 3}).status_code == 200  # serves on
+
+
+def test_every_refusal_is_in_the_documented_shape(origin: str) -> None:
+    """An unknown path (404) and another method (405) too."""
+    for reply in (httpx.get(f"{origin}/v1/nowhere"), httpx.get(f"{origin}/v1/chat/completions")):
+        assert 400 <= reply.status_code < 500
+        assert reply.json()["error"]["type"] == "invalid_request_error", reply.text
+    assert "POST" in httpx.get(f"{origin}/v1/chat/completions").headers["allow"]

@@ -10,8 +10,11 @@ A call the environment rejected is logged as it saw it, so its replay is rejecte
 words (:mod:`stategym.kernel.validation`): its error and kind are compared like any result.
 What replay cannot reproduce is left out: what the model generated (``model``), the
 runner's ``meta``, the agent's name and the run record (its ``probe`` chooses the task
-replayed on), and an invalid round's kind and text (replay cannot recover an unusable
-message, so they are checked for form only; see ``docs/trajectory.md``).
+replayed on), an invalid round's kind and text (replay cannot recover an unusable
+message, so they are checked for form only; see ``docs/trajectory.md``), and the parse
+errors an LLM backend tolerated: they end the round's ``format_errors`` and its
+``meta["format_errors"]`` repeats them, so a logged list that ends with exactly that list is
+compared without it (:func:`environment_errors`); any other list is compared whole.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ def _round_difference(logged: RoundRecord, again: RoundRecord, domain: str) -> s
     if logged.kind is not RoundKind.INVALID and _bare(logged) == orjson.dumps(again):
         return None
     mine, theirs = _plain(logged), _plain(again)
+    mine["format_errors"] = environment_errors(mine["format_errors"], mine["meta"])
     for name in UNREPLAYED:
         del mine[name], theirs[name]
     if logged.kind is RoundKind.INVALID and again.kind is RoundKind.INVALID:
@@ -108,6 +112,26 @@ def _round_difference(logged: RoundRecord, again: RoundRecord, domain: str) -> s
         if replayed["error_kind"] == "unknown_tool" and call["error_kind"] != "unknown_tool":
             return f"calls[{position}]: {call['name']!r} is no tool of {domain}"
     return _difference("", mine, theirs)
+
+
+def environment_errors(format_errors: list[Any], meta: dict[str, Any]) -> list[Any]:
+    """A round's logged ``format_errors`` without the backend's tolerated parse errors.
+
+    An LLM agent appends the parse errors its backend tolerated (``unclosed_tool_call``,
+    ``repaired_json``) to the environment's and repeats them in ``meta["format_errors"]``;
+    replay gives the environment's alone. Only a trailing run equal to that list, item for
+    item, is taken off, so an edit elsewhere in the list is still a difference.
+
+    Example:
+        >>> environment_errors(["malformed_json", "unclosed_tool_call"],
+        ...                    {"format_errors": ["unclosed_tool_call"]})
+        ['malformed_json']
+    """
+    tolerated = meta.get("format_errors")
+    if type(tolerated) is not list or not tolerated or len(tolerated) > len(format_errors):
+        return format_errors
+    cut = len(format_errors) - len(tolerated)
+    return format_errors[:cut] if format_errors[cut:] == tolerated else format_errors
 
 
 def _invalid_form(format_errors: list[str], error: str | None) -> str | None:

@@ -10,7 +10,16 @@ action, which the environment logs as a format error: model output never raises.
 What a backend reports per round (token usage, token ids, log-probabilities, tolerated parse
 errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each round's typed
 :class:`~stategym.kernel.trajectory.ModelTurn`, the run record's sample, and ``Trajectory.meta``
-(see ``docs/llm.md`` and ``docs/trajectory.md``).
+(see ``docs/llm.md`` and ``docs/trajectory.md``). A backend reads its model's output by type
+(the ``openai:`` agent drops a field of the wrong type); ``annotate`` then checks, once per
+episode, that the trajectory reads back (:func:`~stategym.kernel.trajectory.loads`), so a
+backend that let a mistyped value through is a bug that stops the run before a line the
+reader refuses is written.
+
+Tolerated parse errors count as format errors: a round's ``format_errors`` are the
+environment's, then the backend's, which the round's ``meta["format_errors"]`` repeats; that
+trailing run is what :func:`~stategym.kernel.verify.verify` leaves out when it compares the
+round with its replay.
 
 Token-in-token-out: with a backend that has a ``chat`` template (the local ``hf:`` agent,
 or ``openai:`` given a ``tokenizer``), the agent keeps the episode's token stream
@@ -29,9 +38,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from stategym.kernel.domain import Domain
+from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.protocol import Action, Observation
 from stategym.kernel.task import Task
-from stategym.kernel.trajectory import MODEL_META_KEYS, ModelTurn, TokenSpan, Trajectory, Usage
+from stategym.kernel.trajectory import (
+    MODEL_META_KEYS,
+    ModelTurn,
+    TokenSpan,
+    Trajectory,
+    Usage,
+    dumps,
+    loads,
+)
 from stategym.rendering import PROMPT_VERSION, Message, make_renderer
 from stategym.rendering.tokens import (
     ChatTemplate,
@@ -212,6 +230,8 @@ class ChatAgent:
                 if record.index == 0 and self.tokens is not None:
                     prompt = tuple(self.tokens.ids[: span.start])  # the stream's beginning
                 turn = replace(turn, span=span, prompt_token_ids=prompt)
+            if reply.format_errors:  # the tail verify leaves out: meta names it exactly
+                rest["format_errors"] = list(reply.format_errors)
             rounds.append(
                 replace(
                     record,
@@ -221,24 +241,49 @@ class ChatAgent:
                 )
             )
         rounds.extend(trajectory.rounds[len(rounds) :])
-        usage = {"prompt_tokens": 0, "completion_tokens": 0}
-        for reply in self._rounds:
-            for key in usage:
-                usage[key] += int(reply.meta.get("usage", {}).get(key) or 0)
         header = {
             **self._backend.describe(),
             "prompt_version": PROMPT_VERSION,
             "rendering": self.renderer.kind,
             "demonstrations": self._demonstrations,
             "seed": self._seed,
-            "usage": usage,
+            "usage": self._usage(),
         }
-        return replace(
+        annotated = replace(
             trajectory,
             rounds=tuple(rounds),
             run=replace(trajectory.run, sample=self.sample),
             meta={**trajectory.meta, **header, **meta},
         )
+        return readable(annotated)
+
+    def _usage(self) -> dict[str, int]:
+        """The episode's token counts, summed over the rounds that report them."""
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        for reply in self._rounds:
+            counts = reply.meta.get("usage")
+            for key in usage:
+                value = counts.get(key) if isinstance(counts, Mapping) else None
+                usage[key] += value if type(value) is int else 0
+        return usage
+
+
+def readable(trajectory: Trajectory) -> Trajectory:
+    """``trajectory``, after checking that its line reads back (one per episode: cheap).
+
+    Raises:
+        RuntimeError: it would be written in a form the reader refuses: a backend let a value
+            of the wrong type through, a bug (the run stops before the line is written).
+    """
+    try:
+        loads(dumps(trajectory))
+    except (TypeError, TrajectoryError) as error:  # orjson's encode error is a TypeError
+        raise RuntimeError(
+            f"bug: the trajectory of {trajectory.agent} on {trajectory.domain} seed "
+            f"{trajectory.seed} would not read back ({error}); a backend let a value of the "
+            "wrong type into its model turn or meta"
+        ) from error
+    return trajectory
 
 
 def model_turn(meta: Mapping[str, Any]) -> tuple[ModelTurn | None, dict[str, Any]]:

@@ -6,25 +6,41 @@ goes to the simulated user. Before the first request the endpoint is asked for i
 once and quickly (:func:`check_endpoint`), so a server that is down fails at once. Transient
 failures (timeouts, connection errors, 408/409/429 and 5xx answers) are retried with
 exponential backoff; a request rejected because the conversation outgrew the model's context
-ends the episode (:class:`AgentStopped`); any other error stops the run, since it would fail
-every episode the same way.
+(its error message or body says so) ends the episode (:class:`AgentStopped`); any other
+error stops the run, since it would fail every episode the same way, and the CLI says it in
+one line (:func:`failure_line`: status, address and the body's first line).
+
+The endpoint is read like the model it serves, as untrusted input (:func:`response_body`,
+:func:`reply_of`): its text is made valid UTF-8 by the environment's rule for agent text
+(:func:`~stategym.kernel.boundary.clean_text`: a lone surrogate becomes U+FFFD); the
+assistant message goes to the renderer as sent, which makes any shape it cannot read the
+round's format error; every other field is read by type, and one of the wrong type (a
+``finish_reason`` that is no string, token ids that are not 64-bit counts, a count of tokens
+that is negative or ``NaN``...) is left out and named in the round's ``meta["dropped"]``, so
+nothing is logged in a form the trajectory reader refuses. A body that is no JSON object is
+no chat completion: it stops the run like any refused request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
+import re
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from stategym.kernel.boundary import clean_text
 from stategym.kernel.errors import AgentStopped, UsageError
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.prompt import Message
 
 if TYPE_CHECKING:
+    import openai
     from openai import AsyncOpenAI
 
 PROBE_TIMEOUT = 10.0
@@ -37,6 +53,17 @@ _CONTEXT_WORDS = (
     "too many tokens",
     "prompt is too long",
 )
+_CONTEXT_SCAN = 4096
+"""Characters of an error's body searched for :data:`_CONTEXT_WORDS`."""
+_COUNT_LIMIT = 2**63
+"""Token counts and ids are read as non-negative integers below this (the log's 64 bits)."""
+HttpResponse = Any
+"""A response of the HTTP library the installed ``openai`` client is built on (``httpx``, or
+its successor): its ``text``, ``status_code``, ``reason_phrase``, ``headers`` and ``request``."""
+_SHOWN = 200
+"""Characters of an endpoint's body a failure line shows."""
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a surrogate: only text holding one can decode to a lone surrogate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,14 +220,19 @@ class OpenAIBackend:
         request = self._request(messages, tools, turn)
         for attempt in range(self.settings.retries + 1):
             try:
-                response = await client.chat.completions.create(**request)
-                return _reply(response.model_dump(exclude_unset=True))
+                # The raw answer: the body is read here, by type, not by the client's models
+                # (which take any shape and crash on it later).
+                answer = await client.chat.completions.with_raw_response.create(**request)
+                return reply_of(response_body(answer.http_response))
             except openai.BadRequestError as error:
-                if any(word in str(error).lower() for word in _CONTEXT_WORDS):
+                if _context_exceeded(error):
                     raise AgentStopped(f"context_length: {error}") from None
                 raise
             except openai.APIError as error:
-                if not _transient(error) or attempt == self.settings.retries:
+                if not _transient(error):
+                    raise
+                if attempt == self.settings.retries:
+                    error.add_note(f"(gave up after {attempt} retries)")
                     raise
             await asyncio.sleep(min(30.0, self.settings.backoff * 2**attempt))
         raise AssertionError("unreachable: the loop returns or raises")
@@ -255,17 +287,131 @@ def check_endpoint(model: str, base_url: str | None, api_key: str | None = None)
     key = api_key_or_default(api_key)
     with openai.OpenAI(base_url=url, api_key=key, timeout=PROBE_TIMEOUT, max_retries=0) as client:
         try:
-            served = [m.id for m in client.models.list()]
+            answer = client.models.with_raw_response.list()
         except openai.APIConnectionError:  # includes timeouts
             raise UsageError(f"cannot reach {url} (is the server running?)") from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
             raise UsageError(f"{url} refused the API key (OPENAI_API_KEY): {error}") from None
         except openai.APIStatusError:
             return
+        served = served_models(answer.http_response)
     # Ollama lists "name:latest" and answers to the bare name too.
     if served and model not in served and f"{model}:latest" not in served:
         shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
         raise UsageError(f"{url} does not serve model {model!r}; it serves: {shown}")
+
+
+def served_models(response: HttpResponse) -> list[str]:
+    """The model ids a ``/models`` answer lists; empty when it lists none readably.
+
+    A body that is no JSON object with a ``data`` list, and entries without a string ``id``,
+    are read as an endpoint that does not implement the listing: it passes, and its first
+    request will tell.
+    """
+    body = _json_or_none(response.text)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return []
+    return [
+        clean_text(entry["id"])
+        for entry in data
+        if isinstance(entry, dict) and type(entry.get("id")) is str
+    ]
+
+
+def response_body(response: HttpResponse) -> dict[str, Any]:
+    """A chat-completion answer's JSON object, its text made valid UTF-8 (:func:`clean_text`).
+
+    Read with the standard library, which reads lone surrogate escapes (cleaned here) and
+    ``NaN`` (left for the readers of :func:`reply_of` to drop).
+
+    Raises:
+        openai.APIResponseValidationError: the body is not JSON, or not a JSON object (a
+            list, a string, null): no chat completion; it stops the run.
+    """
+    import openai
+
+    text = response.text
+    body = _json_or_none(text)
+    if isinstance(body, dict) and _SURROGATE_ESCAPE.search(text):
+        try:
+            body = _cleaned(body)
+        except RecursionError:  # nested deeper than the walk can go: read as no JSON
+            body = None
+    if isinstance(body, dict):
+        return body
+    what = "JSON that is no object" if body is not None or text.strip() == "null" else "no JSON"
+    message = (
+        f"{response.request.url} answered {response.status_code} with {what}, not a chat "
+        f"completion: {first_line(text)}"
+    )
+    raise openai.APIResponseValidationError(response, text, message=message)
+
+
+def _json_or_none(text: str) -> Any:
+    """``text`` decoded as JSON, or ``None`` if it is not JSON."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # ValueError: also an integer of 4,300 digits
+        return None
+
+
+def _cleaned(value: Any) -> Any:
+    """A decoded JSON value with every string (keys too) valid UTF-8 (:func:`clean_text`)."""
+    if type(value) is str:
+        return clean_text(value)
+    if type(value) is list:
+        return [_cleaned(item) for item in value]
+    if type(value) is dict:
+        return {clean_text(key): _cleaned(item) for key, item in value.items()}
+    return value
+
+
+def failure_line(error: BaseException) -> str | None:
+    """What an endpoint error that stops a run says, on one line; ``None`` for other errors.
+
+    An error of the ``openai`` client that got past the retries (a refused request, a server
+    that kept failing, a body that is no chat completion) stops the run: it would fail every
+    episode the same way. The CLI prints this line instead of a traceback; the episodes
+    finished before it are on disk already.
+    """
+    import openai
+
+    if not isinstance(error, openai.APIError):
+        return None
+    if isinstance(error, openai.APIStatusError):
+        text = _status_line(error)
+    elif isinstance(error, openai.APIConnectionError):  # a timeout, a connection cut
+        text = f"{error.request.method} {error.request.url}: {error}"
+    else:
+        text = str(error)
+    notes = getattr(error, "__notes__", [])
+    return " ".join([text, *(str(note) for note in notes)])
+
+
+def _status_line(error: openai.APIStatusError) -> str:
+    response = error.response
+    status = f"{response.status_code} {response.reason_phrase}".strip()
+    where = f"{error.request.method} {error.request.url} answered {status}"
+    location = response.headers.get("location")
+    if location:
+        return f"{where} (a redirect to {location}, which is not followed)"
+    unread = response.is_closed and not response.is_stream_consumed  # as the client tells
+    return f"{where}: {first_line('' if unread else response.text)}"
+
+
+def first_line(text: str) -> str:
+    """The first line of an endpoint's body that has text, cut to :data:`_SHOWN` characters."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "(an empty body)")
+    line = clean_text(line)
+    return line if len(line) <= _SHOWN else line[: _SHOWN - 1] + "\u2026"
+
+
+def _context_exceeded(error: openai.APIStatusError) -> bool:
+    """Whether a refused request was refused for its length: the error's message or its body
+    (JSON or plain text, as a proxy may send) says so."""
+    said = f"{error} {error.body}"[:_CONTEXT_SCAN].lower()
+    return any(word in said for word in _CONTEXT_WORDS)
 
 
 def _transient(error: Exception) -> bool:
@@ -278,39 +424,132 @@ def _transient(error: Exception) -> bool:
     return False
 
 
-def _reply(response: dict[str, Any]) -> Reply:
-    """The assistant message and the round's log from a chat-completion response."""
-    choice = (response.get("choices") or [{}])[0]
-    raw = choice.get("message") or {}
+def reply_of(body: dict[str, Any]) -> Reply:
+    """The assistant message and the round's log from a chat completion, read by type.
+
+    The message of the first choice goes to the renderer as sent (one that is no object is
+    an empty message): the core makes whatever it cannot read the round's format error. The
+    other fields are kept only when of their type; the names of those that were not are
+    listed in ``meta["dropped"]``.
+    """
+    dropped: list[str] = []
+    choice = _first_choice(body.get("choices"), dropped)
+    raw = choice.get("message")
+    if raw is not None and not isinstance(raw, dict):
+        dropped.append("message")
+    raw = raw if isinstance(raw, dict) else {}
     message: Message = {"role": "assistant", "content": raw.get("content")}
-    calls = [
-        {
-            "id": c.get("id") or "",
-            "type": "function",
-            "function": {
-                "name": (c.get("function") or {}).get("name", ""),
-                "arguments": (c.get("function") or {}).get("arguments", ""),
-            },
-        }
-        for c in raw.get("tool_calls") or []
-    ]
-    if calls:
-        message["tool_calls"] = calls
-    meta: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
-    usage = response.get("usage") or {}
-    meta["usage"] = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    if raw.get("refusal"):
-        meta["refusal"] = raw["refusal"]
-    logprobs = (choice.get("logprobs") or {}).get("content")
+    if raw.get("tool_calls"):
+        message["tool_calls"] = raw["tool_calls"]
+    meta: dict[str, Any] = {"finish_reason": _read(choice, "finish_reason", _text, dropped)}
+    meta["usage"] = _usage(body.get("usage"), dropped)
+    refusal = _read(raw, "refusal", _text, dropped)
+    if refusal:
+        meta["refusal"] = refusal
+    logprobs = _read(choice, "logprobs", _logprobs, dropped)
     if logprobs:
-        meta["logprobs"] = [item.get("logprob") for item in logprobs]
-        meta["tokens"] = [item.get("token") for item in logprobs]
-    if choice.get("token_ids") is not None:
-        meta["completion_token_ids"] = list(choice["token_ids"])
-    if response.get("prompt_token_ids") is not None:
-        meta["prompt_token_ids"] = list(response["prompt_token_ids"])
-    extension = choice.get("stategym") or {}
-    errors = tuple(str(e) for e in extension.get("format_errors") or ())
+        meta["logprobs"], meta["tokens"] = logprobs
+    for field_name, source, key in (
+        ("completion_token_ids", choice, "token_ids"),
+        ("prompt_token_ids", body, "prompt_token_ids"),
+    ):
+        ids = _read(source, key, _ids, dropped)
+        if ids is not None:
+            meta[field_name] = ids
+    errors = _tolerated(choice.get("stategym"), dropped)
     if errors:
         meta["format_errors"] = list(errors)
+    if dropped:
+        meta["dropped"] = dropped
     return Reply(message, meta, errors)
+
+
+def _first_choice(choices: Any, dropped: list[str]) -> dict[str, Any]:
+    """The first choice, or an empty one (no choices: an empty message)."""
+    if choices is None or choices == []:
+        return {}
+    if isinstance(choices, list) and isinstance(choices[0], dict):
+        return choices[0]
+    dropped.append("choices")
+    return {}
+
+
+def _read(source: dict[str, Any], key: str, read: Callable[[Any], Any], dropped: list[str]) -> Any:
+    """``read(source[key])``; ``None`` when absent or, noted in ``dropped``, of another type."""
+    value = source.get(key)
+    if value is None:
+        return None
+    typed = read(value)
+    if typed is None:
+        dropped.append(key)
+    return typed
+
+
+def _text(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _count(value: Any) -> int | None:
+    """A count of tokens, or a token id: an integer in [0, 2**63) (not a bool, nor 1.0)."""
+    return value if type(value) is int and 0 <= value < _COUNT_LIMIT else None
+
+
+def _ids(value: Any) -> list[int] | None:
+    if type(value) is list and all(_count(item) is not None for item in value):
+        return value
+    return None
+
+
+def _usage(value: Any, dropped: list[str]) -> dict[str, int | None]:
+    """Both counts of ``usage``, each ``None`` when absent or not a count (then dropped)."""
+    if value is not None and not isinstance(value, dict):
+        dropped.append("usage")
+    usage = value if isinstance(value, dict) else {}
+    counts = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        counts[key] = _read(usage, key, _count, dropped)
+    return counts
+
+
+def _logprobs(value: Any) -> tuple[list[float], list[str]] | None:
+    """``logprobs.content`` as parallel lists, if every entry has a string ``token`` and a
+    finite ``logprob``; both go or neither (``{"content": null}``: none were asked for)."""
+    if not isinstance(value, dict):
+        return None
+    content = value.get("content")
+    if content is None:
+        return [], []
+    if type(content) is not list:
+        return None
+    numbers, tokens = [], []
+    for item in content:
+        entry: dict[str, Any] = item if isinstance(item, dict) else {}
+        number, token = _finite(entry.get("logprob")), entry.get("token")
+        if number is None or type(token) is not str:
+            return None
+        numbers.append(number)
+        tokens.append(token)
+    return numbers, tokens
+
+
+def _finite(value: Any) -> float | None:
+    """A JSON number as a finite float, else ``None`` (``type()``: a bool is no number)."""
+    if type(value) is int and abs(value) < _COUNT_LIMIT:
+        return float(value)
+    return value if type(value) is float and math.isfinite(value) else None
+
+
+def _tolerated(extension: Any, dropped: list[str]) -> tuple[str, ...]:
+    """``stategym.format_errors`` (``stategym serve``'s tolerated parse errors), if a list
+    of strings."""
+    if extension is None:
+        return ()
+    errors = extension.get("format_errors") if isinstance(extension, dict) else None
+    if errors is None:
+        if not isinstance(extension, dict):
+            dropped.append("stategym")
+        return ()
+    if type(errors) is list and all(type(error) is str for error in errors):
+        return tuple(errors)
+    dropped.append("stategym.format_errors")
+    return ()

@@ -1,7 +1,9 @@
 """The request schema of ``stategym serve``: the fields of a chat-completions request the
 server reads, checked before the request joins a batch (a bad one is answered 400, naming the
 field). Fields the server does not read are kept, not refused, as OpenAI-compatible servers
-keep them."""
+keep them. A ``null`` for a field that has a default means that default, as OpenAI reads it
+(``temperature=None`` from the ``openai`` client is temperature 1): the key is dropped before
+the field is checked, so the field is as if the client had left it out."""
 
 from __future__ import annotations
 
@@ -11,9 +13,24 @@ import pydantic
 
 
 class _Open(pydantic.BaseModel):
-    """A part of a request: the fields this server reads are checked, others kept."""
+    """A part of a request: the fields this server reads are checked, others kept, and a
+    ``null`` where a field has a default is that default."""
 
     model_config = pydantic.ConfigDict(extra="allow")
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _null_is_the_default(cls, data: Any) -> Any:
+        # Only fields whose default is not None: the others take null as it is (a message's
+        # ``content: null`` is kept as sent, for the chat template).
+        if not isinstance(data, dict):
+            return data
+        defaults = {
+            name
+            for name, field in cls.model_fields.items()
+            if not field.is_required() and field.get_default(call_default_factory=True) is not None
+        }
+        return {k: v for k, v in data.items() if v is not None or k not in defaults}
 
 
 class TextPart(_Open):
@@ -63,10 +80,8 @@ class ToolSpec(_Open):
     function: FunctionSpec
 
 
-class ChatRequest(pydantic.BaseModel):
+class ChatRequest(_Open):
     """The fields of a chat-completions request this server reads (others are ignored)."""
-
-    model_config = pydantic.ConfigDict(extra="allow")
 
     model: str = ""
     messages: list[ChatMessage] = pydantic.Field(min_length=1)

@@ -18,7 +18,10 @@ A request is checked whole before it joins a batch, and a bad one is answered 40
 integer), a chat template that refuses its messages, and what the model cannot decode
 (:meth:`LocalModel.check`: token ids outside the vocabulary...). A temperature below
 :data:`~stategym.llm.local.MIN_TEMPERATURE` decodes greedily. A body over
-:data:`MAX_BODY_BYTES` is answered 413 before it is parsed.
+:data:`MAX_BODY_BYTES` is answered 413 before it is parsed. A ``null`` for a field that has a
+default is that default, as OpenAI reads it. Every refusal is OpenAI's
+``{"error": {"message", "type", "param", "code"}}``, the web framework's own included (a body
+that is not UTF-8 JSON, or nests past the decoder's limit; an unknown path or method).
 
 Concurrent requests are decoded together (:class:`Batcher`): while one batch decodes, the
 requests that arrive wait, and the next batch takes every waiting one (each of a request's
@@ -144,6 +147,7 @@ def create_app(
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
 
     served = name or model.name
     counter = itertools.count()
@@ -155,6 +159,16 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
         return _error(400, f"invalid request: {_fields(error.errors())}", "invalid_request_error")
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, error: HTTPException) -> JSONResponse:
+        # FastAPI's own refusals (a body it cannot parse: bytes that are not UTF-8, JSON
+        # nested past the decoder's recursion limit; an unknown path or method) in the
+        # documented shape, not its ``{"detail": ...}``.
+        kind = "invalid_request_error" if error.status_code < 500 else "server_error"
+        response: JSONResponse = _error(error.status_code, str(error.detail), kind)
+        response.headers.update(error.headers or {})
+        return response
 
     @app.get("/health")
     async def health() -> dict[str, str]:
