@@ -20,6 +20,7 @@ pytest.importorskip("openenv", reason="the openenv extra is not installed")
 from openenv.core.generic_client import GenericEnvClient
 
 from stategym.adapters.openenv import (
+    MAX_FRAME_DEPTH,
     NO_EPISODE,
     Call,
     Scores,
@@ -274,3 +275,101 @@ def test_an_episode_cut_by_the_round_limit_is_truncated_and_scored(travel: str) 
     assert state.step_count == task("travel", 3).max_rounds
     assert result.observation.scores == Scores.of(score(trajectory, task("travel", 3)))
     assert result.observation.scores.composite < 1.0
+
+
+def _deep(levels: int) -> str:
+    """An empty JSON array nested ``levels`` deep."""
+    return "[" * levels + "]" * levels
+
+
+def _step(data: str) -> str:
+    """A step frame whose ``data`` is the JSON text ``data``."""
+    return '{"type":"step","data":' + data + "}"
+
+
+def _profile_with(value: str) -> str:
+    """A step frame calling ``get_profile`` with ``{"a": value}`` (``value``: JSON text)."""
+    return _step('{"calls":[{"name":"get_profile","arguments":{"a":' + value + "}}]}")
+
+
+FRAMES: dict[str, str | bytes] = {
+    "array": "[1,2]",
+    "number": "7",
+    "null": "null",
+    "string": '"step"',
+    "arguments-5000-deep": _profile_with(_deep(5000)),
+    "frame-5000-deep": _deep(5000),
+    "integer-of-5000-digits": _profile_with("9" * 5000),
+    "refused-with-a-surrogate": _step('{"message":["\\ud800"]}'),
+    "refused-with-a-surrogate-key": '{"type":"state","\\ud800":1}',
+    "refused-with-a-deep-input": _step('{"message":' + _deep(300) + "}"),
+    "binary": b'{"type":"state"}',
+}
+
+
+@pytest.mark.parametrize("frame", FRAMES.values(), ids=FRAMES.keys())
+def test_no_frame_ends_a_session(travel: str, frame: str | bytes) -> None:
+    """Each of these ended the session (``SESSION_ERROR``, socket closed, episode lost) in
+    openenv-core 0.3.0's route: now OpenEnv's error reply, and the episode plays on."""
+    from websockets.sync.client import connect
+
+    def send(ws: Any, message: str | bytes) -> dict[str, Any]:
+        ws.send(message)
+        reply: dict[str, Any] = json.loads(ws.recv(timeout=30))
+        return reply
+
+    with connect(travel.replace("http", "ws", 1) + "/ws", max_size=None) as ws:
+        send(ws, json.dumps({"type": "reset", "data": {"seed": 3}}))
+        refused = send(ws, frame)
+        after = send(ws, json.dumps({"type": "step", "data": {"calls": [{"name": "get_profile"}]}}))
+        state = send(ws, json.dumps({"type": "state"}))
+    assert refused["type"] == "error"
+    assert refused["data"]["code"] in ("VALIDATION_ERROR", "INVALID_JSON")
+    assert after["data"]["observation"]["results"][0]["error"] is None
+    assert state["data"]["step_count"] == 1  # the refused frame played no round
+
+
+def test_arguments_nested_within_the_frame_bound_are_stategyms_format_error(travel: str) -> None:
+    """A guard: the frame bound refuses only what OpenEnv could not decode; deep arguments
+    below it still reach stategym, whose own limit logs a ``too_large`` round."""
+    from websockets.sync.client import connect
+
+    assert MAX_FRAME_DEPTH > 500 + 5  # the frame holds the arguments 5 levels down
+    with connect(travel.replace("http", "ws", 1) + "/ws", max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 3}}))
+        ws.recv(timeout=30)
+        ws.send(_profile_with(_deep(500)))
+        observation = json.loads(ws.recv(timeout=30))["data"]["observation"]
+    assert observation["format_errors"] == ["too_large"]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"seed": 3, "foo": 1}, "unknown reset options: foo"),
+        ({"seed": 3, "agent": 5}, "agent must be a string, got int"),
+        ({"seed": 2**64}, "a seed must be in [0, 2**64), got 18446744073709551616"),
+    ],
+    ids=["unknown-option", "agent-int", "seed-2**64"],
+)
+def test_a_bad_http_reset_is_a_422_with_its_reason(
+    travel: str, body: dict[str, Any], reason: str
+) -> None:
+    """It was a 500, with the whole traceback in the server's log."""
+    import httpx
+
+    response = httpx.post(f"{travel}/reset", json=body)
+    assert (response.status_code, response.json()) == (422, {"detail": reason})
+
+
+@pytest.mark.parametrize("option", ["agent", "episode_id"])
+def test_a_reset_name_with_a_lone_surrogate_is_refused_and_state_reads_back(
+    travel: str, option: str
+) -> None:
+    """Accepted, it made every later ``state`` of the session fail to be written."""
+    with GenericEnvClient(base_url=travel).sync() as env:
+        env.reset(seed=3)
+        with pytest.raises(RuntimeError, match=f"{option} must be valid Unicode text"):
+            env.reset(seed=4, **{option: "a\ud800"})
+        state = env.state()
+    assert loads(state["trajectory"]).seed == 3

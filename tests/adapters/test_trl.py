@@ -2,13 +2,16 @@
 
 The unit tests call the tool methods the way TRL 1.16's ``_tool_call_loop`` does: the
 calls of one assistant message gathered together on one event loop, one message after
-another. The last test trains a tiny model (built here from a config and a tokenizer
-trained on the prompts; nothing is downloaded) with ``GRPOTrainer`` for two steps.
+another. One test trains a tiny model (built here from a config and a tokenizer
+trained on the prompts; nothing is downloaded) with ``GRPOTrainer`` for two steps; the last
+ones feed one message's text through TRL's own ``parse_response`` and ``_tool_call_loop``
+and compare the round with what ``stategym run`` logs for the same text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ import pytest
 
 from stategym.adapters.trl import (
     END_MARK,
+    SAY_RULE,
     SAY_TOOL,
     dataset_rows,
     environment_class,
@@ -37,7 +41,7 @@ def message(*coroutines: Any) -> list[str]:
 
 def travel(seed: int = 3) -> Any:
     env = environment_class("travel")()
-    env.reset(seed=seed, prompt=[])
+    env.reset(seed=seed)
     return env
 
 
@@ -115,7 +119,10 @@ def test_plain_text_is_routed_to_the_user_until_the_episode_is_over() -> None:
     over = plain.parse_response([1], prefix=["result", END_MARK, "<|im_start|>"], tools=tools)
     assert "tool_calls" not in over
     assert "tool_calls" not in plain.parse_response([1], prefix=["h"], tools=[])
-    calling = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x"}}]}
+    # a call TRL can dispatch as written (type function, an offered tool, keyword arguments)
+    get_profile = {"type": "function", "function": {"name": "get_profile", "arguments": {}}}
+    calling = {"role": "assistant", "content": "", "tool_calls": [get_profile]}
+    tools.append(environment_class("travel").get_profile)
     tool = route_text_to_user(FakeTokenizer(calling)).parse_response([1], tools=tools)
     assert tool["tool_calls"] == calling["tool_calls"]
 
@@ -161,6 +168,25 @@ def tiny(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
     return Qwen2ForCausalLM(config), tokenizer
 
 
+def grpo_args(out: Path, *, completion: int, steps: int, tool_rounds: int, **more: Any) -> Any:
+    """TRL's GRPO settings for a two-sample group of the tiny model, on the CPU, unsaved."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=completion,
+        max_steps=steps,
+        max_tool_calling_iterations=tool_rounds,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+        **more,
+    )
+
+
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 def test_grpo_trains_on_a_domain_through_environment_factory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -168,26 +194,14 @@ def test_grpo_trains_on_a_domain_through_environment_factory(
     pytest.importorskip("trl", reason="the trl extra is not installed")
     import torch
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     torch.set_num_threads(1)
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     rows = dataset_rows("travel", range(4))
     model, tokenizer = tiny(rows)
     route_text_to_user(tokenizer)
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=48,
-        max_steps=2,
-        max_tool_calling_iterations=3,
-        report_to=[],
-        use_cpu=True,
-        save_strategy="no",
-        logging_steps=1,
-        seed=0,
-    )
+    args = grpo_args(tmp_path, completion=48, steps=2, tool_rounds=3, logging_steps=1)
     made: list[Any] = []
 
     def factory() -> Any:
@@ -221,3 +235,212 @@ def test_grpo_trains_on_a_domain_through_environment_factory(
     reply = [[completion], [{"role": "assistant", "content": ""}]]
     trainer._tool_call_loop([prompt, list(prompt)], [ids, ids], [[1], [1]], reply, None, None, {})
     assert [c.name for c in env.env.trajectory.rounds[0].calls] == list(TWO)
+
+
+# -- the audit's findings, through TRL 1.16's own parser and tool loop --------------------
+
+HOLD = ("search_flights", {"origin": "ICN", "destination": "BER", "day": 9})
+TRL_WARNINGS = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+"""transformers' deprecations, raised inside TRL's loop (warnings are errors here)."""
+PAY = '<tool_call>\n{"name": "book_and_pay", "arguments": {"hold_id": "H1"}}\n</tool_call>'
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A GRPOTrainer (never trained) whose parser and tool loop play one message's text."""
+    pytest.importorskip("trl", reason="the trl extra is not installed")
+    import warnings
+
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    torch.set_num_threads(1)
+    rows = dataset_rows("travel", [1])
+    model, tokenizer = tiny(rows)
+    route_text_to_user(tokenizer)
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+        warnings.simplefilter("ignore")
+        args = grpo_args(tmp_path_factory.mktemp("trl"), completion=600, steps=1, tool_rounds=1)
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tokenizer,
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            environment_factory=environment_class("travel"),
+        )
+    return trainer, tokenizer, rows[0]
+
+
+def play_text(loop: Any, env: Any, text: str) -> list[dict[str, Any]]:
+    """One assistant message's text, read by TRL's ``parse_response`` (the routed tokenizer's)
+    and run by ``GRPOTrainer._tool_call_loop``, as ``_generate`` does: the completion's
+    messages (the reply, its tool results, the next reply)."""
+    from trl.chat_template_utils import parse_response
+
+    trainer, tokenizer, row = loop
+    tools = trainer._env_tools[None]
+    prompt = list(row["prompt"])
+    prompt_ids = list(
+        tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tools=tools)["input_ids"]
+    )
+    ids = tokenizer(text + "<|im_end|>", add_special_tokens=False)["input_ids"]
+    completion = parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)
+    trainer._sync_tool_dicts = [{}]
+    trainer._async_tool_dicts = [{t.__name__: getattr(env, t.__name__) for t in tools}]
+    trainer._batch_environments, trainer.environments = [None], [env]
+    completions = [[completion]]
+    trainer._tool_call_loop([prompt], [prompt_ids], [list(ids)], completions, None, None, {})
+    return completions[0]
+
+
+def run_round(text: str, env: Any) -> tuple[Any, tuple[str, ...]]:
+    """What ``stategym run``'s model agents make of the same text: the hf agent's reading
+    (``parse``, the renderer's action) stepped by the core, and the parser's errors."""
+    from stategym.llm.parse import parse
+    from stategym.rendering import make_renderer
+
+    parsed = parse(text)
+    action = make_renderer(env.domain, env.knobs).parse(parsed.to_message())
+    env.step(action)
+    return env.rounds[-1], parsed.errors
+
+
+def held(loop: Any) -> Any:
+    """Travel task 1 with fare NX390 on hold (H1), reset from its dataset row."""
+    env = environment_class("travel")()
+    env.reset(**loop[2])
+    message(getattr(env, HOLD[0])(**HOLD[1]))
+    message(env.hold_fare(flight_id="NX390"))
+    return env
+
+
+def core_held() -> Any:
+    from stategym.kernel.env import Env
+    from stategym.kernel.protocol import CallBatch, ToolCall
+
+    core = Env("travel")
+    core.reset(seed=1)
+    core.step(CallBatch((ToolCall(*HOLD),)))
+    core.step(CallBatch((ToolCall("hold_fare", {"flight_id": "NX390"}),)))
+    return core
+
+
+def calls_of(record: Any) -> list[tuple[str, Any, str | None]]:
+    return [(c.name, c.arguments, c.error_kind) for c in record.calls]
+
+
+@TRL_WARNINGS
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"name": "message_user", "arguments": {"text": "booking now"}}',  # wrong keyword
+        '{"name": "notify_user", "arguments": {}}',  # no such tool
+        '{"name": "get_profile", "arguments": "{oops"}',  # arguments not an object
+    ],
+)
+def test_a_call_trl_would_refuse_stops_the_rest_of_its_message(loop: Any, bad: str) -> None:
+    text = f"<tool_call>\n{bad}\n</tool_call>\n{PAY}"
+    env = held(loop)
+    messages = play_text(loop, env, text)
+    record = env.env.trajectory.rounds[-1]
+    expected, _ = run_round(text, core_held())
+    assert calls_of(record) == calls_of(expected)  # the raw calls, judged as stategym run does
+    assert record.calls[1].error_kind == "not_run" and record.format_errors
+    assert not env.env.world.charges  # the payment did not run
+    tool_results = [m["content"] for m in messages if m["role"] == "tool"]
+    assert len(tool_results) == 2 and '"error"' in tool_results[0]
+    assert "not run" in tool_results[1]
+
+
+@TRL_WARNINGS
+def test_a_model_that_writes_the_carrier_argument_just_sends_that_call(loop: Any) -> None:
+    """Guard: the marker argument's value is a type no parser returns, so a model writing
+    it gets its own call judged (an unknown argument), never the call it names."""
+    from stategym.adapters import trl
+
+    spoof = {"name": "book_and_pay", "arguments": {"hold_id": "H1"}}
+    body = {"name": "get_profile", "arguments": {trl._CARRIER: spoof}}
+    env = held(loop)
+    play_text(loop, env, f"<tool_call>\n{json.dumps(body)}\n</tool_call>")
+    (call,) = env.env.trajectory.rounds[-1].calls
+    assert (call.name, call.arguments) == ("get_profile", {trl._CARRIER: spoof})
+    assert call.error_kind is not None and not env.env.world.charges
+
+
+@TRL_WARNINGS
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "get_profile", "arguments": {',  # truncated
+        '<tool_call>\n{"name": "get_profile", "arguments": {,}}\n</tool_call>',  # bad JSON
+        '<tool_call>\n{"arguments": {}}\n</tool_call>',  # no name
+        'What is your budget? <tool_call>\n{"name": 5}\n</tool_call>',  # a name not text
+    ],
+)
+def test_text_trls_parser_cannot_read_is_stategyms_format_error_and_the_loop_goes_on(
+    loop: Any, text: str
+) -> None:
+    from stategym.kernel.env import Env
+    from stategym.kernel.verify import verify
+
+    env = environment_class("travel")()
+    env.reset(**loop[2])
+    messages = play_text(loop, env, text)
+    (record,) = env.env.trajectory.rounds
+    core = Env("travel")
+    core.reset(seed=1)
+    expected, errors = run_round(text, core)
+    assert calls_of(record) == calls_of(expected)
+    assert record.format_errors == expected.format_errors + errors != ()
+    assert verify(env.env.stopped_trajectory()) == []  # the log replays, tolerated errors too
+    # the model got the error as a tool result, and TRL generated the next reply
+    assert [m["role"] for m in messages][:2] == ["assistant", "tool"]
+    assert messages[-1]["role"] == "assistant"
+
+
+def test_message_user_with_other_calls_is_told_it_must_be_alone() -> None:
+    env = travel()
+    said, profile = message(env.message_user(message="What is your budget?"), env.get_profile())
+    (record,) = env.env.trajectory.rounds
+    assert [c.name for c in record.calls] == [SAY_TOOL, "get_profile"]
+    assert record.format_errors == ("unknown_tool",)  # the raw calls, logged as a format error
+    assert SAY_RULE in said and "available" not in said and "not run" in profile
+    first, second = message(env.message_user(message="a"), env.message_user(message="b"))
+    assert SAY_RULE in first and SAY_RULE in second
+    assert env.env.trajectory.rounds[-1].calls[1].arguments == {"message": "b"}
+
+
+def test_a_pooled_instance_reset_to_a_seed_writes_a_fresh_ones_bytes() -> None:
+    from stategym.kernel.trajectory import dumps
+
+    def episode(env: Any) -> str:
+        env.reset(seed=5)
+        message(env.get_profile(), env.get_travel_policy())
+        message(env.search_flights(origin="ICN", destination="NRT", day=3))
+        return dumps(env.env.stopped_trajectory())
+
+    pooled = environment_class("travel")()
+    first = episode(pooled)
+    assert episode(pooled) == first == episode(environment_class("travel")())
+
+
+def test_a_row_must_name_its_task_and_a_method_needs_a_reset_first() -> None:
+    from datasets import Dataset
+
+    travel_class = environment_class("travel")
+    env = travel_class()
+    with pytest.raises(RuntimeError, match=r"reset\(\*\*row\) first"):
+        env.get_reward()
+    with pytest.raises(RuntimeError, match=r"reset\(\*\*row\) first"):
+        message(env.get_profile())
+    row = dataset_rows("travel", [7])[0]
+    with pytest.raises(ValueError, match=r"no 'seed' column.*dataset_rows"):
+        env.reset(prompt=row["prompt"])
+    with pytest.raises(ValueError, match="not task 2's first messages"):
+        env.reset(**dataset_rows("bank", [2])[0])  # another domain's row
+    with pytest.raises(ValueError, match="not task 8's first messages"):
+        env.reset(prompt=row["prompt"], seed=8)
+    env.reset(**Dataset.from_list(dataset_rows("travel", [7, 8]))[1])  # as TRL hands it
+    assert env.env.task.seed == 8

@@ -232,3 +232,12 @@ def test_a_prompt_must_carry_its_seed_and_be_that_seeds_prompt() -> None:
     (travel,) = rollout("composite", "travel").rows([3])
     with pytest.raises(UsageError, match="not this rollout's"):
         episodes.members([travel["prompt"]] * 2, GROUP)
+
+
+@pytest.mark.parametrize(
+    "prompt", ["hi", ["hi"], [{"role": "user", "content": "hi"}, "hi"]], ids=repr
+)
+def test_a_prompt_that_is_not_chat_messages_is_refused_clearly(prompt: Any) -> None:
+    """A plain-text prompt raised ``AttributeError: 'str' object has no attribute 'get'``."""
+    with pytest.raises(UsageError, match="a prompt must be a list of chat messages"):
+        rollout("composite").members([prompt] * GROUP, GROUP)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from stategym.adapters.verifiers import (  # noqa: E402  (needs verifiers)
     TRAJECTORY_KEY,
     DomainEnv,
     load_environment,
+    task_rows,
 )
 
 ENVIRONMENTS = Path(__file__).resolve().parents[2] / "environments"
@@ -311,3 +313,51 @@ def test_the_env_server_vf_eval_runs_plays_the_expert(monkeypatch: pytest.Monkey
         played = loads(output[TRAJECTORY_KEY])
         assert played.rounds == episodes[played.seed].rounds
         assert output["reward"] == score(played).composite == 1.0
+
+
+def test_a_message_the_core_cannot_read_is_logged_as_the_core_logs_it() -> None:
+    """65 tool calls: verifiers logged an ``empty_action`` (its raw message lost) and sent that
+    text back 65 times, where the core says ``too_large`` and keeps the message."""
+    request = request_text("travel", 3)
+    too_many = _calls(*[("get_profile", "{}")] * 65)
+    finish = _calls(("finish", '{"answer": "done"}'))
+    model = ScriptedModel({request: [too_many, finish]})
+    (output,) = evaluate(load_environment("travel", seeds=[3]), model, 1)
+    played = loads(output[TRAJECTORY_KEY]).rounds[0]
+    core = Env("travel")
+    core.reset(seed=3)
+    core.step_message(too_many)
+    logged = core.rounds[-1]
+    assert (played.kind, played.format_errors) == (RoundKind.INVALID, ("too_large",))
+    assert (played.error, played.raw) == (logged.error, logged.raw) and played.raw is not None
+    answers = [m for m in model.last_request(request) if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == [f"x{i}" for i in range(65)]
+    assert {m["content"] for m in answers} == {
+        json.dumps({"error": logged.error}, separators=(",", ":"))
+    }
+
+
+@pytest.mark.parametrize("seed", [True, 3.9, -0.5, "3", " 7 "], ids=repr)
+def test_a_row_seed_goes_to_the_cores_own_check(seed: Any) -> None:
+    """``int(seed)`` made ``True`` task 1 and ``3.9`` task 3; the core refuses both."""
+    with pytest.raises((TypeError, ValueError)) as refused:
+        Env("travel").reset(seed=seed)
+    env = _one_row_env({"seed": seed})
+    with pytest.raises(type(refused.value), match=re.escape(str(refused.value))):
+        evaluate(env, ScriptedModel({request_text("travel", 3): []}), 1)
+
+
+@pytest.mark.parametrize("info", [{}, {"seed": None}], ids=["no-seed", "seed-null"])
+def test_a_row_without_a_seed_is_a_clear_error(info: dict[str, Any]) -> None:
+    """It was ``TypeError: int() argument must be ... not 'NoneType'``."""
+    env = _one_row_env(info)
+    with pytest.raises(ValueError, match=r"no task seed in info\.seed.*task_rows"):
+        evaluate(env, ScriptedModel({request_text("travel", 3): []}), 1)
+
+
+def _one_row_env(info: dict[str, Any]) -> DomainEnv:
+    """The environment over one travel row (task 3's prompt) whose ``info`` is ``info``."""
+    from datasets import Dataset
+
+    (row,) = task_rows("travel", [3], Knobs())
+    return DomainEnv("travel", Knobs(), dataset=lambda: Dataset.from_list([{**row, "info": info}]))

@@ -23,14 +23,25 @@ How stategym's protocol maps onto OpenEnv's:
 
 A malformed action never raises: an unknown tool, wrong arguments or unreadable argument
 JSON are stategym's format errors; a payload the schema cannot read is OpenEnv's
-``VALIDATION_ERROR`` reply, and the session goes on.
+``VALIDATION_ERROR`` reply, and the session goes on. That holds for every WebSocket frame:
+openenv-core 0.3.0's ``/ws`` handler ends the session (``SESSION_ERROR``, socket closed) on
+a frame that is not a JSON object (``[1,2]``, ``7``), one nested too deep for Python's
+``json`` (about 1,000 levels), one Python cannot decode (an integer of more than 4,300
+digits), a binary frame, and a refused message whose error reply it cannot write (a lone
+surrogate or a deep value in it). So :func:`build_app` puts :class:`FrameGuard` in front of
+the route: such a frame is answered there, in OpenEnv's own error reply, and the route
+never sees it. A bad reset (an unknown option, a seed that is not one) is
+:class:`ResetRefused`: OpenEnv's ``EXECUTION_ERROR`` over the WebSocket, a 422 with the
+one-line reason over HTTP.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,14 +49,26 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from openenv.core.env_server.mcp_types import WSMCPMessage
+from openenv.core.env_server.serialization import deserialize_action
+from openenv.core.env_server.types import (
+    Action,
+    Observation,
+    State,
+    WSCloseMessage,
+    WSErrorCode,
+    WSResetMessage,
+    WSStateMessage,
+    WSStepMessage,
+)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from stategym.kernel import protocol
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.reward import RewardFn
+from stategym.kernel.task import check_seed
 from stategym.kernel.trajectory import dumps
 from stategym.llm.serve import ThreadedServer
 from stategym.metrics import Dimension, Scorecard, dense_reward, score
@@ -54,6 +77,28 @@ from stategym.registry import get_domain
 SUPPORTED_OPENENV = ">=0.3,<0.4"
 """The openenv-core versions this adapter is tested with."""
 NO_EPISODE = "no episode: reset first (an HTTP /step has none: play over the WebSocket)"
+MAX_FRAME_DEPTH = 512
+"""The deepest nesting a WebSocket frame may have. OpenEnv decodes a frame with Python's
+recursive ``json.loads``, which fails near 1,000 levels, ending the session; stategym
+refuses arguments nested more than 32 levels anyway (a ``too_large`` format error)."""
+
+Scope = MutableMapping[str, Any]
+ASGIMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[ASGIMessage]]
+Send = Callable[[ASGIMessage], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ResetRefused(ValueError):
+    """A reset the environment will not make (an unknown option, a value of the wrong type,
+    a seed outside ``[0, 2**64)``): a usage error, answered with its one-line reason.
+
+    The reason is made writable as UTF-8 (a lone surrogate in an option's name is escaped):
+    OpenEnv 0.3.0 ends the session when it cannot write an error reply.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 class Call(BaseModel):
@@ -190,17 +235,11 @@ class StategymEnvironment(Environment):
             agent: the agent's name, stamped on the trajectory.
 
         Raises:
-            TypeError: an unknown option, or one of the wrong type (checked before anything
-                changes, so ``state`` and the trajectory always read back).
+            ResetRefused: an unknown option, one of the wrong type, or a seed that is not
+                one (checked before anything changes, so ``state`` and the trajectory
+                always read back).
         """
-        if kwargs:
-            raise TypeError(f"unknown reset options: {', '.join(sorted(kwargs))}")
-        if seed is not None and type(seed) is not int:
-            raise TypeError("seed must be an integer")
-        if episode_id is not None and not isinstance(episode_id, str):
-            raise TypeError(f"episode_id must be a string, got {type(episode_id).__name__}")
-        if not isinstance(agent, str):
-            raise TypeError(f"agent must be a string, got {type(agent).__name__}")
+        _check_reset(seed, episode_id, agent, kwargs)
         observation, info = self.env.reset(seed=seed)
         self.env.agent = agent
         self._episode_id, self._started, self._scores = episode_id, True, None
@@ -253,6 +292,40 @@ class StategymEnvironment(Environment):
         )
 
 
+def _check_reset(seed: Any, episode_id: Any, agent: Any, unknown: Mapping[str, Any]) -> None:
+    """Refuse a reset the environment will not make, before anything changes.
+
+    Raises:
+        ResetRefused: why (the core's own seed check included).
+    """
+    if unknown:
+        raise ResetRefused(f"unknown reset options: {', '.join(sorted(unknown))}")
+    if seed is not None:
+        try:
+            check_seed(seed)
+        except (TypeError, ValueError) as error:
+            raise ResetRefused(str(error)) from None
+    if episode_id is not None:
+        _check_name("episode_id", episode_id)
+    _check_name("agent", agent)
+
+
+def _check_name(option: str, value: Any) -> None:
+    """A name ``state`` returns must be a string that UTF-8 can write: one with a lone
+    surrogate would make every later ``state`` of the session fail.
+
+    Raises:
+        ResetRefused: it is not.
+    """
+    if not isinstance(value, str):
+        raise ResetRefused(f"{option} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        reason = f"{option} must be valid Unicode text (it has a lone surrogate)"
+        raise ResetRefused(reason) from None
+
+
 def _wire(observation: protocol.Observation, **fields: Any) -> StategymObservation:
     results = [Result.model_validate(r, from_attributes=True) for r in observation.results]
     return StategymObservation(
@@ -286,6 +359,135 @@ class StategymClient(EnvClient):
         return StategymState.model_validate(payload)
 
 
+WS_MESSAGES: Mapping[str, type[BaseModel]] = {
+    "reset": WSResetMessage,
+    "step": WSStepMessage,
+    "state": WSStateMessage,
+    "close": WSCloseMessage,
+    "mcp": WSMCPMessage,
+}
+"""The messages OpenEnv 0.3.0's ``/ws`` route reads, by ``type``, as it validates them."""
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+class FrameGuard:
+    """An ASGI layer in front of OpenEnv's ``/ws`` route that answers, in OpenEnv's own
+    error reply, every frame the route would end the session on; the route never sees it.
+
+    The route (openenv-core 0.3.0) is one closure, with no hook to override; this layer
+    reads the frames on their way in instead, and forwards the rest untouched. Refused: a
+    binary frame or text Python cannot decode (``INVALID_JSON``), a frame nested more than
+    :data:`MAX_FRAME_DEPTH` levels, a JSON value that is not an object, and a message of a
+    known ``type`` that fails OpenEnv's own validation (``VALIDATION_ERROR``, its errors
+    without their inputs, which may be what OpenEnv could not write).
+
+    Args:
+        app: the app to guard (OpenEnv's).
+        action_cls: the action model steps are validated against.
+        path: the guarded route.
+    """
+
+    def __init__(self, app: ASGIApp, action_cls: type[Action], path: str = "/ws") -> None:
+        self.app = app
+        self.action_cls = action_cls
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket" or not self._guards(scope):
+            await self.app(scope, receive, send)
+            return
+
+        async def vetted() -> ASGIMessage:
+            while True:
+                message = await receive()
+                refusal = self.refusal(message) if message["type"] == "websocket.receive" else None
+                if refusal is None:
+                    return message
+                await send({"type": "websocket.send", "text": refusal})
+
+        await self.app(scope, vetted, send)
+
+    def _guards(self, scope: Scope) -> bool:
+        path = scope.get("path", "")
+        return path in (self.path, scope.get("root_path", "") + self.path)
+
+    def refusal(self, message: Mapping[str, Any]) -> str | None:
+        """OpenEnv's error reply to a received frame it could not answer; ``None``: forward it."""
+        text = message.get("text")
+        if not isinstance(text, str):
+            return _error_reply(WSErrorCode.INVALID_JSON, "Invalid JSON: a frame must be text")
+        if _nested_deeper(text, MAX_FRAME_DEPTH):
+            reason = f"the message is nested more than {MAX_FRAME_DEPTH} levels"
+            return _error_reply(WSErrorCode.VALIDATION_ERROR, reason)
+        try:
+            value = json.loads(text)  # as OpenEnv decodes it
+        except (ValueError, RecursionError) as error:
+            return _error_reply(WSErrorCode.INVALID_JSON, f"Invalid JSON: {error}")
+        if not isinstance(value, dict):
+            reason = f"a message must be a JSON object, not {_json_kind(value)}"
+            return _error_reply(WSErrorCode.VALIDATION_ERROR, reason)
+        try:
+            self._validate(value)
+        except ValidationError as error:
+            errors = [
+                {"type": e["type"], "loc": list(e["loc"]), "msg": e["msg"]}
+                for e in error.errors(include_url=False)
+            ]
+            return _error_reply(WSErrorCode.VALIDATION_ERROR, "Invalid message", errors=errors)
+        return None
+
+    def _validate(self, value: dict[str, Any]) -> None:
+        """Validate ``value`` as the route will; an unknown ``type`` is the route's to answer.
+
+        Raises:
+            ValidationError: as the route's validation would.
+        """
+        kind = value.get("type", "")
+        model = WS_MESSAGES.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            return
+        message = model.model_validate(value)
+        if isinstance(message, WSStepMessage):
+            deserialize_action(message.data, self.action_cls)
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls the decoded ``value``'s kind (``array``, ``number``, ``null``...)."""
+    kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _nested_deeper(text: str, limit: int) -> bool:
+    """Whether the JSON ``text`` nests more than ``limit`` levels (brackets in strings aside).
+
+    Counted without decoding, as decoding is what fails; a frame with no more brackets than
+    ``limit`` (nearly all) is not scanned.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for bracket in _BRACKET.findall(_STRING.sub('""', text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def _error_reply(code: WSErrorCode, message: str, **details: Any) -> str:
+    """OpenEnv's ``WSErrorResponse`` as text, ASCII only: a lone surrogate is escaped, not
+    a reason to fail."""
+    data = {"message": message, "code": code.value, **details}
+    return json.dumps({"type": "error", "data": data}, ensure_ascii=True)
+
+
+async def _refused_reset(request: Any, error: Exception) -> Any:
+    """A refused HTTP ``/reset``: 422 with the one-line reason (no traceback in the log)."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"detail": str(error)}, status_code=422)
+
+
 def build_app(
     domain: str,
     knobs: Knobs | None = None,
@@ -296,14 +498,21 @@ def build_app(
     """OpenEnv's FastAPI app serving ``domain``: one environment per session, at most
     ``max_sessions`` at once (one more is refused with ``CAPACITY_REACHED``).
 
+    Two additions to OpenEnv's app keep its promises: :class:`FrameGuard` in front of
+    ``/ws`` (no frame ends a session), and a handler that answers :class:`ResetRefused`
+    over HTTP with a 422 and its reason, where it was a 500 and a traceback.
+
     Raises:
         UnknownDomainError: no such domain.
     """
     get_domain(domain)
     factory = functools.partial(StategymEnvironment, domain, knobs, reward)
-    return create_fastapi_app(
+    app = create_fastapi_app(
         factory, StategymAction, StategymObservation, max_concurrent_envs=max_sessions
     )
+    app.add_middleware(FrameGuard, action_cls=StategymAction)
+    app.add_exception_handler(ResetRefused, _refused_reset)
+    return app
 
 
 @contextmanager
@@ -334,9 +543,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 __all__ = [
+    "MAX_FRAME_DEPTH",
     "NO_EPISODE",
     "SUPPORTED_OPENENV",
     "Call",
+    "FrameGuard",
+    "ResetRefused",
     "Result",
     "Scores",
     "StategymAction",

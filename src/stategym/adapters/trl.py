@@ -2,9 +2,10 @@
 
 Supported: ``trl>=1.16,<1.17`` with ``transformers>=5.13`` (tested: trl 1.16.0,
 transformers 5.24.0). What this relies on in TRL's ``GRPOTrainer`` (1.16 source,
-``_tool_call_loop``): the public methods of the environment class are the tools; the
-calls of one assistant message are run one after another, async methods gathered together
-(``asyncio.gather``) before the next generation; a reply without tool calls ends the rollout.
+``_tool_call_loop``): the public methods of the environment class are the tools; a call is
+dispatched by name with ``**arguments``; the calls of one assistant message are run one
+after another, async methods gathered together (``asyncio.gather``) before the next
+generation; a reply without tool calls ends the rollout.
 
 How stategym's protocol survives that:
 
@@ -12,24 +13,41 @@ How stategym's protocol survives that:
   yields once; the gather has then registered every call of the message, and the first to
   resume plays them all as one :class:`~stategym.kernel.protocol.CallBatch`. So parallel
   calls run together and none sees another's result, as in ``stategym run``.
-- **Plain text goes to the simulated user.** :func:`route_text_to_user` wraps the
-  tokenizer's ``parse_response`` so that a reply without tool calls becomes a call of the
-  ``message_user`` tool (a :class:`~stategym.kernel.protocol.Say` round): a question gets
-  its answer instead of ending the rollout. Once the episode is over (``finish``, or the
-  user ended it) every result carries :data:`END_MARK` and plain text is no longer routed,
-  so the next plain reply ends TRL's loop.
-- **Bad calls reach stategym.** A method takes any keyword arguments (its signature is the
-  schema the model sees); unknown, missing or ill-typed arguments are checked by the
-  environment and logged as format errors. A call of a tool that does not exist is refused
-  by TRL itself and never reaches stategym.
+- **Every call reaches the batch as the model wrote it.** A method takes any keyword
+  arguments (its signature is only the schema the model sees), so wrong arguments are the
+  environment's format errors. A call TRL would refuse itself (a tool that does not exist,
+  arguments that are not a mapping) would leave the rest of its message to run without it;
+  :func:`route_text_to_user` hands such a call to ``message_user`` inside a marker the
+  parser cannot produce, and the environment takes the original call back out. The core then
+  judges the batch as ``stategym run`` does: one malformed call and nothing runs.
+- **Text TRL cannot parse is read by stategym.** Where the tokenizer's parser fails (a
+  truncated or malformed ``<tool_call>``), the wrapper reads the text with
+  :func:`stategym.llm.parse.parse`, as ``stategym run``'s model agents do: the round is the
+  same format error, the model gets it as a tool result, and the rollout goes on.
+- **Plain text goes to the simulated user.** A reply without tool calls becomes a call of
+  ``message_user`` (a :class:`~stategym.kernel.protocol.Say` round): a question gets its
+  answer instead of ending the rollout. ``message_user`` must be the only call of its
+  message, with its one argument ``message``; any other use is a format error whose text
+  says so (the round logs the raw calls). Once the episode is over (``finish``, or the user
+  ended it) every result carries :data:`END_MARK` and plain text is no longer routed, so the
+  next plain reply ends TRL's loop.
+- **A row names its task.** ``reset`` needs the row's ``seed``; a row that carries its
+  ``prompt`` (as :func:`dataset_rows` makes them) must carry that task's first messages.
+  Each reset numbers the calls from one again, so a pooled instance writes the same bytes
+  as a fresh one.
 - **The reward** (``get_reward``) is the episode's composite R (a rollout that stops before
   the episode ends is scored as truncated).
 
 What TRL cannot express: tools are listed in the prompt alphabetically (TRL sorts the
 methods), not in the domain's order; the user's reply comes back as a tool result of
-``message_user``, not as a user turn; a change-of-mind notice is appended to the round's
-last tool result; the reward is one scalar per rollout (per-round credit:
-:mod:`stategym.adapters.trl_rollout`).
+``message_user``, not as a user turn, and so does the result of a call carried past TRL's
+dispatch (TRL names a tool message after the method it called); a change-of-mind notice is
+appended to the round's last tool result; the reward is one scalar per rollout (per-round
+credit: :mod:`stategym.adapters.trl_rollout`). Whether the episode is over is read from the
+token history (the wrapper sees the tokens, not the environment), so a model that writes
+:data:`END_MARK` itself stops its next plain reply from being routed: that reply ends the
+rollout, scored truncated. Telling the mark in a tool result from the same text in an
+assistant turn would need the chat template's layout, which the adapter does not assume.
 
 The classes are picklable by reference (``environment_class(domain)`` is
 ``stategym.adapters.trl.<Domain>Environment``), which TRL's async trainer needs.
@@ -39,7 +57,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -47,9 +66,13 @@ import orjson
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, ToolCall
+from stategym.kernel.task import check_seed
+from stategym.kernel.validation import NOT_RUN
+from stategym.llm.parse import parse
 from stategym.metrics import score
 from stategym.registry import get_domain
 from stategym.rendering import make_renderer
+from stategym.rendering.base import roles_and_texts
 from stategym.rendering.messages import offered_tools
 
 SUPPORTED_TRL = ">=1.16,<1.17"
@@ -58,90 +81,58 @@ SAY_TOOL = "message_user"
 """The tool a plain-text reply is routed to (a message to the simulated user)."""
 END_MARK = "[stategym: the episode is over]"
 """Appended to the last result of an episode; plain text after it is not routed."""
+SAY_RULE = (
+    f"{SAY_TOOL} takes one argument, message (the text for the user), and must be the only "
+    "call of its message; nothing in this message ran"
+)
+"""What the model is told when it uses ``message_user`` any other way."""
+_CARRIER = "stategym_call_as_written"
+"""The ``message_user`` argument that carries a call TRL would refuse (:class:`_AsWritten`)."""
 _TAIL = 256
 """Tokens of a rollout's history searched for :data:`END_MARK` (it ends the last result)."""
 _PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
+_SAY_SCHEMA = {
+    "function": {
+        "name": SAY_TOOL,
+        "description": "Send a message to the user and get their reply.",
+        "parameters": {
+            "properties": {
+                "message": {"type": "string", "description": "what to tell or ask the user."}
+            },
+            "required": ["message"],
+        },
+    }
+}
 
 
-class ToolEnvironment:
-    """One rollout's stategym episode, for TRL's ``environment_factory``.
+class _AsWritten(str):
+    """A tool call as the model wrote it, carried past TRL's dispatch.
 
-    Use :func:`environment_class` to get the subclass of a domain (its tool methods).
-    TRL calls ``reset(**row)`` with the dataset row (its ``seed`` column picks the task).
+    TRL looks a call up by name and calls it with ``**arguments``: it answers an unknown
+    name, or arguments that are not a mapping, itself, and the rest of the message runs
+    without that call. :func:`route_text_to_user` puts such a call (or every call of a text
+    TRL could not parse) in one of these, as the only argument of a ``message_user`` call;
+    the environment takes it back out before the batch plays. A ``str``, so TRL's logs of
+    the completion can write it; a type of its own, so no value a parser returns (JSON) can
+    pass for one: a model that writes the marker argument just sends that call.
+
+    Attributes:
+        name: the tool name the model wrote.
+        arguments: its arguments, as parsed (a mapping, or raw JSON text).
+        errors: tolerated malformations of the text (the message's first call holds them).
     """
 
-    domain_name: ClassVar[str] = ""
-    knobs: ClassVar[Knobs] = Knobs()
+    name: str
+    arguments: Any
+    errors: tuple[str, ...]
 
-    def __init__(self) -> None:
-        self.env = Env(self.domain_name, knobs=self.knobs)
-        self._pending: list[ToolCall] = []
-        self._results: dict[str, str] = {}
-        self._calls = 0
+    def __new__(cls, name: str, arguments: Any, errors: tuple[str, ...] = ()) -> _AsWritten:
+        carried = super().__new__(cls, f"{name} {arguments!r}")
+        carried.name, carried.arguments, carried.errors = name, arguments, errors
+        return carried
 
-    def reset(self, seed: int | None = None, **row: Any) -> None:
-        """Start the episode of task ``seed``; the prompt is the dataset row's own."""
-        self.env.reset(seed=seed)
-        self._pending, self._results = [], {}
-
-    def get_reward(self) -> float:
-        """The episode's composite R (truncated where it stopped before its end)."""
-        return score(self.env.stopped_trajectory(), self.env.task).composite
-
-    async def message_user(self, message: str) -> str:
-        """Send a message to the user and get their reply.
-
-        Args:
-            message: what to tell or ask the user.
-        """
-        return await self._call(SAY_TOOL, {"message": message})
-
-    async def _call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        self._calls += 1
-        call = ToolCall(name, dict(arguments), f"t{self._calls}")
-        batch = self._pending
-        batch.append(call)
-        await asyncio.sleep(0)  # every call of this message registers before any runs
-        if self._pending is batch:
-            self._pending = []
-            self._play(batch)
-        return self._results.pop(call.id)
-
-    def _play(self, batch: Sequence[ToolCall]) -> None:
-        if self.env.done:
-            self._results.update((c.id, END_MARK) for c in batch)
-            return
-        arguments = batch[0].arguments
-        if len(batch) == 1 and batch[0].name == SAY_TOOL and isinstance(arguments, Mapping):
-            # a non-text message is the environment's bad_message round, not converted here
-            observation = self.env.step(Say(arguments.get("message", ""))).observation
-            texts = [_user_text(observation)]
-        else:
-            observation = self.env.step(CallBatch(tuple(batch))).observation
-            texts = _result_texts(observation, len(batch))
-        if self.env.done:
-            texts[-1] = f"{texts[-1]}\n{END_MARK}"
-        self._results.update(zip((c.id for c in batch), texts, strict=True))
-
-
-def _user_text(observation: Observation) -> str:
-    if observation.error is not None:
-        return f"[environment] {observation.error}"
-    return observation.user or ""
-
-
-def _result_texts(observation: Observation, size: int) -> list[str]:
-    """One text per call: its result or error; the round's error or notice on the last."""
-    if observation.error is not None:  # the batch was rejected whole
-        return [f"[environment] {observation.error}"] * size
-    texts = [orjson.dumps(_body(r)).decode() for r in observation.results]
-    if observation.user is not None:
-        texts[-1] = f"{texts[-1]}\n[user] {observation.user}"
-    return texts
-
-
-def _body(result: Any) -> Any:
-    return result.content if result.error is None else {"error": result.error}
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_AsWritten, (self.name, self.arguments, self.errors))
 
 
 def _annotation(body: Mapping[str, Any]) -> Any:
@@ -161,11 +152,11 @@ def _method(schema: Mapping[str, Any]) -> Callable[..., Any]:
     properties: Mapping[str, Any] = function["parameters"]["properties"]
     required = set(function["parameters"].get("required", ()))
 
-    async def method(self: ToolEnvironment, **arguments: Any) -> str:
+    async def method(self: ToolEnvironment, /, **arguments: Any) -> str:
         # any keywords: a wrong argument is the environment's format error, not TRL's
         return await self._call(name, arguments)
 
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
     annotations: dict[str, Any] = {"return": str}
     lines = [function.get("description") or name]
     if properties:
@@ -184,6 +175,142 @@ def _method(schema: Mapping[str, Any]) -> Callable[..., Any]:
     method.__annotations__ = annotations
     method.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     return method
+
+
+class ToolEnvironment:
+    """One rollout's stategym episode, for TRL's ``environment_factory``.
+
+    Use :func:`environment_class` to get the subclass of a domain (its tool methods).
+    TRL calls ``reset(**row)`` with the dataset row (its ``seed`` column picks the task).
+    """
+
+    domain_name: ClassVar[str] = ""
+    knobs: ClassVar[Knobs] = Knobs()
+    message_user = _method(_SAY_SCHEMA)
+    """Send a message to the user and get their reply (alone in its message)."""
+
+    def __init__(self) -> None:
+        self.env = Env(self.domain_name, knobs=self.knobs)
+        self._pending: list[tuple[ToolCall, tuple[str, ...]]] = []
+        self._results: dict[str, str] = {}
+        self._calls = 0
+        self._started = False
+
+    def reset(self, seed: int | None = None, prompt: Any = None, **row: Any) -> None:
+        """Start the episode of task ``seed``; the prompt is the dataset row's own.
+
+        Raises:
+            ValueError: the row has no ``seed``, or its ``prompt`` is not that task's first
+                messages for this domain and knobs (a row of another dataset).
+            TypeError: the seed is not an integer (:func:`~stategym.kernel.task.check_seed`).
+        """
+        if seed is None:
+            raise ValueError(
+                f"the row has no 'seed' column: it names the task the episode plays; make "
+                f"the rows with dataset_rows({self.domain_name!r}, seeds)"
+            )
+        seed = check_seed(seed)
+        if prompt is not None and roles_and_texts(prompt) != roles_and_texts(
+            _first_messages(self.domain_name, seed, self.knobs)
+        ):
+            raise ValueError(
+                f"the row's prompt is not task {seed}'s first messages for {self.domain_name!r} "
+                f"with knobs {self.knobs.describe()!r}: make the rows with dataset_rows() for "
+                "this environment's domain and knobs"
+            )
+        self.env.reset(seed=seed)
+        self._pending, self._results, self._calls = [], {}, 0
+        self._started = True
+
+    def get_reward(self) -> float:
+        """The episode's composite R (truncated where it stopped before its end)."""
+        self._check_started()
+        return score(self.env.stopped_trajectory(), self.env.task).composite
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise RuntimeError(
+                f"{type(self).__name__}: call reset(**row) first (TRL does, with the row's seed)"
+            )
+
+    async def _call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        self._check_started()
+        self._calls += 1
+        call, errors = _as_written(name, arguments, f"t{self._calls}")
+        batch = self._pending
+        batch.append((call, errors))
+        await asyncio.sleep(0)  # every call of this message registers before any runs
+        if self._pending is batch:
+            self._pending = []
+            self._play([c for c, _ in batch], tuple(e for _, errors in batch for e in errors))
+        return self._results.pop(call.id)
+
+    def _play(self, batch: Sequence[ToolCall], errors: tuple[str, ...]) -> None:
+        if self.env.done:
+            self._results.update((c.id, END_MARK) for c in batch)
+            return
+        action = _action(batch)
+        observation = self.env.step(action).observation
+        if errors:  # what the parser tolerated counts, logged as the runner logs it
+            record = self.env.rounds[-1]
+            meta = {**record.meta, "format_errors": list(errors)}  # the tail verify leaves out
+            self.env.rounds[-1] = replace(
+                record, format_errors=record.format_errors + errors, meta=meta
+            )
+        if isinstance(action, Say):
+            texts = [_user_text(observation)]
+        else:
+            texts = _result_texts(observation, len(batch))
+        if self.env.done:
+            texts[-1] = f"{texts[-1]}\n{END_MARK}"
+        self._results.update(zip((c.id for c in batch), texts, strict=True))
+
+
+def _as_written(
+    name: str, arguments: Mapping[str, Any], call_id: str
+) -> tuple[ToolCall, tuple[str, ...]]:
+    """The call the model wrote (a carried one taken back out) and the text's errors."""
+    carried = arguments.get(_CARRIER)
+    if type(carried) is _AsWritten and len(arguments) == 1:
+        return ToolCall(carried.name, carried.arguments, call_id), carried.errors
+    return ToolCall(name, dict(arguments), call_id), ()
+
+
+def _action(batch: Sequence[ToolCall]) -> Say | CallBatch:
+    """A message to the user where ``message_user`` is used as offered, else the batch
+    (where the environment, which has no such tool, rejects it whole and logs the calls)."""
+    arguments = batch[0].arguments
+    if len(batch) == 1 and batch[0].name == SAY_TOOL and isinstance(arguments, Mapping):
+        message = arguments.get("message")
+        if set(arguments) == {"message"} and isinstance(message, str):
+            return Say(message)
+    return CallBatch(tuple(batch))
+
+
+def _user_text(observation: Observation) -> str:
+    if observation.error is not None:
+        return f"[environment] {observation.error}"
+    return observation.user or ""
+
+
+def _result_texts(observation: Observation, size: int) -> list[str]:
+    """One text per call: its result or error; the round's error or notice on the last."""
+    if observation.error is not None:  # the batch was rejected whole
+        return [f"[environment] {observation.error}"] * size
+    texts = [orjson.dumps(_body(r)).decode() for r in observation.results]
+    if observation.user is not None:
+        texts[-1] = f"{texts[-1]}\n[user] {observation.user}"
+    return texts
+
+
+def _body(result: Any) -> Any:
+    if result.error is None:
+        return result.content
+    if result.name == SAY_TOOL and result.error_kind != NOT_RUN:
+        return {"error": SAY_RULE}  # the environment knows no such tool; the model was offered it
+    if result.error_kind == "unknown_tool":
+        return {"error": f"{result.error}, and {SAY_TOOL} (alone in its message)"}
+    return {"error": result.error}
 
 
 _CLASSES: dict[tuple[str, Knobs], type[ToolEnvironment]] = {}
@@ -237,49 +364,119 @@ def dataset_rows(domain: str, seeds: Sequence[int], knobs: Knobs | None = None) 
     ``datasets.Dataset.from_list(dataset_rows(...))`` is a ``train_dataset``; TRL hands
     each row to ``reset``, whose ``seed`` picks the task the prompt describes.
     """
+    knobs = knobs or Knobs()
+    return [{"prompt": _first_messages(domain, seed, knobs), "seed": seed} for seed in seeds]
+
+
+def _first_messages(domain: str, seed: int, knobs: Knobs) -> list[dict[str, Any]]:
     from stategym.registry import cached_task
 
-    knobs = knobs or Knobs()
     renderer = make_renderer(get_domain(domain), knobs)
-    rows = []
-    for seed in seeds:
-        prompt = renderer.first_messages(cached_task(domain, seed, knobs))
-        rows.append({"prompt": prompt, "seed": seed})
-    return rows
+    return renderer.first_messages(cached_task(domain, seed, knobs))
 
 
 def route_text_to_user(tokenizer: Any) -> Any:
-    """Make ``tokenizer.parse_response`` turn a plain reply into a ``message_user`` call.
+    """Make ``tokenizer.parse_response`` give stategym every call and every plain reply.
 
-    Only where the rollout offers :data:`SAY_TOOL` and its history does not end with
-    :data:`END_MARK` (the episode is over): then the plain reply ends TRL's loop.
+    Where the rollout offers :data:`SAY_TOOL` (an environment of this module), the reading of
+    a reply changes so that:
+
+    - each call TRL would refuse (a tool not offered, arguments that are not keywords) is
+      carried to the environment in a ``message_user`` call, which plays it as written;
+    - a reply the tokenizer cannot parse is read by :func:`stategym.llm.parse.parse`, and its
+      calls are carried likewise (the same format errors as ``stategym run``);
+    - a reply without tool calls becomes a ``message_user`` call, unless the history ends
+      with :data:`END_MARK` (the episode is over): then the plain reply ends TRL's loop.
+
     The sampled ids are untouched; only TRL's reading of them changes.
 
     Returns:
         the same tokenizer.
     """
-    parse = tokenizer.parse_response
+    parse_ids = tokenizer.parse_response
 
     def routed(ids: Any, *args: Any, **kwargs: Any) -> Any:
-        parsed = parse(ids, *args, **kwargs)
-        if not isinstance(parsed, dict) or parsed.get("tool_calls"):
-            return parsed
-        tools = kwargs.get("tools") or ()
-        if not any(getattr(t, "__name__", None) == SAY_TOOL for t in tools):
-            return parsed
+        offered = {getattr(t, "__name__", None) for t in kwargs.get("tools") or ()}
+        if SAY_TOOL not in offered:
+            return parse_ids(ids, *args, **kwargs)
+        try:
+            parsed = parse_ids(ids, *args, **kwargs)
+        except (ValueError, TypeError):  # what TRL's parse_response falls back on
+            parsed = None
+        if not _readable(parsed):
+            parsed = _read_text(_decoded(tokenizer, ids))
+        if parsed.get("tool_calls"):
+            return {
+                **parsed,
+                "tool_calls": [_dispatchable(c, offered) for c in parsed["tool_calls"]],
+            }
         prefix = kwargs.get("prefix")
         if prefix is not None and END_MARK in tokenizer.decode(list(prefix)[-_TAIL:]):
             return parsed
-        text = str(parsed.get("content") or "")
-        call = {"type": "function", "function": {"name": SAY_TOOL, "arguments": {"message": text}}}
-        return {**parsed, "tool_calls": [call]}
+        return {**parsed, "tool_calls": [_say_call({"message": str(parsed.get("content") or "")})]}
 
     tokenizer.parse_response = routed
     return tokenizer
 
 
+def _readable(parsed: Any) -> bool:
+    """A reading whose every call has a name (TRL's own check; else TRL drops the calls)."""
+    if not isinstance(parsed, dict):
+        return False
+    calls = parsed.get("tool_calls")
+    if calls is None:
+        return True
+    return isinstance(calls, list) and all(_name_of(c) is not None for c in calls)
+
+
+def _name_of(call: Any) -> str | None:
+    function = call.get("function", call) if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _dispatchable(call: dict[str, Any], offered: set[Any]) -> dict[str, Any]:
+    """The call itself if TRL can dispatch it as written, else the call carried."""
+    function = call.get("function", call)
+    name, arguments = function["name"], function.get("arguments")
+    if call.get("type") == "function" and name in offered and _keywords(arguments):
+        return call
+    return _say_call({_CARRIER: _AsWritten(name, arguments)})
+
+
+def _keywords(arguments: Any) -> bool:
+    """TRL can pass these as ``**arguments`` (it reads a missing mapping as none)."""
+    return arguments is None or (
+        isinstance(arguments, Mapping) and all(type(k) is str for k in arguments)
+    )
+
+
+def _say_call(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": SAY_TOOL, "arguments": arguments}}
+
+
+def _decoded(tokenizer: Any, ids: Iterable[int]) -> str:
+    """The reply's text with the template's tokens, as ``stategym run``'s agents read it."""
+    text = str(tokenizer.decode(list(ids), skip_special_tokens=False))
+    eos = getattr(tokenizer, "eos_token", None)
+    return text.removesuffix(eos) if isinstance(eos, str) and eos else text
+
+
+def _read_text(text: str) -> dict[str, Any]:
+    """The reply read by stategym's parser, every call carried as written."""
+    parsed = parse(text)
+    message: dict[str, Any] = {"role": "assistant", "content": parsed.content or ""}
+    if parsed.calls:
+        message["tool_calls"] = [
+            _say_call({_CARRIER: _AsWritten(c.name, c.arguments, parsed.errors if i == 0 else ())})
+            for i, c in enumerate(parsed.calls)
+        ]
+    return message
+
+
 __all__ = [
     "END_MARK",
+    "SAY_RULE",
     "SAY_TOOL",
     "SUPPORTED_TRL",
     "ToolEnvironment",

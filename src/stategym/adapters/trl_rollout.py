@@ -19,8 +19,9 @@ and ``_compute_loss`` takes ``(B, T)`` advantages as well as ``(B,)`` ones.
 - **The seed travels in the prompt.** TRL drops every dataset column but ``prompt``, so
   :meth:`EpisodeRollout.rows` writes the task's seed into the first message under
   :data:`SEED_KEY` (two seeds may render the same prompt, so the text cannot say which
-  task it is). The rollout checks that a prompt is that seed's rendered prompt, so a
-  dataset of other settings is refused, not trained on.
+  task it is). The rollout checks that a prompt is chat messages holding that seed's
+  rendered prompt, so a dataset of other settings (or of plain-text prompts) is refused
+  with a :class:`~stategym.kernel.errors.UsageError`, not trained on.
 - **Credit is stategym's.** Each group's per-round advantages are
   :func:`stategym.train.grpo.group_advantages` under ``credit`` (``outcome``,
   ``composite``, ``dense``, ``gigpo``, ``mc``) and land on the tokens as in ``stategym
@@ -52,6 +53,7 @@ from stategym.kernel.knobs import Knobs
 from stategym.metrics.score import score
 from stategym.registry import cached_task, get_domain
 from stategym.rendering import make_renderer
+from stategym.rendering.base import roles_and_texts
 from stategym.train import mc
 from stategym.train.checkpoint import iteration_generator
 from stategym.train.config import GRPOConfig
@@ -130,8 +132,9 @@ class EpisodeRollout:
         """One member per prompt: its seed's task, ``sample`` its place in its group.
 
         Raises:
-            UsageError: a prompt without a seed or not that seed's prompt, or prompts that
-                are not whole groups of ``group`` equal seeds in a row.
+            UsageError: a prompt that is not chat messages (a plain string), one without a
+                seed or not that seed's prompt, or prompts that are not whole groups of
+                ``group`` equal seeds in a row.
         """
         seeds = [self._seed(prompt) for prompt in prompts]
         if len(seeds) % group or any(
@@ -148,11 +151,16 @@ class EpisodeRollout:
         ]
 
     def _seed(self, prompt: Sequence[dict[str, Any]]) -> int:
+        said = roles_and_texts(prompt)
+        if said is None:
+            raise UsageError(
+                f"a prompt must be a list of chat messages (dicts), got {type(prompt).__name__}:"
+                " make the dataset with rows()"
+            )
         seed = prompt[0].get(SEED_KEY) if prompt else None
         if not isinstance(seed, int):
             raise UsageError(f"a prompt without {SEED_KEY!r}: make the dataset with rows()")
-        expected = [(m["role"], m["content"]) for m in self._prompt(seed)]
-        if [(m.get("role"), m.get("content")) for m in prompt] != expected:
+        if said != roles_and_texts(self._prompt(seed)):
             raise UsageError(f"the prompt of seed {seed} is not this rollout's (other settings)")
         return seed
 

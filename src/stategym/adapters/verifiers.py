@@ -13,13 +13,18 @@ environment's ``@vf.cleanup`` handlers run when the rollout ends, before the rub
 
 How stategym's protocol survives that:
 
-- **One assistant message is one round.** The message goes through the episode's renderer,
-  as an ``openai:`` agent's reply does: all its tool calls are one
+- **One assistant message is one round**, played through the core's message interface
+  (:meth:`~stategym.kernel.env.Env.step_message`): all its tool calls are one
   :class:`~stategym.kernel.protocol.CallBatch`, plain text is a
   :class:`~stategym.kernel.protocol.Say` whose reply comes back as a user message. A bad
-  call is a format error in the trajectory's log and an error tool message, never an
-  exception. Every tool call gets its tool message, under the model's own id (a batch
-  refused whole: the round's error), so the conversation stays valid for an endpoint.
+  message or call is a format error logged exactly as the core logs it (its kind, its text
+  and, for a message the core cannot read, such as more than 64 tool calls, the raw
+  message), never an exception. Every tool call gets its tool message, under the model's
+  own id (a batch refused whole: the round's real error), so the conversation stays valid
+  for an endpoint.
+- **A row's task is ``info.seed``**, as :func:`task_rows` writes it, handed to
+  :meth:`~stategym.kernel.env.Env.reset` as it is: the core refuses what is not a seed
+  (``True``, ``3.9``, ``"3"``), and a row without one is a clear ``ValueError``.
 - **The rollout ends with the episode** (``finish``, the user ending it, stategym's round
   limit). Every reply is a round, the last one verifiers never answers (``max_turns``)
   included; a rollout verifiers stops before the episode's end (``max_turns``, an error, a
@@ -44,7 +49,6 @@ import verifiers as vf
 from stategym.adapters.trl import dataset_rows
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.protocol import Observation
 from stategym.kernel.trajectory import Trajectory, dumps
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.registry import get_domain
@@ -66,7 +70,8 @@ class RolloutEpisode:
 
     Attributes:
         env: the environment, reset to the row's task.
-        renderer: the episode's renderer (what reads the replies and writes the answers).
+        renderer: the episode's renderer, the ``messages`` rendering: the message form
+            :meth:`Env.step_message` reads and writes, which the log names.
         scorecard: the episode's scorecard, once the rollout has ended.
     """
 
@@ -91,8 +96,14 @@ class DomainEnv(vf.MultiTurnEnv):
         self.knobs = knobs
 
     async def setup_state(self, state: vf.State) -> vf.State:
+        """Reset a fresh environment to the row's task (the core checks the seed).
+
+        Raises:
+            ValueError: the row has no ``info.seed``.
+            TypeError, ValueError: the seed is not one (:meth:`Env.reset`).
+        """
         env = Env(self.domain_name, knobs=self.knobs, agent=f"verifiers:{state['model']}")
-        env.reset(seed=int(state["info"]["seed"]))
+        env.reset(seed=_row_seed(state))
         state[EPISODE_KEY] = RolloutEpisode(env, make_renderer(env.domain, env.task.knobs))
         return state
 
@@ -100,8 +111,7 @@ class DomainEnv(vf.MultiTurnEnv):
         """Play the last assistant message as one round; the observation as messages."""
         episode: RolloutEpisode = state[EPISODE_KEY]
         reply = _openai_message(messages[-1])
-        observation = episode.env.step(episode.renderer.parse(reply)).observation
-        answer = _answer(episode.renderer.observation_messages(observation), observation, reply)
+        answer = _answer(_play_reply(episode.env, reply), reply)
         if episode.env.done:
             state["final_env_response"] = answer
         return answer
@@ -118,10 +128,49 @@ class DomainEnv(vf.MultiTurnEnv):
             return
         env, steps = episode.env, state["trajectory"]
         if not env.done and len(steps) > len(env.rounds):
-            env.step(episode.renderer.parse(_openai_message(steps[-1]["completion"][-1])))
+            _play_reply(env, _openai_message(steps[-1]["completion"][-1]))
         trajectory = _played(env, state.get("stop_condition"), episode.renderer.kind)
         episode.scorecard = score(trajectory, episode.env.task)
         state[TRAJECTORY_KEY] = dumps(trajectory).decode()
+
+
+def _row_seed(state: Mapping[str, Any]) -> Any:
+    """The row's ``info.seed``, as it is: :meth:`Env.reset` checks it, as it checks any seed.
+
+    Raises:
+        ValueError: the row has no seed (``None`` would make the core play the next task).
+    """
+    info = state.get("info")
+    seed = info.get("seed") if isinstance(info, Mapping) else None
+    if seed is None:
+        raise ValueError(
+            "the dataset row has no task seed in info.seed; build the dataset with "
+            "stategym.adapters.verifiers.task_rows (load_environment does), whose rows are "
+            '{"prompt": [...], "info": {"seed": <int>}}'
+        )
+    return seed
+
+
+def _play_reply(env: Env, reply: Message) -> _PlayedReply:
+    """Play ``reply`` as one round through the core's message interface.
+
+    :meth:`Env.step_message` keeps every format error as the core logs it, kind, text and
+    raw message; a renderer's ``parse`` would turn a message it cannot read into an empty
+    batch (``empty_action``), losing all three.
+    """
+    rounds = len(env.rounds)
+    messages, *_ = env.step_message(reply)
+    refused = env.rounds[-1].error if len(env.rounds) > rounds else None
+    return _PlayedReply(messages, refused)
+
+
+@dataclass(frozen=True, slots=True)
+class _PlayedReply:
+    """One played reply: the observation's messages, and the round's error if the core
+    refused the reply whole (an invalid round, none of its calls run)."""
+
+    messages: Sequence[Message]
+    refused: str | None
 
 
 def _played(env: Env, stop_condition: str | None, rendering: str) -> Trajectory:
@@ -145,12 +194,13 @@ def _openai_message(message: Any) -> Message:
     return out
 
 
-def _answer(rendered: Sequence[Message], observation: Observation, reply: Message) -> list[Any]:
-    """The rendered observation as verifiers messages, one tool message per call of the reply."""
+def _answer(played: _PlayedReply, reply: Message) -> list[Any]:
+    """The observation as verifiers messages, one tool message per call of the reply."""
+    rendered = played.messages
     ids = [c["id"] for c in reply.get("tool_calls") or ()]
     tool = [m["content"] for m in rendered if m["role"] == "tool"]
-    if ids and not tool:  # refused whole (too many calls): each call still needs an answer
-        tool = [orjson.dumps({"error": observation.error}).decode()] * len(ids)
+    if ids and not tool:  # refused whole (too many calls): each call still gets its error
+        tool = [orjson.dumps({"error": played.refused}).decode()] * len(ids)
     # The model's ids, in call order: the environment renames an id it cannot keep (too long).
     answer: list[Any] = [
         vf.ToolMessage(tool_call_id=i, content=c) for i, c in zip(ids, tool, strict=True)
