@@ -338,9 +338,13 @@ def calls_of(record: Any) -> list[tuple[str, Any, str | None]]:
         '{"name": "message_user", "arguments": {"text": "booking now"}}',  # wrong keyword
         '{"name": "notify_user", "arguments": {}}',  # no such tool
         '{"name": "get_profile", "arguments": "{oops"}',  # arguments not an object
+        '{"name": "get_profile", "arguments": null}',  # not a mapping (TRL would make it {})
+        '{"name": "get_profile", "parameters": {"x": 1}}',  # TRL would drop them, run reads them
     ],
 )
 def test_a_call_trl_would_refuse_stops_the_rest_of_its_message(loop: Any, bad: str) -> None:
+    from stategym.kernel.verify import verify
+
     text = f"<tool_call>\n{bad}\n</tool_call>\n{PAY}"
     env = held(loop)
     messages = play_text(loop, env, text)
@@ -349,9 +353,93 @@ def test_a_call_trl_would_refuse_stops_the_rest_of_its_message(loop: Any, bad: s
     assert calls_of(record) == calls_of(expected)  # the raw calls, judged as stategym run does
     assert record.calls[1].error_kind == "not_run" and record.format_errors
     assert not env.env.world.charges  # the payment did not run
+    assert verify(env.env.stopped_trajectory()) == []
     tool_results = [m["content"] for m in messages if m["role"] == "tool"]
     assert len(tool_results) == 2 and '"error"' in tool_results[0]
     assert "not run" in tool_results[1]
+
+
+@TRL_WARNINGS
+@pytest.mark.parametrize("day", ["9", "1_0", "\\u0669", " 9.0 ", "-1", "1e1", "09"])
+def test_typed_json_arguments_are_read_as_written_not_cast_to_the_schema(
+    loop: Any, day: str
+) -> None:
+    """Qwen3's template writes arguments as JSON, so a string is the model's: transformers'
+    schema cast (``int("1_0")``) would run the search and the payment beside it."""
+    from stategym.kernel.verify import verify
+
+    search = '{"name": "search_flights", "arguments": {"origin": "ICN", "destination": "BER", '
+    text = f'<tool_call>\n{search}"day": "{day}"}}}}\n</tool_call>\n{PAY}'
+    env = held(loop)
+    play_text(loop, env, text)
+    record = env.env.trajectory.rounds[-1]
+    expected, _ = run_round(text, core_held())
+    assert calls_of(record) == calls_of(expected)
+    assert isinstance(record.calls[0].arguments["day"], str)  # logged as the model wrote it
+    assert record.calls[1].error_kind == "not_run" and not env.env.world.charges
+    assert verify(env.env.stopped_trajectory()) == []
+
+
+@TRL_WARNINGS
+def test_untyped_text_arguments_keep_the_schema_cast(
+    loop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guard: under Qwen3.5's template every argument is raw text (``9`` and ``"9"`` render
+    the same), so the schema's integer is the only reading there is and the search runs."""
+    from trl.chat_template_utils import qwen3_5_template
+
+    from stategym.kernel.verify import verify
+
+    monkeypatch.setattr(loop[1], "response_template", qwen3_5_template)
+    arguments = {"origin": "ICN", "destination": "BER", "day": "9"}
+    tags = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in arguments.items())
+    env = held(loop)
+    play_text(loop, env, f"<tool_call>\n<function=search_flights>\n{tags}</function>\n</tool_call>")
+    (call,) = env.env.trajectory.rounds[-1].calls
+    assert call.arguments == {**arguments, "day": 9} and call.error_kind is None
+    assert verify(env.env.stopped_trajectory()) == []
+
+
+def test_the_template_says_whether_arguments_are_typed_json_or_untyped_text() -> None:
+    pytest.importorskip("trl", reason="the trl extra is not installed")
+    from types import SimpleNamespace
+
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+    from trl import chat_template_utils as templates
+
+    from stategym.adapters.trl import reads_arguments_as_text
+
+    def kind(template: Any) -> bool:
+        return reads_arguments_as_text(SimpleNamespace(response_template=template))
+
+    typed = ("qwen3", "llama3", "gptoss", "gemma4")
+    untyped = ("qwen3_5", "glm4moe", "nemotron_3", "lfm2_2_5")
+    assert not any(kind(getattr(templates, f"{n}_template")) for n in typed)
+    assert all(kind(getattr(templates, f"{n}_template")) for n in untyped)
+    assert kind(load_response_template(templates.qwen3_5_template))  # transformers' loaded form
+    assert not kind(None) and not kind({"fields": {"tool_calls": {"content": "yaml"}}})
+
+
+@TRL_WARNINGS
+@pytest.mark.parametrize("depth", [1500, 5000])
+def test_arguments_nested_past_the_stack_are_stategyms_format_error(loop: Any, depth: int) -> None:
+    """transformers' JSON reading raises ``RecursionError`` on such a reply, which ended
+    ``GRPOTrainer._generate`` (training died on model output); stategym's parser reads it."""
+    from stategym.kernel.env import Env
+    from stategym.kernel.verify import verify
+
+    nested = "[" * depth + "]" * depth
+    text = f'<tool_call>\n{{"name": "get_profile", "arguments": {{"a": {nested}}}}}\n</tool_call>'
+    env = environment_class("travel")()
+    env.reset(**loop[2])
+    play_text(loop, env, text)
+    (record,) = env.env.trajectory.rounds
+    core = Env("travel")
+    core.reset(seed=1)
+    expected, errors = run_round(text, core)
+    assert calls_of(record) == calls_of(expected)
+    assert record.format_errors == expected.format_errors + errors == ("malformed_json",)
+    assert verify(env.env.stopped_trajectory()) == []
 
 
 @TRL_WARNINGS

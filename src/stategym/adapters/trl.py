@@ -1,11 +1,14 @@
 """TRL's ``environment_factory``: a domain's tools as methods, stategym's R as the reward.
 
-Supported: ``trl>=1.16,<1.17`` with ``transformers>=5.13`` (tested: trl 1.16.0,
-transformers 5.24.0). What this relies on in TRL's ``GRPOTrainer`` (1.16 source,
-``_tool_call_loop``): the public methods of the environment class are the tools; a call is
-dispatched by name with ``**arguments``; the calls of one assistant message are run one
-after another, async methods gathered together (``asyncio.gather``) before the next
-generation; a reply without tool calls ends the rollout.
+Supported: ``trl>=1.16,<1.17`` with ``transformers>=5.15`` (the first with which TRL hands
+the offered tools to the parser: :func:`route_text_to_user` knows a stategym rollout by
+them); tested: trl 1.16.0, transformers 5.24.0.
+
+What this relies on in TRL's ``GRPOTrainer`` (1.16 source, ``_tool_call_loop``): the
+public methods of the environment class are the tools; a call is dispatched by name with
+``**arguments``; the calls of one assistant message are run one after another, async
+methods gathered together (``asyncio.gather``) before the next generation; a reply without
+tool calls ends the rollout.
 
 How stategym's protocol survives that:
 
@@ -15,15 +18,21 @@ How stategym's protocol survives that:
   calls run together and none sees another's result, as in ``stategym run``.
 - **Every call reaches the batch as the model wrote it.** A method takes any keyword
   arguments (its signature is only the schema the model sees), so wrong arguments are the
-  environment's format errors. A call TRL would refuse itself (a tool that does not exist,
-  arguments that are not a mapping) would leave the rest of its message to run without it;
-  :func:`route_text_to_user` hands such a call to ``message_user`` inside a marker the
-  parser cannot produce, and the environment takes the original call back out. The core then
-  judges the batch as ``stategym run`` does: one malformed call and nothing runs.
+  environment's format errors. :func:`route_text_to_user` (:mod:`.trl_parsing`, which
+  states its reading rules) keeps TRL from changing a call on the way: arguments a chat
+  template writes as JSON are read without transformers' schema cast (``"9"`` stays a
+  string, the core's ``wrong_type``), and a call TRL would refuse or rewrite itself (a tool
+  that does not exist, arguments that are not a mapping, ``"arguments": null``, which TRL
+  makes ``{}``) goes to ``message_user`` inside a marker the parser cannot produce; the
+  environment takes the original call back out. The core then judges the batch as
+  ``stategym run`` does: one malformed call and nothing runs. Only where the template writes
+  arguments as untyped text (Qwen3.5, GLM-4-MoE, Nemotron 3, LFM2.5) is the schema cast
+  kept: it is the only reading there is, and the log records the cast value.
 - **Text TRL cannot parse is read by stategym.** Where the tokenizer's parser fails (a
-  truncated or malformed ``<tool_call>``), the wrapper reads the text with
-  :func:`stategym.llm.parse.parse`, as ``stategym run``'s model agents do: the round is the
-  same format error, the model gets it as a tool result, and the rollout goes on.
+  truncated or malformed ``<tool_call>``, JSON nested deeper than Python's stack), the
+  wrapper reads the text with :func:`stategym.llm.parse.parse`, as ``stategym run``'s model
+  agents do: the round is the same format error, the model gets it as a tool result, and
+  the rollout goes on.
 - **Plain text goes to the simulated user.** A reply without tool calls becomes a call of
   ``message_user`` (a :class:`~stategym.kernel.protocol.Say` round): a question gets its
   answer instead of ending the rollout. ``message_user`` must be the only call of its
@@ -57,18 +66,25 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import orjson
 
+from stategym.adapters.trl_parsing import (
+    _CARRIER,
+    END_MARK,
+    SAY_TOOL,
+    _AsWritten,
+    reads_arguments_as_text,
+    route_text_to_user,
+)
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, ToolCall
 from stategym.kernel.task import check_seed
 from stategym.kernel.validation import NOT_RUN
-from stategym.llm.parse import parse
 from stategym.metrics import score
 from stategym.registry import get_domain
 from stategym.rendering import make_renderer
@@ -77,19 +93,11 @@ from stategym.rendering.messages import offered_tools
 
 SUPPORTED_TRL = ">=1.16,<1.17"
 """The TRL versions this adapter is tested with (it reads TRL's tool loop, 1.16)."""
-SAY_TOOL = "message_user"
-"""The tool a plain-text reply is routed to (a message to the simulated user)."""
-END_MARK = "[stategym: the episode is over]"
-"""Appended to the last result of an episode; plain text after it is not routed."""
 SAY_RULE = (
     f"{SAY_TOOL} takes one argument, message (the text for the user), and must be the only "
     "call of its message; nothing in this message ran"
 )
 """What the model is told when it uses ``message_user`` any other way."""
-_CARRIER = "stategym_call_as_written"
-"""The ``message_user`` argument that carries a call TRL would refuse (:class:`_AsWritten`)."""
-_TAIL = 256
-"""Tokens of a rollout's history searched for :data:`END_MARK` (it ends the last result)."""
 _PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
 _SAY_SCHEMA = {
     "function": {
@@ -103,36 +111,6 @@ _SAY_SCHEMA = {
         },
     }
 }
-
-
-class _AsWritten(str):
-    """A tool call as the model wrote it, carried past TRL's dispatch.
-
-    TRL looks a call up by name and calls it with ``**arguments``: it answers an unknown
-    name, or arguments that are not a mapping, itself, and the rest of the message runs
-    without that call. :func:`route_text_to_user` puts such a call (or every call of a text
-    TRL could not parse) in one of these, as the only argument of a ``message_user`` call;
-    the environment takes it back out before the batch plays. A ``str``, so TRL's logs of
-    the completion can write it; a type of its own, so no value a parser returns (JSON) can
-    pass for one: a model that writes the marker argument just sends that call.
-
-    Attributes:
-        name: the tool name the model wrote.
-        arguments: its arguments, as parsed (a mapping, or raw JSON text).
-        errors: tolerated malformations of the text (the message's first call holds them).
-    """
-
-    name: str
-    arguments: Any
-    errors: tuple[str, ...]
-
-    def __new__(cls, name: str, arguments: Any, errors: tuple[str, ...] = ()) -> _AsWritten:
-        carried = super().__new__(cls, f"{name} {arguments!r}")
-        carried.name, carried.arguments, carried.errors = name, arguments, errors
-        return carried
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_AsWritten, (self.name, self.arguments, self.errors))
 
 
 def _annotation(body: Mapping[str, Any]) -> Any:
@@ -375,105 +353,6 @@ def _first_messages(domain: str, seed: int, knobs: Knobs) -> list[dict[str, Any]
     return renderer.first_messages(cached_task(domain, seed, knobs))
 
 
-def route_text_to_user(tokenizer: Any) -> Any:
-    """Make ``tokenizer.parse_response`` give stategym every call and every plain reply.
-
-    Where the rollout offers :data:`SAY_TOOL` (an environment of this module), the reading of
-    a reply changes so that:
-
-    - each call TRL would refuse (a tool not offered, arguments that are not keywords) is
-      carried to the environment in a ``message_user`` call, which plays it as written;
-    - a reply the tokenizer cannot parse is read by :func:`stategym.llm.parse.parse`, and its
-      calls are carried likewise (the same format errors as ``stategym run``);
-    - a reply without tool calls becomes a ``message_user`` call, unless the history ends
-      with :data:`END_MARK` (the episode is over): then the plain reply ends TRL's loop.
-
-    The sampled ids are untouched; only TRL's reading of them changes.
-
-    Returns:
-        the same tokenizer.
-    """
-    parse_ids = tokenizer.parse_response
-
-    def routed(ids: Any, *args: Any, **kwargs: Any) -> Any:
-        offered = {getattr(t, "__name__", None) for t in kwargs.get("tools") or ()}
-        if SAY_TOOL not in offered:
-            return parse_ids(ids, *args, **kwargs)
-        try:
-            parsed = parse_ids(ids, *args, **kwargs)
-        except (ValueError, TypeError):  # what TRL's parse_response falls back on
-            parsed = None
-        if not _readable(parsed):
-            parsed = _read_text(_decoded(tokenizer, ids))
-        if parsed.get("tool_calls"):
-            return {
-                **parsed,
-                "tool_calls": [_dispatchable(c, offered) for c in parsed["tool_calls"]],
-            }
-        prefix = kwargs.get("prefix")
-        if prefix is not None and END_MARK in tokenizer.decode(list(prefix)[-_TAIL:]):
-            return parsed
-        return {**parsed, "tool_calls": [_say_call({"message": str(parsed.get("content") or "")})]}
-
-    tokenizer.parse_response = routed
-    return tokenizer
-
-
-def _readable(parsed: Any) -> bool:
-    """A reading whose every call has a name (TRL's own check; else TRL drops the calls)."""
-    if not isinstance(parsed, dict):
-        return False
-    calls = parsed.get("tool_calls")
-    if calls is None:
-        return True
-    return isinstance(calls, list) and all(_name_of(c) is not None for c in calls)
-
-
-def _name_of(call: Any) -> str | None:
-    function = call.get("function", call) if isinstance(call, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
-    return name if isinstance(name, str) else None
-
-
-def _dispatchable(call: dict[str, Any], offered: set[Any]) -> dict[str, Any]:
-    """The call itself if TRL can dispatch it as written, else the call carried."""
-    function = call.get("function", call)
-    name, arguments = function["name"], function.get("arguments")
-    if call.get("type") == "function" and name in offered and _keywords(arguments):
-        return call
-    return _say_call({_CARRIER: _AsWritten(name, arguments)})
-
-
-def _keywords(arguments: Any) -> bool:
-    """TRL can pass these as ``**arguments`` (it reads a missing mapping as none)."""
-    return arguments is None or (
-        isinstance(arguments, Mapping) and all(type(k) is str for k in arguments)
-    )
-
-
-def _say_call(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": SAY_TOOL, "arguments": arguments}}
-
-
-def _decoded(tokenizer: Any, ids: Iterable[int]) -> str:
-    """The reply's text with the template's tokens, as ``stategym run``'s agents read it."""
-    text = str(tokenizer.decode(list(ids), skip_special_tokens=False))
-    eos = getattr(tokenizer, "eos_token", None)
-    return text.removesuffix(eos) if isinstance(eos, str) and eos else text
-
-
-def _read_text(text: str) -> dict[str, Any]:
-    """The reply read by stategym's parser, every call carried as written."""
-    parsed = parse(text)
-    message: dict[str, Any] = {"role": "assistant", "content": parsed.content or ""}
-    if parsed.calls:
-        message["tool_calls"] = [
-            _say_call({_CARRIER: _AsWritten(c.name, c.arguments, parsed.errors if i == 0 else ())})
-            for i, c in enumerate(parsed.calls)
-        ]
-    return message
-
-
 __all__ = [
     "END_MARK",
     "SAY_RULE",
@@ -482,5 +361,6 @@ __all__ = [
     "ToolEnvironment",
     "dataset_rows",
     "environment_class",
+    "reads_arguments_as_text",
     "route_text_to_user",
 ]
