@@ -185,6 +185,38 @@ def test_each_forgery_of_the_audit_is_caught_and_honest_logs_pass() -> None:
         assert found and words in found[0], (change.__name__, found)
 
 
+def _claimed(trajectory: Trajectory, added: list[str]) -> Trajectory:
+    """Every round with ``added`` appended to its format errors and claimed, in its
+    ``meta.format_errors``, as what an LLM backend tolerated."""
+
+    def claim(d: dict[str, Any]) -> None:
+        for record in d["rounds"]:
+            record["format_errors"] += added
+            record["meta"] = {**record["meta"], "format_errors": added}
+
+    return _edit(trajectory, claim)
+
+
+@pytest.mark.parametrize(
+    "added",
+    [["wrong_type"], ["unknown_tool", "malformed_json", "bad_value"] * 5, ["💣 anything"]],
+    ids=["wrong_type", "15-environment-kinds", "any-text"],
+)
+def test_a_claim_of_tolerated_errors_adds_no_other_kind(added: list[str]) -> None:
+    """Audit 10b F7: any trailing run that ``meta.format_errors`` repeated was left out, so
+    invented errors passed verify (and the report's format-error rate counted them)."""
+    forged = _claimed(_play("travel", "expert", 0), added)
+    found = verify(forged)
+    assert found and found[0].startswith("round 0: format_errors: logged"), found
+
+
+def test_the_parsers_tolerated_kinds_claimed_as_such_still_verify() -> None:
+    """Guard (held before the fix too): the kinds an LLM backend's parser tolerates are what
+    verify leaves out, and they alone."""
+    claimed = _claimed(_play("travel", "expert", 0), ["unclosed_tool_call", "repaired_json"])
+    assert verify(claimed) == []
+
+
 def test_calls_of_another_domain_are_named() -> None:
     travel = _play("travel", "expert", 0)
     calls = [r for r in travel.rounds if r.kind is RoundKind.CALLS]

@@ -373,3 +373,102 @@ def test_a_reset_name_with_a_lone_surrogate_is_refused_and_state_reads_back(
             env.reset(seed=4, **{option: "a\ud800"})
         state = env.state()
     assert loads(state["trajectory"]).seed == 3
+
+
+# Audit 10b F5: hostile HTTP bodies were a 500 and a traceback (the server kept serving)
+HOSTILE_BODIES = {
+    # a "self" key: OpenEnv passes every key to a ``**options`` signature
+    "reset-self": ("/reset", '{"self": 1}'),
+    "reset-seed-and-self": ("/reset", '{"seed": 3, "self": 1}'),
+    # FastAPI's validation error echoed what JSON cannot write
+    "reset-seed-surrogate": ("/reset", '{"seed": "\\ud800"}'),
+    "reset-surrogate-key": ("/reset", '{"seed": 3, "\\ud800": 1}'),
+    "reset-seed-nan": ("/reset", '{"seed": NaN}'),
+    # OpenEnv's refused /step action: HTTPException(422, errors with their inputs)
+    "step-message-surrogate": ("/step", '{"action": {"message": ["\\ud800"]}}'),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_BODIES.values(), ids=HOSTILE_BODIES.keys())
+def test_a_hostile_http_body_is_a_422_with_a_readable_reason(
+    travel: str, case: tuple[str, str]
+) -> None:
+    import httpx
+
+    path, body = case
+    headers = {"content-type": "application/json"}
+    response = httpx.post(f"{travel}{path}", content=body.encode(), headers=headers)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    if isinstance(detail, str):
+        assert detail == "unknown reset options: self"
+    else:
+        assert detail and all(set(e) == {"type", "loc", "msg"} for e in detail)
+    assert response.content.isascii()
+
+
+def test_a_self_key_in_an_http_step_is_an_option_like_any_other(travel: str) -> None:
+    """It was a 500 (``step_async() got multiple values for argument 'self'``)."""
+    import httpx
+
+    body = {"action": {"calls": [{"name": "get_profile"}]}, "self": 1}
+    response = httpx.post(f"{travel}/step", json=body)
+    assert response.status_code == 200
+    assert response.json()["observation"]["error"] == NO_EPISODE
+
+
+def test_a_self_reset_option_over_the_websocket_is_refused_with_its_reason(travel: str) -> None:
+    """It was ``EXECUTION_ERROR`` with Python's internal ``TypeError`` message."""
+    from websockets.sync.client import connect
+
+    def send(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
+        ws.send(json.dumps(message))
+        reply: dict[str, Any] = json.loads(ws.recv(timeout=30))
+        return reply
+
+    with connect(travel.replace("http", "ws", 1) + "/ws") as ws:
+        refused = send(ws, {"type": "reset", "data": {"seed": 3, "self": 1}})
+        after = send(ws, {"type": "reset", "data": {"seed": 3}})
+    assert refused["data"]["message"] == "unknown reset options: self"
+    assert after["data"]["observation"]["task_id"].startswith("travel/3/")
+
+
+def test_other_http_refusals_keep_their_status_and_headers(travel: str) -> None:
+    """Guard (held before the fix too): the app's ``HTTPException`` handler keeps FastAPI's
+    answers to an unknown path, a wrong method and a body it cannot parse."""
+    import httpx
+
+    missing = httpx.get(f"{travel}/nowhere")
+    wrong = httpx.get(f"{travel}/reset")
+    deep = httpx.post(
+        f"{travel}/reset",
+        content='{"x": ' + _deep(5000) + "}",
+        headers={"content-type": "application/json"},
+    )
+    assert (missing.status_code, missing.json()) == (404, {"detail": "Not Found"})
+    assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST")
+    assert deep.status_code == 400 and deep.json()["detail"]
+
+
+def test_the_frame_size_limit_is_the_documented_one(
+    travel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit 10b F6: a frame over uvicorn's ``ws_max_size`` closes the socket (1009) before
+    any ASGI layer sees it, and the module said no frame ends a session. The limit is now
+    stated (``MAX_FRAME_BYTES``), passed by the entry point, and the default ``served`` runs."""
+    import uvicorn
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from stategym.adapters import openenv
+
+    assert uvicorn.Config(build_app("travel")).ws_max_size == openenv.MAX_FRAME_BYTES
+    ran: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **where: ran.update(where))
+    main(["--domain", "travel"])
+    assert ran["ws_max_size"] == openenv.MAX_FRAME_BYTES
+    with connect(travel.replace("http", "ws", 1) + "/ws", max_size=None) as ws:
+        ws.send(_step('{"message":"' + "a" * openenv.MAX_FRAME_BYTES + '"}'))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009

@@ -135,6 +135,12 @@ METADATA = {
     ),
     "token_ids_number": (reply(choice={"token_ids": 5}), ["token_ids"]),
     "extension_list": (reply(choice={"stategym": [1]}), ["stategym"]),
+    # audit 10b F7: a kind the parser does not tolerate would be a format error replay cannot
+    # give (verify refuses it), so the endpoint cannot add one
+    "format_errors_other_kind": (
+        reply(choice={"stategym": {"format_errors": ["unclosed_tool_call", "wrong_type"]}}),
+        ["stategym.format_errors"],
+    ),
     "refusal_number": (reply(choice={"message": {"content": None, "refusal": 5}}), ["refusal"]),
 }
 
@@ -364,6 +370,31 @@ def test_a_model_list_it_cannot_read_passes_as_not_implemented(
 
     with loopback.answering(answer) as url:
         assert run_command(url, tmp_path, episodes=1) == 0
+
+
+def test_usage_totals_past_the_logs_range_are_dropped_not_a_crash(tmp_path: Path) -> None:
+    """Audit 10b F4: each count (``2**63 - 1``) is valid, their sum over three rounds is past
+    the log's 64 bits; the run died in the read-back check with a traceback, and the episode
+    was never written. Now the total is ``None``, named in ``meta.dropped``."""
+    big = 2**63 - 1
+
+    def answer(request: str, body: bytes, number: int) -> tuple[int, str]:
+        if request.startswith("GET"):
+            return 200, MODELS
+        calls = FINISH if round_of(json.loads(body)) >= 2 else LOOKUP
+        answered = completion(calls=calls)
+        answered["usage"] = {"prompt_tokens": big, "completion_tokens": 1}
+        return 200, text_of(answered)
+
+    with loopback.answering(answer) as url:
+        assert run_command(url, tmp_path, episodes=1) == 0
+    (trajectory,) = read_jsonl(tmp_path / "run" / "trajectories.jsonl")
+    assert len(trajectory.rounds) == 3 and verify(trajectory) == []
+    assert trajectory.meta["usage"] == {"prompt_tokens": None, "completion_tokens": 3}
+    assert trajectory.meta["dropped"] == ["usage.prompt_tokens"]
+    assert all(
+        r.model is not None and r.model.usage.prompt_tokens == big for r in trajectory.rounds
+    )
 
 
 def test_a_plain_text_context_refusal_ends_the_episode_as_truncated(tmp_path: Path) -> None:

@@ -152,3 +152,22 @@ def test_integers_beyond_64_bits_reach_the_environment_exactly(number: str, kind
     (record,) = env.rounds[-1].calls
     assert record.error_kind == kind, record.error
     assert result.observation.to_messages() and loads(dumps(env.trajectory)) == env.trajectory
+
+
+@pytest.mark.parametrize("depth", [990, 1000, 1010, 1200])
+@pytest.mark.parametrize("tagged", [True, False], ids=["tagged", "bare"])
+def test_arguments_nested_past_the_recursion_limit_stop_the_round(depth: int, tagged: bool) -> None:
+    """Arguments that decode but cannot be written back as JSON (nested about 1,000 deep)
+    once became no text, which reads as no arguments: the call ran, and so did the calls
+    beside it. They reach the environment as written, which refuses the round whole."""
+    deep = '{"name": "get_profile", "arguments": {"a": ' + "[" * depth + "]" * depth + "}}"
+    policy = '{"name": "get_travel_policy", "arguments": {}}'
+    text = f"<tool_call>{deep}</tool_call><tool_call>{policy}</tool_call>" if tagged else deep
+    env = Env("travel")
+    env.reset(seed=1)
+    env.step_message(parse(text).to_message())
+    (record,) = env.rounds
+    if tagged or depth < 1100:  # deeper, the bare JSON does not decode: a message to the user
+        # too deep for the environment's limit, or (past ~1,024) for its JSON reader
+        assert record.format_errors in {("too_large",), ("malformed_json",)}
+        assert all(call.error is not None for call in record.calls)  # nothing ran

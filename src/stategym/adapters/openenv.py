@@ -23,25 +23,40 @@ How stategym's protocol maps onto OpenEnv's:
 
 A malformed action never raises: an unknown tool, wrong arguments or unreadable argument
 JSON are stategym's format errors; a payload the schema cannot read is OpenEnv's
-``VALIDATION_ERROR`` reply, and the session goes on. That holds for every WebSocket frame:
+``VALIDATION_ERROR`` reply, and the session goes on. That holds for every WebSocket frame
+the server reads (up to :data:`MAX_FRAME_BYTES`, below):
 openenv-core 0.3.0's ``/ws`` handler ends the session (``SESSION_ERROR``, socket closed) on
 a frame that is not a JSON object (``[1,2]``, ``7``), one nested too deep for Python's
 ``json`` (about 1,000 levels), one Python cannot decode (an integer of more than 4,300
 digits), a binary frame, and a refused message whose error reply it cannot write (a lone
 surrogate or a deep value in it). So :func:`build_app` puts :class:`FrameGuard` in front of
 the route: such a frame is answered there, in OpenEnv's own error reply, and the route
-never sees it. A bad reset (an unknown option, a seed that is not one) is
+never sees it (:mod:`stategym.adapters.openenv_wire` holds the guard and the HTTP handlers).
+A bad reset (an unknown option, ``self``, a seed that is not one) is
 :class:`ResetRefused`: OpenEnv's ``EXECUTION_ERROR`` over the WebSocket, a 422 with the
 one-line reason over HTTP.
+
+Over HTTP, every body is answered by status and reason, never a 500: FastAPI's validation
+errors and OpenEnv's refused ``/step`` action are 422s whose errors name the field and what
+is wrong without echoing the input (a lone surrogate or ``NaN`` in it made FastAPI's own
+handler fail), written as ASCII JSON.
+
+What no layer of the app can answer: a WebSocket frame over :data:`MAX_FRAME_BYTES` is
+refused by uvicorn's protocol before any ASGI code sees it, so the socket is closed (code
+1009, "message too big") and the session's episode is lost. A client keeps its frames
+under it: stategym refuses more anyway (64 calls a round, 16 KiB of arguments a call,
+:mod:`stategym.kernel.boundary`), so no frame that large holds a round it would play as sent.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
-import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,21 +64,15 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.mcp_types import WSMCPMessage
-from openenv.core.env_server.serialization import deserialize_action
 from openenv.core.env_server.types import (
     Action,
     Observation,
     State,
-    WSCloseMessage,
-    WSErrorCode,
-    WSResetMessage,
-    WSStateMessage,
-    WSStepMessage,
 )
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from stategym.adapters.openenv_wire import MAX_FRAME_DEPTH, FrameGuard, ResetRefused, guard
 from stategym.kernel import protocol
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
@@ -77,28 +86,10 @@ from stategym.registry import get_domain
 SUPPORTED_OPENENV = ">=0.3,<0.4"
 """The openenv-core versions this adapter is tested with."""
 NO_EPISODE = "no episode: reset first (an HTTP /step has none: play over the WebSocket)"
-MAX_FRAME_DEPTH = 512
-"""The deepest nesting a WebSocket frame may have. OpenEnv decodes a frame with Python's
-recursive ``json.loads``, which fails near 1,000 levels, ending the session; stategym
-refuses arguments nested more than 32 levels anyway (a ``too_large`` format error)."""
-
-Scope = MutableMapping[str, Any]
-ASGIMessage = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[ASGIMessage]]
-Send = Callable[[ASGIMessage], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class ResetRefused(ValueError):
-    """A reset the environment will not make (an unknown option, a value of the wrong type,
-    a seed outside ``[0, 2**64)``): a usage error, answered with its one-line reason.
-
-    The reason is made writable as UTF-8 (a lone surrogate in an option's name is escaped):
-    OpenEnv 0.3.0 ends the session when it cannot write an error reply.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason.encode("utf-8", "backslashreplace").decode("utf-8"))
+MAX_FRAME_BYTES = 16 * 2**20
+"""The largest WebSocket frame the server reads: uvicorn's ``ws_max_size``, its default
+(:func:`served` runs uvicorn with it, :func:`main` passes it). A larger one closes the socket
+(1009) before the app sees it, ending the session."""
 
 
 class Call(BaseModel):
@@ -225,8 +216,15 @@ class StategymEnvironment(Environment):
         self._started = False
         self._scores: Scores | None = None
 
+    # ``self`` is positional-only here and below: OpenEnv passes every key of a request's
+    # body to a ``**kwargs`` signature, so a ``"self"`` key is an option like any other.
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, agent: str = "", **kwargs: Any
+        self,
+        /,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        agent: str = "",
+        **kwargs: Any,
     ) -> StategymObservation:
         """Start the episode of task ``seed`` (``None``: the next one).
 
@@ -246,7 +244,7 @@ class StategymEnvironment(Environment):
         return _wire(observation, task_id=info["task_id"], tools=info["tools"])
 
     def step(
-        self, action: StategymAction, timeout_s: float | None = None, **kwargs: Any
+        self, /, action: StategymAction, timeout_s: float | None = None, **kwargs: Any
     ) -> StategymObservation:
         """Play one round; never raises on the action."""
         if not self._started:
@@ -269,10 +267,10 @@ class StategymEnvironment(Environment):
     # Played on the server's event loop, not OpenEnv's per-session thread: a round is a
     # fraction of a millisecond of CPU that a thread would hold the GIL for anyway, and the
     # hop cost more than the round (median step 3.4 ms against 6.7 ms, five runs each).
-    async def reset_async(self, **options: Any) -> StategymObservation:
+    async def reset_async(self, /, **options: Any) -> StategymObservation:
         return self.reset(**options)
 
-    async def step_async(self, action: StategymAction, **options: Any) -> StategymObservation:
+    async def step_async(self, /, action: StategymAction, **options: Any) -> StategymObservation:
         return self.step(action, **options)
 
     @property
@@ -359,135 +357,6 @@ class StategymClient(EnvClient):
         return StategymState.model_validate(payload)
 
 
-WS_MESSAGES: Mapping[str, type[BaseModel]] = {
-    "reset": WSResetMessage,
-    "step": WSStepMessage,
-    "state": WSStateMessage,
-    "close": WSCloseMessage,
-    "mcp": WSMCPMessage,
-}
-"""The messages OpenEnv 0.3.0's ``/ws`` route reads, by ``type``, as it validates them."""
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
-
-
-class FrameGuard:
-    """An ASGI layer in front of OpenEnv's ``/ws`` route that answers, in OpenEnv's own
-    error reply, every frame the route would end the session on; the route never sees it.
-
-    The route (openenv-core 0.3.0) is one closure, with no hook to override; this layer
-    reads the frames on their way in instead, and forwards the rest untouched. Refused: a
-    binary frame or text Python cannot decode (``INVALID_JSON``), a frame nested more than
-    :data:`MAX_FRAME_DEPTH` levels, a JSON value that is not an object, and a message of a
-    known ``type`` that fails OpenEnv's own validation (``VALIDATION_ERROR``, its errors
-    without their inputs, which may be what OpenEnv could not write).
-
-    Args:
-        app: the app to guard (OpenEnv's).
-        action_cls: the action model steps are validated against.
-        path: the guarded route.
-    """
-
-    def __init__(self, app: ASGIApp, action_cls: type[Action], path: str = "/ws") -> None:
-        self.app = app
-        self.action_cls = action_cls
-        self.path = path
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "websocket" or not self._guards(scope):
-            await self.app(scope, receive, send)
-            return
-
-        async def vetted() -> ASGIMessage:
-            while True:
-                message = await receive()
-                refusal = self.refusal(message) if message["type"] == "websocket.receive" else None
-                if refusal is None:
-                    return message
-                await send({"type": "websocket.send", "text": refusal})
-
-        await self.app(scope, vetted, send)
-
-    def _guards(self, scope: Scope) -> bool:
-        path = scope.get("path", "")
-        return path in (self.path, scope.get("root_path", "") + self.path)
-
-    def refusal(self, message: Mapping[str, Any]) -> str | None:
-        """OpenEnv's error reply to a received frame it could not answer; ``None``: forward it."""
-        text = message.get("text")
-        if not isinstance(text, str):
-            return _error_reply(WSErrorCode.INVALID_JSON, "Invalid JSON: a frame must be text")
-        if _nested_deeper(text, MAX_FRAME_DEPTH):
-            reason = f"the message is nested more than {MAX_FRAME_DEPTH} levels"
-            return _error_reply(WSErrorCode.VALIDATION_ERROR, reason)
-        try:
-            value = json.loads(text)  # as OpenEnv decodes it
-        except (ValueError, RecursionError) as error:
-            return _error_reply(WSErrorCode.INVALID_JSON, f"Invalid JSON: {error}")
-        if not isinstance(value, dict):
-            reason = f"a message must be a JSON object, not {_json_kind(value)}"
-            return _error_reply(WSErrorCode.VALIDATION_ERROR, reason)
-        try:
-            self._validate(value)
-        except ValidationError as error:
-            errors = [
-                {"type": e["type"], "loc": list(e["loc"]), "msg": e["msg"]}
-                for e in error.errors(include_url=False)
-            ]
-            return _error_reply(WSErrorCode.VALIDATION_ERROR, "Invalid message", errors=errors)
-        return None
-
-    def _validate(self, value: dict[str, Any]) -> None:
-        """Validate ``value`` as the route will; an unknown ``type`` is the route's to answer.
-
-        Raises:
-            ValidationError: as the route's validation would.
-        """
-        kind = value.get("type", "")
-        model = WS_MESSAGES.get(kind) if isinstance(kind, str) else None
-        if model is None:
-            return
-        message = model.model_validate(value)
-        if isinstance(message, WSStepMessage):
-            deserialize_action(message.data, self.action_cls)
-
-
-def _json_kind(value: Any) -> str:
-    """What JSON calls the decoded ``value``'s kind (``array``, ``number``, ``null``...)."""
-    kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return kinds.get(type(value), "a number")
-
-
-def _nested_deeper(text: str, limit: int) -> bool:
-    """Whether the JSON ``text`` nests more than ``limit`` levels (brackets in strings aside).
-
-    Counted without decoding, as decoding is what fails; a frame with no more brackets than
-    ``limit`` (nearly all) is not scanned.
-    """
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    for bracket in _BRACKET.findall(_STRING.sub('""', text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth > limit:
-            return True
-    return False
-
-
-def _error_reply(code: WSErrorCode, message: str, **details: Any) -> str:
-    """OpenEnv's ``WSErrorResponse`` as text, ASCII only: a lone surrogate is escaped, not
-    a reason to fail."""
-    data = {"message": message, "code": code.value, **details}
-    return json.dumps({"type": "error", "data": data}, ensure_ascii=True)
-
-
-async def _refused_reset(request: Any, error: Exception) -> Any:
-    """A refused HTTP ``/reset``: 422 with the one-line reason (no traceback in the log)."""
-    from fastapi.responses import JSONResponse
-
-    return JSONResponse({"detail": str(error)}, status_code=422)
-
-
 def build_app(
     domain: str,
     knobs: Knobs | None = None,
@@ -498,9 +367,11 @@ def build_app(
     """OpenEnv's FastAPI app serving ``domain``: one environment per session, at most
     ``max_sessions`` at once (one more is refused with ``CAPACITY_REACHED``).
 
-    Two additions to OpenEnv's app keep its promises: :class:`FrameGuard` in front of
-    ``/ws`` (no frame ends a session), and a handler that answers :class:`ResetRefused`
-    over HTTP with a 422 and its reason, where it was a 500 and a traceback.
+    Additions to OpenEnv's app keep its promises: :class:`FrameGuard` in front of ``/ws``
+    (no frame it reads ends a session), and handlers that answer over HTTP, where there was
+    a 500 and a traceback: :class:`ResetRefused` with a 422 and its reason, a body FastAPI's
+    validation or OpenEnv's ``/step`` refuses with a 422 and its errors without their
+    inputs, any other ``HTTPException`` with its status, all as ASCII JSON.
 
     Raises:
         UnknownDomainError: no such domain.
@@ -510,8 +381,7 @@ def build_app(
     app = create_fastapi_app(
         factory, StategymAction, StategymObservation, max_concurrent_envs=max_sessions
     )
-    app.add_middleware(FrameGuard, action_cls=StategymAction)
-    app.add_exception_handler(ResetRefused, _refused_reset)
+    guard(app, StategymAction)
     return app
 
 
@@ -539,10 +409,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     knobs = Knobs.parse(args.knobs) if args.knobs else None
     app = build_app(args.domain, knobs, max_sessions=args.max_sessions)
-    uvicorn.run(app, host=args.host, port=args.port)
+    uvicorn.run(app, host=args.host, port=args.port, ws_max_size=MAX_FRAME_BYTES)
 
 
 __all__ = [
+    "MAX_FRAME_BYTES",
     "MAX_FRAME_DEPTH",
     "NO_EPISODE",
     "SUPPORTED_OPENENV",

@@ -13,8 +13,10 @@ runner's ``meta``, the agent's name and the run record (its ``probe`` chooses th
 replayed on), an invalid round's kind and text (replay cannot recover an unusable
 message, so they are checked for form only; see ``docs/trajectory.md``), and the parse
 errors an LLM backend tolerated: they end the round's ``format_errors`` and its
-``meta["format_errors"]`` repeats them, so a logged list that ends with exactly that list is
-compared without it (:func:`environment_errors`); any other list is compared whole.
+``meta["format_errors"]`` repeats them, so a logged list that ends with exactly that list,
+made of the parser's tolerated kinds alone (:data:`TOLERATED_KINDS`), is compared without it
+(:func:`environment_errors`); any other list is compared whole. How many a backend tolerated
+is its word (replay cannot regenerate the model's text), but no other kind can be added.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ from stategym.kernel.env import EMPTY_ACTION, Env
 from stategym.kernel.errors import StateGymError
 from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory, replay
 
+UNCLOSED = "unclosed_tool_call"
+"""Format-error kind: a ``<tool_call>`` without its ``</tool_call>`` (tolerated by the parser)."""
+REPAIRED = "repaired_json"
+"""Format-error kind: JSON that needed repair (Python literals, quotes, trailing commas)."""
+TOLERATED_KINDS = frozenset({UNCLOSED, REPAIRED})
+"""The format-error kinds an LLM backend's parser tolerates (:mod:`stategym.llm.parse`
+writes them, and takes them from here): the only kinds :func:`environment_errors` leaves out.
+Defined in the kernel, which the parser's layer may import and not the other way round."""
 INVALID_KINDS = frozenset(
     {"empty_action", "bad_message", "malformed_json", "too_large", "bad_value"}
 )
@@ -120,15 +130,21 @@ def environment_errors(format_errors: list[Any], meta: dict[str, Any]) -> list[A
     An LLM agent appends the parse errors its backend tolerated (``unclosed_tool_call``,
     ``repaired_json``) to the environment's and repeats them in ``meta["format_errors"]``;
     replay gives the environment's alone. Only a trailing run equal to that list, item for
-    item, is taken off, so an edit elsewhere in the list is still a difference.
+    item, and made of :data:`TOLERATED_KINDS` alone, is taken off: an edit elsewhere in the
+    list, or any other kind added with its claim (``wrong_type``, ``unknown_tool``), is still
+    a difference.
 
     Example:
         >>> environment_errors(["malformed_json", "unclosed_tool_call"],
         ...                    {"format_errors": ["unclosed_tool_call"]})
         ['malformed_json']
+        >>> environment_errors(["malformed_json", "wrong_type"], {"format_errors": ["wrong_type"]})
+        ['malformed_json', 'wrong_type']
     """
     tolerated = meta.get("format_errors")
     if type(tolerated) is not list or not tolerated or len(tolerated) > len(format_errors):
+        return format_errors
+    if not all(type(kind) is str and kind in TOLERATED_KINDS for kind in tolerated):
         return format_errors
     cut = len(format_errors) - len(tolerated)
     return format_errors[:cut] if format_errors[cut:] == tolerated else format_errors

@@ -14,7 +14,10 @@ errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each rou
 (the ``openai:`` agent drops a field of the wrong type); ``annotate`` then checks, once per
 episode, that the trajectory reads back (:func:`~stategym.kernel.trajectory.loads`), so a
 backend that let a mistyped value through is a bug that stops the run before a line the
-reader refuses is written.
+reader refuses is written. No number an endpoint sends can make that check fail: each count
+is below :data:`COUNT_LIMIT`, and so is each episode total in ``meta["usage"]``; a total that
+would reach it (counts an endpoint invented) is logged as ``None`` and named in the
+trajectory's ``meta["dropped"]`` (``"usage.prompt_tokens"``), as a round names what it dropped.
 
 Tolerated parse errors count as format errors: a round's ``format_errors`` are the
 environment's, then the backend's, which the round's ``meta["format_errors"]`` repeats; that
@@ -58,6 +61,10 @@ from stategym.rendering.tokens import (
     observation_segment,
 )
 
+COUNT_LIMIT = 2**63
+"""Token counts (per round, and their episode totals) and token ids are below this: the log
+holds 64-bit integers, which its reader refuses past (the ``openai:`` agent drops a count at
+or past it; :meth:`ChatAgent.annotate` drops a total)."""
 _SESSIONS = itertools.count(1)
 """Session keys, one per agent (an episode): unique within the process."""
 
@@ -241,14 +248,18 @@ class ChatAgent:
                 )
             )
         rounds.extend(trajectory.rounds[len(rounds) :])
+        usage = self._usage()
         header = {
             **self._backend.describe(),
             "prompt_version": PROMPT_VERSION,
             "rendering": self.renderer.kind,
             "demonstrations": self._demonstrations,
             "seed": self._seed,
-            "usage": self._usage(),
+            "usage": usage,
         }
+        dropped = [f"usage.{key}" for key, total in usage.items() if total is None]
+        if dropped:
+            header["dropped"] = dropped
         annotated = replace(
             trajectory,
             rounds=tuple(rounds),
@@ -257,14 +268,21 @@ class ChatAgent:
         )
         return readable(annotated)
 
-    def _usage(self) -> dict[str, int]:
-        """The episode's token counts, summed over the rounds that report them."""
-        usage = {"prompt_tokens": 0, "completion_tokens": 0}
-        for reply in self._rounds:
-            counts = reply.meta.get("usage")
-            for key in usage:
+    def _usage(self) -> dict[str, int | None]:
+        """The episode's token counts, summed over the rounds that report them.
+
+        A total that reaches :data:`COUNT_LIMIT` is ``None``: only counts an endpoint
+        invented add up to it (each below the limit, three of ``2**63 - 1``), and a capped
+        total would pass for a real one; as a number it would make the line unreadable.
+        """
+        usage: dict[str, int | None] = {}
+        for key in ("prompt_tokens", "completion_tokens"):
+            total = 0
+            for reply in self._rounds:
+                counts = reply.meta.get("usage")
                 value = counts.get(key) if isinstance(counts, Mapping) else None
-                usage[key] += value if type(value) is int else 0
+                total += value if type(value) is int else 0
+            usage[key] = total if 0 <= total < COUNT_LIMIT else None
         return usage
 
 

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from stategym.kernel.boundary import clean_text
 from stategym.kernel.errors import AgentStopped, UsageError
-from stategym.llm.agent import Reply, Turn
+from stategym.kernel.verify import TOLERATED_KINDS
+from stategym.llm.agent import COUNT_LIMIT, Reply, Turn
 from stategym.llm.prompt import Message
 
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ _CONTEXT_WORDS = (
 )
 _CONTEXT_SCAN = 4096
 """Characters of an error's body searched for :data:`_CONTEXT_WORDS`."""
-_COUNT_LIMIT = 2**63
-"""Token counts and ids are read as non-negative integers below this (the log's 64 bits)."""
 HttpResponse = Any
 """A response of the HTTP library the installed ``openai`` client is built on (``httpx``, or
 its successor): its ``text``, ``status_code``, ``reason_phrase``, ``headers`` and ``request``."""
@@ -491,7 +490,7 @@ def _text(value: Any) -> str | None:
 
 def _count(value: Any) -> int | None:
     """A count of tokens, or a token id: an integer in [0, 2**63) (not a bool, nor 1.0)."""
-    return value if type(value) is int and 0 <= value < _COUNT_LIMIT else None
+    return value if type(value) is int and 0 <= value < COUNT_LIMIT else None
 
 
 def _ids(value: Any) -> list[int] | None:
@@ -534,14 +533,15 @@ def _logprobs(value: Any) -> tuple[list[float], list[str]] | None:
 
 def _finite(value: Any) -> float | None:
     """A JSON number as a finite float, else ``None`` (``type()``: a bool is no number)."""
-    if type(value) is int and abs(value) < _COUNT_LIMIT:
+    if type(value) is int and abs(value) < COUNT_LIMIT:
         return float(value)
     return value if type(value) is float and math.isfinite(value) else None
 
 
 def _tolerated(extension: Any, dropped: list[str]) -> tuple[str, ...]:
     """``stategym.format_errors`` (``stategym serve``'s tolerated parse errors), if a list
-    of strings."""
+    of the parser's tolerated kinds: any other kind would be a format error the round's
+    replay cannot give, so the log would fail verify (dropped whole, like any mistyped field)."""
     if extension is None:
         return ()
     errors = extension.get("format_errors") if isinstance(extension, dict) else None
@@ -549,7 +549,7 @@ def _tolerated(extension: Any, dropped: list[str]) -> tuple[str, ...]:
         if not isinstance(extension, dict):
             dropped.append("stategym")
         return ()
-    if type(errors) is list and all(type(error) is str for error in errors):
+    if type(errors) is list and all(type(e) is str and e in TOLERATED_KINDS for e in errors):
         return tuple(errors)
     dropped.append("stategym.format_errors")
     return ()

@@ -8,7 +8,9 @@ error (``malformed_json``, ``unknown_tool``) in the round where it happened. Val
 parser, decides what it accepts. Malformations that
 are tolerated, because the intent is unambiguous (a missing closing tag, Python-style literals
 or a trailing comma in the JSON), still count: they are listed in :attr:`Parsed.errors`, and
-the runner adds them to the round's ``format_errors``.
+the runner adds them to the round's ``format_errors``. Their kinds (:data:`UNCLOSED`,
+:data:`REPAIRED`) are :data:`stategym.kernel.verify.TOLERATED_KINDS`, the only ones verify
+leaves out when it compares a round with its replay.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import orjson
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.protocol import read_json
 
+# The tolerated kinds are defined with the rule that reads them: verify leaves these, and no
+# other kind, out of a round's comparison with its replay (one definition, in the kernel).
+from stategym.kernel.verify import REPAIRED, UNCLOSED
+
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
@@ -33,11 +39,6 @@ _ARGUMENTS = re.compile(r"""["'](?:arguments|parameters)["']\s*:\s*(.*?)\s*\}?\s
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _BARE_LITERAL = re.compile(r"\b(true|false|null)\b")
-
-UNCLOSED = "unclosed_tool_call"
-"""Format-error kind: a ``<tool_call>`` without its ``</tool_call>``."""
-REPAIRED = "repaired_json"
-"""Format-error kind: JSON that needed repair (Python literals, quotes, trailing commas)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,27 +124,37 @@ def _plain_json(text: str) -> tuple[tuple[ParsedCall, ...], tuple[str, ...]]:
     items = value if isinstance(value, list) else [value]
     if not items or not all(isinstance(i, dict) and _name_of(i) is not None for i in items):
         return (), ()
-    calls = tuple(_from_object(item) for item in items)
+    calls = tuple(_from_object(item, text) for item in items)
     return calls, (REPAIRED,) if repaired else ()
 
 
 def _call(body: str) -> tuple[ParsedCall, bool]:
     value, repaired = _decode(body)
     if isinstance(value, dict):
-        return _from_object(value), repaired
+        return _from_object(value, _raw_arguments(body)), repaired
     name = _NAME.search(body)
+    return ParsedCall(name.group(1) if name else "", _raw_arguments(body)), False
+
+
+def _raw_arguments(body: str) -> str:
+    """The arguments' text as written in a call's body (the whole body if none is found)."""
     arguments = _ARGUMENTS.search(body)
-    raw = arguments.group(1).strip() if arguments else body
-    return ParsedCall(name.group(1) if name else "", raw), False
+    return arguments.group(1).strip() if arguments else body
 
 
-def _from_object(item: dict[str, Any]) -> ParsedCall:
+def _from_object(item: dict[str, Any], written: str) -> ParsedCall:
+    """The call a decoded object names; its arguments as JSON text, or as ``written`` (the
+    text they were read from) when they cannot be written back: nested past Python's
+    recursion limit, they would otherwise be no text, which reads as no arguments, and the
+    call would run (the environment refuses the text as it is, ``too_large``)."""
     name = _name_of(item)
     function = item.get("function")
     source = function if isinstance(function, dict) else item
     arguments = source.get("arguments", source.get("parameters", {}))
     if not isinstance(arguments, str):
-        arguments = _encode(arguments) or ""
+        arguments = _encode(arguments)
+        if arguments is None:
+            arguments = written
     return ParsedCall(name if isinstance(name, str) else "", arguments)
 
 
