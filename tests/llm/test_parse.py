@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ from hypothesis import strategies as st
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import CallBatch, Say, action_from_message
 from stategym.kernel.trajectory import dumps, loads
+from stategym.llm import parse as parse_module
 from stategym.llm.parse import REPAIRED, UNCLOSED, Parsed, ParsedCall, parse
 
 
@@ -171,3 +175,76 @@ def test_arguments_nested_past_the_recursion_limit_stop_the_round(depth: int, ta
         # too deep for the environment's limit, or (past ~1,024) for its JSON reader
         assert record.format_errors in {("too_large",), ("malformed_json",)}
         assert all(call.error is not None for call in record.calls)  # nothing ran
+
+
+_RUN = 16_000
+"""A whitespace run as long as a round's text may be (``MAX_TEXT``, 16,384 characters)."""
+
+_BACKTRACKING_REPLIES = {
+    "unclosed fence, spaces": "```json\n" + " " * _RUN + "x",
+    "unclosed fence, newlines": "```\n" + "\n" * _RUN + "x",
+    "unclosed fence, both in turn": "```" + " \n" * (_RUN // 2) + "x",
+    "fence inside a call": "<tool_call>```" + " " * _RUN + "x</tool_call>",
+    "arguments then spaces": '<tool_call>{"name": "get_profile", "arguments": x'
+    + " " * _RUN
+    + "x</tool_call>",
+    "a valid call, spaces in a string": '<tool_call>{"name": "get_profile", "arguments": '
+    + '{"a": "x'
+    + " " * _RUN
+    + 'x"}}</tool_call>',
+}
+
+
+def test_a_long_whitespace_run_is_parsed_at_once() -> None:
+    """Audit 10A F1: the fence and the arguments were cut by regular expressions with a lazy
+    group between whitespace runs, which backtrack cubically (an unclosed fence before 4,000
+    spaces took 55 s; 16,000, about an hour; a valid call whose string argument holds a run
+    was as slow). A degenerate reply stalled the event loop every episode shares.
+
+    Not a timing assert: the replies are parsed in a child process that is given 60 s, a
+    bound 60 times looser than the old code at its quickest here and thousands of times
+    looser than the new (milliseconds); the child is killed past it. Python's ``re`` counts
+    no steps, so this is the only way to catch the class without waiting for it."""
+    script = (
+        "import json, sys\n"
+        "from stategym.llm.parse import parse\n"
+        "for text in json.load(sys.stdin).values():\n"
+        "    parse(text)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(_BACKTRACKING_REPLIES),
+        text=True,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_long_replies_read_as_before() -> None:
+    """The same replies read as the regular expressions read them (shorter runs)."""
+    assert parse("```json\n" + " " * 50 + "x").content == "```json\n" + " " * 50 + "x"
+    assert parse('```json\n  {"name": "a", "arguments": {}}  \n```').calls == (
+        ParsedCall("a", "{}"),
+    )
+    (call,) = parse('<tool_call>{"name": "a", "arguments": x' + " " * 50 + "x</tool_call>").calls
+    assert call == ParsedCall("a", "x" + " " * 50 + "x")
+
+
+_OLD_FENCE = re.compile(r"^```(?:json|tool_call)?\s*(.*?)\s*```$", re.DOTALL)
+_OLD_ARGUMENTS = re.compile(
+    r"""["'](?:arguments|parameters)["']\s*:\s*(.*?)\s*\}?\s*$""", re.DOTALL
+)
+_PIECES = ["```", "`", "json", "tool_call", " ", "\n", "\u3000", "x", "}", '"arguments"', ":", "'"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=10).map("".join))
+def test_fences_and_arguments_are_cut_as_the_old_expressions_cut_them(text: str) -> None:
+    """The hand-written cuts give what the backtracking expressions gave (short texts, where
+    they are quick), on texts made of the pieces they turn on."""
+    stripped = text.strip()
+    fence = _OLD_FENCE.match(stripped)
+    assert parse_module._unfence(stripped) == (fence.group(1) if fence else stripped)
+    arguments = _OLD_ARGUMENTS.search(text)
+    assert parse_module._raw_arguments(text) == (arguments.group(1).strip() if arguments else text)

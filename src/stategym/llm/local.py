@@ -12,8 +12,10 @@ touched.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Hashable, Iterator, Sequence
@@ -271,6 +273,8 @@ class ChatTokenizer:
         # Templates written for HF tool use expect arguments as objects; ours (and Qwen's)
         # print strings verbatim, which keeps the exact text the model was trained on.
         self._arguments_as_text = "is string" in template
+        self._specials = _special_strings(tokenizer)
+        self._as_text: Any = None  # the backend that reads special-token strings as text
 
     @classmethod
     def load(cls, path: str | Path) -> ChatTokenizer:
@@ -315,6 +319,56 @@ class ChatTokenizer:
         spans = [(int(a), int(b)) for a, b in encoded["offset_mapping"]]
         return list(encoded["input_ids"]), spans
 
+    def tokenize_content(
+        self, text: str, contents: Sequence[tuple[int, int]]
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """As :meth:`tokenize`, except that a special-token string inside one of ``contents``
+        (character ranges of message content) is tokenised as text: only the template's own
+        markers are special (:class:`~stategym.rendering.tokens.ContentTokenizer`).
+
+        The tokenizer already cuts the text at every special token, so cutting it there
+        changes nothing else: each such string is tokenised alone as text (as transformers'
+        ``apply_chat_template(..., sanitize_control_tokens=True)`` does), the pieces between
+        as before; text with none is tokenised in one piece, exactly as :meth:`tokenize`.
+        (A SentencePiece tokenizer that marks the start of a text with a space would add one
+        after each cut; byte-level BPE, Qwen's and the tiny model's, adds none.)
+        """
+        found = [
+            match.span()
+            for start, end in contents
+            if self._specials is not None
+            for match in self._specials.finditer(text, start, end)
+        ]
+        if not found:
+            return self.tokenize(text)
+        pieces: list[tuple[int, int, bool]] = []  # start, end, whether read as text
+        position = 0
+        for start, end in found:
+            pieces += [(position, start, False), (start, end, True)]
+            position = end
+        pieces.append((position, len(text), False))
+        ids: list[int] = []
+        spans: list[tuple[int, int]] = []
+        for start, end, as_text in pieces:
+            tokenize = self._tokenize_as_text if as_text else self.tokenize
+            piece_ids, piece_spans = tokenize(text[start:end])
+            ids.extend(piece_ids)
+            spans.extend((start + a, start + b) for a, b in piece_spans)
+        return ids, spans
+
+    def _tokenize_as_text(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Token ids and spans of ``text`` with special-token strings read as text: a copy of
+        the backend, set so once (transformers' ``split_special_tokens`` flips the shared
+        backend's setting on every call, which a concurrent call would see)."""
+        if not text:
+            return [], []
+        if self._as_text is None:
+            backend = copy.deepcopy(self.tokenizer.backend_tokenizer)
+            backend.encode_special_tokens = True
+            self._as_text = backend
+        encoding = self._as_text.encode(text, add_special_tokens=False)
+        return list(encoding.ids), [(int(a), int(b)) for a, b in encoding.offsets]
+
     def prepare(self, message: Message) -> Message:
         """Template-friendly copy: text content, arguments as the template expects them."""
         prepared = dict(message)
@@ -328,6 +382,16 @@ class ChatTokenizer:
         if prepared.get("tool_calls") and not self._arguments_as_text:
             prepared["tool_calls"] = [_arguments_object(call) for call in prepared["tool_calls"]]
         return prepared
+
+
+def _special_strings(tokenizer: Any) -> re.Pattern[str] | None:
+    """A pattern of the tokenizer's special tokens' strings, longest first (as the tokenizer
+    matches them: leftmost, longest); ``None`` when it has none."""
+    added = getattr(tokenizer, "added_tokens_decoder", {}).values()
+    strings = sorted({str(t.content) for t in added if t.special and t.content}, key=len)
+    if not strings:
+        return None
+    return re.compile("|".join(re.escape(s) for s in reversed(strings)))
 
 
 class LocalModel:

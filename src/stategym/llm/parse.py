@@ -11,6 +11,16 @@ or a trailing comma in the JSON), still count: they are listed in :attr:`Parsed.
 the runner adds them to the round's ``format_errors``. Their kinds (:data:`UNCLOSED`,
 :data:`REPAIRED`) are :data:`stategym.kernel.verify.TOLERATED_KINDS`, the only ones verify
 leaves out when it compares a round with its replay.
+
+Dropped without an error of the parser's own (the runner logs the raw text): an unclosed
+``<think>`` runs to the end of the text and takes every call after it (reasoning is never acted
+on; with nothing before it, the round is the environment's ``empty_action``), and text between
+calls or after the last ``</tool_call>`` (narration is the text before the first call).
+
+Parsing takes time linear in the text's length, whatever the text: no regular expression here
+has a lazy group next to a whitespace run (such a pattern backtracks cubically over the run:
+an unclosed fence before 16,000 spaces took an hour); the fence and the arguments are cut by
+hand (:func:`_unfence`, :func:`_raw_arguments`).
 """
 
 from __future__ import annotations
@@ -33,9 +43,10 @@ from stategym.kernel.verify import REPAIRED, UNCLOSED
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
-_FENCE = re.compile(r"^```(?:json|tool_call)?\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
+_FENCE_LABELS = ("json", "tool_call")
 _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']*)["']""")
-_ARGUMENTS = re.compile(r"""["'](?:arguments|parameters)["']\s*:\s*(.*?)\s*\}?\s*$""", re.DOTALL)
+_ARGUMENTS_KEY = re.compile(r"""["'](?:arguments|parameters)["']\s*:\s*""")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _BARE_LITERAL = re.compile(r"\b(true|false|null)\b")
@@ -137,9 +148,13 @@ def _call(body: str) -> tuple[ParsedCall, bool]:
 
 
 def _raw_arguments(body: str) -> str:
-    """The arguments' text as written in a call's body (the whole body if none is found)."""
-    arguments = _ARGUMENTS.search(body)
-    return arguments.group(1).strip() if arguments else body
+    """The arguments' text as written in a call's body (the whole body if none is found):
+    what follows the first ``"arguments":`` (or ``"parameters":``) key, less the call's
+    closing brace and the whitespace around it. Cut by hand, as :func:`_unfence` is."""
+    key = _ARGUMENTS_KEY.search(body)
+    if key is None:
+        return body
+    return body[key.end() :].rstrip().removesuffix("}").strip()
 
 
 def _from_object(item: dict[str, Any], written: str) -> ParsedCall:
@@ -202,5 +217,21 @@ def _encode(value: Any, *, strict: bool = False) -> str | None:
 
 
 def _unfence(text: str) -> str:
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
+    """The body of a code fence (```` ```json ... ``` ````, the label ``json``, ``tool_call`` or
+    none), less the whitespace around it; ``text`` itself when it is not fenced. ``text`` is
+    stripped (both callers strip it).
+
+    Cut by hand: as a regular expression (a lazy body between two whitespace runs) an
+    unclosed fence before a long run of whitespace backtracked over every way to share the
+    run between them, cubic in its length (16,000 spaces: about an hour).
+    """
+    if not text.startswith(_FENCE):
+        return text
+    inside = text[len(_FENCE) :]
+    for label in _FENCE_LABELS:
+        if inside.startswith(label) and inside.endswith(_FENCE, len(label)):
+            inside = inside[len(label) :]
+            break
+    if not inside.endswith(_FENCE):
+        return text
+    return inside.lstrip()[: -len(_FENCE)].rstrip()

@@ -13,13 +13,22 @@ renders a fixed short conversation ending in an assistant turn, with and without
 observation's messages (and the generation prompt) after it; the text after that turn's
 end-of-turn marker is the segment, tokenised on its own. This module needs no tokenizer
 library: it takes a :class:`ChatTemplate` (``stategym.llm.local.LocalModel`` is one).
+
+Inside a message's content the tokenizer's special tokens are never matched: the environment
+quotes model text back (an unknown tool's name), and a ``<|im_end|>`` the model wrote as plain
+characters must not come back as the marker (a forged turn boundary, in the next prompt and in
+training data). A :class:`ContentTokenizer` (``stategym.llm.local.ChatTokenizer`` is one) is
+given each content's character range and tokenises the special-token strings there as text;
+the template's own markers stay special, and a segment whose contents hold none is tokenised
+exactly as in one piece. A content is found by searching the text for it, in order: one the
+template does not write verbatim (escaped, say) has no range and is tokenised as the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from stategym.rendering.base import Message
 
@@ -44,6 +53,23 @@ class ChatTemplate(Protocol):
 
     def tokenize(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """Token ids of ``text`` (no special tokens added) and each token's character span."""
+        ...
+
+
+@runtime_checkable
+class ContentTokenizer(Protocol):
+    """A :class:`ChatTemplate` whose tokenizer has special tokens (turn markers) that a
+    message's content must never produce: content quotes model text (an unknown tool's name
+    is echoed in the error), and a ``<|im_end|>`` the model wrote as plain characters, read
+    back as the marker, would forge a turn boundary in the next prompt and in training data.
+    A template without this method is tokenised in one piece (special-token strings in
+    content are then matched as everywhere else)."""
+
+    def tokenize_content(
+        self, text: str, contents: Sequence[tuple[int, int]]
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """As :meth:`ChatTemplate.tokenize`, except that a special-token string inside one of
+        ``contents`` (character ranges of message content) is tokenised as text."""
         ...
 
 
@@ -95,21 +121,34 @@ def observation_segment(
 
 
 def _segment(chat: ChatTemplate, text: str, messages: Sequence[Message], offset: int) -> Segment:
-    """Tokenise ``text``; tokens starting inside a user message's content are ``USER``."""
-    ids, spans = chat.tokenize(text)
-    users: list[tuple[int, int]] = []
-    position = offset
-    for message in messages:
-        content = str(message.get("content") or "")
-        found = text.find(content, position) if content else -1
-        if found >= 0:
-            position = found + len(content)
-            if message.get("role") == "user":
-                users.append((found, position))
+    """Tokenise ``text``, the messages' contents as text (:class:`ContentTokenizer`); tokens
+    starting inside a user message's content are ``USER``."""
+    contents = _contents(text, messages, offset)
+    ranges = [(start, end) for _, start, end in contents]
+    if isinstance(chat, ContentTokenizer):
+        ids, spans = chat.tokenize_content(text, ranges)
+    else:
+        ids, spans = chat.tokenize(text)
+    users = [(start, end) for role, start, end in contents if role == "user"]
     mask = "".join(
         USER if any(a <= begin < b for a, b in users) else OBSERVATION for begin, _ in spans
     )
     return Segment(tuple(ids), mask)
+
+
+def _contents(text: str, messages: Sequence[Message], offset: int) -> list[tuple[str, int, int]]:
+    """Each message's role and the character range of its content in ``text`` (found in
+    order from ``offset``; an empty content, or one the template does not write verbatim,
+    has none)."""
+    found: list[tuple[str, int, int]] = []
+    position = offset
+    for message in messages:
+        content = str(message.get("content") or "")
+        start = text.find(content, position) if content else -1
+        if start >= 0:
+            position = start + len(content)
+            found.append((str(message.get("role")), start, position))
+    return found
 
 
 @dataclass(slots=True)
