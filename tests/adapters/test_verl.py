@@ -12,6 +12,7 @@ its ``AgentLoopWorker.generate_sequences``, and the trainer's ``extract_reward``
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import warnings
 from collections.abc import Sequence
@@ -35,11 +36,12 @@ with warnings.catch_warnings():  # ray warns about its own deprecated modules on
 
 from stategym.agents import scripted
 from stategym.kernel.env import Env
-from stategym.kernel.trajectory import RoundKind, Trajectory
+from stategym.kernel.trajectory import RoundKind, Trajectory, dumps, loads
 from stategym.llm.local import ChatTokenizer
 from stategym.metrics import score
 from stategym.rendering import make_renderer
 from stategym.rollout import run_episode
+from stategym.rollout.play import adrive
 from stategym.train.streams import demonstration
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -99,15 +101,21 @@ def rollout_config(**overrides: Any) -> Any:
 
 
 def play(
-    server: ScriptedServer, tokenizer: Any, domain: str = "travel", seed: int = 3, **limits: Any
+    server: ScriptedServer,
+    tokenizer: Any,
+    domain: str = "travel",
+    seed: int = 3,
+    row: dict[str, Any] | None = None,
+    **limits: Any,
 ) -> AgentLoopOutput:
-    """One sample through the loop, made and run as verl's ``AgentLoopWorker`` does."""
+    """One sample through the loop, made and run as verl's ``AgentLoopWorker`` does (``row``
+    replaces fields of the row ``dataset_rows`` writes)."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     config = OmegaConf.create({"actor_rollout_ref": {"rollout": rollout_config(**limits)}})
-    row = adapter.dataset_rows(domain, [seed])[0]
+    row = {**adapter.dataset_rows(domain, [seed])[0], **(row or {})}
     kwargs = {k: v for k, v in row.items() if k != "agent_name"}
 
     async def run() -> AgentLoopOutput:
@@ -163,18 +171,16 @@ class TaskServer:
         return TokenOutput(token_ids=script[turn], log_probs=[-0.25] * len(script[turn]))
 
 
-def test_verls_worker_plays_a_parquet_of_rows_into_a_batch_with_r_on_the_last_token(
-    tokenizer: Any, tmp_path: Path
-) -> None:
+def worker_batch(tokenizer: Any, tmp_path: Path, seeds: Sequence[int], server: Any) -> Any:
+    """verl's rollout of a batch of travel rows: rows to parquet, verl's dataset and collate,
+    then its ``AgentLoopWorker.generate_sequences`` with ``server`` as the server manager."""
     import pandas as pd
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.protocol import DataProto
-    from verl.trainer.ppo.reward import extract_reward
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
     from verl.utils.rollout_trace import RolloutTraceConfig
 
-    seeds = [3, 4]
     pd.DataFrame(adapter.dataset_rows("travel", seeds)).to_parquet(tmp_path / "train.parquet")
     data = OmegaConf.create(
         {"max_prompt_length": 4096, "filter_overlong_prompts": False, "cache_dir": str(tmp_path)}
@@ -187,13 +193,22 @@ def test_verls_worker_plays_a_parquet_of_rows_into_a_batch_with_r_on_the_last_to
     worker = AgentLoopWorker.__new__(AgentLoopWorker)
     worker.config = OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}, "data": data})
     worker.rollout_config = worker.config.actor_rollout_ref.rollout
-    streams = [expert(tokenizer, "travel", seed)[1] for seed in seeds]
-    worker.llm_client = TaskServer(streams)
+    worker.llm_client = server
     worker.tokenizer, worker.processor, worker.hf_model_type = tokenizer, None, None
     worker.dataset_cls, worker.tools, worker.mm_processor_kwargs = RLHFDataset, [], {}
     worker.reward_loop_worker_handles, worker.distillation_enabled = None, False
     RolloutTraceConfig.init(None, None, None, False, None)
-    out = asyncio.run(worker.generate_sequences(batch))
+    return asyncio.run(worker.generate_sequences(batch))
+
+
+def test_verls_worker_plays_a_parquet_of_rows_into_a_batch_with_r_on_the_last_token(
+    tokenizer: Any, tmp_path: Path
+) -> None:
+    from verl.trainer.ppo.reward import extract_reward
+
+    seeds = [3, 4]
+    streams = [expert(tokenizer, "travel", seed)[1] for seed in seeds]
+    out = worker_batch(tokenizer, tmp_path, seeds, TaskServer(streams))
     rewards, extra = extract_reward(out)  # what verl's trainer reads
     assert rewards.sum(-1).tolist() == [1.0, 1.0]
     assert list(extra["composite"]) == [1.0, 1.0] and list(extra["success"]) == [1.0, 1.0]
@@ -354,3 +369,182 @@ def test_dataset_rows_name_the_task_and_hold_the_renderers_prompt() -> None:
     renderer = make_renderer(get_domain("shop"), knobs)
     assert rows[0]["prompt"] == renderer.first_messages(cached_task("shop", 5, knobs))
     assert {r["agent_name"] for r in rows} == {adapter.AGENT_NAME}
+
+
+@pytest.fixture
+def played(monkeypatch: pytest.MonkeyPatch) -> list[Trajectory]:
+    """Every trajectory the loop played, as stategym logs it (model turns attached)."""
+    done: list[Trajectory] = []
+
+    async def recorded(episode: Any) -> Trajectory:
+        done.append(await adrive(episode))
+        return done[-1]
+
+    monkeypatch.setattr(adapter, "adrive", recorded)
+    return done
+
+
+class SpoiledLogProbs(ScriptedServer):
+    """A scripted server whose log-probs of turn ``turn`` are ``log_probs`` instead."""
+
+    def __init__(self, replies: Sequence[Sequence[int]], turn: int, log_probs: Any) -> None:
+        super().__init__(replies, log_probs=True)
+        self.turn, self.spoiled = turn, log_probs
+
+    async def generate(self, request_id: str, **kwargs: Any) -> TokenOutput:
+        output = await super().generate(request_id, **kwargs)
+        if len(self.prompts) - 1 != self.turn:
+            return output
+        spoiled = self.spoiled(len(output.token_ids))
+        return TokenOutput(token_ids=output.token_ids, log_probs=spoiled)
+
+
+@pytest.mark.parametrize(
+    "spoiled",
+    [
+        lambda n: [float("nan")] * n,
+        lambda n: [-0.1] * (n - 1) + [float("-inf")],
+        lambda n: [-1e308 * 10] * n,  # -inf, as a float overflow makes it
+        lambda n: [-0.1] * (n + 1),  # not one per id
+        lambda n: None,
+    ],
+    ids=["nan", "minus-inf", "overflow", "length", "none"],
+)
+def test_unreadable_log_probs_from_the_server_are_dropped_and_the_sample_keeps_its_shape(
+    tokenizer: Any, played: list[Trajectory], spoiled: Any
+) -> None:
+    _, stream = expert(tokenizer)
+    server = SpoiledLogProbs(served(stream)[:3], 1, spoiled)
+    output = play(server, tokenizer, max_assistant_turns=3)  # no exception
+    (trajectory,) = played
+    # the second turn's log-probs are left out of its round, and the round names them
+    rounds = trajectory.rounds
+    assert rounds[1].model is not None and rounds[1].model.logprobs is None
+    assert rounds[1].meta["dropped"] == ["log_probs"]
+    assert all(r.model is not None and r.model.logprobs for r in (rounds[0], rounds[2]))
+    assert "dropped" not in rounds[0].meta and "dropped" not in rounds[2].meta
+    assert loads(dumps(trajectory)) == trajectory  # the log reads back
+    # verl gets one finite log-prob per response id: 0.0 on the dropped turn's ids
+    values = output.response_logprobs
+    assert values is not None and len(values) == len(output.response_ids)
+    assert all(math.isfinite(v) for v in values)
+    span = rounds[1].model.span
+    assert span is not None
+    first = len(output.prompt_ids)
+    assert values[span.start - first : span.end - first] == [0.0] * len(server.replies[1])
+    assert output.extra_fields["reward_extra_info"]["dropped_logprobs"] == 1
+
+
+class NaNTaskServer(TaskServer):
+    """A :class:`TaskServer` whose log-probs are NaN for the task whose first prompt is
+    ``spoiled``."""
+
+    def __init__(self, streams: Sequence[Any], spoiled: Any) -> None:
+        super().__init__(streams)
+        self.spoiled = list(spoiled.ids[: spoiled.spans[0][0]])
+
+    async def generate(self, request_id: str, **kwargs: Any) -> TokenOutput:
+        output = await super().generate(request_id, **kwargs)
+        if kwargs["prompt_ids"][: len(self.spoiled)] != self.spoiled:
+            return output
+        nan = [math.nan] * len(output.token_ids)
+        return TokenOutput(token_ids=output.token_ids, log_probs=nan)
+
+
+def test_a_batch_with_a_sample_whose_log_probs_were_dropped_is_still_a_batch(
+    tokenizer: Any, tmp_path: Path
+) -> None:
+    streams = [expert(tokenizer, "travel", seed)[1] for seed in (3, 4)]
+    out = worker_batch(tokenizer, tmp_path, [3, 4], NaNTaskServer(streams, streams[1]))
+    sampled = sum(b - a for a, b in streams[0].spans)
+    assert out.batch["rollout_log_probs"].sum(-1).tolist() == [-0.25 * sampled, 0.0]
+    assert out.batch["response_mask"].sum(-1).tolist()[1] > 0  # the sample is kept whole
+    infos = out.non_tensor_batch["reward_extra_info"]
+    assert [info["dropped_logprobs"] for info in infos] == [0, len(streams[1].spans)]
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32, 2**63, 2**70])
+def test_a_token_id_the_server_cannot_have_sampled_stops_the_sample_with_one_line(
+    tokenizer: Any, bad: int
+) -> None:
+    eos = tokenizer.eos_token_id
+    server = ScriptedServer([[*ids(tokenizer, "Hello"), bad, eos]])
+    with pytest.raises(adapter.ServerOutputError) as error:
+        play(server, tokenizer, max_assistant_turns=1)
+    message = str(error.value)
+    assert "\n" not in message and "inference server" in message
+    assert f"returned {bad} as token {len(ids(tokenizer, 'Hello'))} of turn 0" in message
+
+
+@pytest.mark.parametrize("beyond", [400 + 5, 5000, 2**32 - 1])
+def test_an_id_past_the_tokenizers_vocabulary_is_the_models_choice_and_decodes_to_nothing(
+    tokenizer: Any, envs: list[Env], beyond: int
+) -> None:
+    """A guard: models pad their embedding past the tokenizer's vocabulary, so such an id
+    can be sampled; it is kept as sampled and the turn reads as empty (a format error)."""
+    assert beyond >= len(tokenizer)
+    server = ScriptedServer([[beyond, tokenizer.eos_token_id]])
+    output = play(server, tokenizer, max_assistant_turns=1)
+    (env,) = envs
+    assert output.response_ids[:2] == [beyond, tokenizer.eos_token_id]
+    assert env.trajectory.rounds[0].kind is RoundKind.INVALID
+
+
+@pytest.mark.parametrize(
+    "seed", [3.7, "3", " 3\n", "\u0663", b"3", True, None, [3], float("nan"), -5, 2**64]
+)
+def test_a_row_seed_that_is_no_seed_is_refused_naming_the_row_field(
+    tokenizer: Any, seed: Any
+) -> None:
+    row = {"extra_info": {"domain": "travel", "seed": seed, "knobs": "default"}}
+    with pytest.raises((TypeError, ValueError), match=r"row's extra_info\.seed: a seed must"):
+        play(ScriptedServer([]), tokenizer, row=row)
+
+
+@pytest.mark.parametrize("knobs", [False, 0, {"dynamics": "off"}, ["dynamics=off"], "dyn=off"])
+def test_row_knobs_must_be_text_the_core_parses(tokenizer: Any, knobs: Any) -> None:
+    row = {"extra_info": {"domain": "travel", "seed": 3, "knobs": knobs}}
+    with pytest.raises((TypeError, ValueError), match=r"row's extra_info\.knobs"):
+        play(ScriptedServer([]), tokenizer, row=row)
+
+
+def test_a_numpy_seed_and_a_null_knobs_column_play_the_task(
+    tokenizer: Any, envs: list[Env]
+) -> None:
+    """A guard: pandas gives ``numpy.int64`` seeds, and a parquet column of rows with and
+    without knobs reads the missing ones as null (the default knobs)."""
+    import numpy as np
+
+    row = {"extra_info": {"domain": "travel", "seed": np.int64(3), "knobs": None}}
+    play(ScriptedServer([[tokenizer.eos_token_id]]), tokenizer, row=row, max_assistant_turns=1)
+    (env,) = envs
+    assert type(env.task.seed) is int and env.task.seed == 3
+
+
+def test_a_row_whose_prompt_or_data_source_is_another_tasks_is_refused(tokenizer: Any) -> None:
+    bank = adapter.dataset_rows("bank", [9])[0]
+    travel_4 = adapter.dataset_rows("travel", [4])[0]
+    for row, field in [
+        ({"prompt": bank["prompt"], "data_source": bank["data_source"]}, "data_source"),
+        ({"data_source": bank["data_source"]}, "data_source"),
+        ({"data_source": 7}, "data_source"),
+        ({"prompt": bank["prompt"]}, "prompt"),
+        ({"prompt": travel_4["prompt"]}, "prompt"),  # the same domain, another seed
+        ({"prompt": "Plan my trip"}, "prompt"),  # no chat messages
+    ]:
+        server = ScriptedServer([])
+        with pytest.raises(ValueError, match=f"the row's {field}"):
+            play(server, tokenizer, row=row)
+        assert server.prompts == []  # refused before anything is sampled
+
+
+def test_a_rows_prompt_is_compared_by_role_and_text(tokenizer: Any, envs: list[Env]) -> None:
+    """A guard: a dataset may add keys to the messages (a parquet struct column gives every
+    message every key), and a row without ``data_source`` is not checked for it."""
+    import numpy as np
+
+    prompt = [{**m, "tool_calls": None} for m in adapter.dataset_rows("travel", [3])[0]["prompt"]]
+    row = {"prompt": np.array(prompt, dtype=object), "data_source": None}
+    play(ScriptedServer([[tokenizer.eos_token_id]]), tokenizer, row=row, max_assistant_turns=1)
+    (env,) = envs
+    assert env.task.seed == 3
