@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from refusals import refused
 from stategym.cli import main
 
 TINY = ["--episodes", "4", "--steps", "1", "--batch-size", "1", "--hidden-size", "32",
@@ -81,14 +82,6 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> str:
-    assert main(argv) == 2
-    error = capsys.readouterr().err
-    assert error.startswith("stategym: error: "), error
-    assert said in error and len(error.strip().splitlines()) == 1, error
-    return error
-
-
 @pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
 def test_run_refuses_a_damaged_hf_folder(
     damage: str, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -133,7 +126,7 @@ def test_sft_refuses_a_damaged_init_folder(
 def test_the_model_folders_the_project_writes_pass_the_check(built: Path, tmp_path: Path) -> None:
     """``model init``'s folder, a policy saved by ``Policy.save``, and a run directory (its
     final model) are all accepted as start models."""
-    from stategym.llm.local import check_model_dir
+    from stategym.llm.model_files import check_model_dir
     from stategym.train import checkpoint
     from stategym.train.policy import Policy
 
@@ -150,7 +143,7 @@ def test_the_model_folders_the_project_writes_pass_the_check(built: Path, tmp_pa
 
 
 def test_a_template_in_tokenizer_config_is_enough(model: Path) -> None:
-    from stategym.llm.local import check_model_dir
+    from stategym.llm.model_files import check_model_dir
 
     template = (model / "chat_template.jinja").read_text()
     no_template(model)

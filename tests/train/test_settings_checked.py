@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from refusals import refused
 from stategym.cli import main
 
 LOGGED = ["--iterations", "1", "--batch-size", "2", "--eval-episodes", "1", "--max-tokens", "8",
@@ -21,14 +22,6 @@ LOGGED = ["--iterations", "1", "--batch-size", "2", "--eval-episodes", "1", "--m
 SFT = ["--episodes", "2", *LOGGED]
 GRPO = ["--group", "2", "--tasks", "1", "--iterations", "1", "--minibatch", "2",
         "--eval-episodes", "1", "--max-tokens", "8", "--no-progress"]  # fmt: skip
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> str:
-    assert main(argv) == 2
-    error = capsys.readouterr().err
-    assert error.startswith("stategym: error:"), error
-    assert said in error and len(error.strip().splitlines()) == 1, error
-    return error
 
 
 SFT_BAD = [
@@ -102,23 +95,18 @@ def test_grpo_refuses_a_bad_setting_before_writing(
     assert not out.exists()
 
 
-def test_sft_refuses_a_max_length_that_leaves_no_reply_then_takes_the_corrected_command(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], sft_run: Path
+@pytest.mark.parametrize(
+    ("algorithm", "length"),
+    [("sft", "50"), ("grpo", "10")],
+    ids=["sft: no reply left", "grpo: below the first prompt"],
+)
+def test_a_max_length_that_cuts_every_episode_is_refused_then_the_corrected_command_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sft_run: Path, algorithm: str, length: str
 ) -> None:
-    out = tmp_path / "sft"
-    argv = ["train", "sft", "--init", str(sft_run), "--out", str(out), *SFT]
-    refused(capsys, [*argv, "--max-length", "50"], "--max-length 50 cuts every episode")
-    assert not out.exists()
-    assert main(argv) == 0
-    assert (out / "model" / "config.json").is_file()
-
-
-def test_grpo_refuses_a_max_length_below_the_first_prompt_then_takes_the_corrected_command(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], sft_run: Path
-) -> None:
-    out = tmp_path / "grpo"
-    argv = ["train", "grpo", "--init", str(sft_run), "--out", str(out), *GRPO]
-    refused(capsys, [*argv, "--max-length", "10"], "--max-length 10 cuts every episode")
+    out = tmp_path / algorithm
+    flags = SFT if algorithm == "sft" else GRPO
+    argv = ["train", algorithm, "--init", str(sft_run), "--out", str(out), *flags]
+    refused(capsys, [*argv, "--max-length", length], f"--max-length {length} cuts every episode")
     assert not out.exists()
     assert main(argv) == 0
     assert (out / "model" / "config.json").is_file()

@@ -12,16 +12,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from refusals import refused
 from stategym.cli import main
 
 SMALL = ["--episodes", "2", "--iterations", "1", "--batch-size", "2", "--eval-episodes", "1",
          "--max-tokens", "8", "--no-progress"]  # fmt: skip
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
-    assert main(argv) == 2
-    error = capsys.readouterr().err
-    assert said in error and len(error.strip().splitlines()) == 1
 
 
 def test_grpo_refuses_the_untrained_tiny_model(

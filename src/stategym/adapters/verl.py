@@ -52,8 +52,6 @@ the parsing and the rounds are the ones every stategym LLM agent has:
 
 from __future__ import annotations
 
-import math
-import numbers
 import operator
 import reprlib
 from collections.abc import Mapping, Sequence
@@ -73,7 +71,7 @@ from stategym.kernel.errors import AgentStopped
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task, check_seed
 from stategym.kernel.trajectory import ModelTurn, Trajectory, summarise_rounds
-from stategym.llm.agent import ChatAgent, Reply, Turn
+from stategym.llm.agent import ChatAgent, Reply, Turn, finite_number
 from stategym.llm.local import ChatTokenizer, Message
 from stategym.llm.parse import parse
 from stategym.metrics import credit, score
@@ -218,19 +216,8 @@ def logprobs_of(value: Any, count: int) -> list[float] | None:
     values = [] if value is None else value
     if not isinstance(values, list | tuple) or len(values) != count:
         return None
-    finite = [_finite(v) for v in values]
+    finite = [finite_number(v) for v in values]
     return None if None in finite else [number for number in finite if number is not None]
-
-
-def _finite(value: Any) -> float | None:
-    """A real number as a finite float, else ``None`` (a bool is no number)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int past the float range
-        return None
-    return number if math.isfinite(number) else None
 
 
 @register(AGENT_NAME)

@@ -143,7 +143,7 @@ def check_agent(kind: str, target: str, **options: Any) -> None:
         UsageError: an unknown kind, a missing model folder, an unreachable endpoint.
     """
     if kind == "hf":
-        from stategym.llm.local import check_model_dir
+        from stategym.llm.model_files import check_model_dir
 
         check_model_dir(target)
     elif kind == "openai":

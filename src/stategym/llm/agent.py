@@ -35,6 +35,8 @@ appended tokens, a policy / observation / user mask letter per token).
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -302,6 +304,18 @@ def readable(trajectory: Trajectory) -> Trajectory:
             "wrong type into its model turn or meta"
         ) from error
     return trajectory
+
+
+def finite_number(value: Any) -> float | None:
+    """A backend's number (a log-probability) as a finite float, else ``None``: a bool is no
+    number, and an infinity, a NaN or an integer past the float range is none the log holds."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past the float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def model_turn(meta: Mapping[str, Any]) -> tuple[ModelTurn | None, dict[str, Any]]:

@@ -13,13 +13,11 @@ touched.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import re
 import threading
 import time
-from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +26,7 @@ import orjson
 
 from stategym.kernel.errors import UsageError
 from stategym.llm.engine import Engine, greedy
+from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
 
 if TYPE_CHECKING:
     import torch
@@ -104,159 +103,6 @@ def check_device(device: str) -> None:
         )
     if parsed.index is not None and parsed.index >= count:
         raise UsageError(f"device {device!r}: torch sees {count} CUDA device(s), cuda:0 up")
-
-
-def check_model_dir(path: str | Path) -> None:
-    """Refuse a path that is not a saved model folder, before anything loads or plays.
-
-    Besides ``config.json`` a model folder needs tokenizer files (``tokenizer.json``, a
-    sentencepiece ``tokenizer.model``, or ``vocab.json`` with ``merges.txt``: without them
-    ``transformers`` quietly builds a tokenizer of a couple of tokens), weights whose
-    safetensors headers open, and a chat template (``chat_template.jinja``, or
-    ``tokenizer_config.json``'s ``chat_template``), which every agent and server here renders
-    the conversation with.
-
-    Raises:
-        UsageError: ``path`` is missing, is not a folder, holds no ``config.json``, one of
-            its JSON files (config, tokenizer, generation settings) is not a JSON object, or
-            it lacks tokenizer files, readable weights or a chat template.
-    """
-    folder = Path(path)
-    hint = "give a folder written by save_pretrained, e.g. by `stategym model init --out DIR`"
-    if not folder.exists():
-        raise UsageError(f"no model folder at {folder}; {hint}")
-    if not folder.is_dir():
-        raise UsageError(f"{folder} is a file, not a model folder; {hint}")
-    if not (folder / "config.json").is_file():
-        raise UsageError(f"{folder} holds no model (no config.json); {hint}")
-    # A cut or damaged file would otherwise fail only when the model loads, after the
-    # command has prepared (and maybe played) everything else. Parsing them is cheap next
-    # to loading the weights (a tokenizer.json of a few MB: tens of ms).
-    for file in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(file.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise UsageError(
-                f"{file} is not valid JSON ({error}); the model folder is damaged"
-            ) from None
-        if not isinstance(data, dict):
-            raise UsageError(f"{file} is not a JSON object; the model folder is damaged")
-    damaged = "the model folder is damaged"
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES) and not all(
-        (folder / name).is_file() for name in BPE_FILES
-    ):
-        raise UsageError(
-            f"{folder} has no tokenizer.json (nor tokenizer.model, nor vocab.json and "
-            f"merges.txt); {damaged}"
-        )
-    _check_weights(folder, damaged)
-    if not _has_chat_template(folder):
-        raise UsageError(
-            f"{folder} has no chat template (no chat_template.jinja, and none in "
-            "tokenizer_config.json): the conversation and tools cannot be rendered; "
-            f"{damaged}, or give a chat model's folder"
-        )
-
-
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
-"""Either is a whole tokenizer (fast, or sentencepiece)."""
-BPE_FILES = ("vocab.json", "merges.txt")
-"""A byte-level BPE tokenizer saved in its slow form: both are needed."""
-WEIGHT_FILES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-)
-"""The names ``transformers`` loads weights from (a single file or a shard index)."""
-
-
-def _check_weights(folder: Path, damaged: str) -> None:
-    """Weights are there: a single file or an index whose shards all exist, and every
-    safetensors file's header opens (a cut file fails here, not deep in the loader)."""
-    present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
-    if not present:
-        raise UsageError(
-            f"{folder} has no weights (no {', '.join(WEIGHT_FILES[:1] + WEIGHT_FILES[2:3])} "
-            f"or shard index); {damaged}"
-        )
-    for index in (name for name in present if name.endswith(".index.json")):
-        weight_map = json.loads((folder / index).read_bytes()).get("weight_map")
-        if not isinstance(weight_map, dict):
-            raise UsageError(f"{folder / index} has no weight_map; {damaged}")
-        for shard in sorted({str(name) for name in weight_map.values()}):
-            if not (folder / shard).is_file():
-                raise UsageError(f"{folder / index} names {shard}, which is missing; {damaged}")
-    unreadable = unreadable_weights(folder)
-    if unreadable is not None:
-        weights, error = unreadable
-        raise UsageError(f"{weights} cannot be read ({first_line(error)}); {damaged}")
-
-
-def unreadable_weights(folder: Path) -> tuple[Path, BaseException] | None:
-    """The first ``*.safetensors`` file of ``folder`` whose header does not open, with the
-    error (a cut file fails here, not deep inside a model loader); ``None`` when all open."""
-    from safetensors import SafetensorError, safe_open
-
-    for weights in sorted(folder.glob("*.safetensors")):
-        try:
-            with safe_open(str(weights), framework="pt"):
-                pass
-        except (SafetensorError, OSError) as error:
-            return weights, error
-    return None
-
-
-def _has_chat_template(folder: Path) -> bool:
-    """A chat template in any of the places ``transformers`` reads one from."""
-    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
-        return True
-    if (folder / "additional_chat_templates").is_dir() and any(
-        (folder / "additional_chat_templates").glob("*.jinja")
-    ):
-        return True
-    config = folder / "tokenizer_config.json"
-    return config.is_file() and bool(json.loads(config.read_bytes()).get("chat_template"))
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of an error's message (its type's name when it has none)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-def loader_errors() -> tuple[type[BaseException], ...]:
-    """What ``transformers`` and ``safetensors`` raise for a model they cannot load (a cut
-    or missing file, a config of other sizes than the weights)."""
-    from safetensors import SafetensorError
-
-    return (OSError, ValueError, RuntimeError, KeyError, SafetensorError)
-
-
-def load_failed(source: str | Path, error: BaseException) -> UsageError:
-    """A loader's error as one line naming the model that would not load."""
-    reason = first_line(error)
-    if "ignore_mismatched_sizes" in reason:  # its details went to a report we keep quiet
-        reason = "the sizes in config.json are not those of the weights"
-    return UsageError(f"cannot load the model at {source}: {reason}")
-
-
-@contextmanager
-def quiet_loading() -> Iterator[None]:
-    """While a model loads: no per-file progress bars and no load report from
-    ``transformers`` (a report of mismatched sizes would bury the one-line error that
-    :func:`load_failed` makes of it); its settings are restored afterwards."""
-    from transformers.utils import logging
-
-    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
-    logging.set_verbosity_error()
-    logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        logging.set_verbosity(verbosity)
-        if bars:
-            logging.enable_progress_bar()
 
 
 class ChatTokenizer:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import re
 import threading
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from stategym.kernel.boundary import clean_text
 from stategym.kernel.errors import AgentStopped, UsageError
 from stategym.kernel.verify import TOLERATED_KINDS
-from stategym.llm.agent import COUNT_LIMIT, Reply, Turn
+from stategym.llm.agent import COUNT_LIMIT, Reply, Turn, finite_number
 from stategym.llm.prompt import Message
 
 if TYPE_CHECKING:
@@ -342,7 +341,7 @@ def response_body(response: HttpResponse) -> dict[str, Any]:
     what = "JSON that is no object" if body is not None or text.strip() == "null" else "no JSON"
     message = (
         f"{response.request.url} answered {response.status_code} with {what}, not a chat "
-        f"completion: {first_line(text)}"
+        f"completion: {body_line(text)}"
     )
     raise openai.APIResponseValidationError(response, text, message=message)
 
@@ -396,10 +395,10 @@ def _status_line(error: openai.APIStatusError) -> str:
     if location:
         return f"{where} (a redirect to {location}, which is not followed)"
     unread = response.is_closed and not response.is_stream_consumed  # as the client tells
-    return f"{where}: {first_line('' if unread else response.text)}"
+    return f"{where}: {body_line('' if unread else response.text)}"
 
 
-def first_line(text: str) -> str:
+def body_line(text: str) -> str:
     """The first line of an endpoint's body that has text, cut to :data:`_SHOWN` characters."""
     line = next((line.strip() for line in text.splitlines() if line.strip()), "(an empty body)")
     line = clean_text(line)
@@ -523,19 +522,12 @@ def _logprobs(value: Any) -> tuple[list[float], list[str]] | None:
     numbers, tokens = [], []
     for item in content:
         entry: dict[str, Any] = item if isinstance(item, dict) else {}
-        number, token = _finite(entry.get("logprob")), entry.get("token")
+        number, token = finite_number(entry.get("logprob")), entry.get("token")
         if number is None or type(token) is not str:
             return None
         numbers.append(number)
         tokens.append(token)
     return numbers, tokens
-
-
-def _finite(value: Any) -> float | None:
-    """A JSON number as a finite float, else ``None`` (``type()``: a bool is no number)."""
-    if type(value) is int and abs(value) < COUNT_LIMIT:
-        return float(value)
-    return value if type(value) is float and math.isfinite(value) else None
 
 
 def _tolerated(extension: Any, dropped: list[str]) -> tuple[str, ...]:

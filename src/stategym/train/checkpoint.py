@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.llm.local import check_model_dir, first_line, unreadable_weights
+from stategym.llm.model_files import check_model_dir, first_line, unreadable_weights
 from stategym.train.policy import Policy
 
 CHECKPOINTS = "checkpoints"

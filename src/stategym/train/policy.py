@@ -23,13 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stategym.llm.engine import Engine
-from stategym.llm.local import (
-    ChatTokenizer,
-    check_model_dir,
-    load_failed,
-    loader_errors,
-    quiet_loading,
-)
+from stategym.llm.local import ChatTokenizer
+from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
 
 if TYPE_CHECKING:
     import torch
@@ -88,7 +83,7 @@ class Policy:
         """A model folder, or a hub id (downloaded by ``transformers`` if it can be).
 
         Raises:
-            UsageError: a folder :func:`~stategym.llm.local.check_model_dir` refuses, or a
+            UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, or a
                 model that ``transformers`` cannot load (naming it and the first line of
                 the reason).
         """
