@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from stategym.kernel.trajectory import Trajectory
+from stategym.kernel.trajectory import Trajectory, dumps, loads
+from stategym.kernel.verify import verify
 from stategym.llm import agent_factory
 from stategym.llm.batch import run_many
 from stategym.registry import get_domain
@@ -70,20 +71,11 @@ def test_every_round_extends_the_last_prompt(tiny_model: Path) -> None:
             previous = turn.prompt_token_ids + tuple(turn.token_ids or ())
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        "What is your budget for this trip, and do you need a refundable fare?",
-        '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>',
-    ],
-    ids=["question", "tool call"],
-)
-def test_the_run_path_answers_episodes_in_flight_in_lock_step(
+def _scripted(
     tiny_model: Path, reply: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`stategym run`'s path (the rollout engine on its worker thread) batches every
-    episode in flight into each model call, whatever the replies are: a batch per round of
-    the longest episode, not per round played (a slow GPU run once raised the doubt)."""
+) -> tuple[list[Trajectory], list[int]]:
+    """`stategym run`'s path (the rollout engine on its worker thread) with every generation
+    replaced by ``reply``: the episodes played, and the size of each model batch."""
     from stategym import rollout
     from stategym.llm.local import Generation, LocalModel
     from stategym.rollout import Agents, EpisodeSpec
@@ -101,9 +93,57 @@ def test_the_run_path_answers_episodes_in_flight_in_lock_step(
     monkeypatch.setattr(LocalModel, "generate_batch", answer)
     options = (("max_tokens", 48), ("threads", 1))
     specs = [EpisodeSpec("travel", seed, f"hf:{tiny_model}", options=options) for seed in SEEDS]
-    played = [t for _, t in rollout.stream(specs, Agents(), concurrency=len(SEEDS))]
+    return [t for _, t in rollout.stream(specs, Agents(), concurrency=len(SEEDS))], sizes
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "What is your budget for this trip, and do you need a refundable fare?",
+        '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>',
+    ],
+    ids=["question", "tool call"],
+)
+def test_the_run_path_answers_episodes_in_flight_in_lock_step(
+    tiny_model: Path, reply: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run path batches every episode in flight into each model call, whatever the
+    replies are: a batch per round of the longest episode, not per round played (a slow GPU
+    run once raised the doubt)."""
+    played, sizes = _scripted(tiny_model, reply, monkeypatch)
     longest = max(len(t.rounds) for t in played)
     assert longest > 1
     assert len(sizes) == longest
     assert sizes[0] == len(SEEDS)
     assert sum(sizes) == sum(len(t.rounds) for t in played)
+
+
+PROFILE = '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>'
+
+
+def test_a_call_drafted_in_unclosed_reasoning_is_a_counted_format_error(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unclosed ``<think>`` takes the call after it, and the round says so: before, the
+    round was an empty action with no trace of the call the model drafted (audit 10A F7)."""
+    played, _ = _scripted(tiny_model, f"<think>I should read the profile {PROFILE}", monkeypatch)
+    for trajectory in played:
+        first = trajectory.rounds[0]
+        assert first.format_errors == ("empty_action", "unclosed_think")
+        assert first.meta["format_errors"] == ["unclosed_think"]
+        assert verify(trajectory) == []
+        assert loads(dumps(trajectory)) == trajectory
+
+
+def test_reasoning_the_prompt_opened_is_not_said_to_the_user(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply that starts inside reasoning (templates that end the generation prompt with
+    ``<think>``) acts on what follows ``</think>`` alone: before, the reasoning was said to the
+    user with the question."""
+    question = "What is your budget for this trip?"
+    played, _ = _scripted(tiny_model, f"The user wants a flight.</think>{question}", monkeypatch)
+    for trajectory in played:
+        first = trajectory.rounds[0]
+        assert first.say == question and first.format_errors == ()
+        assert verify(trajectory) == []

@@ -16,7 +16,7 @@ from stategym.kernel.env import Env
 from stategym.kernel.protocol import CallBatch, Say, action_from_message
 from stategym.kernel.trajectory import dumps, loads
 from stategym.llm import parse as parse_module
-from stategym.llm.parse import REPAIRED, UNCLOSED, Parsed, ParsedCall, parse
+from stategym.llm.parse import REPAIRED, UNCLOSED, UNCLOSED_THINK, Parsed, ParsedCall, parse
 
 
 def parse_message(call: ParsedCall) -> dict[str, Any]:
@@ -248,3 +248,27 @@ def test_fences_and_arguments_are_cut_as_the_old_expressions_cut_them(text: str)
     assert parse_module._unfence(stripped) == (fence.group(1) if fence else stripped)
     arguments = _OLD_ARGUMENTS.search(text)
     assert parse_module._raw_arguments(text) == (arguments.group(1).strip() if arguments else text)
+
+
+PROFILE_CALL = '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>'
+
+
+def test_an_unclosed_think_takes_the_calls_after_it_and_is_counted() -> None:
+    assert parse(f" <think>maybe {PROFILE_CALL}") == Parsed(None, (), (UNCLOSED_THINK,))
+
+
+def test_reasoning_opened_by_the_prompt_is_dropped() -> None:
+    parsed = parse(f"the user wants a flight</think>{PROFILE_CALL}")
+    assert parsed == Parsed(None, (ParsedCall("get_profile", "{}"),))
+    assert parse("plan</think>Which day?").content == "Which day?"
+
+
+@pytest.mark.parametrize("marker", ["<think>", "</think>"])
+@pytest.mark.parametrize("form", ["<tool_call>{}</tool_call>", "{}", "```json\n{}\n```"])
+def test_reasoning_markers_inside_a_call_are_its_arguments(marker: str, form: str) -> None:
+    """Reasoning is the reply's start: a marker inside a call's arguments is text. Before, a
+    ``<think>`` anywhere cut the reply from there on (Hypothesis drew ``{"<think>": 0}``)."""
+    arguments = json.dumps({marker: 0, "text": f"a {marker} b"})
+    body = json.dumps({"name": "hold_fare", "arguments": json.loads(arguments)})
+    (call,) = parse(form.format(body)).calls
+    assert call.name == "hold_fare" and json.loads(call.arguments) == json.loads(arguments)

@@ -12,10 +12,10 @@ What replay cannot reproduce is left out: what the model generated (``model``), 
 runner's ``meta``, the agent's name and the run record (its ``probe`` chooses the task
 replayed on), an invalid round's kind and text (replay cannot recover an unusable
 message, so they are checked for form only; see ``docs/trajectory.md``), and the parse
-errors an LLM backend tolerated: they end the round's ``format_errors`` and its
+errors an LLM backend reported: they end the round's ``format_errors`` and its
 ``meta["format_errors"]`` repeats them, so a logged list that ends with exactly that list,
-made of the parser's tolerated kinds alone (:data:`TOLERATED_KINDS`), is compared without it
-(:func:`environment_errors`); any other list is compared whole. How many a backend tolerated
+made of the parser's kinds alone (:data:`PARSER_KINDS`), is compared without it
+(:func:`environment_errors`); any other list is compared whole. How many a backend reported
 is its word (replay cannot regenerate the model's text), but no other kind can be added.
 """
 
@@ -34,10 +34,15 @@ UNCLOSED = "unclosed_tool_call"
 """Format-error kind: a ``<tool_call>`` without its ``</tool_call>`` (tolerated by the parser)."""
 REPAIRED = "repaired_json"
 """Format-error kind: JSON that needed repair (Python literals, quotes, trailing commas)."""
-TOLERATED_KINDS = frozenset({UNCLOSED, REPAIRED})
-"""The format-error kinds an LLM backend's parser tolerates (:mod:`stategym.llm.parse`
-writes them, and takes them from here): the only kinds :func:`environment_errors` leaves out.
-Defined in the kernel, which the parser's layer may import and not the other way round."""
+UNCLOSED_THINK = "unclosed_think"
+"""Format-error kind: a ``<think>`` without its ``</think>``; the reasoning runs to the end of
+the reply and takes any call after it (a call drafted while thinking is not a call)."""
+PARSER_KINDS = frozenset({UNCLOSED, REPAIRED, UNCLOSED_THINK})
+"""The format-error kinds an LLM backend's parser reports from the text it read
+(:mod:`stategym.llm.parse` writes them, and takes them from here): two malformations it
+tolerates and a reasoning block left open. The only kinds :func:`environment_errors` leaves
+out, since replay cannot regenerate the model's text. Defined in the kernel, which the
+parser's layer may import and not the other way round."""
 INVALID_KINDS = frozenset(
     {"empty_action", "bad_message", "malformed_json", "too_large", "bad_value"}
 )
@@ -125,14 +130,14 @@ def _round_difference(logged: RoundRecord, again: RoundRecord, domain: str) -> s
 
 
 def environment_errors(format_errors: list[Any], meta: dict[str, Any]) -> list[Any]:
-    """A round's logged ``format_errors`` without the backend's tolerated parse errors.
+    """A round's logged ``format_errors`` without the backend's parse errors.
 
-    An LLM agent appends the parse errors its backend tolerated (``unclosed_tool_call``,
-    ``repaired_json``) to the environment's and repeats them in ``meta["format_errors"]``;
-    replay gives the environment's alone. Only a trailing run equal to that list, item for
-    item, and made of :data:`TOLERATED_KINDS` alone, is taken off: an edit elsewhere in the
-    list, or any other kind added with its claim (``wrong_type``, ``unknown_tool``), is still
-    a difference.
+    An LLM agent appends the parse errors its backend reported (``unclosed_tool_call``,
+    ``repaired_json``, ``unclosed_think``) to the environment's and repeats them in
+    ``meta["format_errors"]``; replay gives the environment's alone. Only a trailing run equal
+    to that list, item for item, and made of :data:`PARSER_KINDS` alone, is taken off: an edit
+    elsewhere in the list, or any other kind added with its claim (``wrong_type``,
+    ``unknown_tool``), is still a difference.
 
     Example:
         >>> environment_errors(["malformed_json", "unclosed_tool_call"],
@@ -141,13 +146,13 @@ def environment_errors(format_errors: list[Any], meta: dict[str, Any]) -> list[A
         >>> environment_errors(["malformed_json", "wrong_type"], {"format_errors": ["wrong_type"]})
         ['malformed_json', 'wrong_type']
     """
-    tolerated = meta.get("format_errors")
-    if type(tolerated) is not list or not tolerated or len(tolerated) > len(format_errors):
+    reported = meta.get("format_errors")
+    if type(reported) is not list or not reported or len(reported) > len(format_errors):
         return format_errors
-    if not all(type(kind) is str and kind in TOLERATED_KINDS for kind in tolerated):
+    if not all(type(kind) is str and kind in PARSER_KINDS for kind in reported):
         return format_errors
-    cut = len(format_errors) - len(tolerated)
-    return format_errors[:cut] if format_errors[cut:] == tolerated else format_errors
+    cut = len(format_errors) - len(reported)
+    return format_errors[:cut] if format_errors[cut:] == reported else format_errors
 
 
 def _invalid_form(format_errors: list[str], error: str | None) -> str | None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from stategym.kernel.boundary import clean_text
 from stategym.kernel.errors import AgentStopped, UsageError
-from stategym.kernel.verify import TOLERATED_KINDS
+from stategym.kernel.verify import PARSER_KINDS
 from stategym.llm.agent import COUNT_LIMIT, Reply, Turn, finite_number
 from stategym.llm.prompt import Message
 
@@ -454,7 +454,7 @@ def reply_of(body: dict[str, Any]) -> Reply:
         ids = _read(source, key, _ids, dropped)
         if ids is not None:
             meta[field_name] = ids
-    errors = _tolerated(choice.get("stategym"), dropped)
+    errors = _parse_errors(choice.get("stategym"), dropped)
     if errors:
         meta["format_errors"] = list(errors)
     if dropped:
@@ -530,9 +530,9 @@ def _logprobs(value: Any) -> tuple[list[float], list[str]] | None:
     return numbers, tokens
 
 
-def _tolerated(extension: Any, dropped: list[str]) -> tuple[str, ...]:
-    """``stategym.format_errors`` (``stategym serve``'s tolerated parse errors), if a list
-    of the parser's tolerated kinds: any other kind would be a format error the round's
+def _parse_errors(extension: Any, dropped: list[str]) -> tuple[str, ...]:
+    """``stategym.format_errors`` (the parse errors ``stategym serve`` reported), if a list
+    of the parser's kinds: any other kind would be a format error the round's
     replay cannot give, so the log would fail verify (dropped whole, like any mistyped field)."""
     if extension is None:
         return ()
@@ -541,7 +541,7 @@ def _tolerated(extension: Any, dropped: list[str]) -> tuple[str, ...]:
         if not isinstance(extension, dict):
             dropped.append("stategym")
         return ()
-    if type(errors) is list and all(type(e) is str and e in TOLERATED_KINDS for e in errors):
+    if type(errors) is list and all(type(e) is str and e in PARSER_KINDS for e in errors):
         return tuple(errors)
     dropped.append("stategym.format_errors")
     return ()

@@ -8,14 +8,21 @@ error (``malformed_json``, ``unknown_tool``) in the round where it happened. Val
 parser, decides what it accepts. Malformations that
 are tolerated, because the intent is unambiguous (a missing closing tag, Python-style literals
 or a trailing comma in the JSON), still count: they are listed in :attr:`Parsed.errors`, and
-the runner adds them to the round's ``format_errors``. Their kinds (:data:`UNCLOSED`,
-:data:`REPAIRED`) are :data:`stategym.kernel.verify.TOLERATED_KINDS`, the only ones verify
+the runner adds them to the round's ``format_errors``.
+
+Reasoning is never acted on. It is the reply's start (:func:`_without_reasoning`): a
+``<think>...</think>`` that opens the reply is dropped, and so is the text through the first
+``</think>`` when no ``<think>`` opens the reply and no call starts before it (templates such
+as DeepSeek-R1's end the generation prompt with ``<think>``, so the reply starts inside it).
+Anywhere else either marker is text: a call's arguments may hold one. A ``<think>`` that
+opens the reply and is never closed takes the whole reply (a call drafted while thinking is
+not a call): that is counted (:data:`UNCLOSED_THINK`; the round is also the environment's
+``empty_action``). The parser's kinds (:data:`UNCLOSED`, :data:`REPAIRED`,
+:data:`UNCLOSED_THINK`) are :data:`stategym.kernel.verify.PARSER_KINDS`, the only ones verify
 leaves out when it compares a round with its replay.
 
-Dropped without an error of the parser's own (the runner logs the raw text): an unclosed
-``<think>`` runs to the end of the text and takes every call after it (reasoning is never acted
-on; with nothing before it, the round is the environment's ``empty_action``), and text between
-calls or after the last ``</tool_call>`` (narration is the text before the first call).
+Dropped without an error (the runner logs the raw text): text between calls or after the last
+``</tool_call>`` (narration is the text before the first call).
 
 Parsing takes time linear in the text's length, whatever the text: no regular expression here
 has a lazy group next to a whitespace run (such a pattern backtracks cubically over the run:
@@ -36,13 +43,13 @@ import orjson
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.protocol import read_json
 
-# The tolerated kinds are defined with the rule that reads them: verify leaves these, and no
+# The parser's kinds are defined with the rule that reads them: verify leaves these, and no
 # other kind, out of a round's comparison with its replay (one definition, in the kernel).
-from stategym.kernel.verify import REPAIRED, UNCLOSED
+from stategym.kernel.verify import REPAIRED, UNCLOSED, UNCLOSED_THINK
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
-_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _FENCE = "```"
 _FENCE_LABELS = ("json", "tool_call")
 _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']*)["']""")
@@ -103,7 +110,14 @@ def parse(text: str) -> Parsed:
         >>> parse("What is your budget?").content
         'What is your budget?'
     """
-    text = _THINK.sub("", text)
+    text, unclosed_think = _without_reasoning(text)
+    parsed = _action(text)
+    if unclosed_think:
+        return Parsed(parsed.content, parsed.calls, (*parsed.errors, UNCLOSED_THINK))
+    return parsed
+
+
+def _action(text: str) -> Parsed:
     if OPEN in text:
         return _tagged(text)
     stripped = _unfence(text.strip())
@@ -113,6 +127,39 @@ def parse(text: str) -> Parsed:
             return Parsed(None, calls, errors)
     content = text.strip()
     return Parsed(content or None)
+
+
+def _without_reasoning(text: str) -> tuple[str, bool]:
+    """The text with its reasoning cut off, and whether a ``<think>`` was left open.
+
+    Reasoning is the reply's start, never inside an action: a ``<think>`` that opens the reply
+    (after whitespace), up to its ``</think>`` or the end; or, where none opens it, the text
+    through the first ``</think>`` when no call starts before it (the prompt opened the
+    reasoning). A ``<think>`` or ``</think>`` anywhere else is text (a call's arguments may
+    hold one).
+
+    Example:
+        >>> _without_reasoning(" <think>plan</think>Which day?")
+        ('Which day?', False)
+        >>> _without_reasoning("plan</think>Which day?")
+        ('Which day?', False)
+        >>> _without_reasoning('<tool_call>{"name": "</think>"}')
+        ('<tool_call>{"name": "</think>"}', False)
+        >>> _without_reasoning("<think>draft <tool_call>")
+        ('', True)
+    """
+    reply = text.lstrip()
+    if reply.startswith(THINK_OPEN):
+        close = reply.find(THINK_CLOSE, len(THINK_OPEN))
+        if close == -1:
+            return "", True
+        return reply[close + len(THINK_CLOSE) :], False
+    close = reply.find(THINK_CLOSE)
+    call = reply.find(OPEN)
+    starts_as_call = reply.startswith(("{", "[", _FENCE))
+    if close != -1 and (call == -1 or close < call) and not starts_as_call:
+        return reply[close + len(THINK_CLOSE) :], False
+    return text, False
 
 
 def _tagged(text: str) -> Parsed:
