@@ -67,6 +67,9 @@ def test_no_command_and_unknown_options(capsys: pytest.CaptureFixture[str]) -> N
         (["eval", "--concurrency", "none"], ("--concurrency",)),
         (["score", "runs/x", "--resamples", "0"], ("--resamples", ">= 1", "'0'")),
         (["score", "runs/x", "--bootstrap-seed", "x"], ("--bootstrap-seed",)),
+        (["score", "runs/x", "--bootstrap-seed", str(2**64)], ("--bootstrap-seed", "2**64")),
+        (["report", "runs/x", "--bootstrap-seed", str(2**64)], ("--bootstrap-seed", "2**64")),
+        (["eval", "--seed", str(2**64)], ("--seed", "below 2**64")),
         (["topology", "travel", "--budget", "-1"], ("--budget", ">= 1", "'-1'")),
         (["topology", "travel", "--task", "first"], ("--task", "'first'")),
         (["protocol", "--episodes", "0"], ("--episodes", ">= 1")),
@@ -82,6 +85,18 @@ def test_bad_numbers_name_the_option_and_the_form(
 ) -> None:
     line = fails(argv, capsys, *words)
     assert "_positive" not in line and "invalid" not in line.replace("invalid int", "")
+
+
+def test_a_number_past_what_a_config_holds_leaves_the_run_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, ``score --bootstrap-seed 2**64`` rewrote ``scores.jsonl``, then failed writing
+    the config (a traceback), leaving the earlier scorecard beside it (audit 11A F6)."""
+    run = tmp_path / "run"
+    assert main(["run", "--domain", "travel", "--episodes", "1", "--out", str(run)]) == 0
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    fails(["score", str(run), "--bootstrap-seed", str(2**64)], capsys, "--bootstrap-seed")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 
 
 @pytest.mark.parametrize(

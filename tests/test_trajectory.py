@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -104,6 +105,31 @@ def test_broken_records_are_trajectory_errors(tmp_path: Path) -> None:
     assert len(list(read_jsonl(path, strict=False))) == 2
     with pytest.raises(TrajectoryError, match=r"mixed\.jsonl:3: invalid trajectory"):
         list(read_jsonl(path))
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("rounds", 0, "index"), "0"),
+        (("rounds", 0, "latency"), "1"),
+        (("truncated",), "no"),
+        (("outcome", "spent"), "5"),
+        (("rounds", 0, "clock"), 0.0),
+        (("rounds", 0, "kind"), 0),
+    ],
+)
+def test_a_field_spelt_as_another_type_is_a_broken_line(where: tuple[Any, ...], value: Any) -> None:
+    """Every field is read as the JSON types it, as the seed already was: before, pydantic's
+    lax mode took a round index ``"0"``, a latency ``"1"`` and ``truncated: "no"``, and
+    ``--verify`` passed such a hand-edited line (audit 11A)."""
+    record = orjson.loads(dumps(_mixed_one()))
+    *path, last = where
+    holder = record
+    for key in path:
+        holder = holder[key]
+    holder[last] = value
+    with pytest.raises(TrajectoryError, match="invalid trajectory"):
+        loads(orjson.dumps(record))
 
 
 def _mixed_one() -> Trajectory:

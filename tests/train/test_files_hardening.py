@@ -6,6 +6,7 @@ rewriting DIR's log."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -193,3 +194,46 @@ def test_a_damaged_checkpoint_is_refused_in_one_line_naming_the_file(
     assert err.startswith("stategym: error: ")
     assert f"iter-000002/{name}: unreadable" in err and "delete" in err
     assert (run / runlog.METRICS).read_bytes() == metrics  # nothing was cut before the refusal
+
+
+SIGNALLED = """
+import os, signal, sys
+from stategym import cli
+from stategym.train.policy import Policy
+
+generate = Policy.generate
+sent = []
+
+def signalled(self, *args, **kwargs):  # the signal lands while the first batch is generated
+    if not sent:
+        sent.append(os.kill(os.getpid(), getattr(signal, sys.argv[1])))
+    return generate(self, *args, **kwargs)
+
+Policy.generate = signalled
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "line"),
+    [("SIGINT", 130, "stategym: interrupted"), ("SIGTERM", 143, "stategym: terminated")],
+)
+def test_a_signal_during_group_play_stops_in_one_line(
+    sft_run: Path, tmp_path: Path, name: str, status: int, line: str
+) -> None:
+    """A signal that lands while a group's batch is generated stops the run as anywhere else.
+    Before, Ctrl-C ended in ``InvalidStateError`` (the batch answered the waiters asyncio had
+    cancelled) and SIGTERM left "Task exception was never retrieved" and a traceback after
+    the one line (the handler raised inside the task playing the group) (audit 11A F4)."""
+    import subprocess
+    import sys
+
+    command = ["train", "grpo", "--init", str(sft_run), "--out", str(tmp_path / "run"),
+               "--group", "2", "--tasks", "1", "--iterations", "1", "--eval-episodes", "1",
+               "--max-tokens", "8", "--no-progress"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNALLED, name, *command],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr.strip().splitlines()[-1:]) == (status, [line]), done.stderr
+    assert "Traceback" not in done.stderr and "never retrieved" not in done.stderr

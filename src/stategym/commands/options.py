@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.task import SEED_LIMIT
 
 LLM_OPTIONS = ("base_url", "temperature", "max_tokens", "device", "concurrency")
 """Options passed to the agent resolver when given; scripted agents ignore them."""
@@ -28,12 +29,18 @@ T = TypeVar("T")
 
 
 def _whole(text: str, least: int) -> int:
+    """A whole number in ``[least, SEED_LIMIT)``: every option is written into the run's
+    config, and a JSON line holds integers of at most 64 bits (``--bootstrap-seed 2**64``
+    once failed after ``scores.jsonl`` was rewritten, leaving the scorecard of the run
+    before)."""
     try:
         value = int(text)
     except ValueError:
         value = least - 1  # refused below with the same message as a too-small number
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
+    if not least <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= {least} and below 2**64, got {text!r}"
+        )
     return value
 
 

@@ -278,6 +278,11 @@ def dumps(trajectory: Trajectory) -> bytes:
 def loads(line: bytes | str) -> Trajectory:
     """Parse and validate one JSON line.
 
+    orjson decides what JSON is (integers of at most 64 bits, no NaN: what :func:`dumps` can
+    write back), then every field is checked strictly, as the JSON types it: ``"0"`` is no
+    round index, ``"no"`` no boolean (lax, pydantic took them, and ``--verify`` passed a line
+    edited so). A version 1 line is upgraded, then checked the same way.
+
     Raises:
         TrajectoryError: broken JSON, missing or mistyped fields, or an unknown version.
     """
@@ -290,9 +295,9 @@ def loads(line: bytes | str) -> Trajectory:
     if not isinstance(data, dict) or type(version) is not int or version not in READABLE_VERSIONS:
         raise TrajectoryError(f"unsupported trajectory version {version!r}")
     if version == 1:
-        data = _upgrade_v1(data)
+        line = orjson.dumps(_upgrade_v1(data))
     try:
-        return _ADAPTER.validate_python(data)
+        return _ADAPTER.validate_json(line, strict=True)
     except pydantic.ValidationError as error:
         raise TrajectoryError(f"invalid trajectory: {error}") from None
 

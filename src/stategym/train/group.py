@@ -20,10 +20,12 @@ trajectory is laid out as a stream by :func:`stategym.train.streams.demonstratio
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from stategym.kernel.env import Env
 from stategym.kernel.errors import AgentStopped
@@ -37,6 +39,8 @@ from stategym.rendering.tokens import TokenStream
 from stategym.rollout import Episode, adrive, drive
 from stategym.train.policy import Generated, Policy
 from stategym.train.streams import demonstration
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +164,9 @@ class _Batcher:
         self.timing.tokens += sum(len(r.ids) for r in replies)
         waiting, self._waiting = self._waiting, {}
         for member, reply in zip(order, replies, strict=True):
-            waiting[member][1].set_result(reply)
+            future = waiting[member][1]
+            if not future.done():  # Ctrl-C during the batch: asyncio cancelled its waiters
+                future.set_result(reply)
 
 
 class _MemberBackend:
@@ -238,12 +244,43 @@ def play(
         if member.teacher:
             out[i] = _teach(policy, member, sampling.rendering)
     try:
-        results = asyncio.run(_play_learners(batcher, members, learners, sampling.rendering))
+        results = _run_interruptible(_play_learners(batcher, members, learners, sampling.rendering))
     finally:
         _forget(policy)
     out.update(results)
     batcher.timing.total = time.perf_counter() - started
     return [out[i] for i in range(len(members))], batcher.timing
+
+
+def _run_interruptible(main: Coroutine[Any, Any, _T]) -> _T:
+    """``asyncio.run(main)``, with SIGTERM taken as asyncio takes Ctrl-C.
+
+    The loop runs on this thread, and a batch is generated inside a task: a signal handler
+    that raises (the CLI's SIGTERM, :class:`stategym.cli.Terminated`) would raise inside that
+    task, which asyncio leaves holding the exception ("Task exception was never retrieved"
+    after the CLI's one line). asyncio's own Ctrl-C handling cancels the main task instead and
+    raises ``KeyboardInterrupt`` once the loop has closed; SIGTERM is routed through it, then
+    raised again, to its own handler, outside the loop.
+    """
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    if not on_main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return asyncio.run(main)  # asyncio does not take Ctrl-C here: nothing to route
+    terminated: list[int] = []
+
+    def route(number: int, frame: object) -> None:
+        terminated.append(number)
+        signal.raise_signal(signal.SIGINT)
+
+    previous = signal.signal(signal.SIGTERM, route)
+    try:
+        return asyncio.run(main)
+    except KeyboardInterrupt:
+        if not terminated:
+            raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    signal.raise_signal(signal.SIGTERM)  # to its own handler, now outside the loop
+    raise KeyboardInterrupt  # a handler that returned: stop as Ctrl-C would
 
 
 async def _play_learners(
