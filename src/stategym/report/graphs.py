@@ -12,6 +12,11 @@ arrowheads (direction is left to right).
   result first held an argument's value, ``gate`` from the round whose user answer did. The
   ``next`` edges (every node of a round to every node of the next) are left out: the
   columns already show the schedule, and they grow with the square of the batch size.
+  A node is paired with its call by round and place in the batch
+  (:func:`stategym.topology.executed.round_nodes`), never by call id, which an agent may
+  reuse across rounds or inside one batch; its title names the call by id, and adds its
+  place in the batch (``call_0 (#2 of the batch)``) when the id repeats one of the same
+  round.
   ``state`` is ``gold`` for a call that matches a gold node exactly
   (:meth:`stategym.metrics.gold.Gold.exact`), a question that asks a slot the gold plan
   asks, or a proposal where the plan has one; else ``extra``.
@@ -30,9 +35,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stategym.kernel.task import Task
-from stategym.kernel.trajectory import Trajectory
-from stategym.metrics.gold import gold_of
-from stategym.topology.executed import NEXT, executed_topology
+from stategym.kernel.trajectory import CallRecord, RoundRecord, Trajectory
+from stategym.metrics.gold import Gold, gold_of
+from stategym.topology.executed import NEXT, Node, executed_topology, round_nodes
 from stategym.topology.graph import ASK, CONFIRM
 
 MAX_LABEL = 80
@@ -56,16 +61,6 @@ def _rows(
     return rows
 
 
-def _where(name: str) -> tuple[int, str | None, str]:
-    """``(round, call id or None, tool or label)`` of an executed node's name: the executed
-    graph names a call ``r<round>:<call id>:<tool>`` and a message ``r<round>:<label>``."""
-    head, _, rest = name.partition(":")
-    if ":" in rest:
-        call_id, _, tool = rest.rpartition(":")
-        return int(head[1:]), call_id, tool
-    return int(head[1:]), None, rest
-
-
 def _text(tool: str, gold_id: str | None) -> str:
     """A node's drawn text: the tool, and what a gold id says beyond it (``lookup_person
     P6468`` for ``tz:P6468``, ``ask budget`` for ``ask:budget``)."""
@@ -74,18 +69,46 @@ def _text(tool: str, gold_id: str | None) -> str:
     return f"{tool} {gold_id.partition(':')[2]}"
 
 
+def _call_text(node: Node, call: CallRecord, gold: Gold) -> tuple[str, str, str]:
+    """A call node's ``(text, state, title)``: named like the gold node it matches exactly;
+    the title names the call by its id, and by its place in the batch when the id repeats
+    an earlier call's of the same round (module docstring)."""
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    matched = gold.exact(call.name, arguments)
+    which = f"{call.id} (#{node.position + 1} of the batch)" if node.repeats else call.id
+    title = f"round {node.round}, {which}: {call.name}" + (
+        f" = gold {', '.join(matched)}" if matched else " (no gold node)"
+    )
+    state = "gold" if matched else "extra"
+    return _text(call.name, matched[0] if matched else None), state, title
+
+
+def _message_text(node: Node, record: RoundRecord, task: Task) -> tuple[str, str, str]:
+    """A message node's ``(text, state, title)``: a question is in gold if it asked a slot
+    gold asks; a proposal, if gold has one."""
+    asked = record.user.asked if record.user is not None else ()
+    gold_ids = {c.id for c in task.truth.calls}
+    slots = ",".join(asked) if node.label == ASK else ""
+    wanted = any(f"{ASK}:{s}" in gold_ids for s in asked)
+    confirms = any(c.tool == CONFIRM for c in task.truth.calls)
+    known = (node.label == ASK and wanted) or (node.label == CONFIRM and confirms)
+    text = f"{node.label} {slots}" if slots else node.label
+    return text, "gold" if known else "extra", f"round {node.round}: {text}"
+
+
 def executed_view(trajectory: Trajectory, task: Task) -> dict[str, Any]:
-    """The executed call graph of ``trajectory`` as columns of rounds (module docstring)."""
+    """The executed call graph of ``trajectory`` as columns of rounds (module docstring).
+
+    Each node is paired with what it stands for by the executed graph's own node list
+    (:func:`stategym.topology.executed.round_nodes`: round and place in the batch), never by
+    the call id, which an agent may reuse across rounds or within one batch."""
     graph = executed_topology(trajectory)
     gold = gold_of(task)
-    calls = {(r.index, c.id): c for r in trajectory.rounds for c in r.calls}
-    asked = {r.index: r.user.asked for r in trajectory.rounds if r.user is not None}
-    gold_ids = {c.id for c in task.truth.calls}
-    confirms = any(c.tool == CONFIRM for c in task.truth.calls)
+    records = {r.index: r for r in trajectory.rounds}
+    meant = {n.name: n for r in trajectory.rounds for n in round_nodes(r)}
     names = [graph.names[n] for n in graph.graph.nodes]
-    labels = dict(zip(names, (label for _, label in graph.graph.nodes(data="label")), strict=True))
-    rounds = sorted({_where(n)[0] for n in names})
-    columns = {n: rounds.index(_where(n)[0]) for n in names}
+    rounds = sorted({meant[n].round for n in names})
+    columns = {n: rounds.index(meant[n].round) for n in names}
     edges: list[tuple[str, str, str]] = []
     for a, b, kind in graph.graph.edges(data="label"):
         kept = "+".join(k for k in str(kind).split("+") if k != NEXT)
@@ -97,25 +120,12 @@ def executed_view(trajectory: Trajectory, task: Task) -> dict[str, Any]:
     rows = _rows(columns, names, preds)
     nodes = []
     for name in names:
-        index, call_id, what = _where(name)
-        call = calls.get((index, call_id)) if call_id is not None else None
-        if call is not None:
-            arguments = call.arguments if isinstance(call.arguments, dict) else {}
-            matched = gold.exact(call.name, arguments)
-            state = "gold" if matched else "extra"
-            text = _text(what, matched[0] if matched else None)
-            title = f"round {index}, {call_id}: {what}" + (
-                f" = gold {', '.join(matched)}" if matched else " (no gold node)"
-            )
+        node = meant[name]
+        if node.call is not None:
+            text, state, title = _call_text(node, node.call, gold)
         else:
-            # a question is in gold if it asked a slot gold asks; a proposal, if gold has one
-            slots = ",".join(asked.get(index, ())) if what == ASK else ""
-            wanted = any(f"{ASK}:{s}" in gold_ids for s in asked.get(index, ()))
-            known = (what == ASK and wanted) or (what == CONFIRM and confirms)
-            state = "gold" if known else "extra"
-            text = f"{what} {slots}" if slots else what
-            title = f"round {index}: {text}"
-        nodes.append([text, labels[name], columns[name], rows[name], state, title[:MAX_LABEL]])
+            text, state, title = _message_text(node, records[node.round], task)
+        nodes.append([text, node.label, columns[name], rows[name], state, title[:MAX_LABEL]])
     position = {n: i for i, n in enumerate(names)}
     return {
         "columns": [f"round {r}" for r in rounds],
