@@ -25,6 +25,7 @@ from one_line_error import fails
 from stategym.cli import main
 from stategym.kernel.errors import UsageError
 from stategym.report.runs import read_run
+from stategym.topology.generalisation import ProtocolConfig
 
 PATIENCE = 300.0
 """Seconds a process test waits for anything (a loaded 2-core machine is slow to start)."""
@@ -85,6 +86,15 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
+PROTOCOL_CELLS = json.dumps(
+    {
+        "agents": ["expert"],
+        "cells": [],
+        "config": ProtocolConfig("expert", ("travel",)).describe(),  # the report checks it
+    }
+).encode()
+
+
 @pytest.mark.parametrize(
     ("files", "words"),
     [
@@ -97,7 +107,7 @@ def _write(path: Path, data: bytes) -> Path:
         ({"cells.json": b'{"agents": ['}, ("cells.json", "not JSON")),
         ({"cells.json": b'{"agents": "expert"}'}, ("cells.json", "agents")),
         (
-            {"cells.json": b'{"agents": ["expert"]}', "expert/report.json": b'{"config": []}'},
+            {"cells.json": PROTOCOL_CELLS, "expert/report.json": b'{"config": []}'},
             ("report.json", "config"),
         ),
         (

@@ -17,10 +17,16 @@ rule (:func:`~stategym.rollout.spec.pending`), by the identity :func:`episode_ke
 
 One command at a time writes a run directory (:func:`locked`, from
 :mod:`stategym.kernel.locks`): two appending to one file would log every episode twice.
+A file that is written whole (``summary.json``, an experiment's and a protocol run's files,
+a report) is replaced whole or not at all (:func:`replace_bytes`), so an interrupted command
+leaves the old file or the new one, never half of one. Paths of runs are resolved with
+:func:`resolved`, which turns a symlink loop into the one-line :class:`OSError` every other
+bad path is.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -59,8 +65,33 @@ __all__ = [
     "read_log",
     "refuse_duplicates",
     "refuse_unverified",
+    "replace_bytes",
+    "resolved",
     "seed_ranges",
 ]
+
+
+def resolved(path: Path) -> Path:
+    """``path`` made absolute with every link followed (:meth:`Path.resolve`).
+
+    Python 3.11 and 3.12 raise a :class:`RuntimeError` on a symlink loop, which would be a
+    traceback; it is raised here as the :class:`OSError` naming the path (``ELOOP``) that
+    Python 3.13 raises and the command line reports in one line.
+    """
+    try:
+        return path.resolve()
+    except RuntimeError:  # "Symlink loop from ...": the only RuntimeError resolve() raises
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
+
+
+def replace_bytes(path: Path, data: bytes) -> Path:
+    """Write ``path`` whole or not at all: ``data`` goes to ``PATH.partial``, which then
+    replaces ``path`` in one step (:func:`os.replace`), so an interruption leaves the old
+    file or the new one, never a mix of the two. Returns ``path``."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+    return path
 
 
 def episode_key(trajectory: Trajectory) -> tuple[Hashable, ...]:
@@ -137,7 +168,7 @@ class RunDir:
 
     @property
     def name(self) -> str:
-        return self.path.resolve().name
+        return resolved(self.path).name
 
     def load(self) -> tuple[list[Trajectory], int]:
         """The trajectories already written, and how many cut lines were dropped (0 or 1).
@@ -188,9 +219,7 @@ class RunDir:
             "decision_quality": quality.to_json(),
         }
         self.path.mkdir(parents=True, exist_ok=True)
-        partial = self.summary.with_suffix(".json.partial")
-        partial.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
-        os.replace(partial, self.summary)
+        replace_bytes(self.summary, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
         return document
 
     def read_summary(self) -> dict[str, Any]:

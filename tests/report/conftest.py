@@ -85,11 +85,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ]
     lines.insert(2, {"iteration": 2, "eval": {"goal_rate": 0.5, "composite": 0.25}})
     (train / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    protocol = root / "protocol"
-    (protocol / "expert").mkdir(parents=True)
-    (protocol / "cells.json").write_text(json.dumps({"agents": ["expert"], "cells": []}))
+    protocol = _protocol(root / "protocol")
     report = {
-        "config": {"agent": "expert"},
+        "config": json.loads((protocol / "cells.json").read_text())["config"],
         "cells": [
             {"shots": 0, "distance": d, "composite": 1 - d, "domain": f"synth:{d}"}
             for d in (0.0, 0.25, 0.5)
@@ -98,7 +96,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "score_vs_distance": {"0": {"slope": -1.0, "spearman": -1.0}},
     }
     (protocol / "expert" / "report.json").write_text(json.dumps(report))
-    write_jsonl(protocol / "expert" / "trajectories.jsonl", played[:2])
     for name in ("train-sft", "train-grpo"):
         shutil.copytree(FIXTURES / name, root / name)
     return {
@@ -110,6 +107,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "sft": root / "train-sft",
         "grpo": root / "train-grpo",
     }
+
+
+def _protocol(out: Path) -> Path:
+    """A protocol run of the expert with no cells: its two plan episodes (travel seeds 0-1)
+    and ``cells.json`` as ``stategym protocol`` writes them; the test writes the report."""
+    from stategym.topology.generalisation import ProtocolConfig, run_protocol
+
+    config = ProtocolConfig("expert", ("travel",), episodes=1, probes=0, compositions=0, plans=2)
+    run = run_protocol(config, cells=())
+    (out / "expert").mkdir(parents=True)
+    cells = {"config": config.describe(), "agents": ["expert"], "notes": [], "cells": []}
+    (out / "cells.json").write_text(json.dumps(cells))
+    write_jsonl(out / "expert" / "trajectories.jsonl", run.trajectories)
+    return out
 
 
 MIXED_KNOBS = (Knobs(), Knobs(dynamics=False))

@@ -8,8 +8,11 @@ Examples::
     stategym protocol --report runs/protocol        # re-report a saved run from its logs
 
 A run directory holds ``cells.json`` (the configuration, the splits and their distances) and,
-per agent, ``trajectories.jsonl`` (every episode, tagged in ``meta``) and ``report.json``.
-Definitions: ``docs/protocol.md``.
+per agent, ``trajectories.jsonl`` (every episode, tagged in ``meta``) and ``report.json``;
+how they are read and checked: :mod:`stategym.report.protocol_files`. Each file is replaced
+whole (:func:`~stategym.rundir.replace_bytes`), ``cells.json`` last. A folder holding a run
+of other settings is refused before anything plays; the same command again plays the run
+from the start and rewrites the same bytes. Definitions: ``docs/protocol.md``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rich.console import Console
-
-    from stategym.kernel.trajectory import Trajectory
 
 NAME = "protocol"
 HELP = "Evaluate agents across tool topologies: splits, distances, gaps, collapse, probes."
@@ -130,10 +131,6 @@ def _add_evaluation(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _slug(agent: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in agent)
-
-
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -144,11 +141,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(console: Console, args: argparse.Namespace) -> int:
-    import orjson
-
     from stategym.commands.options import llm_options, seed_range, spread_of
-    from stategym.kernel.trajectory import write_jsonl
-    from stategym.rundir import locked
+    from stategym.kernel.trajectory import dumps
+    from stategym.report.protocol_files import LOG, agent_folder, refuse_other_settings
+    from stategym.rundir import locked, replace_bytes
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.generalisation import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
@@ -171,9 +167,11 @@ def _run(console: Console, args: argparse.Namespace) -> int:
         options=options,
         spread=spread_of(args),
     )
+    refuse_other_settings(args.out, base.describe(), agents)
     with console.status("building splits and measuring distances"):
         cells = make_splits(base.train, base.knobs, base.compositions, base.budget)
     with locked(args.out):  # one run at a time writes the directory (created here)
+        refuse_other_settings(args.out, base.describe(), agents)  # none started meanwhile
         reports: dict[str, dict[str, Any]] = {}
         notes: list[str] = []
         for agent in agents:
@@ -185,24 +183,33 @@ def _run(console: Console, args: argparse.Namespace) -> int:
 
                 run = run_protocol(config, cells, progress=progress)
             notes = list(run.notes)
-            folder = args.out / _slug(agent)
+            folder = agent_folder(args.out, agent)
             folder.mkdir(exist_ok=True)
-            write_jsonl(folder / "trajectories.jsonl", run.trajectories)
+            replace_bytes(folder / LOG, b"".join(dumps(t) + b"\n" for t in run.trajectories))
             reports[agent] = _report(console, run, folder)
-        (args.out / "cells.json").write_bytes(
-            orjson.dumps(
-                {
-                    "config": base.describe(),
-                    "agents": agents,
-                    "notes": notes,
-                    "cells": [c.to_dict() for c in cells],
-                },
-                option=orjson.OPT_INDENT_2,
-            )
-        )
+        _write_cells(args.out, base, agents, notes, cells)
         _compare(console, reports, args.out)
     console.print(f"wrote {args.out}")
     return 0
+
+
+def _write_cells(
+    out: Path, base: Any, agents: list[str], notes: list[str], cells: Sequence[Any]
+) -> None:
+    """Write ``cells.json``, the run's index, after every agent's files: it names a run
+    whose every agent finished (:mod:`stategym.report.protocol_files`)."""
+    import orjson
+
+    from stategym.report.protocol_files import CELLS
+    from stategym.rundir import replace_bytes
+
+    index = {
+        "config": base.describe(),
+        "agents": agents,
+        "notes": notes,
+        "cells": [c.to_dict() for c in cells],
+    }
+    replace_bytes(out / CELLS, orjson.dumps(index, option=orjson.OPT_INDENT_2))
 
 
 def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> list[str]:
@@ -232,11 +239,13 @@ def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> list
 def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
     import orjson
 
+    from stategym.report.protocol_files import REPORT
+    from stategym.rundir import replace_bytes
     from stategym.tables import print_grids
     from stategym.topology.report import build_report, render
 
     report = build_report(run)
-    (folder / "report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    replace_bytes(folder / REPORT, orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print_grids(console, render(report))
     for note in report["notes"]:
         console.print(f"[dim]note: {note}[/dim]")
@@ -245,130 +254,19 @@ def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
 
 def _rereport(console: Console, folder: Path) -> int:
     """Report a saved run again from its logs alone, refusing a log that is not the one the
-    run wrote (:func:`_read_agent_log`)."""
+    run wrote (:func:`~stategym.report.protocol_files.read_agent_log`)."""
+    from stategym.report.protocol_files import LOG, agent_folder, read_agent_log, read_cells
     from stategym.topology.generalisation import ProtocolRun
 
-    config, cells, agents, notes = _read_cells(folder)
+    index = read_cells(folder)
     reports = {}
-    for agent in agents:
-        agent_config = replace(config, agent=agent)
-        trajectories = _read_agent_log(
-            folder / _slug(agent) / "trajectories.jsonl", agent_config, cells
-        )
-        run = ProtocolRun(agent_config, cells, trajectories, notes)
-        reports[agent] = _report(console, run, folder / _slug(agent))
+    for agent in index.agents:
+        config = replace(index.config, agent=agent)
+        trajectories = read_agent_log(agent_folder(folder, agent) / LOG, config, index.cells)
+        run = ProtocolRun(config, index.cells, trajectories, index.notes)
+        reports[agent] = _report(console, run, agent_folder(folder, agent))
     _compare(console, reports, folder)
     return 0
-
-
-def _read_cells(folder: Path) -> tuple[Any, tuple[Any, ...], list[str], tuple[str, ...]]:
-    """``cells.json``: the run's configuration, cells, agents and notes.
-
-    Raises:
-        UsageError: the file is missing, not JSON, or lacks a field or has one of the wrong
-            type (naming it).
-    """
-    import orjson
-
-    from stategym.kernel.errors import UsageError
-    from stategym.topology.generalisation import ProtocolConfig
-    from stategym.topology.split import Cell
-
-    path = folder / "cells.json"
-    if not path.is_file():
-        raise UsageError(f"no cells.json in {folder}: not a protocol run directory")
-    try:
-        saved = orjson.loads(path.read_bytes())
-        if not isinstance(saved, dict):
-            raise TypeError("not a JSON object")
-        agents = saved["agents"]
-        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
-            raise TypeError("'agents' is not a list of agent names")
-        notes = tuple(str(note) for note in saved.get("notes", []))
-        cells = tuple(Cell.from_dict(c) for c in saved["cells"])
-        config = ProtocolConfig.from_dict(saved["config"])
-    except orjson.JSONDecodeError as error:
-        raise UsageError(f"{path} is not valid JSON: {error}") from None
-    except KeyError as error:
-        raise UsageError(f"{path} lacks {error}: not a protocol run's cells.json") from None
-    except (TypeError, ValueError, AttributeError) as error:  # a field of the wrong shape
-        raise UsageError(f"{path} has a field of the wrong type: {error}") from None
-    return config, cells, agents, notes
-
-
-def _read_agent_log(file: Path, config: Any, cells: Sequence[Any]) -> tuple[Trajectory, ...]:
-    """One agent's episodes, read as a run directory's are (:func:`~stategym.rollout.read_log`
-    and :func:`~stategym.rollout.refuse_duplicates`), each checked to be one the run played
-    for ``config.agent`` (the expert plays the plans and references) over ``cells`` and
-    ``config``'s seeds, and none missing (probes, found by a search, are checked by agent
-    and cell only).
-
-    Raises:
-        UsageError: a cut or unreadable line, a duplicated, foreign or missing episode.
-    """
-    from stategym.kernel.errors import UsageError
-    from stategym.rollout import read_log, refuse_duplicates
-
-    log = read_log(file)
-    if log.cut_line is not None:
-        raise UsageError(f"{file}:{log.cut_line}: a cut last line; run the protocol again")
-    refuse_duplicates(file, log.trajectories)
-    expected = _expected_episodes(config, cells)
-    probe_cells = {cell.domain for cell in cells}
-    found = set()
-    for line, trajectory in enumerate(log.trajectories, start=1):
-        role = trajectory.run.role
-        agent = config.agent if role in ("agent", "probe") else "expert"
-        if trajectory.agent != agent:
-            raise UsageError(
-                f"{file}:{line}: a {role} episode of {trajectory.agent!r}, not of {agent!r}: "
-                f"not the log of {config.agent!r}"
-            )
-        key = _episode(trajectory)
-        if role == "probe" and trajectory.meta.get("cell") in probe_cells:
-            continue
-        if key not in expected:
-            raise UsageError(
-                f"{file}:{line}: {role} episode {key[1:]} is not one of the run's cells and "
-                "seeds in cells.json"
-            )
-        found.add(key)
-    missing = sorted(expected - found, key=str)
-    if missing:
-        raise UsageError(
-            f"{file} lacks {len(missing)} of the run's {len(expected)} plan, reference and "
-            f"agent episodes (e.g. {missing[0][0]} {missing[0][1:]}): run the protocol again"
-        )
-    return tuple(log.trajectories)
-
-
-def _episode(trajectory: Trajectory) -> tuple[Any, ...]:
-    """What tells a protocol episode apart: role, domain, seed, knobs, split, cell, shots."""
-    meta = trajectory.meta
-    return (
-        trajectory.run.role,
-        trajectory.domain,
-        trajectory.seed,
-        trajectory.knobs.describe(),
-        str(meta.get("split", "")),
-        str(meta.get("cell", "")),
-        str(meta.get("shots", "")),
-    )
-
-
-def _expected_episodes(config: Any, cells: Sequence[Any]) -> set[tuple[Any, ...]]:
-    """The plan, reference and agent episodes :func:`run_protocol` plays for ``config``."""
-    knobs = config.knobs.describe()
-    seeds = range(config.seed, config.seed + config.episodes)
-    shots = [k for k in config.shots if k == 0 or config.llm]
-    expected = {
-        ("plan", name, s, knobs, "", "", "") for name in config.train for s in range(config.plans)
-    }
-    for cell in cells:
-        where = (str(cell.split), cell.domain)
-        expected |= {("reference", cell.domain, s, knobs, *where, "") for s in seeds}
-        expected |= {("agent", cell.domain, s, knobs, *where, str(k)) for s in seeds for k in shots}
-    return expected
 
 
 def _compare(console: Console, reports: dict[str, dict[str, Any]], out: Path) -> None:
@@ -381,4 +279,6 @@ def _compare(console: Console, reports: dict[str, dict[str, Any]], out: Path) ->
     if side_by_side is not None:
         print_grids(console, [side_by_side])
         grids.append(side_by_side)
-    (out / PROTOCOL_MD).write_text(markdown(grids))
+    from stategym.rundir import replace_bytes
+
+    replace_bytes(out / PROTOCOL_MD, markdown(grids).encode())

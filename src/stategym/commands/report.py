@@ -1,8 +1,10 @@
 """``stategym report RUN_DIR [RUN_DIR...] --out report.html``: one self-contained HTML file.
 
 Reads run directories only (``stategym run``/``eval`` trajectories, ``stategym train``
-metrics, ``stategym protocol`` reports) and never plays an episode; see ``docs/report.md``.
-Needs matplotlib (``pip install 'stategym[plot]'``).
+metrics, ``stategym protocol`` reports, ``stategym experiment`` results) and never plays an
+episode; see ``docs/report.md``. ``--out`` is never a file of a run nor any existing file but
+an earlier report (:func:`stategym.report.runs.refuse_output`, checked before anything is
+read). Needs matplotlib (``pip install 'stategym[plot]'``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=options.output_path,
         default=Path("report.html"),
-        help="the HTML file to write (default: report.html)",
+        help="the HTML file to write; an existing one must be an earlier report, and one "
+        "inside a run directory must end in .html (default: report.html)",
     )
     parser.add_argument(
         "--title", default="stategym report", help="the page title (default: stategym report)"

@@ -29,15 +29,7 @@ from stategym.experiments.intervals import (
     replicate_weights,
     weighted_means,
 )
-from stategym.experiments.output import (
-    PLOTS,
-    RAW,
-    RESULTS,
-    TABLE,
-    config_json,
-    estimate_json,
-    write_json,
-)
+from stategym.experiments.output import PLOTS, config_json, estimate_json, write_run
 from stategym.experiments.plots import dimension_bars, goal_vs_quality
 from stategym.metrics import score
 from stategym.metrics.aggregate import Estimate
@@ -228,10 +220,8 @@ def write(result: E0Result, out: Path, cpu_seconds: float) -> list[Path]:
         "seeds": list(result.seeds),
         "domains": {domain: values for domain, values in result.raw.items()},
     }
-    written = [write_json(out / RESULTS, results), write_json(out / RAW, raw)]
-    (out / TABLE).write_text(markdown(grids(result)))
-    written.append(out / TABLE)
-    return written + _plots(result, out / PLOTS)
+    table = markdown(grids(result))
+    return write_run(out, results, raw, table, lambda: _plots(result, out / PLOTS))
 
 
 def _block(seed: int, tasks: int) -> list[int]:

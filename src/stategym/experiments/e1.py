@@ -179,7 +179,8 @@ def write(result: E1Result, out: Path, cpu_seconds: float) -> list[Path]:
         "columns": list(PER_TASK),
         "values": result.values,
     }
-    return [*write_run(out, results, raw, markdown(grids(result))), *_plots(result, out / PLOTS)]
+    table = markdown(grids(result))
+    return write_run(out, results, raw, table, lambda: _plots(result, out / PLOTS))
 
 
 def _plots(result: E1Result, folder: Path) -> list[Path]:

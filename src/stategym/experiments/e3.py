@@ -326,7 +326,8 @@ def write(result: E3Result, out: Path, cpu_seconds: float) -> list[Path]:
         "measures": list(MEASURES),
         "agents": {agent: r.values for agent, r in arms.items()},
     }
-    return [*write_run(out, results, raw, markdown(grids(result))), *_plots(result, out / PLOTS)]
+    table = markdown(grids(result))
+    return write_run(out, results, raw, table, lambda: _plots(result, out / PLOTS))
 
 
 def _plots(result: E3Result, folder: Path) -> list[Path]:

@@ -153,7 +153,11 @@ def write(result: E4Result, out: Path, cpu_seconds: float) -> list[Path]:
         "columns": list(PER_TASK),
         "values": result.values,
     }
-    written = write_run(out, results, raw, markdown(grids(result)))
+    table = markdown(grids(result))
+    return write_run(out, results, raw, table, lambda: _plots(result, out / PLOTS))
+
+
+def _plots(result: E4Result, folder: Path) -> list[Path]:
     panels: dict[str, dict[str, list[list[float]]]] = {
         measure: {
             str(credit): [
@@ -165,8 +169,7 @@ def write(result: E4Result, out: Path, cpu_seconds: float) -> list[Path]:
         for measure in CURVES
     }
     title = f"E4 ({result.config.budget})"
-    plots = training_curves(panels, out / PLOTS / "curves", title)
-    return [*written, *plots]
+    return training_curves(panels, folder / "curves", title)
 
 
 __all__ = ["COLUMNS", "CURVES", "PER_TASK", "E4Result", "estimate", "grids", "run", "write"]

@@ -4,12 +4,20 @@ Every experiment writes ``results.json`` (configuration, estimates, CPU time), `
 (the per-task numbers the estimates come from) and ``table.md``. An estimate is written as
 ``{"mean", "low", "high", "n"}``; NaN (undefined, e.g. a rank correlation of a constant) is
 written as ``null`` so the files are strict JSON.
+
+The files of one run belong together, and a reader can prove it: each file is replaced
+whole (:func:`~stategym.rundir.replace_bytes`), the plots and ``raw.json`` and ``table.md``
+first, and ``results.json`` last, holding the SHA-256 of the other two under
+:data:`FILES`. A run killed while writing leaves the old ``results.json`` (whose digests the
+new ``raw.json`` or ``table.md`` no longer match) or the new one with every file complete;
+the report refuses a mismatch (:func:`stategym.report.runs.read_experiment`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +25,15 @@ from typing import Any
 import orjson
 
 from stategym.metrics.aggregate import Estimate
+from stategym.rundir import replace_bytes
 
 RESULTS = "results.json"
 RAW = "raw.json"
 TABLE = "table.md"
 PLOTS = "plots"
+FILES = "files"
+"""The key of ``results.json`` holding ``{file name: "sha256:HEX"}`` of ``raw.json`` and
+``table.md`` as this run wrote them."""
 
 
 def finite(value: float) -> float | None:
@@ -46,16 +58,37 @@ def config_json(config: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
 
 
+def json_bytes(data: Mapping[str, Any]) -> bytes:
+    """``data`` as indented JSON (NumPy arrays and scalars allowed)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+
+
 def write_json(path: Path, data: Mapping[str, Any]) -> Path:
-    """Write ``data`` as indented JSON (NumPy arrays and scalars allowed)."""
-    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
-    return path
+    """Write ``data`` as indented JSON (NumPy arrays and scalars allowed), whole or not at
+    all."""
+    return replace_bytes(path, json_bytes(data))
+
+
+def digest(data: bytes) -> str:
+    """``"sha256:HEX"`` of ``data``: how ``results.json`` names the other files' contents."""
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
 def write_run(
-    out: Path, results: Mapping[str, Any], raw: Mapping[str, Any], table: str
+    out: Path,
+    results: Mapping[str, Any],
+    raw: Mapping[str, Any],
+    table: str,
+    plots: Callable[[], list[Path]] = list,
 ) -> list[Path]:
-    """Write an experiment's ``results.json``, ``raw.json`` and Markdown table into ``out``;
-    returns their paths (the plots are each experiment's own)."""
-    (out / TABLE).write_text(table)
-    return [write_json(out / RESULTS, results), write_json(out / RAW, raw), out / TABLE]
+    """Write an experiment's run directory: ``plots()`` (the experiment's own figures),
+    ``raw.json`` and ``table.md``, then ``results.json`` with their digests under
+    :data:`FILES` (see the module docstring); returns the paths, ``results.json``,
+    ``raw.json`` and ``table.md`` first."""
+    out.mkdir(parents=True, exist_ok=True)
+    figures = plots()
+    files = {RAW: json_bytes(raw), TABLE: table.encode("utf-8")}
+    for name, data in files.items():
+        replace_bytes(out / name, data)
+    stamped = {**results, FILES: {name: digest(data) for name, data in files.items()}}
+    return [write_json(out / RESULTS, stamped), out / RAW, out / TABLE, *figures]

@@ -4,17 +4,19 @@ Matplotlib is imported inside the functions, and figures are built as bare
 :class:`~matplotlib.figure.Figure` objects, not through pyplot: importing this module costs
 nothing, plotting never needs a display and never touches the caller's backend or global
 state. SVGs carry no date (a fixed ``svg.hashsalt``, no metadata), so the same numbers give
-the same file.
+the same file. Each file is rendered in memory and replaces the old one whole.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stategym.agents import ADVERSARIES, PATHOLOGICAL
 from stategym.metrics.aggregate import Estimate
+from stategym.rundir import replace_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -47,17 +49,17 @@ def group_of(agent: str) -> str:
 
 
 def save(figure: Figure, path: Path) -> list[Path]:
-    """Write ``path.png`` and ``path.svg``; the paths written."""
+    """Write ``path.png`` and ``path.svg``, each whole or not at all; the paths written."""
     import matplotlib
 
     path.parent.mkdir(parents=True, exist_ok=True)
     written = []
     with matplotlib.rc_context({"svg.hashsalt": "stategym"}):
         for suffix in (".png", ".svg"):
-            target = path.with_suffix(suffix)
+            image = io.BytesIO()
             metadata = {"Date": None} if suffix == ".svg" else {}
-            figure.savefig(target, dpi=110, metadata=metadata)
-            written.append(target)
+            figure.savefig(image, format=suffix[1:], dpi=110, metadata=metadata)
+            written.append(replace_bytes(path.with_suffix(suffix), image.getvalue()))
     return written
 
 

@@ -13,7 +13,10 @@ estimate of its ``results.json`` as one interval chart.
 
 The tables are parsed back from ``table.md`` (the format :func:`stategym.tables.markdown`
 writes) into grids whose every cell is escaped; a block that does not parse is shown as
-escaped text.
+escaped text. ``table.md`` and ``raw.json`` are the ones ``results.json`` was written with
+(the reader checks their digests, :func:`~.runs.read_experiment`), so the tables and the
+figures are of one run. An estimate that is undefined (``null``) or too large to place is
+not drawn and is marked ``n/a``, never drawn at an invented 0.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 from stategym.tables import Grid
 
 from . import markup
-from .plots import MARKERS, colour, figure_of, style, to_svg
+from .plots import MARKERS, colour, drawable, figure_of, style, to_svg
 from .runs import ExperimentRun
 
 MAX_ESTIMATES = 60
@@ -65,13 +68,15 @@ def tables(text: str) -> list[Grid | str]:
 
 
 def _estimate(value: Any) -> tuple[float, float, float] | None:
-    """``(mean, low, high)`` of an estimate object with finite numbers, else ``None``."""
+    """``(mean, low, high)`` of an estimate object whose numbers can be drawn, else ``None``
+    (an undefined estimate, ``null`` in the file; the reader refused any other value)."""
     if not isinstance(value, Mapping) or not {"mean", "low", "high"} <= set(value):
         return None
     found = [value[k] for k in ("mean", "low", "high")]
-    if not all(isinstance(v, int | float) for v in found):
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in found):
         return None
-    return float(found[0]), float(found[1]), float(found[2])
+    mean, low, high = (float(v) for v in found)
+    return (mean, low, high) if drawable(mean, low, high) else None
 
 
 def estimates(data: Any, path: str = "") -> Iterator[tuple[str, tuple[float, float, float]]]:
@@ -153,20 +158,30 @@ def _measure_panels(pooled: Mapping[str, Mapping[str, Any]], tag: str) -> str | 
         figure = figure_of(10.0, rows * (0.14 * len(agents) + 0.9))
         axes = figure.subplots(rows, columns, squeeze=False).ravel()
         for index, (ax, measure) in enumerate(zip(axes, measures, strict=False)):
-            found = [_estimate(pooled[a].get(measure)) for a in agents]
-            points = [p if p is not None else (0.0, 0.0, 0.0) for p in found]
-            ax.barh(
-                range(len(agents)), [m for m, _, _ in points], xerr=_errors(points),
-                color=[colour(a) for a in range(len(agents))], ecolor="#333333", capsize=1.5,
-            )  # fmt: skip
+            _bars(ax, [_estimate(pooled[a].get(measure)) for a in agents])
             names = agents if index % columns == 0 else [""] * len(agents)
             ax.set_yticks(range(len(agents)), names, fontsize=6)
-            ax.invert_yaxis()
+            ax.set_ylim(len(agents) - 0.5, -0.5)  # the first agent on top
             ax.set_title(measure, loc="left", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
         for ax in axes[len(measures) :]:
             ax.set_visible(False)
         return to_svg(figure, tag)
+
+
+def _bars(ax: Any, found: Sequence[tuple[float, float, float] | None]) -> None:
+    """One bar with its interval per row; a row whose estimate is undefined (or missing)
+    gets no bar but ``n/a``, never a bar at an invented 0."""
+    shown = [(row, point) for row, point in enumerate(found) if point is not None]
+    if shown:
+        ax.barh(
+            [row for row, _ in shown], [m for _, (m, _, _) in shown],
+            xerr=_errors([point for _, point in shown]),
+            color=[colour(row) for row, _ in shown], ecolor="#333333", capsize=1.5,
+        )  # fmt: skip
+    for row, point in enumerate(found):
+        if point is None:
+            ax.text(0.02, row, "n/a", transform=ax.get_yaxis_transform(), va="center", fontsize=6)
 
 
 def _distance_points(run: ExperimentRun) -> dict[str, list[tuple[float, float]]]:
@@ -224,7 +239,8 @@ def _figures(run: ExperimentRun, tag: str) -> list[str]:
         figures.append(
             (
                 _measure_panels(results.get("estimates", {}).get("pooled", {}), f"{tag}-pooled"),
-                "Each pooled measure per agent with its 95% interval (redrawn from results.json).",
+                "Each pooled measure per agent with its 95% interval (redrawn from results.json; "
+                "n/a: results.json holds no number for it, as for an undefined estimate).",
             )
         )
     elif name == "e3":

@@ -19,12 +19,13 @@ from stategym.metrics.aggregate import Row, table
 from stategym.metrics.credit import credit
 from stategym.metrics.report import litmus_grid, scorecard_grid
 from stategym.metrics.score import Scorecard, score
+from stategym.rundir import replace_bytes
 from stategym.tables import Grid
 
 from . import experiment, markup, plots
 from .assets import SCRIPT, STYLE
 from .episodes import detail, index_entry, task_view
-from .runs import EpisodeRun, ExperimentRun, ProtocolRun, Run, TrainingRun, read_runs
+from .runs import EpisodeRun, ExperimentRun, ProtocolRun, Run, TrainingRun, read_runs, refuse_output
 
 DEFAULT_VIEWER_LIMIT = 100
 
@@ -235,9 +236,9 @@ def build(paths: Sequence[Path], options: Options = Options()) -> str:
     protocol_scored = [_score(e) for r in protocol_runs for e in r.episodes]
     viewer, data = _viewer([*scored, *protocol_scored], options)
     sections.append(viewer)
-    notes = [
-        n for r in [*episode_runs, *(e for p in protocol_runs for e in p.episodes)] for n in r.notes
-    ]
+    protocol_episodes = [e for p in protocol_runs for e in p.episodes]
+    read: list[EpisodeRun | ExperimentRun] = [*episode_runs, *protocol_episodes, *experiments]
+    notes = [note for run in read for note in run.notes]
     return _document(options, paths, notes, sections, data)
 
 
@@ -274,7 +275,13 @@ def _document(
 
 
 def write(paths: Sequence[Path], out: Path, options: Options = Options()) -> Path:
-    """Write the report of ``paths`` to ``out`` (its folder is created); returns ``out``."""
+    """Write the report of ``paths`` to ``out`` (its folder is created); returns ``out``.
+
+    ``out`` is checked before anything is read (:func:`~.runs.refuse_output`: never a file
+    of a run or any file but an earlier report) and replaced whole
+    (:func:`~stategym.rundir.replace_bytes`): an interrupted report leaves the old one.
+    """
+    refuse_output(out, paths)
+    page = build(paths, options)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build(paths, options), encoding="utf-8")
-    return out
+    return replace_bytes(out, page.encode("utf-8"))

@@ -46,6 +46,19 @@ BAR_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """``(row column, axis label)`` of the per-dimension bars: one per declared dimension."""
 SKIPPED_CURVES = frozenset({"iteration"})
+DRAWABLE = 1e300
+"""The largest magnitude a plotted value may have. Any finite float is read, but
+matplotlib's axis arithmetic (margins, tick steps) overflows near the float limit (measured
+with matplotlib 3.11: a constant series of 1e308, or one from -8e307 to 8e307, fails with
+``ValueError: arange: cannot compute length``); a series beyond it is left out of its panel,
+which says so, rather than losing the whole page."""
+
+
+def drawable(*values: float) -> bool:
+    """Whether every value is within :data:`DRAWABLE` (and so a number matplotlib can place)."""
+    return all(abs(value) <= DRAWABLE for value in values)
+
+
 MAX_CURVES = 40
 """Most training curves drawn (the first ones in key order); more would be unreadable."""
 
@@ -235,9 +248,13 @@ def _panels(
     panels: Sequence[tuple[str, Sequence[tuple[int, str, Sequence[tuple[float, float]]]]]],
 ) -> None:
     """Draw ``(title, [(series index, label, points), ...])`` panels (the index picks the
-    colour, marker and line style, the same in every panel); spare axes are hidden."""
+    colour, marker and line style, the same in every panel); spare axes are hidden. A series
+    with a value beyond :data:`DRAWABLE` is not drawn, and its panel names it."""
     for ax, (title, series) in zip(axes, panels, strict=False):
+        left_out = [label for _, label, points in series if not drawable(*_flat(points))]
         for index, label, points in series:
+            if label in left_out:
+                continue
             ax.plot(
                 [x for x, _ in points],
                 [y for _, y in points],
@@ -248,10 +265,19 @@ def _panels(
                 linewidth=1.2,
                 label=label,
             )
+        if left_out:
+            ax.text(
+                0.5, 0.5, f"not drawn ({', '.join(left_out)}): values beyond ±{DRAWABLE:g}",
+                transform=ax.transAxes, ha="center", va="center", fontsize=6, wrap=True,
+            )  # fmt: skip
         ax.set_title(title, loc="left", fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
+
+
+def _flat(points: Sequence[tuple[float, float]]) -> list[float]:
+    return [value for point in points for value in point]
 
 
 def _grid(count: int, tag: str, title: str, draw: Any) -> str:

@@ -1,21 +1,25 @@
 """Reading run directories for the report: what each kind of run left on disk, typed.
 
-Three kinds of directory are recognised by the files they hold (nothing is re-run):
+Four kinds of directory are recognised by the files they hold (nothing is re-run):
 
 - an **episode run** (``stategym run`` / ``eval``): ``trajectories.jsonl``, read with the
   strict reader :func:`stategym.rollout.read_log` (a cut last line is dropped and noted,
   never rewritten: the report only reads);
 - a **training run** (``stategym train``): ``config.json`` and ``metrics.jsonl``, one
   object per iteration (every numeric key is kept; ``"eval"`` lines are held-out evaluations);
-- a **protocol run** (``stategym protocol``): ``cells.json`` and one folder per agent with
-  its ``report.json`` (and its ``trajectories.jsonl``, which is read as an episode run);
+- a **protocol run** (``stategym protocol``): ``cells.json`` and, for each agent it lists
+  (and no other), a folder with its ``report.json`` and ``trajectories.jsonl``, each checked
+  to be of the configuration ``cells.json`` holds (:mod:`.protocol_files`);
 - an **experiment run** (``stategym experiment``): ``results.json`` naming its
   ``"experiment"``, with ``raw.json``, ``table.md`` and ``plots/``
-  (:mod:`stategym.experiments.output`). The plot files are listed by name, never read: the
-  report redraws from the JSON (:mod:`stategym.report.experiment` says why).
+  (:mod:`stategym.experiments.output`), ``raw.json`` and ``table.md`` checked against the
+  digests ``results.json`` holds of them, and every estimate's numbers checked to be
+  numbers or ``null``. The plot files are listed by name, never read: the report redraws
+  from the JSON (:mod:`stategym.report.experiment` says why).
 
 :func:`read_runs` reads the directories of one report: each directory once, and no episode
-in two of them, since the overview pools every episode run's episodes.
+in two of them, since the page would show it twice. :func:`refuse_output` keeps the report
+off every file it reads.
 """
 
 from __future__ import annotations
@@ -23,21 +27,29 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stategym.experiments.output import PLOTS, RAW, RESULTS, TABLE
+from stategym.experiments.output import FILES, PLOTS, RAW, RESULTS, TABLE, digest
 from stategym.kernel.errors import UsageError
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.spec import key_words, trajectory_key
+from stategym.rundir import resolved
+
+from .protocol_files import (
+    CELLS,
+    LOG,
+    agent_folder,
+    read_agent_log,
+    read_agent_report,
+    read_cells,
+)
 
 TRAJECTORIES = "trajectories.jsonl"
 TRAIN_CONFIG = "config.json"
 TRAIN_METRICS = "metrics.jsonl"
-PROTOCOL_CELLS = "cells.json"
-PROTOCOL_REPORT = "report.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +109,7 @@ class ExperimentRun:
         raw: ``raw.json``, or an empty mapping where it is absent.
         table: the text of ``table.md`` (empty where it is absent).
         plots: the names of the files in ``plots/``, sorted (never read).
+        notes: what could not be checked (files of an older stategym), for the page to say.
     """
 
     path: Path
@@ -104,9 +117,48 @@ class ExperimentRun:
     raw: Mapping[str, Any]
     table: str
     plots: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 Run = EpisodeRun | TrainingRun | ProtocolRun | ExperimentRun
+
+
+REPORT_START = b"<!DOCTYPE html>"
+"""How every page :func:`~.page.build` writes starts: an existing ``--out`` that starts
+otherwise is not a report, and is never written over."""
+REPORT_SUFFIXES = frozenset({".html", ".htm"})
+"""The names a report may have inside a run directory: no file of a run ends so."""
+
+
+def refuse_output(out: Path, paths: Sequence[Path]) -> None:
+    """Refuse, before anything is read, to write the report of ``paths`` to ``out`` where
+    that could destroy a file: ``out`` is a folder, or an existing file that is not an
+    earlier report (it does not start with :data:`REPORT_START`; an empty file is allowed),
+    or it lies inside one of the run directories ``paths`` (links followed) without an
+    ``.html`` name: every file of a run (``trajectories.jsonl``, ``summary.json``,
+    ``metrics.jsonl``, ``cells.json``, ``results.json``, ...) is named otherwise, so the
+    report can never be written over a file it reads. An earlier report is written over.
+
+    Raises:
+        UsageError: naming ``out`` and why.
+    """
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder; give the HTML file to write")
+    if out.is_file():
+        with out.open("rb") as handle:
+            start = handle.read(len(REPORT_START))
+        if start and start != REPORT_START:
+            raise UsageError(
+                f"--out {out} exists and is not an HTML report (it does not start with "
+                f"{REPORT_START.decode()}); writing the report would destroy it: give another path"
+            )
+    target = resolved(out)
+    for path in paths:
+        if target.suffix.lower() not in REPORT_SUFFIXES and target.is_relative_to(resolved(path)):
+            raise UsageError(
+                f"--out {out} lies in the run directory {path} but is not named *.html, as a "
+                "file of the run could be: give a name ending in .html"
+            )
 
 
 def read_runs(paths: Sequence[Path], *, verify: bool = False) -> list[Run]:
@@ -121,39 +173,51 @@ def read_runs(paths: Sequence[Path], *, verify: bool = False) -> list[Run]:
     """
     given: dict[Path, Path] = {}
     for path in paths:
-        first = given.get(path.resolve())
+        first = given.get(resolved(path))
         if first is not None:
             raise UsageError(f"{first} and {path} are the same run directory; give it once")
-        given[path.resolve()] = path
+        given[resolved(path)] = path
     runs = [read_run(path, verify=verify) for path in paths]
-    refuse_shared_episodes([run for run in runs if isinstance(run, EpisodeRun)])
+    refuse_shared_episodes([(run.path, _episodes_of(run)) for run in runs])
     return runs
 
 
-def refuse_shared_episodes(runs: Sequence[EpisodeRun]) -> None:
-    """Raise if one episode is in two of the runs, which the overview would count twice.
+def _episodes_of(run: Run) -> tuple[Trajectory, ...]:
+    """Every episode of ``run`` (a protocol run's agents' together; none for the others)."""
+    if isinstance(run, EpisodeRun):
+        return run.trajectories
+    if isinstance(run, ProtocolRun):
+        return tuple(t for episodes in run.episodes for t in episodes.trajectories)
+    return ()
+
+
+def refuse_shared_episodes(runs: Sequence[tuple[Path, Sequence[Trajectory]]]) -> None:
+    """Raise if one episode is in two of the run directories ``(path, episodes)``, which
+    the page would show twice (an episode run's are also counted twice in the overview).
 
     The episode's identity is the one every reader uses
-    (:func:`~stategym.rollout.spec.trajectory_key`); a copy within one file is
-    :func:`read_episodes`' refusal, this is its counterpart across directories (it names
-    the two directories, not lines to remove).
+    (:func:`~stategym.rollout.spec.trajectory_key`: a protocol episode's role, cell, split
+    and shots are part of it); a copy within one file is :func:`read_episodes`' refusal,
+    this is its counterpart across directories (it names the two directories, not lines to
+    remove). Within one protocol run the agents' logs share the expert's plan and reference
+    episodes by design; only another directory holding one is refused.
 
     Raises:
         UsageError: naming the first two runs that share episodes, how many, and one of them.
     """
     where: dict[Hashable, Path] = {}
-    for run in runs:
+    for path, episodes in runs:
         shared = []
-        for trajectory in run.trajectories:
+        for trajectory in episodes:
             key = trajectory_key(trajectory)
-            first = where.setdefault(key, run.path)
-            if first != run.path:
+            first = where.setdefault(key, path)
+            if first != path:
                 shared.append((first, key))
         if shared:
             other, key = shared[0]
-            count = sum(1 for path, _ in shared if path == other)
+            count = len({k for first, k in shared if first == other})
             raise UsageError(
-                f"{other} and {run.path} hold {count} of the same episodes (same domain, seed, "
+                f"{other} and {path} hold {count} of the same episodes (same domain, seed, "
                 f"knobs, agent and sample; e.g. {key_words(key)}), which the report would "
                 "count twice; give one of them"
             )
@@ -167,7 +231,7 @@ def read_run(path: Path, *, verify: bool = False) -> Run:
     """
     if not path.is_dir():
         raise UsageError(f"{path} is not a run directory")
-    if (path / PROTOCOL_CELLS).is_file():
+    if (path / CELLS).is_file():
         return read_protocol(path)
     if (path / RESULTS).is_file():
         return read_experiment(path)
@@ -176,7 +240,7 @@ def read_run(path: Path, *, verify: bool = False) -> Run:
     if (path / TRAIN_METRICS).is_file():
         return read_training(path)
     raise UsageError(
-        f"{path} holds no {TRAJECTORIES}, {TRAIN_METRICS}, {PROTOCOL_CELLS} or {RESULTS}: "
+        f"{path} holds no {TRAJECTORIES}, {TRAIN_METRICS}, {CELLS} or {RESULTS}: "
         "not a run directory"
     )
 
@@ -237,28 +301,17 @@ def read_training(path: Path) -> TrainingRun:
 
 
 def read_protocol(path: Path) -> ProtocolRun:
-    """The per-agent reports (and trajectories) of a protocol run."""
-    cells = _json_object(path / PROTOCOL_CELLS)
-    agents = cells.get("agents", [])
-    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
-        raise UsageError(f"{path / PROTOCOL_CELLS}: 'agents' is not a list of agent names")
+    """The per-agent reports and trajectories of a protocol run: the agents its
+    ``cells.json`` lists and nothing else in the folder, each report and log checked to
+    belong to that configuration (:mod:`.protocol_files`)."""
+    index = read_cells(path)
     reports: dict[str, Mapping[str, Any]] = {}
     episodes: list[EpisodeRun] = []
-    folders = sorted(p for p in path.iterdir() if (p / PROTOCOL_REPORT).is_file())
-    by_agent = {}
-    for folder in folders:
-        report = _json_object(folder / PROTOCOL_REPORT)
-        config = report.get("config", {})
-        if not isinstance(config, Mapping):
-            raise UsageError(f"{folder / PROTOCOL_REPORT}: 'config' is not a JSON object")
-        by_agent[str(config.get("agent", folder.name))] = (folder, report)
-    for agent in [*agents, *sorted(set(by_agent) - set(agents))]:
-        if agent not in by_agent:
-            continue
-        folder, report = by_agent[agent]
-        reports[agent] = report
-        if (folder / TRAJECTORIES).is_file():
-            episodes.append(read_episodes(folder))
+    for agent in index.agents:
+        folder = agent_folder(path, agent)
+        reports[agent] = read_agent_report(folder, agent, index.settings)
+        config = replace(index.config, agent=agent)
+        episodes.append(EpisodeRun(folder, read_agent_log(folder / LOG, config, index.cells)))
     return ProtocolRun(path, reports, tuple(episodes))
 
 
@@ -303,14 +356,73 @@ def _check_sections(file: Path, data: Mapping[str, Any], sections: Mapping[str, 
 
 
 def read_experiment(path: Path) -> ExperimentRun:
-    """The results, raw numbers, tables and plot names of an experiment run."""
+    """The results, raw numbers, tables and plot names of an experiment run, the raw numbers
+    and tables proven to be the ones written with ``results.json``
+    (:func:`_refuse_other_runs_files`)."""
     results = _json_object(path / RESULTS)
     if not isinstance(results.get("experiment"), str):
         raise UsageError(f"{path / RESULTS} names no experiment: not an experiment run")
+    notes = _refuse_other_runs_files(path, results)
     raw = _json_object(path / RAW) if (path / RAW).is_file() else {}
     _check_sections(path / RESULTS, results, _RESULTS_SECTIONS)
     _check_sections(path / RAW, raw, _RAW_SECTIONS)
+    _refuse_unreadable_estimates(path / RESULTS, results)
     table = _text(path / TABLE) if (path / TABLE).is_file() else ""
     folder = path / PLOTS
     plots = tuple(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else ()
-    return ExperimentRun(path, results, raw, table, plots)
+    return ExperimentRun(path, results, raw, table, plots, notes)
+
+
+def _refuse_other_runs_files(path: Path, results: Mapping[str, Any]) -> tuple[str, ...]:
+    """Refuse a ``raw.json`` or ``table.md`` that is not the one ``results.json`` was written
+    with: the experiment writes ``results.json`` last, with their digests
+    (:mod:`stategym.experiments.output`), so a run stopped while writing, over an earlier
+    run, leaves files that do not match. A ``results.json`` without digests (an older
+    stategym's) cannot be checked: the note returned says so.
+
+    Raises:
+        UsageError: naming each file that does not match, or is missing.
+    """
+    files = results.get(FILES)
+    if files is None:
+        return (
+            f"{path / RESULTS} holds no digests of {RAW} and {TABLE} (an older stategym wrote "
+            "it): not checked that they are of the same run",
+        )
+    if not isinstance(files, Mapping) or set(files) != {RAW, TABLE}:
+        raise UsageError(f"{path / RESULTS}: {FILES!r} is not the digests of {RAW} and {TABLE}")
+    stale = [
+        name
+        for name in (RAW, TABLE)
+        if not (path / name).is_file() or digest((path / name).read_bytes()) != files[name]
+    ]
+    if stale:
+        named = " and ".join(str(path / name) for name in stale)
+        verb = "are not the ones" if len(stale) > 1 else "is not the one"
+        raise UsageError(
+            f"{named} {verb} {path / RESULTS} was written "
+            "with (another digest, or missing): the folder mixes two runs, as a "
+            "run stopped while writing leaves it; run the experiment again"
+        )
+    return ()
+
+
+def _refuse_unreadable_estimates(file: Path, data: Any, where: str = "") -> None:
+    """Refuse an estimate (an object with ``mean``, ``low`` and ``high``) whose numbers are
+    not numbers or ``null`` (undefined): a figure would have to invent a value for it.
+
+    Raises:
+        UsageError: naming the estimate's place in the file and the value.
+    """
+    if not isinstance(data, Mapping):
+        return
+    if {"mean", "low", "high"} <= set(data):
+        for key in ("mean", "low", "high"):
+            value = data[key]
+            finite = isinstance(value, float) and math.isfinite(value)
+            number = finite or (isinstance(value, int) and not isinstance(value, bool))
+            if value is not None and not number:
+                raise UsageError(f"{file}: {where}.{key} is {json.dumps(value)}, not a number")
+        return
+    for key, value in data.items():
+        _refuse_unreadable_estimates(file, value, f"{where}.{key}" if where else str(key))
