@@ -1,4 +1,5 @@
-"""Observation -> token segments, for token-in-token-out rollouts.
+"""Observation -> token segments, for token-in-token-out rollouts (and assistant turns
+rebuilt from a log).
 
 A model that is trained on its own samples must be fed, round after round, exactly the ids
 it sampled followed by the tokens of what it observed; re-rendering and re-tokenising the
@@ -22,6 +23,13 @@ given each content's character range and tokenises the special-token strings the
 the template's own markers stay special, and a segment whose contents hold none is tokenised
 exactly as in one piece. A content is found by searching the text for it, in order: one the
 template does not write verbatim (escaped, say) has no range and is tokenised as the rest.
+
+An assistant turn that was not sampled (a scripted or logged action, a teacher's turn) is
+rebuilt from its message by :func:`assistant_segment` under the same rule: its content, each
+call's name and its arguments text are tokenised as text, and the turn ends at the marker the
+template writes after it (found from the end of the template's text), never at a marker string
+inside the content; so its ids decode to the turn as logged, whole. A sampled turn is never
+rebuilt: its ids are kept as the model sampled them (a marker it sampled is its own).
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ POLICY, OBSERVATION, USER = "p", "o", "u"
 environment wrote, one of the simulated user's words."""
 _MARK = "stategym-turn-7f3a"
 """The content of the stand-in assistant turn a segment is cut after."""
+_BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+"""The fixed short conversation a turn or a segment is cut after."""
 
 
 class ChatTemplate(Protocol):
@@ -104,11 +114,7 @@ def observation_segment(
         ValueError: a template that renders the turn differently once messages follow it
             (no stable segment can be cut; such a template cannot be used token-in-token-out).
     """
-    base: list[Message] = [
-        {"role": "system", "content": "s"},
-        {"role": "user", "content": "u"},
-        {"role": "assistant", "content": _MARK},
-    ]
+    base: list[Message] = [*_BASE, {"role": "assistant", "content": _MARK}]
     before = chat.template(base, tools, False)
     after = chat.template([*base, *observation], tools, True)
     start = before.rfind(_MARK)
@@ -120,15 +126,69 @@ def observation_segment(
     return _segment(chat, closing + after[cut:], observation, len(closing))
 
 
+def assistant_segment(
+    chat: ChatTemplate, message: Message, tools: Sequence[dict[str, Any]]
+) -> Segment:
+    """An assistant turn rebuilt from its message, as the template writes it after a
+    generation prompt: content and calls, then the end-of-turn marker; every token
+    :data:`POLICY` (what a model that wrote this message would have sampled).
+
+    For a turn that was not sampled (a logged or scripted action): the message's content,
+    each call's name and its arguments text are tokenised as text (:class:`ContentTokenizer`),
+    and the turn ends at the template's own marker, the one it writes after the turn, so a
+    marker string inside the content neither becomes a special token nor cuts the turn.
+
+    Raises:
+        ValueError: a template whose text with the turn does not extend its generation
+            prompt, or that does not close the turn with its end-of-turn marker.
+    """
+    before = chat.template(_BASE, tools, True)
+    after = chat.template([*_BASE, message], tools, False)
+    if not after.startswith(before):
+        raise ValueError("the chat template does not extend its generation prompt")
+    tail = _after_turn(chat, tools)
+    end = len(after) - len(tail)
+    closed = after.endswith(tail) and after[:end].endswith(chat.end_of_turn)
+    if not closed or end - len(chat.end_of_turn) < len(before):
+        raise ValueError("the chat template writes no end-of-turn marker for the turn")
+    text = after[len(before) : end]
+    body = len(text) - len(chat.end_of_turn)  # the contents lie before the closing marker
+    found = _ranges(text[:body], _turn_texts(message), 0)
+    ids, _ = _tokenize(chat, text, [span for span in found if span is not None])
+    return Segment(tuple(ids), POLICY * len(ids))
+
+
+def _after_turn(chat: ChatTemplate, tools: Sequence[dict[str, Any]]) -> str:
+    """What the template writes after a conversation's last assistant turn's end-of-turn
+    marker (a newline, say): the turn's own marker is the one just before it."""
+    reference = chat.template([*_BASE, {"role": "assistant", "content": _MARK}], tools, False)
+    start = reference.rfind(_MARK)
+    cut = reference.find(chat.end_of_turn, start) if start >= 0 else -1
+    if cut < 0:
+        raise ValueError("the chat template writes no end-of-turn marker for the turn")
+    return reference[cut + len(chat.end_of_turn) :]
+
+
+def _turn_texts(message: Message) -> list[str]:
+    """An assistant message's texts in the order a template writes them: its content, then
+    each call's name and arguments (arguments given as an object have no text of their own
+    and are found only if the template writes them as given)."""
+    content = message.get("content")
+    texts = [content if isinstance(content, str) else ""]
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            name, arguments = function.get("name"), function.get("arguments")
+            texts.append(name if isinstance(name, str) else "")
+            texts.append(arguments if isinstance(arguments, str) else "")
+    return texts
+
+
 def _segment(chat: ChatTemplate, text: str, messages: Sequence[Message], offset: int) -> Segment:
     """Tokenise ``text``, the messages' contents as text (:class:`ContentTokenizer`); tokens
     starting inside a user message's content are ``USER``."""
     contents = _contents(text, messages, offset)
-    ranges = [(start, end) for _, start, end in contents]
-    if isinstance(chat, ContentTokenizer):
-        ids, spans = chat.tokenize_content(text, ranges)
-    else:
-        ids, spans = chat.tokenize(text)
+    ids, spans = _tokenize(chat, text, [(start, end) for _, start, end in contents])
     users = [(start, end) for role, start, end in contents if role == "user"]
     mask = "".join(
         USER if any(a <= begin < b for a, b in users) else OBSERVATION for begin, _ in spans
@@ -136,18 +196,41 @@ def _segment(chat: ChatTemplate, text: str, messages: Sequence[Message], offset:
     return Segment(tuple(ids), mask)
 
 
+def _tokenize(
+    chat: ChatTemplate, text: str, contents: Sequence[tuple[int, int]]
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Ids and spans of ``text``, the ``contents`` ranges tokenised as text where the
+    tokenizer can (:class:`ContentTokenizer`), in one piece where it cannot."""
+    if isinstance(chat, ContentTokenizer):
+        return chat.tokenize_content(text, contents)
+    return chat.tokenize(text)
+
+
 def _contents(text: str, messages: Sequence[Message], offset: int) -> list[tuple[str, int, int]]:
     """Each message's role and the character range of its content in ``text`` (found in
     order from ``offset``; an empty content, or one the template does not write verbatim,
     has none)."""
-    found: list[tuple[str, int, int]] = []
+    texts = [str(message.get("content") or "") for message in messages]
+    found = _ranges(text, texts, offset)
+    return [
+        (str(message.get("role")), *span)
+        for message, span in zip(messages, found, strict=True)
+        if span is not None
+    ]
+
+
+def _ranges(text: str, contents: Sequence[str], offset: int) -> list[tuple[int, int] | None]:
+    """Each content's character range in ``text``, searched in order from ``offset``
+    (``None``: empty, or not written verbatim; the search goes on from the last one found)."""
+    found: list[tuple[int, int] | None] = []
     position = offset
-    for message in messages:
-        content = str(message.get("content") or "")
+    for content in contents:
         start = text.find(content, position) if content else -1
-        if start >= 0:
-            position = start + len(content)
-            found.append((str(message.get("role")), start, position))
+        if start < 0:
+            found.append(None)
+            continue
+        position = start + len(content)
+        found.append((start, position))
     return found
 
 

@@ -3,12 +3,20 @@ token-in-token-out rollout lays out the policy's own.
 
 A demonstration was not sampled, so its assistant turns are tokenised once, from the
 renderer's message for each action as the chat template writes an assistant turn (its
-content and calls, then the end-of-turn marker): those tokens stand where sampled ids
+content and calls, then the end-of-turn marker:
+:func:`~stategym.rendering.tokens.assistant_segment`): those tokens stand where sampled ids
 would, with the policy's mask letter, so they carry the loss. Everything else is what a live
 rollout appends: the first prompt (:func:`~stategym.rendering.tokens.first_segment`) and
 each observation's segment (:func:`~stategym.rendering.tokens.observation_segment`), cut
 from the same template. The last round's observation is not appended (no turn follows it),
 as in a live rollout.
+
+A logged turn's text is model (or teacher) text, so it is tokenised as an observation's
+content is: a special-token string in the say text, a call's name or its arguments is text,
+never a turn marker, and the turn ends at the marker the template writes after it, never at
+one inside the text; its ids decode to the logged turn, whole (``train sft --agents run:DIR``
+on a hostile model's run included). A sampled turn (token-in-token-out) is never rebuilt
+here: its ids stay as sampled.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from stategym.rendering.base import Message, Renderer, logged_action, observatio
 from stategym.rendering.tokens import (
     ChatTemplate,
     TokenStream,
+    assistant_segment,
     first_segment,
     observation_segment,
 )
@@ -31,23 +40,15 @@ from stategym.train.batching import Sample
 from stategym.train.masks import loss_mask, token_advantages
 from stategym.train.policy import Chat
 
-_BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-
 
 def assistant_ids(
     chat: ChatTemplate | ChatTokenizer, message: Message, tools: Sequence[dict[str, Any]]
 ) -> list[int]:
     """The ids of an assistant turn as the template writes it, end-of-turn marker included
-    (what a model that wrote this message would have sampled)."""
-    before = chat.template(_BASE, tools, True)
-    after = chat.template([*_BASE, message], tools, False)
-    if not after.startswith(before):
-        raise ValueError("the chat template does not extend its generation prompt")
-    cut = after.find(chat.end_of_turn, len(before))
-    if cut < 0:
-        raise ValueError("the chat template writes no end-of-turn marker for the turn")
-    ids, _ = chat.tokenize(after[len(before) : cut + len(chat.end_of_turn)])
-    return ids
+    (what a model that wrote this message would have sampled); its content tokenised as text
+    (:func:`~stategym.rendering.tokens.assistant_segment`)."""
+    # ChatTokenizer's end_of_turn is a read-only property; the protocol declares an attribute
+    return list(assistant_segment(cast(ChatTemplate, chat), message, tools).ids)
 
 
 def episode_chat(trajectory: Trajectory, task: Task, renderer: Renderer) -> Chat:
