@@ -73,12 +73,26 @@ def other_sizes(folder: Path) -> None:
     (folder / "config.json").write_text(json.dumps(config))
 
 
+def layers_edited(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] += 1  # transformers: must match layer_types' length
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def no_heads(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config["num_attention_heads"] = 0  # accepted by the config, divides by zero in the model
+    (folder / "config.json").write_text(json.dumps(config))
+
+
 DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "no tokenizer.json": (no_tokenizer, "no tokenizer.json"),
     "no weights": (no_weights, "no weights"),
     "cut weights": (cut_weights, "model.safetensors cannot be read"),
     "no chat template": (no_template, "no chat template"),
     "config and weights of other sizes": (other_sizes, "cannot load the model at"),
+    "a config transformers refuses": (layers_edited, "config.json is refused by transformers"),
+    "a config whose model cannot be built": (no_heads, "config.json is refused by transformers"),
 }
 
 

@@ -22,6 +22,11 @@ budget), so a decoding step writes one column instead of copying the cache, as t
 growing cache does. After the turn each row's real columns are cut out and kept for its
 session's next turn. Assumes full attention in every layer (no sliding window), as the
 tiny recipe and most chat models have.
+
+Logits that hold NaN or an infinity (weights that diverged in training, or are damaged) are
+refused where they are produced, before anything samples from them
+(:class:`NonFiniteLogits`, one line on the command line): every step of :meth:`Engine.run`,
+and :meth:`Engine.probe`, a forward of a short prompt its owners run when a model loads.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stategym.kernel.errors import UsageError
+
 if TYPE_CHECKING:
     import torch
 
@@ -42,6 +49,22 @@ Picker = Callable[["torch.Tensor"], "torch.Tensor"]
 MAX_SESSIONS = 256
 """Sessions whose caches are kept at once; the least recently used beyond it are dropped
 (a backstop for sessions nobody released: an episode that was cancelled)."""
+
+
+DIVERGED = (
+    "the model's logits are not finite (NaN or infinity): its weights diverged in training, "
+    "or are damaged"
+)
+"""What :class:`NonFiniteLogits` says; its raisers add what to do about it."""
+
+
+class NonFiniteLogits(UsageError):
+    """The model's logits hold NaN or an infinity, so nothing can be sampled from them
+    (``torch.multinomial`` would raise deep inside; an argmax would pick garbage silently).
+
+    A usage error: the cure is another model (one saved before it diverged) or, in training,
+    a smaller learning rate; the command line says it in one line.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +159,32 @@ class Engine:
         """Drop one session's cache (its episode ended)."""
         self._sessions.pop(session, None)
 
+    def probe(self, prompt: Sequence[int]) -> None:
+        """Refuse a model whose logits over a short prompt are not finite.
+
+        Run when a model loads (the prompt: a greeting in its chat template), so that a
+        diverged checkpoint is refused there, naming it, rather than at its first reply. Not
+        the pad id alone: its embedding may be zero, which a norm keeps at zero whatever the
+        weights. One prompt cannot show that every prompt's logits are finite: :meth:`run`
+        checks every step's. In eval mode (dropout would draw from the global random state),
+        the model's mode restored after.
+
+        Raises:
+            NonFiniteLogits: the logits hold NaN or an infinity.
+        """
+        import torch
+
+        device = next(self.model.parameters()).device
+        training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                ids = torch.tensor([list(prompt)], dtype=torch.long, device=device)
+                logits = self.model(input_ids=ids).logits.float()
+        finally:
+            self.model.train(training)
+        require_finite(logits)
+
     def run(self, requests: Sequence[Request], pick: Picker) -> list[Decoded]:
         """Answer every request: one prefill of the new suffixes, then one batched step per
         token, ``pick`` choosing each row's next id, until every row stopped or spent its
@@ -143,6 +192,7 @@ class Engine:
 
         Raises:
             ValueError: an empty prompt or a budget below 1.
+            NonFiniteLogits: a step's logits hold NaN or an infinity.
         """
         import torch
 
@@ -183,7 +233,9 @@ class Engine:
             use_cache=True,
             **options,
         )
-        return out.logits[:, -1].float()
+        logits = out.logits[:, -1].float()
+        require_finite(logits)
+        return logits
 
     def _decode(self, batch: _Batch, rows: Sequence[_Row], pick: Picker) -> list[Decoded]:
         """Prefill, then decode, keeping each row's cache as it leaves the batch.
@@ -394,6 +446,18 @@ def _stacked(rows: Sequence[_Row], layer: int, width: int, capacity: int) -> tup
     return keys, values, width
 
 
+def require_finite(logits: Any) -> None:
+    """Refuse logits that hold NaN or an infinity (:class:`NonFiniteLogits`).
+
+    Every row is checked, finished ones too: their logits come from the same weights. One
+    reduction per decoding step; the step's sampled ids are read back to the host anyway.
+    """
+    import torch
+
+    if not bool(torch.isfinite(logits).all()):
+        raise NonFiniteLogits(DIVERGED)
+
+
 def greedy(logits: Any) -> Any:
     """The :data:`Picker` of greedy decoding: each row's most likely id."""
     import torch
@@ -401,4 +465,14 @@ def greedy(logits: Any) -> Any:
     return torch.argmax(logits, dim=-1)
 
 
-__all__ = ["MAX_SESSIONS", "Decoded", "Engine", "Picker", "Request", "greedy"]
+__all__ = [
+    "DIVERGED",
+    "MAX_SESSIONS",
+    "Decoded",
+    "Engine",
+    "NonFiniteLogits",
+    "Picker",
+    "Request",
+    "greedy",
+    "require_finite",
+]

@@ -8,6 +8,10 @@ batch (one forward per decoding step), each episode's key/value cache kept acros
 gives the same tokens whatever else shares the batch, and the log-probability of every
 sampled token comes out as a by-product (what RL trainers need), with no global random state
 touched.
+
+A folder is checked before it loads (:func:`~stategym.llm.model_files.check_model_dir`), and
+its logits on :data:`GREETING` must be finite (a diverged checkpoint is refused, naming it);
+non-finite logits later stop decoding (:class:`~stategym.llm.engine.NonFiniteLogits`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from stategym.kernel.errors import UsageError
-from stategym.llm.engine import Engine, greedy
+from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits, greedy
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
 
 if TYPE_CHECKING:
@@ -38,6 +42,9 @@ MIN_TEMPERATURE = 1e-5
 logits by less overflows them to infinity, and the softmax of infinities is no distribution."""
 SEEDS = range(-(2**63), 2**64)
 """The seeds a row's generator takes (``torch.Generator.manual_seed``)."""
+GREETING: tuple[Message, ...] = ({"role": "user", "content": "Hello"},)
+"""The conversation a model's logits are probed on when it loads
+(:meth:`~stategym.llm.engine.Engine.probe`): any chat template renders it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +131,19 @@ class ChatTokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> ChatTokenizer:
-        """The tokenizer saved in a local folder (never from a hub)."""
+        """The tokenizer saved in a local folder (never from a hub).
+
+        Raises:
+            UsageError: ``transformers`` cannot load it (it reads ``config.json`` too, to
+                choose the tokenizer's class), naming the folder.
+        """
         from transformers import AutoTokenizer
 
-        return cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))
+        try:
+            with quiet_loading():
+                return cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))
+        except loader_errors() as error:
+            raise load_failed(path, error) from None
 
     @property
     def end_of_turn(self) -> str:
@@ -247,12 +263,17 @@ class LocalModel:
         path: a directory written by ``save_pretrained`` (``stategym model init`` makes one).
         device: torch device.
         threads: torch intra-op threads (``None``: torch's default).
+
+    Raises:
+        UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, a
+            model ``transformers`` cannot load, or one whose logits are not finite
+            (:class:`~stategym.llm.engine.NonFiniteLogits`), each naming the folder.
     """
 
     def __init__(
         self, path: str | Path, *, device: str = "cpu", threads: int | None = None
     ) -> None:
-        check_model_dir(path)  # before importing torch: a wrong path fails in milliseconds
+        check_model_dir(path)  # a wrong path fails in milliseconds, before torch imports
         check_device(device)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -276,6 +297,13 @@ class LocalModel:
         pad = self.tokenizer.pad_token_id
         self.engine = Engine(self.model, self._stops, int(pad if pad is not None else 0))
         """Batched decoding with each session's cache kept across its turns."""
+        try:
+            self.engine.probe(self.chat.render(GREETING, []))
+        except NonFiniteLogits:
+            raise NonFiniteLogits(
+                f"cannot use the model at {self.path}: {DIVERGED}; give a model saved before "
+                "it diverged"
+            ) from None
 
     @property
     def context(self) -> int:

@@ -2,9 +2,14 @@
 
 ``check_model_dir`` refuses in one line what ``transformers`` would load wrongly or fail on
 deep inside (no tokenizer files: it quietly builds a tokenizer of a couple of tokens; cut
-weights; no chat template); ``quiet_loading``, ``loader_errors`` and ``load_failed`` turn a
-loader's failure into one line naming the model. Shared by the local agent, ``serve`` and
-the trainer (:mod:`stategym.train.policy`, :mod:`stategym.train.checkpoint`).
+weights; no chat template; a ``config.json`` that ``transformers`` refuses, or whose model
+cannot be built); ``quiet_loading``, ``loader_errors`` and ``load_failed`` turn a loader's
+failure into one line naming the model. Shared by the local agent, ``serve`` and the trainer
+(:mod:`stategym.train.policy`, :mod:`stategym.train.checkpoint`).
+
+Not checked here: that the weights' values are usable (a diverged checkpoint whose logits
+are not finite is refused when it loads, by :meth:`stategym.llm.engine.Engine.probe`), and a
+hub id's config beyond what its loader raises.
 """
 
 from __future__ import annotations
@@ -25,12 +30,15 @@ def check_model_dir(path: str | Path) -> None:
     ``transformers`` quietly builds a tokenizer of a couple of tokens), weights whose
     safetensors headers open, and a chat template (``chat_template.jinja``, or
     ``tokenizer_config.json``'s ``chat_template``), which every agent and server here renders
-    the conversation with.
+    the conversation with. Last (it imports ``transformers``, seconds where a wrong path
+    takes milliseconds), ``config.json`` must pass ``transformers``' own checks
+    (:func:`_check_config`).
 
     Raises:
         UsageError: ``path`` is missing, is not a folder, holds no ``config.json``, one of
-            its JSON files (config, tokenizer, generation settings) is not a JSON object, or
-            it lacks tokenizer files, readable weights or a chat template.
+            its JSON files (config, tokenizer, generation settings) is not a JSON object, it
+            lacks tokenizer files, readable weights or a chat template, or ``transformers``
+            refuses its config.
     """
     folder = Path(path)
     hint = "give a folder written by save_pretrained, e.g. by `stategym model init --out DIR`"
@@ -67,6 +75,7 @@ def check_model_dir(path: str | Path) -> None:
             "tokenizer_config.json): the conversation and tools cannot be rendered; "
             f"{damaged}, or give a chat model's folder"
         )
+    _check_config(folder)
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
@@ -118,6 +127,73 @@ def unreadable_weights(folder: Path) -> tuple[Path, BaseException] | None:
     return None
 
 
+def _check_config(folder: Path) -> None:
+    """``config.json`` loads as ``transformers`` loads it, and its model can be built.
+
+    ``transformers`` validates a config as it loads it (5.x: strict dataclasses, whose
+    :class:`~huggingface_hub.errors.StrictDataclassError` is no ``ValueError``: an edited
+    ``num_hidden_layers`` that no longer matches ``layer_types``); some values it accepts fail
+    only when the model is built (0 heads divide by zero, an unknown activation or rope type
+    is a ``KeyError``). So the model is built here too, on the meta device: no memory and
+    no weights (20 ms for 7 B parameters), so whatever fails is the config's. Both calls are
+    ``transformers``' alone, which is why the errors caught are broad.
+    """
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    file = folder / "config.json"
+    try:
+        with quiet_loading():
+            config = AutoConfig.from_pretrained(folder, local_files_only=True)
+            with torch.device("meta"):
+                AutoModelForCausalLM.from_config(config)
+    except config_errors() as error:
+        raise UsageError(
+            f"{file} is refused by transformers {transformers.__version__} "
+            f"({short_reason(error)}); restore the file, or give another model folder"
+        ) from None
+
+
+def config_errors() -> tuple[type[BaseException], ...]:
+    """What ``transformers`` raises for a config it refuses, or whose model it cannot build:
+    its validation errors (:func:`strict_errors`), a value of the wrong type or range, an
+    unknown key (activation, rope type), a size that divides by zero or is negative, an
+    unreadable file (``OSError``; broken JSON is a ``ValueError``)."""
+    return (
+        *strict_errors(),
+        ValueError,
+        TypeError,
+        AttributeError,
+        LookupError,
+        ArithmeticError,
+        RuntimeError,
+        OSError,
+    )
+
+
+def strict_errors() -> tuple[type[BaseException], ...]:
+    """``huggingface_hub``'s validation errors of a config (none before the strict
+    dataclasses of ``transformers`` 5.x, whose configs raised ``ValueError``)."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:
+        return ()
+    return (StrictDataclassError,)
+
+
+def short_reason(error: BaseException) -> str:
+    """Why a model or its config was refused, in a few words: a validation error's cause
+    (its own first line only names the validator), and the type of an error whose message
+    is just a key or a number (``KeyError: 'nosuch'``)."""
+    cause = error.__cause__ if isinstance(error, strict_errors()) else None
+    root = cause if cause is not None else error
+    reason = first_line(root)
+    if isinstance(root, LookupError | ArithmeticError):
+        reason = f"{type(root).__name__}: {reason}"
+    return reason
+
+
 def _has_chat_template(folder: Path) -> bool:
     """A chat template in any of the places ``transformers`` reads one from."""
     if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
@@ -138,15 +214,16 @@ def first_line(error: BaseException) -> str:
 
 def loader_errors() -> tuple[type[BaseException], ...]:
     """What ``transformers`` and ``safetensors`` raise for a model they cannot load (a cut
-    or missing file, a config of other sizes than the weights)."""
+    or missing file, a config of other sizes than the weights, a config it refuses: a hub
+    id's is checked only by its loader)."""
     from safetensors import SafetensorError
 
-    return (OSError, ValueError, RuntimeError, KeyError, SafetensorError)
+    return (OSError, ValueError, RuntimeError, KeyError, SafetensorError, *strict_errors())
 
 
 def load_failed(source: str | Path, error: BaseException) -> UsageError:
     """A loader's error as one line naming the model that would not load."""
-    reason = first_line(error)
+    reason = short_reason(error)
     if "ignore_mismatched_sizes" in reason:  # its details went to a report we keep quiet
         reason = "the sizes in config.json are not those of the weights"
     return UsageError(f"cannot load the model at {source}: {reason}")

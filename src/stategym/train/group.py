@@ -134,6 +134,9 @@ class _Batcher:
         self.live = live
         self.timing = Timing()
         self._waiting: dict[int, tuple[tuple[int, ...], asyncio.Future[Generated]]] = {}
+        self._failed = False
+        """A batch failed: its error went to every member waiting on it, and no member
+        leaving (cancelled as the loop closes) generates again."""
 
     async def ask(self, member: int, prompt: tuple[int, ...]) -> Generated:
         future: asyncio.Future[Generated] = asyncio.get_running_loop().create_future()
@@ -146,23 +149,30 @@ class _Batcher:
         self._answer()
 
     def _answer(self) -> None:
-        if not self._waiting or len(self._waiting) < self.live:
+        if self._failed or not self._waiting or len(self._waiting) < self.live:
             return
         order = sorted(self._waiting)
         started = time.perf_counter()
         # A member's cache is kept across its rounds (a stand-in policy without an engine
         # takes no sessions).
         kept = {"sessions": order} if getattr(self.policy, "engine", None) is not None else {}
-        replies = self.policy.generate(
-            [self._waiting[m][0] for m in order],
-            max_tokens=self.sampling.max_tokens,
-            temperature=self.sampling.temperature,
-            generator=self.generator,
-            **kept,
-        )
+        waiting, self._waiting = self._waiting, {}
+        try:
+            replies = self.policy.generate(
+                [waiting[m][0] for m in order],
+                max_tokens=self.sampling.max_tokens,
+                temperature=self.sampling.temperature,
+                generator=self.generator,
+                **kept,
+            )
+        except Exception as error:  # not handled: every waiting member's await raises it
+            self._failed = True
+            for _, future in waiting.values():
+                if not future.done():
+                    future.set_exception(error)
+            return
         self.timing.generation += time.perf_counter() - started
         self.timing.tokens += sum(len(r.ids) for r in replies)
-        waiting, self._waiting = self._waiting, {}
         for member, reply in zip(order, replies, strict=True):
             future = waiting[member][1]
             if not future.done():  # Ctrl-C during the batch: asyncio cancelled its waiters

@@ -24,6 +24,7 @@ The KL term is Schulman's ``k3`` estimator of ``KL(pi || ref)`` per token,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -143,8 +144,7 @@ def policy_loss(
     old = torch.where(mask, old_logprobs.detach(), zero)
     adv = torch.where(mask, advantages.detach(), zero)
     ratio = torch.exp(logp - old)
-    high = config.clip if config.clip_high is None else config.clip_high
-    bounded = ratio.clamp(1 - config.clip, 1 + high)
+    bounded = ratio.clamp(*clip_bounds(config, ratio.dtype))
     terms = -torch.minimum(ratio * adv, bounded * adv)
     how, length = config.aggregation, config.length
     policy = aggregate(terms, mask, how, length)
@@ -155,6 +155,17 @@ def policy_loss(
     spread = zero.sum() if bonus is None else aggregate(bonus, mask, how, length)
     loss = policy + config.kl * kl - config.entropy * spread
     return LossParts(loss, policy, kl, spread, clipped.detach())
+
+
+def clip_bounds(config: LossConfig, dtype: torch.dtype) -> tuple[float, float]:
+    """The ratio's clip interval ``(1 - clip, 1 + clip_high)``, a bound beyond ``dtype``'s
+    largest number taken as an infinity: a tensor of that dtype cannot hold it (``clamp``
+    would raise), and every ratio it holds, ``inf`` included, is clamped alike by the
+    infinity (``--clip 1e300`` clips nothing)."""
+    high = config.clip if config.clip_high is None else config.clip_high
+    largest = torch.finfo(dtype).max
+    low, up = 1 - config.clip, 1 + high
+    return (low if low >= -largest else -math.inf, up if up <= largest else math.inf)
 
 
 def _optional_term(
@@ -215,6 +226,7 @@ __all__: Sequence[str] = (
     "LossConfig",
     "LossParts",
     "aggregate",
+    "clip_bounds",
     "k3_kl",
     "policy_loss",
     "span_sums",

@@ -13,6 +13,11 @@ then one decoding step per token for the whole batch, every row sampled from one
 generator. It returns the sampled ids and their log-probabilities under the
 model's softmax at temperature 1 (what PPO's ratio is taken against). :meth:`Policy.forward`
 gives per-token log-probabilities (and entropies) of padded training batches.
+
+A policy whose logits are not finite (it diverged: a learning rate too large) cannot sample:
+:meth:`Policy.generate` raises :class:`~stategym.llm.engine.NonFiniteLogits` (a usage error,
+one line on the command line) instead of ``torch.multinomial``'s error, and
+:meth:`Policy.load` refuses such a model (a diverged checkpoint) when it loads, naming it.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stategym.llm.engine import Engine
-from stategym.llm.local import ChatTokenizer
+from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits
+from stategym.llm.local import GREETING, ChatTokenizer
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
 
 if TYPE_CHECKING:
@@ -86,6 +91,7 @@ class Policy:
             UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, or a
                 model that ``transformers`` cannot load (naming it and the first line of
                 the reason).
+            NonFiniteLogits: the model's logits are not finite (a diverged checkpoint).
         """
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -102,7 +108,29 @@ class Policy:
                 )
         except loader_errors() as error:
             raise load_failed(source, error) from None
-        return cls(model, tokenizer, device)
+        policy = cls(model, tokenizer, device)
+        try:
+            policy.probe()
+        except NonFiniteLogits:
+            raise NonFiniteLogits(
+                f"cannot use the model at {source}: {DIVERGED}; give a model saved before "
+                "it diverged (when resuming, remove this checkpoint to resume from the one "
+                "before), and a smaller --lr"
+            ) from None
+        return policy
+
+    def probe(self) -> None:
+        """Refuse a policy whose logits on a greeting are not finite (it diverged): what
+        :meth:`load` runs, and what a trainer may run before saving, so that no checkpoint
+        is written that a resume would refuse (finite weights can give infinite logits).
+
+        Raises:
+            NonFiniteLogits: the logits hold NaN or an infinity.
+        """
+        try:
+            self.engine.probe(self.chat.render(GREETING, []))
+        except NonFiniteLogits:
+            raise NonFiniteLogits(POLICY_DIVERGED) from None
 
     def save(self, folder: Path) -> None:
         """Weights, config and tokenizer in Hugging Face format (loadable as ``hf:FOLDER``)."""
@@ -186,6 +214,9 @@ class Policy:
             sessions: each row's episode key: its key/value cache is kept for its next
                 turn, which then feeds only its new tokens (``None``: nothing kept). The
                 caller clears :attr:`engine` when the weights change.
+
+        Raises:
+            NonFiniteLogits: the logits are not finite: the policy diverged.
         """
         from stategym.llm.engine import Request
 
@@ -193,8 +224,20 @@ class Policy:
         requests = [
             Request(tuple(p), max_tokens, key) for p, key in zip(prompts, keys, strict=True)
         ]
-        decoded = self.engine.run(requests, lambda logits: _sample(logits, temperature, generator))
+        try:
+            decoded = self.engine.run(
+                requests, lambda logits: _sample(logits, temperature, generator)
+            )
+        except NonFiniteLogits:
+            raise NonFiniteLogits(POLICY_DIVERGED) from None
         return [Generated(d.ids, d.logprobs, d.stopped) for d in decoded]
+
+
+POLICY_DIVERGED = (
+    "the policy's logits are not finite (NaN or infinity): it diverged; lower --lr (or the "
+    "loss coefficients) and start again from a checkpoint saved before it diverged"
+)
+"""What :meth:`Policy.generate` and :meth:`Policy.probe` say of non-finite logits."""
 
 
 MIN_SHARED = 16
