@@ -68,8 +68,9 @@ def main() -> None:
         if "eval" in line:
             print(f"held-out after {line['iteration']}: {line['eval']}")
             continue
+        ask = "n/a " if line["ask_rate"] is None else f"{line['ask_rate']:.2f}"  # no must-ask slot
         print(
-            f"{line['iteration']:>4}  {line['ask_rate']:.2f}  {line['composite']:.2f}  "
+            f"{line['iteration']:>4}  {ask}  {line['composite']:.2f}  "
             f"{line['goal_rate']:.2f}  {line['clipped']:.3f}    {line['kl']:.4f}  "
             f"{line['entropy']:.3f}    {line['seconds']:.1f}"
         )

@@ -28,6 +28,7 @@ SFT_BAD = [
     (["--lr", "inf"], "--lr"),
     (["--lr", "nan"], "--lr"),
     (["--lr", "-1"], "--lr"),
+    (["--lr", "1e300"], "--lr"),  # beyond float32: an overflow inside AdamW's step (audit 11B F7)
     (["--batch-size", "0"], "--batch-size"),
     (["--batch-size", "-1"], "--batch-size"),
     (["--save-every", "0"], "--save-every"),
@@ -73,6 +74,14 @@ GRPO_BAD = [
     (["--temperature", "nan"], "--temperature"),
     (["--temperature", "-1"], "--temperature"),
     (["--gigpo-weight", "inf"], "--gigpo-weight"),
+    # beyond float32's largest: before, `--clip 1e300` passed and failed in the loss's clamp
+    # ("value cannot be converted to type float without overflow"), config.json left behind
+    (["--clip", "1e300"], "--clip"),
+    (["--lr", "1e39"], "--lr"),
+    (["--kl", "1e300"], "--kl"),
+    (["--entropy", "1e300"], "--entropy"),
+    (["--temperature", "1e39"], "--temperature"),
+    (["--gigpo-weight", "1e300"], "--gigpo-weight"),
     (["--credit", "mc", "--mc-samples", "0"], "--mc-samples"),
     (["--family", "nosuch"], "--family"),
     (["--knobs", "bogus"], "--knobs"),

@@ -3,12 +3,31 @@
 ``RUN/checkpoints/iter-NNNNNN/`` holds the model and tokenizer as ``save_pretrained``
 writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``serve`` and
 ``protocol``), ``optimizer.pt`` and ``trainer_state.json`` (the iteration it ends). A
-checkpoint is written to a temporary folder and renamed, so an interrupted save leaves no
-half checkpoint behind; :func:`latest` is the last complete one. ``RUN/model`` is the final
-policy (a copy of the last checkpoint). A checkpoint damaged afterwards (a file cut by a full
-disk or a crash before the data reached it) is refused by :func:`check` and
-:func:`restore_optimiser` with :class:`CheckpointError`, naming the file; deleting that
-folder resumes from the checkpoint before it (nothing is skipped silently).
+checkpoint is written to a temporary folder (``.partial``, never resumed from) and renamed,
+so an interrupted save leaves no half checkpoint behind; :func:`latest` is the last one.
+``RUN/model`` is the final policy (a copy of the last checkpoint).
+
+``RUN/start.json`` records what the run started from (:func:`start_model`), written once at
+a fresh start, before anything trains: the start model's config, a digest of its tokenizer
+(vocabulary and chat template) and of its weights, and (SFT from ``run:DIR``) which logged
+episodes it learns from. A resume is checked against it (:func:`resume_point`):
+
+- the last checkpoint must be whole (every file present and readable), its
+  ``trainer_state.json`` must state its folder's own iteration, its model must be the run's
+  own (its config, less what saving sets (:data:`VOLATILE`), and its tokenizer equal to the
+  start model's) and its ``optimizer.pt`` must fit that model's parameters; otherwise
+  :class:`CheckpointError` names the folder or file: deleting that folder resumes from the
+  checkpoint before it (nothing is skipped or mixed silently). A checkpoint of another run
+  of the same model (same config and tokenizer, other weights) cannot be told apart;
+- a run directory holding training output (``model/``, or metric lines past the first
+  checkpoint's iteration) but no checkpoint is refused, never trained again over it; what a
+  run stopped before its first checkpoint leaves starts afresh;
+- a run with checkpoints but no ``start.json`` (made before it was recorded, or the file
+  deleted) is refused: its resume cannot be checked.
+
+The sources a resume reads again are checked by their callers against the record: SFT's
+``run:DIR`` log (:func:`stategym.train.sft.same_demonstrations`) and GRPO's KL reference,
+the ``--init`` model (:func:`same_start`).
 
 Resuming is exact because nothing random carries over between iterations: every iteration
 seeds its own generator from ``(seed, iteration)`` (:func:`iteration_generator`), so the
@@ -17,32 +36,56 @@ model and the optimiser's state are all the state there is.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
 from stategym.llm.model_files import check_model_dir, first_line, unreadable_weights
+from stategym.train import runlog
+from stategym.train.config import Config
 from stategym.train.policy import Policy
 
 CHECKPOINTS = "checkpoints"
 FINAL = "model"
 STATE = "trainer_state.json"
 OPTIMISER = "optimizer.pt"
+START = "start.json"
+"""The record of what the run started from (module docstring)."""
+FOLDER = re.compile(r"iter-(\d+)")
+"""A checkpoint folder's name: ``iter-`` and the iteration it ends."""
+VOLATILE = frozenset(
+    ("dtype", "torch_dtype", "transformers_version", "architectures", "_name_or_path",
+     "transformers_weights")
+)  # fmt: skip
+"""Keys of a model's config that saving sets or drops (the weights' dtype, the writer's
+version, the class that saved it, where it was loaded from): not compared with the start
+model's."""
 
 
 class CheckpointError(UsageError):
-    """A checkpoint's file cannot be read (cut or damaged); the message names it."""
+    """A checkpoint that cannot be resumed from (a file cut, missing or edited, or another
+    model's); the message names it and says what to do."""
+
+
+def unusable(path: Path, what: str) -> CheckpointError:
+    """The error for a checkpoint's file that cannot be resumed from, with what to do
+    about it: resume from the checkpoint before it."""
+    return CheckpointError(
+        f"{path}: {what}; the checkpoint is damaged: delete {path.parent} "
+        "to resume from the checkpoint before it"
+    )
 
 
 def damaged(path: Path, why: object) -> CheckpointError:
     """The error for an unreadable file of a checkpoint, with what to do about it."""
-    return CheckpointError(
-        f"{path}: unreadable ({why}); the checkpoint is damaged: delete {path.parent} "
-        "to resume from the checkpoint before it"
-    )
+    return unusable(path, f"unreadable ({why})")
 
 
 def folder_of(run: Path, iteration: int) -> Path:
@@ -68,21 +111,36 @@ def save(run: Path, iteration: int, policy: Policy, optimiser: Any) -> Path:
 
 
 def latest(run: Path) -> Path | None:
-    """The last complete checkpoint of a run, or ``None``."""
+    """The run's last checkpoint (the highest ``iter-NNNNNN`` folder), or ``None``.
+
+    Whole or not: a save is renamed into place whole, so a folder missing its files was
+    damaged afterwards, and :func:`check` refuses it, naming it, rather than this falling
+    back to the one before without a word. A ``.partial`` folder is an interrupted save,
+    never a checkpoint.
+    """
     root = run / CHECKPOINTS
     if not root.is_dir():
         return None
-    done = sorted(p for p in root.glob("iter-*") if p.is_dir() and (p / STATE).is_file())
-    return done[-1] if done else None
+    found = [
+        (int(named.group(1)), path)
+        for path in root.iterdir()
+        if path.is_dir() and (named := FOLDER.fullmatch(path.name))
+    ]
+    return max(found)[1] if found else None
 
 
 def iteration_of(folder: Path) -> int:
-    """The iterations a checkpoint ends.
+    """The iterations a checkpoint ends: its ``trainer_state.json``'s, which must be its
+    folder's (``iter-000006`` ends 6; a state edited to say otherwise would end the run
+    early or train iteration 6's weights again as another iteration).
 
     Raises:
-        CheckpointError: ``trainer_state.json`` is not an object with an iteration number.
+        CheckpointError: ``trainer_state.json`` is missing, is not an object with an
+            iteration number, or states another iteration than its folder's name.
     """
     path = folder / STATE
+    if not path.is_file():
+        raise unusable(path, "missing")
     try:
         state = json.loads(path.read_bytes().decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -90,18 +148,25 @@ def iteration_of(folder: Path) -> int:
     iteration = state.get("iteration") if isinstance(state, dict) else None
     if not isinstance(iteration, int) or isinstance(iteration, bool) or iteration < 0:
         raise damaged(path, f"no iteration number in {state!r:.80}")
+    named = FOLDER.fullmatch(folder.name)
+    if named is None or int(named.group(1)) != iteration:
+        raise unusable(path, f"states iteration {iteration}, not its folder's ({folder.name})")
     return iteration
 
 
-def check(folder: Path) -> int:
-    """The iterations a checkpoint ends, once its state, its JSON files (the model's config,
-    the tokenizer) and its weights are known to be readable (a cut file fails here, not deep
-    inside a model loader).
+def check(folder: Path, start_config: Mapping[str, Any] | None = None) -> int:
+    """The iterations a checkpoint ends, once its state, its optimiser's file, its JSON
+    files (the model's config, the tokenizer) and its weights are known to be there and
+    readable (a cut file fails here, not deep inside a model loader), and, given the start
+    model's config (:func:`start_model`), its model is of that config.
 
     Raises:
-        CheckpointError: naming the damaged file.
+        CheckpointError: naming the damaged file, or the folder of another model.
     """
     iteration = iteration_of(folder)
+    for name in (OPTIMISER, "config.json"):
+        if not (folder / name).is_file():
+            raise unusable(folder / name, "missing")
     for file in sorted(folder.glob("*.json")):
         try:
             data = json.loads(file.read_bytes())
@@ -112,14 +177,31 @@ def check(folder: Path) -> int:
     unreadable = unreadable_weights(folder)
     if unreadable is not None:
         raise damaged(*unreadable)
+    if start_config is not None:
+        saved = model_config(json.loads((folder / "config.json").read_bytes()))
+        differences = differing(saved, start_config)
+        if differences:
+            raise CheckpointError(
+                f"{folder}: not this run's model (its config.json has {differences}); "
+                f"delete {folder} to resume from the checkpoint before it"
+            )
+    try:
+        check_model_dir(folder)  # tokenizer files, a chat template, a config transformers takes
+    except UsageError as error:
+        raise CheckpointError(
+            f"{error}; delete {folder} to resume from the checkpoint before it"
+        ) from None
     return iteration
 
 
 def restore_optimiser(folder: Path, optimiser: Any) -> None:
-    """Load a checkpoint's optimiser state into ``optimiser``.
+    """Load a checkpoint's optimiser state into ``optimiser``, once every saved moment is
+    known to have its parameter's shape (``load_state_dict`` does not compare shapes: a
+    state of another model size would fail only inside the first step).
 
     Raises:
-        CheckpointError: ``optimizer.pt`` cannot be read or does not fit the model.
+        CheckpointError: ``optimizer.pt`` is missing, cannot be read or does not fit the
+            model.
     """
     import pickle
 
@@ -127,11 +209,183 @@ def restore_optimiser(folder: Path, optimiser: Any) -> None:
 
     path = folder / OPTIMISER
     try:
-        optimiser.load_state_dict(torch.load(path, weights_only=True))
+        state = torch.load(path, weights_only=True)
+        misfit = _misfit(state, optimiser)
+        if misfit is None:
+            optimiser.load_state_dict(state)
+    except FileNotFoundError:
+        raise unusable(path, "missing") from None
     # torch reports a cut archive as RuntimeError, a cut pickle as EOFError/UnpicklingError,
-    # and a state of another shape as ValueError/KeyError
+    # and a state of another layout as ValueError/KeyError
     except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, KeyError) as error:
         raise damaged(path, str(error).splitlines()[0] if str(error) else error) from None
+    if misfit is not None:
+        raise unusable(path, f"does not fit the model ({misfit})")
+
+
+def _misfit(state: Any, optimiser: Any) -> str | None:
+    """How a saved optimiser state does not fit ``optimiser``'s parameters (``None``: it
+    fits): another number of parameters, or a moment of another shape than its parameter."""
+    if not isinstance(state, dict) or not isinstance(state.get("state"), dict):
+        return "not an optimiser's state"
+    params = [p for group in optimiser.param_groups for p in group["params"]]
+    try:
+        ids = [i for group in state["param_groups"] for i in group["params"]]
+    except (KeyError, TypeError):
+        return "no parameter groups"
+    if len(ids) != len(params):
+        return f"{len(ids)} parameters, the model has {len(params)}"
+    for index, param in zip(ids, params, strict=True):
+        moments = state["state"].get(index, {})
+        for name, value in moments.items() if isinstance(moments, dict) else ():
+            shape = tuple(getattr(value, "shape", ()))
+            if shape and shape != tuple(param.shape):
+                return f"{name} of shape {shape} for a parameter of shape {tuple(param.shape)}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where a re-run continues: the checkpoint, the iterations it ends, the run's start
+    record (:func:`start_model`, plus what the trainer adds)."""
+
+    folder: Path
+    iteration: int
+    start: dict[str, Any]
+
+
+def resume_point(run: Path, config: Config) -> Resume | None:
+    """The checkpoint a re-run of ``run`` continues from, checked (module docstring), or
+    ``None`` for a fresh start.
+
+    Raises:
+        CheckpointError: the last checkpoint is damaged or another model's.
+        UsageError: the run holds training output but no checkpoint, or checkpoints but no
+            record of its start.
+    """
+    folder = latest(run)
+    if folder is None:
+        runlog.refuse_restart(run, config)
+        return None
+    start = read_start(run)
+    iteration = check(folder, start["model"]["config"])
+    return Resume(folder, iteration, start)
+
+
+def start_model(policy: Policy) -> dict[str, Any]:
+    """The record of a start model: its config (less :data:`VOLATILE`), a digest of its
+    tokenizer (:func:`tokenizer_digest`) and one of its weights (:func:`weights_digest`)."""
+    return {
+        "config": model_config(json.loads(policy.model.config.to_json_string(use_diff=True))),
+        "tokenizer": tokenizer_digest(policy.tokenizer),
+        "weights": weights_digest(policy.model),
+    }
+
+
+def write_start(run: Path, record: Mapping[str, Any]) -> None:
+    """Write ``RUN/start.json`` (atomically)."""
+    runlog.replace_text(run / START, json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def read_start(run: Path) -> dict[str, Any]:
+    """The run's start record, with a model's config and its digests.
+
+    Raises:
+        UsageError: the record is missing or is not one.
+    """
+    path = run / START
+    if not path.is_file():
+        raise UsageError(
+            f"{run} has checkpoints but no {START}, the record of the model (and data) it "
+            "started from (a run made by an older stategym, or the file deleted): its resume "
+            "cannot be checked; start the run again in another --out"
+        )
+    record = runlog.read_object(path, "the record of the run's start")
+    model = record.get("model")
+    if not (
+        isinstance(model, dict)
+        and isinstance(model.get("config"), dict)
+        and all(isinstance(model.get(key), str) for key in ("tokenizer", "weights"))
+    ):
+        raise UsageError(f"{path}: no start model's config and digests in it; restore it")
+    shown = record.get("demonstrations", {"episodes": 0, "digest": ""})
+    count = shown.get("episodes") if isinstance(shown, dict) else None
+    if not (isinstance(count, int) and count >= 0 and isinstance(shown.get("digest"), str)):
+        raise UsageError(f"{path}: its demonstrations have no count and digest; restore it")
+    return record
+
+
+def check_tokenizer(resume: Resume, policy: Policy) -> None:
+    """The resumed checkpoint's tokenizer (``policy``'s, loaded from it) is the start
+    model's: its vocabulary and chat template are never trained.
+
+    Raises:
+        CheckpointError: naming the folder.
+    """
+    if tokenizer_digest(policy.tokenizer) != resume.start["model"]["tokenizer"]:
+        raise CheckpointError(
+            f"{resume.folder}: not this run's model (its tokenizer's vocabulary or chat "
+            f"template is not the start model's); delete {resume.folder} to resume from the "
+            "checkpoint before it"
+        )
+
+
+def same_start(policy: Policy, start: Mapping[str, Any], source: str) -> None:
+    """``policy``, loaded again from the run's start model, is the model the run started
+    from (config and weights).
+
+    Raises:
+        UsageError: naming ``source`` (changed since the run started).
+    """
+    if weights_digest(policy.model) != start["model"]["weights"]:
+        raise UsageError(
+            f"{source}: not the model this run started from (changed since, by a resumed or "
+            "retrained run?), and a resume would anchor to it; restore it, or start the run "
+            "again in another --out"
+        )
+
+
+def model_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A model's config as compared with the start model's (less :data:`VOLATILE`)."""
+    return {key: value for key, value in config.items() if key not in VOLATILE}
+
+
+def differing(saved: Mapping[str, Any], start: Mapping[str, Any]) -> str:
+    """The keys in which a checkpoint's model config differs from the start model's, as
+    ``key VALUE (the run started with VALUE)``, at most three; empty when equal."""
+
+    def shown(config: Mapping[str, Any], key: str) -> str:
+        return json.dumps(config[key]) if key in config else "absent"
+
+    keys = sorted(
+        k
+        for k in set(saved) | set(start)
+        if k not in saved or k not in start or saved[k] != start[k]
+    )
+    parts = [f"{k} {shown(saved, k)} (the run started with {shown(start, k)})" for k in keys[:3]]
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return ", ".join(parts) + more
+
+
+def tokenizer_digest(tokenizer: Any) -> str:
+    """A digest of a tokenizer's vocabulary (added tokens included) and chat template."""
+    vocabulary = sorted(tokenizer.get_vocab().items())
+    text = json.dumps([vocabulary, tokenizer.chat_template], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def weights_digest(model: Any) -> str:
+    """A digest of a model's config (less :data:`VOLATILE`) and of every tensor of its state
+    (name, dtype, shape and bytes): equal for the same model loaded the same way."""
+    import torch
+
+    config = model_config(json.loads(model.config.to_json_string(use_diff=True)))
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        data = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
+        digest.update(data.numpy())  # the tensor's own buffer, not a copy of it
+    return digest.hexdigest()
 
 
 def publish(run: Path, folder: Path) -> Path:
@@ -213,14 +467,22 @@ def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:
 __all__ = [
     "CHECKPOINTS",
     "FINAL",
+    "START",
     "CheckpointError",
+    "Resume",
     "check",
+    "check_tokenizer",
     "folder_of",
     "iteration_generator",
     "iteration_of",
     "latest",
     "model_source",
     "publish",
+    "read_start",
     "restore_optimiser",
+    "resume_point",
+    "same_start",
     "save",
+    "start_model",
+    "write_start",
 ]

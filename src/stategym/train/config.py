@@ -235,16 +235,28 @@ def _at_least(config: Config, least: int, *names: str) -> None:
             raise UsageError(f"{_option(name)} {value}: must be at least {least}")
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: every real setting ends up in float32 arithmetic (the
+learning rate in the optimiser's step, the clip in ``clamp``, the coefficients and the
+temperature in the loss and the sampler), where a larger value cannot be converted."""
+
+
 def _real(config: Config, name: str, *, above: float | None = None, least: float = 0.0) -> None:
-    """``name`` is a finite number, above ``above`` (when given) or at least ``least``."""
+    """``name`` is a number within float32's finite range (:data:`FLOAT32_MAX`), above
+    ``above`` (when given) or at least ``least``."""
     from stategym.kernel.errors import UsageError
 
     value = getattr(config, name)
+    bound = f"at most {FLOAT32_MAX:.4g} (float32's largest)"
     if above is not None:
-        if not (math.isfinite(value) and value > above):
-            raise UsageError(f"{_option(name)} {value}: must be a finite number above {above:g}")
-    elif not (math.isfinite(value) and value >= least):
-        raise UsageError(f"{_option(name)} {value}: must be a finite number at least {least:g}")
+        if not (math.isfinite(value) and above < value <= FLOAT32_MAX):
+            raise UsageError(
+                f"{_option(name)} {value}: must be a finite number above {above:g} and {bound}"
+            )
+    elif not (math.isfinite(value) and least <= value <= FLOAT32_MAX):
+        raise UsageError(
+            f"{_option(name)} {value}: must be a finite number at least {least:g} and {bound}"
+        )
 
 
 def _task_setting(config: Config) -> None:

@@ -4,8 +4,10 @@ The tasks are seeds ``eval_seed .. eval_seed + eval_episodes - 1`` (far below th
 seeds; with a ``family``, each seed's knobs from its schedule), played in one lock-step
 group at temperature 0, and summarised by
 :func:`stategym.train.runlog.episode_metrics`: the scorecard numbers ``stategym eval``
-averages. (``stategym eval --agents hf:RUN/model`` plays the same policy one episode at a
-time through the ``hf:`` agent, and so also scores the saved checkpoint.)
+averages (the ask rate ``None``, ``null`` in ``metrics.jsonl``, when the tasks have no
+must-ask slot, as with ``hidden_info=off``). (``stategym eval --agents hf:RUN/model`` plays
+the same policy one episode at a time through the ``hf:`` agent, and so also scores the
+saved checkpoint.)
 """
 
 from __future__ import annotations

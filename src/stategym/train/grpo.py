@@ -19,7 +19,9 @@ Per iteration ``k``:
    seed's domain and knobs come from the family's schedule.
 4. **Updates.** ``updates`` passes over the batch in seeded minibatches of PPO's clipped
    ratio (:func:`stategym.train.losses.policy_loss`), token-mean over policy tokens only,
-   with the ``k3`` KL to the initial policy and an entropy bonus when asked for.
+   with the ``k3`` KL to the initial policy and an entropy bonus when asked for. The
+   initial policy is loaded again from ``init`` on resume, and refused unless it is the
+   model the run started from (its digest in ``RUN/start.json``).
 
 The "old" log-probabilities of the ratio are recomputed by the current policy in one
 forward pass before the first update (not taken from the sampler): batched left-padded
@@ -290,26 +292,40 @@ def train(config: GRPOConfig) -> Path:
     return run
 
 
+def _reference(config: GRPOConfig, resume: checkpoint.Resume | None) -> Policy | None:
+    """The KL reference: the start model, frozen (``None`` without ``kl``). A resume loads
+    it again from ``--init``, so it must still be the model the run started from (its
+    ``--init RUN`` may have been resumed or trained again since)."""
+    if config.kl <= 0:
+        return None
+    reference = Policy.load(
+        checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
+    )
+    if resume is not None:
+        checkpoint.same_start(reference, resume.start, f"--init {config.init}")
+    reference.model.requires_grad_(False)
+    reference.share_prefix = config.share_prefix
+    return reference
+
+
 def _train(config: GRPOConfig) -> None:
     """The run (module docstring), its directory held by the caller."""
     import torch
 
     run = runlog.open_run(config)
-    resume = checkpoint.latest(run)
-    source = checkpoint.model_source(config.init) if resume is None else str(resume)
-    start = 0 if resume is None else checkpoint.check(resume)
+    resume = checkpoint.resume_point(run, config)
+    source = checkpoint.model_source(config.init) if resume is None else str(resume.folder)
+    start = 0 if resume is None else resume.iteration
     policy = Policy.load(source, device=config.device, dtype=config.dtype)
     policy.share_prefix = config.share_prefix
-    reference = None
-    if config.kl > 0:  # the initial policy, frozen (reloaded on resume: it never changes)
-        reference = Policy.load(
-            checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
-        )
-        reference.model.requires_grad_(False)
-        reference.share_prefix = config.share_prefix
+    if resume is not None:
+        checkpoint.check_tokenizer(resume, policy)
+    reference = _reference(config, resume)
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
-        checkpoint.restore_optimiser(resume, optimiser)
+        checkpoint.restore_optimiser(resume.folder, optimiser)
+    else:
+        checkpoint.write_start(run, {"model": checkpoint.start_model(policy)})
     runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "grpo") as advance:
         for iteration in range(start + 1, config.iterations + 1):

@@ -8,7 +8,11 @@ first; ``"eval"`` lines for held-out evaluations); on resume the lines after the
 checkpoint's iteration are dropped, so the file ends as an uninterrupted run's. It is read
 strictly (:func:`read_metrics`): only a cut last line, what an interrupted append leaves, is
 dropped; any other unreadable line is an error naming ``FILE:LINE``, never a reason to cut
-the file short. Both files are rewritten atomically (a temporary file renamed over them).
+the file short. Both files are rewritten atomically (a temporary file renamed over them),
+and every line is strict JSON: a number that is not finite is written ``null`` (an ask rate
+with no must-ask slot to count); older files' ``NaN`` still read. A fresh run that fails
+before its first checkpoint removes what it wrote (:func:`holding`); one that holds
+training output but no checkpoint is not started again over it (:func:`refuse_restart`).
 
 :func:`episode_metrics` is the decision-quality summary of a set of scorecards, the same
 numbers ``stategym eval`` aggregates (:func:`stategym.metrics.aggregate.row` means) plus the
@@ -20,7 +24,9 @@ lucky-success rate.
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -84,30 +90,77 @@ def holding(config: Config) -> Iterator[Path]:
     """The run directory ``config.out``, held (:func:`stategym.kernel.locks.locked`) while the
     block trains it: a second trainer on it stops at once with a one-line error.
 
-    A run started here that is refused (a :class:`UsageError`) before its first checkpoint
-    leaves nothing behind: its ``config.json`` and ``metrics.jsonl`` are removed (and the
-    directory, if this call made it and it is empty), so the corrected command can start it.
+    A run started here that fails in any way (refused, a loader's or a library's error,
+    interrupted) before its first checkpoint leaves the folder as it found it: what it wrote
+    (:func:`_unwrite`) is removed, and the directory if this call made it, so the corrected
+    command can start it there (a kill, which no cleanup follows, is
+    :func:`refuse_restart`'s case).
     """
     from stategym.kernel.locks import locked
-    from stategym.train.checkpoint import CHECKPOINTS
 
     run = Path(config.out)
     made = not run.exists()
     try:
         with locked(run):
-            fresh = not (run / CONFIG).exists()
+            found = {name for name in _written() if (run / name).exists()}
             try:
                 yield run
-            except UsageError:
-                if fresh and not (run / CHECKPOINTS).exists():
-                    for name in (CONFIG, METRICS):
-                        (run / name).unlink(missing_ok=True)
+            except BaseException:
+                _unwrite(run, found)
                 raise
-    except UsageError:
+    except BaseException:
         if made:
             with suppress(OSError):  # not empty: something the run wrote is kept
                 run.rmdir()
         raise
+
+
+def _written() -> tuple[str, ...]:
+    """What a run writes before its first checkpoint: its settings, its metrics, its start
+    record and the checkpoints folder (an interrupted first save's ``.partial``)."""
+    from stategym.train.checkpoint import CHECKPOINTS, START
+
+    return (CONFIG, METRICS, START, CHECKPOINTS)
+
+
+def _unwrite(run: Path, found: set[str]) -> None:
+    """After a failure, remove what the run wrote that was not there before (``found``),
+    unless it saved a checkpoint (then it resumes)."""
+    from stategym.train.checkpoint import latest
+
+    if latest(run) is not None:
+        return
+    for name in _written():
+        (run / f"{name}.partial").unlink(missing_ok=True)  # an interrupted rewrite's
+        if name not in found:
+            path = run / name
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def refuse_restart(run: Path, config: Config) -> None:
+    """Refuse to start ``run`` afresh over what a run that got past its first checkpoint
+    wrote: its final ``model/``, or metric lines after the first checkpoint's iteration
+    (its checkpoints deleted). Lines up to that iteration are what a run stopped before its
+    first checkpoint leaves (a kill no cleanup runs after): starting afresh loses nothing.
+
+    Raises:
+        UsageError: naming what the run holds.
+    """
+    from stategym.train.checkpoint import CHECKPOINTS, FINAL
+
+    first = min(config.save_every, config.iterations)
+    held = [f"{FINAL}/"] if (run / FINAL).exists() else []
+    last = max((m["iteration"] for m in read_metrics(run)), default=0)
+    if last > first:
+        held.append(f"{METRICS} up to iteration {last}")
+    if held:
+        raise UsageError(
+            f"{run} holds {' and '.join(held)} but no checkpoint to resume from (its "
+            f"{CHECKPOINTS}/ deleted?); use another --out, or delete {run} to train it again"
+        )
 
 
 def require_finite(iteration: int, loss: float, model: Any = None) -> None:
@@ -214,36 +267,56 @@ def truncate_metrics(run: Path, iteration: int, eval_every: int = 0) -> None:
         or ("eval" in m and eval_every and m["iteration"] % eval_every == 0)
     ]
     kept = [m for m in kept if m["iteration"] <= iteration]
-    replace_text(run / METRICS, "".join(json.dumps(m, sort_keys=True) + "\n" for m in kept))
+    replace_text(run / METRICS, "".join(metrics_text(m) for m in kept))
 
 
 def append_metrics(run: Path, line: Mapping[str, Any]) -> None:
     """Append one line to ``metrics.jsonl``."""
     with (run / METRICS).open("a") as handle:
-        handle.write(json.dumps(dict(line), sort_keys=True) + "\n")
+        handle.write(metrics_text(line))
+
+
+def metrics_text(line: Mapping[str, Any]) -> str:
+    """One line of ``metrics.jsonl``, strict JSON: a number that is not finite (an old
+    file's NaN ask rate, rewritten on resume) is written ``null``, as a rate with nothing to
+    count is."""
+    return json.dumps(_finite(dict(line)), sort_keys=True, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float, at any depth, replaced by ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def episode_metrics(
     cards: Sequence[Scorecard], trajectories: Sequence[Trajectory], tasks: Sequence[Task]
-) -> dict[str, float]:
-    """The decision-quality summary of some episodes (module docstring), all means."""
+) -> dict[str, float | None]:
+    """The decision-quality summary of some episodes (module docstring), all means; the
+    ask rate is ``None`` (``null`` in ``metrics.jsonl``) when the episodes had no must-ask
+    slot to count."""
     if not cards:
         return {}
     n = len(cards)
     rows = [c.row() for c in cards]
-    out = {key: sum(r[key] for r in rows) / n for key in rows[0]}
+    out: dict[str, float | None] = {key: sum(r[key] for r in rows) / n for key in rows[0]}
     out["goal_rate"] = out.pop("success")
     out["harm_rate"] = out.pop("harmful")
     asked = sum(c.clarification.tp for c in cards)
     must = sum(c.clarification.tp + c.clarification.fn for c in cards)
-    out["ask_rate"] = asked / must if must else float("nan")
+    out["ask_rate"] = asked / must if must else None
     out["critical_path"] = sum(gold_of(t).depth for t in tasks) / n
     tool_rounds = [r for t in trajectories for r in t.rounds if r.kind is RoundKind.CALLS]
     parallel = sum(len([c for c in r.calls if c.name != "finish"]) > 1 for r in tool_rounds)
     out["parallel_rate"] = parallel / len(tool_rounds) if tool_rounds else 0.0
     out["lucky_rate"] = litmus(cards).lucky_success_rate
     out["format_errors"] = sum(len(r.format_errors) for t in trajectories for r in t.rounds) / n
-    return {k: round(v, 6) for k, v in sorted(out.items())}
+    return {k: None if v is None else round(v, 6) for k, v in sorted(out.items())}
 
 
 @contextmanager
@@ -287,6 +360,7 @@ __all__ = [
     "open_run",
     "progress_bar",
     "read_metrics",
+    "refuse_restart",
     "require_finite",
     "truncate_metrics",
 ]

@@ -14,6 +14,11 @@
 4. Every ``eval_every`` iterations a held-out evaluation of the greedy policy, then every
    ``save_every`` a checkpoint (resumable, ``hf:``-loadable; saved after the evaluation, so
    it covers it); at the end ``RUN/model`` (and the evaluation if not ``eval_every``).
+
+A fresh run records its start model and, from ``run:DIR``, how many logged episodes it
+learns from and their digest (``RUN/start.json``, :mod:`stategym.train.checkpoint`); a
+resume learns from those same first episodes of the log (one that grew is read as it
+began) and is refused when they changed (:func:`same_demonstrations`).
 """
 
 from __future__ import annotations
@@ -63,6 +68,61 @@ def demonstrations(config: SFTConfig) -> list[Demonstration]:
     return data.play_demonstrations(domains.pop(), config.agents, seeds, knobs, seed=config.seed)
 
 
+def demonstrations_record(
+    config: SFTConfig, episodes: Sequence[Demonstration]
+) -> dict[str, dict[str, Any]]:
+    """What a run from ``run:DIR`` records of its log at its start (``start.json``): how many
+    episodes it learns from and a digest of them; nothing for scripted agents, whose
+    episodes the code plays again from the seeds."""
+    if not config.agents.startswith("run:"):
+        return {}
+    return {"demonstrations": {"episodes": len(episodes), "digest": episodes_digest(episodes)}}
+
+
+def same_demonstrations(
+    config: SFTConfig, episodes: list[Demonstration], start: dict[str, Any]
+) -> list[Demonstration]:
+    """The episodes a resumed run learns from: the first ``N`` of a ``run:DIR`` log, ``N``
+    and their digest as the run recorded at its start. A log that only grew since (its run
+    resumed) gives the same ``N`` episodes, so the run goes on as if uninterrupted.
+
+    Raises:
+        UsageError: naming the log, when its first ``N`` episodes are not those recorded.
+    """
+    import sys
+
+    recorded = start.get("demonstrations")
+    if recorded is None:
+        return episodes
+    count = recorded["episodes"]
+    kept = episodes[:count]
+    if len(kept) < count or episodes_digest(kept) != recorded["digest"]:
+        raise UsageError(
+            f"--agents {config.agents}: its log's first {count} episodes are not those this run "
+            f"started from ({len(episodes)} now; changed or rewritten since); restore the log, "
+            "or start the run again in another --out"
+        )
+    if len(episodes) > count:
+        print(
+            f"note: --agents {config.agents}: the log has grown to {len(episodes)} episodes; "
+            f"the run goes on learning from the first {count}, as it started",
+            file=sys.stderr,
+        )
+    return kept
+
+
+def episodes_digest(episodes: Sequence[Demonstration]) -> str:
+    """A digest of the episodes' logged lines, in order."""
+    import hashlib
+
+    from stategym.kernel.trajectory import dumps
+
+    digest = hashlib.sha256()
+    for trajectory, _ in episodes:
+        digest.update(dumps(trajectory) + b"\n")
+    return digest.hexdigest()
+
+
 def make_policy(config: SFTConfig, episodes: Sequence[Demonstration]) -> Policy:
     """The start policy: built from scratch (its tokenizer trained on the episodes in both
     renderings, :func:`stategym.train.data.tokenizer_chats`) or loaded."""
@@ -105,10 +165,11 @@ def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
     import torch
 
     run = runlog.open_run(config)
-    resume = checkpoint.latest(run)
+    resume = checkpoint.resume_point(run, config)
     if resume is not None:
-        start = checkpoint.check(resume)
-        policy = Policy.load(resume, dtype=config.dtype)
+        episodes = same_demonstrations(config, episodes, resume.start)
+        policy, start = Policy.load(resume.folder, dtype=config.dtype), resume.iteration
+        checkpoint.check_tokenizer(resume, policy)
     else:
         policy, start = make_policy(config, episodes), 0
     # the tiny model is built in float32: --dtype applies to it as to a loaded model (and a
@@ -120,7 +181,10 @@ def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
     learnable(samples, config.max_length)
     optimiser = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
     if resume is not None:
-        checkpoint.restore_optimiser(resume, optimiser)
+        checkpoint.restore_optimiser(resume.folder, optimiser)
+    else:
+        start_record = {"model": checkpoint.start_model(policy)}
+        checkpoint.write_start(run, {**start_record, **demonstrations_record(config, episodes)})
     runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "sft") as advance:
         for iteration in range(start + 1, config.iterations + 1):
@@ -183,4 +247,13 @@ def step(
     }
 
 
-__all__ = ["demonstrations", "learnable", "make_policy", "step", "train"]
+__all__ = [
+    "demonstrations",
+    "demonstrations_record",
+    "episodes_digest",
+    "learnable",
+    "make_policy",
+    "same_demonstrations",
+    "step",
+    "train",
+]
