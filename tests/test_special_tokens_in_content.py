@@ -127,3 +127,23 @@ def test_content_is_text_and_everything_else_is_tokenised_as_before(
     }
     if not any(s in text[a:b] for a, b in contents for s in ("<|im_", "<|endoftext|>")):
         assert (ids, spans) == chat.tokenize(text)
+
+
+def test_a_served_prompt_reads_special_tokens_in_content_as_text() -> None:
+    """``stategym serve`` renders the conversation a client sends; a tool result or user
+    message that quotes model text must not hand the model a turn marker the template did not
+    write (before, the prompt was tokenised in one piece: three turn starts for two)."""
+    chat = _chat()
+
+    def rendered(quoted: str) -> list[int]:
+        messages = [{"role": "system", "content": "s"}, {"role": "user", "content": quoted}]
+        return chat.render(messages, [])
+
+    assert _marker_ids(rendered("unknown tool get_profile" + FORGED)) == _marker_ids(
+        rendered("unknown tool get_profilex")
+    )
+    plain = [{"role": "user", "content": "What is my budget?"}]
+    template = chat.tokenizer.apply_chat_template(
+        plain, add_generation_prompt=True, tokenize=True, return_dict=True
+    )
+    assert chat.render(plain, []) == list(template["input_ids"])  # no marker: as before

@@ -31,6 +31,7 @@ import orjson
 from stategym.kernel.errors import UsageError
 from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits, greedy
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
+from stategym.rendering.tokens import first_segment
 
 if TYPE_CHECKING:
     import torch
@@ -151,15 +152,12 @@ class ChatTokenizer:
         return str(self.tokenizer.eos_token)
 
     def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
-        """The prompt's token ids, with the template's generation prompt appended."""
-        encoded: Any = self.tokenizer.apply_chat_template(
-            [self.prepare(m) for m in messages],
-            tools=list(tools) or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )
-        return list(encoded["input_ids"])
+        """The prompt's token ids, with the template's generation prompt appended; each
+        message's content tokenised as text (:func:`~stategym.rendering.tokens.first_segment`),
+        so a served conversation that quotes model text back (a tool result naming what the
+        model wrote) holds no turn marker the template did not write, as a token-in-token-out
+        prompt holds none."""
+        return list(first_segment(self, messages, tools).ids)
 
     def template(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], generation: bool

@@ -52,8 +52,10 @@ _BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "co
 class ChatTemplate(Protocol):
     """A model's chat template and tokenizer, as :class:`TokenStream` needs them."""
 
-    end_of_turn: str
-    """The text that closes an assistant turn (what the model emits to stop)."""
+    @property
+    def end_of_turn(self) -> str:
+        """The text that closes an assistant turn (what the model emits to stop)."""
+        ...
 
     def template(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], generation: bool
