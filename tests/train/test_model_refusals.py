@@ -110,8 +110,9 @@ def test_a_policy_that_diverges_stops_in_one_line(
     argv = ["train", "grpo", "--init", str(sft_run), *GRPO, "--lr", "1e10", "--credit", "gigpo",
             "--out", str(tmp_path / "g")]  # fmt: skip
     error = refused(capsys, argv, "logits are not finite")
-    assert "lower --lr" in error
+    assert "lower --lr" in error and "error: iteration 1: " in error
     assert not [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+    assert not (tmp_path / "g" / "checkpoints").exists()  # no checkpoint a resume refuses
 
 
 def scale_weights(folder: Path, factor: float) -> None:

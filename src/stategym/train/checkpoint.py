@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.llm.model_files import check_model_dir, first_line, unreadable_weights
+from stategym.llm.model_files import check_model_dir, first_line, strict_errors, unreadable_weights
 from stategym.train import runlog
 from stategym.train.config import Config
 from stategym.train.policy import Policy
@@ -435,9 +435,10 @@ def check_start(init: str, *, trained: bool) -> None:
         return
     from transformers import AutoConfig
 
+    refused: tuple[type[BaseException], ...] = (OSError, ValueError, *strict_errors())
     try:
         AutoConfig.from_pretrained(init)
-    except (OSError, ValueError) as error:
+    except refused as error:
         raise UsageError(
             f"--init {init}: no such folder, and no Hugging Face model of that id could be "
             f"loaded ({first_line(error)})"

@@ -329,7 +329,8 @@ def _train(config: GRPOConfig) -> None:
     runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "grpo") as advance:
         for iteration in range(start + 1, config.iterations + 1):
-            line = iterate(policy, reference, optimiser, config, iteration)
+            with runlog.at_iteration(iteration):
+                line = iterate(policy, reference, optimiser, config, iteration)
             runlog.require_finite(iteration, line["loss"])  # before it is logged or saved
             runlog.append_metrics(run, line)
             advance(f"goal {line['goal_rate']:.2f} R {line['composite']:.2f}")
@@ -340,6 +341,8 @@ def _train(config: GRPOConfig) -> None:
                 )
             if iteration % config.save_every == 0 or iteration == config.iterations:
                 runlog.require_finite(iteration, line["loss"], policy.model)
+                with runlog.at_iteration(iteration):
+                    policy.probe()  # finite weights, infinite logits: a resume would refuse it
                 checkpoint.save(run, iteration, policy, optimiser)
     final = checkpoint.latest(run)
     if final is not None:

@@ -163,6 +163,18 @@ def refuse_restart(run: Path, config: Config) -> None:
         )
 
 
+@contextmanager
+def at_iteration(iteration: int) -> Iterator[None]:
+    """Name the iteration in a :class:`~stategym.llm.engine.NonFiniteLogits` raised inside:
+    the policy diverged there (its logits overflowed while its weights stayed finite)."""
+    from stategym.llm.engine import NonFiniteLogits
+
+    try:
+        yield
+    except NonFiniteLogits as error:
+        raise NonFiniteLogits(f"iteration {iteration}: {error}") from None
+
+
 def require_finite(iteration: int, loss: float, model: Any = None) -> None:
     """Stop a run whose loss (or, given ``model``, a weight) is not finite, before it is
     logged or saved: a checkpoint of NaN weights would only spread the damage.

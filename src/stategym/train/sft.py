@@ -199,6 +199,8 @@ def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
                 )
             if iteration % config.save_every == 0 or iteration == config.iterations:
                 runlog.require_finite(iteration, line["loss"], policy.model)
+                with runlog.at_iteration(iteration):
+                    policy.probe()  # finite weights, infinite logits: a resume would refuse it
                 checkpoint.save(run, iteration, policy, optimiser)
     final = checkpoint.latest(run)
     if final is not None:
