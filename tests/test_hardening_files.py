@@ -24,6 +24,7 @@ import pytest
 from one_line_error import fails
 from stategym.cli import main
 from stategym.kernel.errors import UsageError
+from stategym.kernel.trajectory import loads
 from stategym.report.runs import read_run
 from stategym.topology.generalisation import ProtocolConfig
 
@@ -330,3 +331,106 @@ def test_ctrl_c_while_the_workers_start_is_one_line(
     os.killpg(process.pid, signal.SIGINT)  # as a terminal sends it: to the whole group
     _, err = process.communicate(timeout=PATIENCE)
     assert (process.returncode, err) == (130, "stategym: interrupted\n")
+
+
+# -- audit 11b, finding 1: a worker that dies ends the run in one line, keeping its episodes
+
+
+EPISODES = 2000
+"""Episodes of the run whose worker is killed: enough that it is still playing when the
+test pauses it, few enough that running it again to the end stays short."""
+
+
+def _run_argv(out: Path) -> list[str]:
+    argv = ["run", "--domain", "travel", "--agent", "expert", "--episodes", str(EPISODES)]
+    return [sys.executable, "-m", "stategym.cli", *argv, "--workers", "2", "--out", str(out)]
+
+
+def _start_run(out: Path) -> subprocess.Popen[str]:
+    """``stategym run --workers 2`` in its own session, as :func:`_start` starts ``eval``."""
+    return subprocess.Popen(
+        _run_argv(out),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        start_new_session=True,
+    )
+
+
+def _proc_text(pid: int, name: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/{name}").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _workers(parent: int) -> list[int]:
+    """The run's worker processes: the children of its fork server."""
+    servers = [c for c in _children(parent) if "forkserver" in _proc_text(c, "cmdline")]
+    return [worker for server in servers for worker in _children(server)]
+
+
+def _writing(pid: int) -> bool:
+    """Whether a process is blocked writing into a full pipe (``pipe_write``, or
+    ``anon_pipe_write`` on newer kernels)."""
+    return "pipe_write" in _proc_text(pid, "wchan")
+
+
+def _seeds(log: Path) -> list[int]:
+    return [loads(line).seed for line in log.read_bytes().splitlines()]
+
+
+needs_wchan = pytest.mark.skipif(
+    not Path("/proc/self/wchan").exists(), reason="needs /proc/PID/wchan"
+)
+
+
+@needs_proc
+@needs_wchan
+@pytest.mark.parametrize("which", ["writing", "other"])
+def test_a_worker_that_dies_ends_the_run_in_one_line_and_the_same_command_resumes(
+    tmp_path: Path, stopped: list[subprocess.Popen[str]], which: str
+) -> None:
+    """The run is paused (SIGSTOP, as Ctrl-Z) until one worker is blocked half-way through
+    writing a chunk's result into the full pipe; then either that worker ("writing": the
+    parent used to wait forever for the rest of the message) or the other one ("other": a
+    BrokenProcessPool traceback) is killed as the out-of-memory killer would, and the run
+    continues (SIGCONT)."""
+    out = tmp_path / "out"
+    log = out / "trajectories.jsonl"
+    process = _start_run(out)
+    stopped.append(process)
+    _wait_for(lambda: log.is_file() and log.stat().st_size > 0, process)  # workers playing
+    _wait_for(lambda: len(_workers(process.pid)) == 2, process)
+    os.kill(process.pid, signal.SIGSTOP)
+    _wait_for(lambda: any(map(_writing, _workers(process.pid))), process)
+    writing = next(worker for worker in _workers(process.pid) if _writing(worker))
+    others = [worker for worker in _workers(process.pid) if worker != writing]
+    victim = writing if which == "writing" else others[0]
+    os.kill(victim, signal.SIGKILL)
+    os.kill(process.pid, signal.SIGCONT)
+    # returns only once every process holding stdout and stderr (workers, fork server) ended
+    _, err = process.communicate(timeout=PATIENCE)
+    assert process.returncode == 2, err
+    assert "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"stategym: error: worker process {victim} was killed by SIGKILL")
+    assert last.endswith("run the same command again to resume"), last
+    for _ in range(int(PATIENCE / 0.05)):
+        if _group_gone(process.pid):
+            break
+        _sleep(0.05)
+    assert _group_gone(process.pid)
+    kept = log.read_bytes().splitlines()
+    assert kept and _seeds(log) == list(range(len(kept)))  # whole lines, in order
+    again = subprocess.run(
+        _run_argv(out),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=PATIENCE,
+    )
+    assert again.returncode == 0, again.stderr
+    assert log.read_bytes().splitlines()[: len(kept)] == kept
+    assert _seeds(log) == list(range(EPISODES))

@@ -9,6 +9,8 @@ written, and leave no worker behind.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from stategym.rollout.workers import (
     CHUNK,
     MIN_EPISODES_PER_WORKER,
     Spread,
+    WorkerDied,
     WorkerTraceback,
     cores,
     worker_count,
@@ -108,6 +111,33 @@ def test_an_error_in_a_worker_is_raised_as_itself_after_every_earlier_episode() 
     assert "in make" in str(raised.value.__cause__)  # the worker's own traceback
     expected = [dumps(t) for _, t in stream(specs[:BOOM_SEED], Agents())]
     assert log.read_bytes().splitlines() == expected
+    assert _no_workers_left()
+
+
+def dies(domain: Domain, agent: str, **options: Any) -> AgentFactory:
+    """A resolver whose agent for one seed kills the worker process it plays on (as a crash
+    in C or the out-of-memory killer would)."""
+    expert = resolve(domain, "expert")
+
+    def make(task: Task) -> Any:
+        if task.seed == BOOM_SEED:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return expert(task)
+
+    return make
+
+
+def test_a_worker_that_dies_is_worker_died_after_episodes_before_it() -> None:
+    specs = episode_specs("travel", "expert", range(40))
+    played = []
+    with pytest.raises(WorkerDied, match="was killed by SIGKILL") as raised:
+        for _, trajectory in stream(specs, Agents(resolver=dies), spread=Spread(2)):
+            played.append(dumps(trajectory))
+    assert "run the same command again to resume" in str(raised.value)
+    # what came before the dead worker's chunk, in order: the first chunk, if it was handed
+    # over before the pool broke (the two workers race), never a later one
+    assert len(played) in (0, CHUNK)
+    assert played == [dumps(t) for _, t in stream(specs[: len(played)], Agents())]
     assert _no_workers_left()
 
 

@@ -16,8 +16,10 @@ as :class:`Terminated`, a :class:`KeyboardInterrupt`, so every command stops as 
 An LLM endpoint that stops a run (it refused a request, kept failing after the retries, or
 answered something that is no chat completion) is one line too, naming the address, the
 status and the first line of its answer, and status 2; the episodes finished before it are
-on disk (:func:`endpoint_failure`). Any other exception is a bug in stategym and keeps its
-traceback.
+on disk (:func:`endpoint_failure`). So is a worker process that died under the run (killed,
+out of memory, crashed: :func:`worker_failure`), with status 2: the line names the process
+and how it ended, the finished episodes are on disk and the same command resumes. Any other
+exception is a bug in stategym and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stategym: error: {describe(error)}", file=sys.stderr)
         return 2
     except Exception as error:
-        line = endpoint_failure(error)
+        line = endpoint_failure(error) or worker_failure(error)
         if line is None:
             raise
         print(f"stategym: error: {line}", file=sys.stderr)
@@ -185,6 +187,19 @@ def endpoint_failure(error: Exception) -> str | None:
 
     line = failure_line(error)
     return None if line is None else " ".join(line.split())
+
+
+def worker_failure(error: Exception) -> str | None:
+    """The one line for a worker process that died under the command, or ``None``.
+
+    Such errors are :class:`stategym.rollout.workers.WorkerDied` (the machine's doing, not
+    stategym's: a ``kill -9``, the out-of-memory killer); where that module was never
+    imported, no worker ran, and nothing is imported here.
+    """
+    workers = sys.modules.get("stategym.rollout.workers")
+    if workers is None or not isinstance(error, workers.WorkerDied):
+        return None
+    return describe(error)
 
 
 def describe(error: BaseException) -> str:
