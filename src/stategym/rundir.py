@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import orjson
 
+from stategym.kernel.files import replace_bytes
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.locks import LOCK, locked
 from stategym.kernel.trajectory import Trajectory, write_jsonl
@@ -65,7 +66,6 @@ __all__ = [
     "read_log",
     "refuse_duplicates",
     "refuse_unverified",
-    "replace_bytes",
     "resolved",
     "seed_ranges",
 ]
@@ -82,16 +82,6 @@ def resolved(path: Path) -> Path:
         return path.resolve()
     except RuntimeError:  # "Symlink loop from ...": the only RuntimeError resolve() raises
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
-
-
-def replace_bytes(path: Path, data: bytes) -> Path:
-    """Write ``path`` whole or not at all: ``data`` goes to ``PATH.partial``, which then
-    replaces ``path`` in one step (:func:`os.replace`), so an interruption leaves the old
-    file or the new one, never a mix of the two. Returns ``path``."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
-    return path
 
 
 def episode_key(trajectory: Trajectory) -> tuple[Hashable, ...]:

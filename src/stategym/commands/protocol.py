@@ -10,7 +10,7 @@ Examples::
 A run directory holds ``cells.json`` (the configuration, the splits and their distances) and,
 per agent, ``trajectories.jsonl`` (every episode, tagged in ``meta``) and ``report.json``;
 how they are read and checked: :mod:`stategym.report.protocol_files`. Each file is replaced
-whole (:func:`~stategym.rundir.replace_bytes`), ``cells.json`` last. A folder holding a run
+whole (:func:`~stategym.kernel.files.replace_bytes`), ``cells.json`` last. A folder holding a run
 of other settings is refused before anything plays; the same command again plays the run
 from the start and rewrites the same bytes. Definitions: ``docs/protocol.md``.
 """
@@ -142,9 +142,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(console: Console, args: argparse.Namespace) -> int:
     from stategym.commands.options import llm_options, seed_range, spread_of
-    from stategym.kernel.trajectory import dumps
+    from stategym.kernel.files import replace_bytes
+    from stategym.kernel.trajectory import jsonl_bytes
     from stategym.report.protocol_files import LOG, agent_folder, refuse_other_settings
-    from stategym.rundir import locked, replace_bytes
+    from stategym.rundir import locked
     from stategym.topology.distance import EXPANSION_BUDGET
     from stategym.topology.generalisation import ProtocolConfig, run_protocol
     from stategym.topology.split import make_splits
@@ -185,7 +186,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
             notes = list(run.notes)
             folder = agent_folder(args.out, agent)
             folder.mkdir(exist_ok=True)
-            replace_bytes(folder / LOG, b"".join(dumps(t) + b"\n" for t in run.trajectories))
+            replace_bytes(folder / LOG, jsonl_bytes(run.trajectories))
             reports[agent] = _report(console, run, folder)
         _write_cells(args.out, base, agents, notes, cells)
         _compare(console, reports, args.out)
@@ -200,8 +201,8 @@ def _write_cells(
     whose every agent finished (:mod:`stategym.report.protocol_files`)."""
     import orjson
 
+    from stategym.kernel.files import replace_bytes
     from stategym.report.protocol_files import CELLS
-    from stategym.rundir import replace_bytes
 
     index = {
         "config": base.describe(),
@@ -239,8 +240,8 @@ def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> list
 def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
     import orjson
 
+    from stategym.kernel.files import replace_bytes
     from stategym.report.protocol_files import REPORT
-    from stategym.rundir import replace_bytes
     from stategym.tables import print_grids
     from stategym.topology.report import build_report, render
 
@@ -279,6 +280,6 @@ def _compare(console: Console, reports: dict[str, dict[str, Any]], out: Path) ->
     if side_by_side is not None:
         print_grids(console, [side_by_side])
         grids.append(side_by_side)
-    from stategym.rundir import replace_bytes
+    from stategym.kernel.files import replace_bytes
 
     replace_bytes(out / PROTOCOL_MD, markdown(grids).encode())

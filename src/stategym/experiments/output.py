@@ -6,7 +6,7 @@ Every experiment writes ``results.json`` (configuration, estimates, CPU time), `
 written as ``null`` so the files are strict JSON.
 
 The files of one run belong together, and a reader can prove it: each file is replaced
-whole (:func:`~stategym.rundir.replace_bytes`), the plots and ``raw.json`` and ``table.md``
+whole (:func:`~stategym.kernel.files.replace_bytes`), the plots and ``raw.json`` and ``table.md``
 first, and ``results.json`` last, holding the SHA-256 of the other two under
 :data:`FILES`. A run killed while writing leaves the old ``results.json`` (whose digests the
 new ``raw.json`` or ``table.md`` no longer match) or the new one with every file complete;
@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
+from stategym.kernel.files import replace_bytes
 from stategym.metrics.aggregate import Estimate
-from stategym.rundir import replace_bytes
 
 RESULTS = "results.json"
 RAW = "raw.json"

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stategym.agents import ADVERSARIES, PATHOLOGICAL
+from stategym.kernel.files import replace_bytes
 from stategym.metrics.aggregate import Estimate
-from stategym.rundir import replace_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -366,6 +366,12 @@ def _kind(value: Any) -> str:
     return _KINDS.get(type(value), "a number")
 
 
+def jsonl_bytes(trajectories: Iterable[Trajectory]) -> bytes:
+    """The trajectories as the text of a JSON Lines file (one line each, as
+    :func:`write_jsonl` writes them), to be written whole."""
+    return b"".join(dumps(trajectory) + b"\n" for trajectory in trajectories)
+
+
 def write_jsonl(path: Path, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:
     """Write trajectories one per line; returns how many were written."""
     count = 0

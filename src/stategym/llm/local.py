@@ -48,6 +48,15 @@ GREETING: tuple[Message, ...] = ({"role": "user", "content": "Hello"},)
 (:meth:`~stategym.llm.engine.Engine.probe`): any chat template renders it."""
 
 
+def probe_greeting(engine: Engine, chat: ChatTokenizer) -> None:
+    """One forward of :data:`GREETING` through ``engine``.
+
+    Raises:
+        NonFiniteLogits: the model's logits hold NaN or an infinity (it diverged).
+    """
+    engine.probe(chat.render(GREETING, []))
+
+
 @dataclass(frozen=True, slots=True)
 class Sampling:
     """How to pick tokens.
@@ -296,7 +305,7 @@ class LocalModel:
         self.engine = Engine(self.model, self._stops, int(pad if pad is not None else 0))
         """Batched decoding with each session's cache kept across its turns."""
         try:
-            self.engine.probe(self.chat.render(GREETING, []))
+            probe_greeting(self.engine, self.chat)
         except NonFiniteLogits:
             raise NonFiniteLogits(
                 f"cannot use the model at {self.path}: {DIVERGED}; give a model saved before "

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from stategym.kernel.files import replace_bytes
 from stategym.kernel.trajectory import task_of
 from stategym.metrics.aggregate import Row, table
 from stategym.metrics.credit import credit
 from stategym.metrics.report import litmus_grid, scorecard_grid
 from stategym.metrics.score import Scorecard, score
-from stategym.rundir import replace_bytes
 from stategym.tables import Grid
 
 from . import experiment, markup, plots
@@ -279,7 +279,7 @@ def write(paths: Sequence[Path], out: Path, options: Options = Options()) -> Pat
 
     ``out`` is checked before anything is read (:func:`~.runs.refuse_output`: never a file
     of a run or any file but an earlier report) and replaced whole
-    (:func:`~stategym.rundir.replace_bytes`): an interrupted report leaves the old one.
+    (:func:`~stategym.kernel.files.replace_bytes`): an interrupted report leaves the old one.
     """
     refuse_output(out, paths)
     page = build(paths, options)

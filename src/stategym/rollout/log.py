@@ -11,14 +11,14 @@ rewrites the file without the cut line, so the next append starts on a line of i
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from stategym.kernel.errors import TrajectoryError, UsageError
-from stategym.kernel.trajectory import Trajectory, dumps, loads, write_jsonl
+from stategym.kernel.files import replace_bytes
+from stategym.kernel.trajectory import Trajectory, dumps, jsonl_bytes, loads
 from stategym.rollout.spec import key_words, trajectory_key
 
 SHOWN_DUPLICATES = 5
@@ -116,9 +116,7 @@ def load_log(path: Path) -> Log:
     refuse_duplicates(path, log.trajectories)
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        partial = path.with_suffix(".jsonl.partial")
-        write_jsonl(partial, log.trajectories)
-        os.replace(partial, path)
+        replace_bytes(path, jsonl_bytes(log.trajectories))
     return log
 
 

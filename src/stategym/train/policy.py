@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits
-from stategym.llm.local import GREETING, ChatTokenizer
+from stategym.llm.local import ChatTokenizer, probe_greeting
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class Policy:
             NonFiniteLogits: the logits hold NaN or an infinity.
         """
         try:
-            self.engine.probe(self.chat.render(GREETING, []))
+            probe_greeting(self.engine, self.chat)
         except NonFiniteLogits:
             raise NonFiniteLogits(POLICY_DIVERGED) from None
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import replace_bytes
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, Trajectory
 from stategym.metrics.gold import gold_of
@@ -215,9 +215,7 @@ def read_object(path: Path, what: str) -> dict[str, Any]:
 
 def replace_text(path: Path, text: str) -> None:
     """Write ``path`` whole or not at all (an interruption leaves the old file)."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    os.replace(partial, path)
+    replace_bytes(path, text.encode())
 
 
 def read_metrics(run: Path) -> list[dict[str, Any]]:
