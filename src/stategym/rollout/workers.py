@@ -52,9 +52,9 @@ how it ended, every episode yielded before it stays yielded (so written), the ot
 are stopped as on Ctrl-C, and the same command again resumes. The executor notices a dead
 worker by itself (``BrokenProcessPool``), except one killed half-way through sending a
 chunk's result: its manager thread then waits for the rest of that message forever. So the
-parent, while it waits for a chunk, looks at the workers every :data:`WATCH_INTERVAL`
-seconds and stops the pool itself when one has ended (:class:`_Watch`); :func:`_abort`
-unblocks that manager thread. What the line cannot always say: which worker ended first
+parent, while it waits for a chunk, looks at the workers every second and stops the pool
+itself when one has ended (:mod:`stategym.rollout.watch`); :func:`_abort` unblocks that
+manager thread. What the line cannot always say: which worker ended first
 when several did at once (the executor stops the others with SIGTERM as soon as it notices,
 so one killed by SIGTERM itself is named among them by start order), and any exit status
 but a signal's (a fork server that fails reports 255 for its worker).
@@ -69,11 +69,9 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from multiprocessing.connection import wait as ready_among
+from dataclasses import dataclass
 from typing import Any
 
 from stategym.kernel.env import Env
@@ -86,6 +84,7 @@ from stategym.rollout.agents import AgentSource
 from stategym.rollout.engine import play_in_order
 from stategym.rollout.play import TaskOf, spec_task
 from stategym.rollout.spec import EpisodeSpec
+from stategym.rollout.watch import Watch, wait_until_ended
 
 MIN_EPISODES_PER_WORKER = 1000
 """Scripted episodes per worker before the default starts another: the pool's start (a
@@ -219,104 +218,6 @@ is dead and its result pipe closed)."""
 _HELD = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop a run (Ctrl-C, ``kill``), held back while the pool changes."""
 
-WATCH_INTERVAL = 1.0
-"""Seconds between two looks at the workers while the parent waits for a chunk. The pool
-notices a worker that ended by itself, except one killed half-way through sending a
-result: its manager thread then waits for the rest of that message forever."""
-
-
-@dataclass(slots=True)
-class _Watch:
-    """A pool's worker processes as the parent saw them, and those it found ended.
-
-    Kept apart from the executor, which forgets its processes once it is shut down, so that
-    the line of :class:`WorkerDied` can still say which one ended and how.
-    """
-
-    processes: dict[int, Any] = field(default_factory=dict)
-    ended: list[Any] = field(default_factory=list)
-
-    def note(self, executor: ProcessPoolExecutor) -> None:
-        """Remember the pool's processes (each starts when a chunk is handed in)."""
-        self.processes.update(getattr(executor, "_processes", None) or {})
-
-    def look(self) -> bool:
-        """Whether a worker has ended (kept in ``ended``), asked of each without reading
-        its exit status (:func:`_has_ended`)."""
-        self.ended = [process for process in self.processes.values() if _has_ended(process)]
-        return bool(self.ended)
-
-    def result(self, future: Future[Played]) -> Played:
-        """The chunk's result, once there; :class:`BrokenProcessPool` once a worker has
-        ended, whether or not the executor noticed."""
-        while True:
-            try:
-                return future.result(timeout=WATCH_INTERVAL)
-            except FutureTimeout:
-                if self.look():
-                    raise BrokenProcessPool("a worker ended with its chunk unsent") from None
-
-    def what_ended(self) -> str:
-        """The line of :class:`WorkerDied`, once the pool is stopped (every exit status then
-        read by the executor's thread, which has ended)."""
-        # The executor stops the other workers with SIGTERM once it has noticed the first;
-        # any of them found ended with it are passed over for the one that ended first.
-        statuses = {process.pid: _exit_status(process) for process in self.ended}
-        pid = next((p for p, s in statuses.items() if s != -signal.SIGTERM), self.ended[0].pid)
-        return (
-            f"worker process {pid} {_how_it_ended(statuses[pid])} in the middle of the "
-            "run; the finished episodes are saved: run the same command again to resume"
-        )
-
-
-def _has_ended(process: Any) -> bool:
-    """Whether a worker process has ended, asked without reading its exit status.
-
-    The executor's own thread reads the statuses as it stops a broken pool, and two threads
-    reading one race: the loser sees 255. Its sentinel alone does not say either: once the
-    status is read, the fork server may not yet have closed the pipe that carried it, and
-    the sentinel reads as not ready. A fork server's worker is reaped before its status is
-    sent, so by then its pid is gone; a ``spawn`` worker's sentinel stays ready.
-    """
-    try:
-        sentinel = process.sentinel
-    except ValueError:  # closed by the executor, which does so only once it ended
-        return True
-    if ready_among([sentinel], timeout=0):
-        return True
-    if os.name != "posix":  # spawn: the sentinel alone says it
-        return False
-    try:
-        os.kill(process.pid, 0)  # signal 0: only asks whether the pid is there
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # the pid taken again, by another user's process
-        return False
-    return False
-
-
-def _exit_status(process: Any) -> int | None:
-    """A worker's exit status (``None``: not known, the executor closed the process)."""
-    try:
-        return process.exitcode
-    except ValueError:
-        return None
-
-
-def _how_it_ended(exitcode: int | None) -> str:
-    """A worker's end, as far as its exit status tells: only a signal is named (a crash in
-    C is one too); any other status may be the fork server's 255 for a worker it lost."""
-    if exitcode is None or exitcode >= 0:
-        return "ended abruptly (killed, out of memory or crashed)"
-    try:
-        name = signal.Signals(-exitcode).name
-    except ValueError:
-        name = f"signal {-exitcode}"
-    if -exitcode == signal.SIGKILL:
-        return f"was killed by {name} (out of memory, or kill -9)"
-    return f"was killed by {name}"
-
-
 # One worker process's agents, task rule and environments, set once by its initializer:
 # sent with every chunk they would be pickled again for each one.
 _WORKER: dict[str, Any] = {}
@@ -426,7 +327,7 @@ def play_in_processes(
             after every episode before its chunk; the other workers are stopped.
         Whatever a worker raised, after every episode before the one that raised it.
     """
-    watch = _Watch()
+    watch = Watch()
     try:
         yield from _play_in_pool(specs, (agents, task_of, reader), workers, scorer, watch)
     except BrokenProcessPool:
@@ -440,7 +341,7 @@ def _play_in_pool(
     initargs: tuple[AgentSource, TaskOf, ReaderSource | None],
     workers: int,
     scorer: Scorer | None,
-    watch: _Watch,
+    watch: Watch,
 ) -> Iterator[Scored]:
     """:func:`play_in_processes` on a pool of its own, stopped (:func:`_abort`) unless every
     chunk was handed over."""
@@ -490,7 +391,7 @@ def _abort(executor: ProcessPoolExecutor) -> None:
     processes = list((getattr(executor, "_processes", None) or {}).values())
     for process in processes:
         process.kill()
-    _wait_until_ended(processes)
+    wait_until_ended(processes)
     # (both read before the shutdown, which lets go of them)
     manager = getattr(executor, "_executor_manager_thread", None)
     writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
@@ -506,13 +407,3 @@ def _abort(executor: ProcessPoolExecutor) -> None:
         writer.close()
     if manager is not None:
         manager.join(timeout=MANAGER_PATIENCE)
-
-
-def _wait_until_ended(processes: list[Any]) -> None:
-    """Wait for every process to end, on their sentinels: the executor's thread may be
-    reading their exit statuses meanwhile (a broken pool), and a second reader would make
-    one of them 255 (:func:`_has_ended`)."""
-    waiting = [process.sentinel for process in processes]
-    while waiting:
-        for ready in ready_among(waiting):
-            waiting.remove(ready)
