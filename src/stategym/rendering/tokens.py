@@ -139,25 +139,41 @@ def assistant_segment(
     each call's name and its arguments text are tokenised as text (:class:`ContentTokenizer`),
     and the turn ends at the template's own marker, the one it writes after the turn, so a
     marker string inside the content neither becomes a special token nor cuts the turn.
+    Many turns under one template and tool list: :class:`AssistantTurns`.
 
     Raises:
         ValueError: a template whose text with the turn does not extend its generation
             prompt, or that does not close the turn with its end-of-turn marker.
     """
-    before = chat.template(_BASE, tools, True)
-    after = chat.template([*_BASE, message], tools, False)
-    if not after.startswith(before):
-        raise ValueError("the chat template does not extend its generation prompt")
-    tail = _after_turn(chat, tools)
-    end = len(after) - len(tail)
-    closed = after.endswith(tail) and after[:end].endswith(chat.end_of_turn)
-    if not closed or end - len(chat.end_of_turn) < len(before):
-        raise ValueError("the chat template writes no end-of-turn marker for the turn")
-    text = after[len(before) : end]
-    body = len(text) - len(chat.end_of_turn)  # the contents lie before the closing marker
-    found = _ranges(text[:body], _turn_texts(message), 0)
-    ids, _ = _tokenize(chat, text, [span for span in found if span is not None])
-    return Segment(tuple(ids), POLICY * len(ids))
+    return AssistantTurns(chat, tools).segment(message)
+
+
+class AssistantTurns:
+    """Assistant turns rebuilt under one chat template and tool list
+    (:func:`assistant_segment`): what stands before and after every turn (the generation
+    prompt, what follows the turn's marker) is rendered once, not per turn."""
+
+    def __init__(self, chat: ChatTemplate, tools: Sequence[dict[str, Any]]) -> None:
+        self.chat = chat
+        self.tools = tools
+        self.before = chat.template(_BASE, tools, True)
+        self.tail = _after_turn(chat, tools)
+
+    def segment(self, message: Message) -> Segment:
+        """One turn (:func:`assistant_segment`)."""
+        chat, before, tail = self.chat, self.before, self.tail
+        after = chat.template([*_BASE, message], self.tools, False)
+        if not after.startswith(before):
+            raise ValueError("the chat template does not extend its generation prompt")
+        end = len(after) - len(tail)
+        closed = after.endswith(tail) and after[:end].endswith(chat.end_of_turn)
+        if not closed or end - len(chat.end_of_turn) < len(before):
+            raise ValueError("the chat template writes no end-of-turn marker for the turn")
+        text = after[len(before) : end]
+        body = len(text) - len(chat.end_of_turn)  # the contents lie before the closing marker
+        found = _ranges(text[:body], _turn_texts(message), 0)
+        ids, _ = _tokenize(chat, text, [span for span in found if span is not None])
+        return Segment(tuple(ids), POLICY * len(ids))
 
 
 def _after_turn(chat: ChatTemplate, tools: Sequence[dict[str, Any]]) -> str:

@@ -22,14 +22,14 @@ here: its ids stay as sampled.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
-from stategym.llm.local import ChatTokenizer
 from stategym.rendering import make_renderer
 from stategym.rendering.base import Message, Renderer, logged_action, observation_of
 from stategym.rendering.tokens import (
+    AssistantTurns,
     ChatTemplate,
     TokenStream,
     assistant_segment,
@@ -42,13 +42,12 @@ from stategym.train.policy import Chat
 
 
 def assistant_ids(
-    chat: ChatTemplate | ChatTokenizer, message: Message, tools: Sequence[dict[str, Any]]
+    chat: ChatTemplate, message: Message, tools: Sequence[dict[str, Any]]
 ) -> list[int]:
     """The ids of an assistant turn as the template writes it, end-of-turn marker included
     (what a model that wrote this message would have sampled); its content tokenised as text
     (:func:`~stategym.rendering.tokens.assistant_segment`)."""
-    # ChatTokenizer's end_of_turn is a read-only property; the protocol declares an attribute
-    return list(assistant_segment(cast(ChatTemplate, chat), message, tools).ids)
+    return list(assistant_segment(chat, message, tools).ids)
 
 
 def episode_chat(trajectory: Trajectory, task: Task, renderer: Renderer) -> Chat:
@@ -60,21 +59,20 @@ def episode_chat(trajectory: Trajectory, task: Task, renderer: Renderer) -> Chat
 
 
 def demonstration(
-    trajectory: Trajectory, task: Task, chat: ChatTemplate | ChatTokenizer, rendering: str
+    trajectory: Trajectory, task: Task, chat: ChatTemplate, rendering: str
 ) -> TokenStream:
     """A logged episode as the token stream a policy playing it would have made."""
     from stategym.registry import get_domain
 
     renderer = make_renderer(get_domain(trajectory.domain), trajectory.knobs, rendering)
     tools = renderer.tools
-    # ChatTokenizer's end_of_turn is a read-only property; the protocol declares an attribute
-    chat = cast(ChatTemplate, chat)
     stream = TokenStream()
     stream.extend(first_segment(chat, renderer.first_messages(task), tools))
     last = len(trajectory.rounds) - 1
+    turns = AssistantTurns(chat, tools)  # rendered once: what stands around every turn
     for record in trajectory.rounds:
         message = renderer.action_message(logged_action(record), record.index)
-        stream.sampled(assistant_ids(chat, message, tools))
+        stream.sampled(list(turns.segment(message).ids))
         if record.index < last:
             observed = renderer.observation_messages(observation_of(record, final_say=False))
             stream.extend(observation_segment(chat, observed, tools, closed=True))
