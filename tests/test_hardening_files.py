@@ -377,6 +377,37 @@ def _writing(pid: int) -> bool:
     return "pipe_write" in _proc_text(pid, "wchan")
 
 
+def _idle(pid: int) -> bool:
+    """Whether a process sleeps without writing (a worker waiting for its next chunk)."""
+    stat = _proc_text(pid, "stat")
+    state = stat[stat.rfind(")") + 2 :][:1]
+    return state == "S" and not _writing(pid)
+
+
+def _paused_while_a_worker_writes(process: subprocess.Popen[str]) -> int:
+    """Stop the run (SIGSTOP, as Ctrl-Z) at a moment one worker is blocked half-way through
+    writing a chunk's result into the result pipe, and return that worker. The pipe fills
+    only when the results the stopped parent does not read outgrow it; when every worker
+    has gone idle first (results small enough to fit, and no chunk left queued), the run is
+    let go on a moment and stopped again."""
+    looks = int(PATIENCE / 0.05)
+    while looks > 0:
+        os.kill(process.pid, signal.SIGSTOP)
+        while looks > 0:
+            looks -= 1
+            workers = _workers(process.pid)
+            writing = [worker for worker in workers if _writing(worker)]
+            if writing:
+                return writing[0]
+            assert process.poll() is None, process.communicate()
+            if workers and all(map(_idle, workers)):
+                break
+            _sleep(0.05)
+        os.kill(process.pid, signal.SIGCONT)
+        _sleep(0.05)
+    pytest.fail("no worker ever blocked writing a result")
+
+
 def _seeds(log: Path) -> list[int]:
     return [loads(line).seed for line in log.read_bytes().splitlines()]
 
@@ -403,9 +434,7 @@ def test_a_worker_that_dies_ends_the_run_in_one_line_and_the_same_command_resume
     stopped.append(process)
     _wait_for(lambda: log.is_file() and log.stat().st_size > 0, process)  # workers playing
     _wait_for(lambda: len(_workers(process.pid)) == 2, process)
-    os.kill(process.pid, signal.SIGSTOP)
-    _wait_for(lambda: any(map(_writing, _workers(process.pid))), process)
-    writing = next(worker for worker in _workers(process.pid) if _writing(worker))
+    writing = _paused_while_a_worker_writes(process)
     others = [worker for worker in _workers(process.pid) if worker != writing]
     victim = writing if which == "writing" else others[0]
     os.kill(victim, signal.SIGKILL)
