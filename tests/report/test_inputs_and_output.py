@@ -178,3 +178,32 @@ def test_an_undefined_e0_estimate_is_marked_not_drawn_at_zero(
     assert main(["report", str(run), "--out", str(out)]) == 0
     pooled = re.findall(r"<svg.*?</svg>", out.read_text(), re.DOTALL)[1]
     assert pooled.count(">n/a<") == 1  # serial's R; its other measures keep their bars
+
+
+def _distances_set_to(path: Path, value: float, *, key: str = "cells") -> None:
+    """Set every cell's topology distance in the JSON file ``path`` to ``value``."""
+    document = json.loads(path.read_text())
+    for cell in document[key]:
+        cell["distance"] = value
+    path.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("value", [1e308, -1.7e308])
+def test_an_extreme_protocol_distance_leaves_its_points_out_not_the_page(
+    runs: dict[str, Path], tmp_path: Path, value: float
+) -> None:
+    run = _copy(runs["protocol"], tmp_path)
+    _distances_set_to(run / "expert" / "report.json", value)
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    assert "3 point(s) not drawn: values beyond ±1e+300" in out.read_text()
+
+
+def test_an_extreme_e3_distance_leaves_its_points_out_not_the_page(
+    experiments: dict[str, Path], tmp_path: Path
+) -> None:
+    run = _copy(experiments["e3"], tmp_path)
+    _distances_set_to(run / "results.json", 1e308)
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    assert "point(s) not drawn: values beyond ±1e+300" in out.read_text()

@@ -28,7 +28,16 @@ from typing import Any
 from stategym.tables import Grid
 
 from . import markup
-from .plots import MARKERS, colour, drawable, figure_of, style, to_svg
+from .plots import (
+    MARKERS,
+    colour,
+    drawable,
+    figure_of,
+    note_left_out,
+    scatter_drawable,
+    style,
+    to_svg,
+)
 from .runs import ExperimentRun
 
 MAX_ESTIMATES = 60
@@ -213,11 +222,13 @@ def _r_against_distance(run: ExperimentRun, tag: str) -> str | None:
     with style(tag):
         figure = figure_of(6.5, 3.8)
         ax = figure.subplots()
+        left_out = 0
         for a, (agent, points) in enumerate(series.items()):
-            ax.scatter(
-                [x for x, _ in points], [y for _, y in points], color=colour(a),
-                marker=MARKERS[a % len(MARKERS)], alpha=0.85, label=agent,
+            left_out += scatter_drawable(
+                ax, points, color=colour(a), marker=MARKERS[a % len(MARKERS)], alpha=0.85,
+                label=agent,
             )  # fmt: skip
+        note_left_out(ax, left_out)
         ax.set(xlabel="topology distance from training", ylabel="R (cell mean)")
         ax.set_ylim(-1.05, 1.05)
         ax.legend(fontsize=7)

@@ -368,6 +368,23 @@ def _distance_points(report: Mapping[str, Any]) -> list[tuple[float, float]]:
     ]
 
 
+def scatter_drawable(ax: Axes, points: Sequence[tuple[float, float]], **style: Any) -> int:
+    """Scatter the points within :data:`DRAWABLE` on ``ax`` and return how many were left
+    out (a hand-edited file's 1e308 would fail matplotlib's axis arithmetic, and the page)."""
+    shown = [(x, y) for x, y in points if drawable(x, y)]
+    ax.scatter([x for x, _ in shown], [y for _, y in shown], **style)
+    return len(points) - len(shown)
+
+
+def note_left_out(ax: Axes, count: int) -> None:
+    """Say on the panel how many points :func:`scatter_drawable` left out, if any."""
+    if count:
+        ax.text(
+            0.01, 0.01, f"{count} point(s) not drawn: values beyond ±{DRAWABLE:g}",
+            transform=ax.transAxes, fontsize=7, color="#666666",
+        )  # fmt: skip
+
+
 def min_shots(report: Mapping[str, Any]) -> int:
     shots = [c.get("shots", 0) for c in report.get("cells", [])]
     return min(shots, default=0)
@@ -387,18 +404,19 @@ def score_against_distance(reports: Mapping[str, Mapping[str, Any]], tag: str = 
     with style(tag):
         figure = figure_of(7.0, 4.0)
         ax: Axes = figure.subplots()
+        left_out = 0
         for a, (agent, report) in enumerate(reports.items()):
-            points = _distance_points(report)
             index = collapse_index(report)
             label = agent if index is None else f"{agent} (collapse {index:.2f})"
-            ax.scatter(
-                [x for x, _ in points],
-                [y for _, y in points],
+            left_out += scatter_drawable(
+                ax,
+                _distance_points(report),
                 color=colour(a),
                 marker=MARKERS[a % len(MARKERS)],
                 alpha=0.85,
                 label=label,
             )
+        note_left_out(ax, left_out)
         ax.set_xlabel("topology distance from the training topologies")
         ax.set_ylabel("R per cell")
         ax.set_ylim(-1.05, 1.05)
