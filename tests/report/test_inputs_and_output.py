@@ -125,6 +125,55 @@ def test_report_refuses_an_experiment_folder_a_stopped_run_left_mixed(
     assert json.loads((out / "results.json").read_text())["seeds"] == before["seeds"]
 
 
+def test_report_refuses_plots_written_over_an_earlier_run_that_stopped_before_its_results(
+    experiments: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Stopped after its figures, before ``raw.json``: the folder holds this run's plots
+    beside the earlier run's tables, which the report must not list as one run's."""
+    from stategym.experiments import plots
+
+    out = _copy(experiments["e0"], tmp_path)
+    opened = Path.open
+
+    def new_figures(figure: object, path: Path) -> list[Path]:
+        written = [path.with_suffix(".png"), path.with_suffix(".svg")]
+        for file in written:
+            file.write_bytes(b"this run's figure")
+        return written
+
+    def stopped_at_raw(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name.startswith("raw.json") and self.parent == out:
+            raise KeyboardInterrupt
+        return opened(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plots, "save", new_figures)
+    monkeypatch.setattr(Path, "open", stopped_at_raw)
+    argv = ["experiment", "e0", "--smoke", "--seeds", "1", "--out", str(out)]
+    assert main(argv) == 130
+    monkeypatch.setattr(Path, "open", opened)
+    capsys.readouterr()
+    line = refused(capsys, ["report", str(out), "--out", str(tmp_path / "r.html")], "mixes")
+    assert f"{out / 'plots'}/" in line  # the plots are named, the tables are the old run's
+    assert "raw.json" not in line and "table.md" not in line
+
+
+def test_report_lists_only_the_runs_own_plots_and_names_the_others(
+    experiments: dict[str, Path], tmp_path: Path
+) -> None:
+    run = _copy(experiments["e0"], tmp_path)
+    (run / "plots" / "left-by-an-earlier-run.png").write_bytes(b"old")
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "also holds left-by-an-earlier-run.png, not written by this run" in page
+    listed = re.search(r"plot files \(redrawn here\)</dt><dd>([^<]*)<", page)
+    assert listed is not None and "left-by-an-earlier-run" not in listed.group(1)
+    assert "goal_vs_r.png" in listed.group(1)
+
+
 def test_report_names_an_experiment_folder_it_cannot_check(
     experiments: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -7,10 +7,10 @@ written as ``null`` so the files are strict JSON.
 
 The files of one run belong together, and a reader can prove it: each file is replaced
 whole (:func:`~stategym.kernel.files.replace_bytes`), the plots and ``raw.json`` and ``table.md``
-first, and ``results.json`` last, holding the SHA-256 of the other two under
-:data:`FILES`. A run killed while writing leaves the old ``results.json`` (whose digests the
-new ``raw.json`` or ``table.md`` no longer match) or the new one with every file complete;
-the report refuses a mismatch (:func:`stategym.report.runs.read_experiment`).
+first, and ``results.json`` last, holding the SHA-256 of every other file it wrote (plots as
+``plots/NAME``) under :data:`FILES`. A run killed while writing leaves the old
+``results.json`` (whose digests the new files no longer match) or the new one with every
+file complete; the report refuses a mismatch (:func:`stategym.report.runs.read_experiment`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ RAW = "raw.json"
 TABLE = "table.md"
 PLOTS = "plots"
 FILES = "files"
-"""The key of ``results.json`` holding ``{file name: "sha256:HEX"}`` of ``raw.json`` and
-``table.md`` as this run wrote them."""
+"""The key of ``results.json`` holding ``{file name: "sha256:HEX"}`` of ``raw.json``,
+``table.md`` and each plot (``plots/NAME``) as this run wrote them."""
 
 
 def finite(value: float) -> float | None:
@@ -81,14 +81,16 @@ def write_run(
     table: str,
     plots: Callable[[], list[Path]] = list,
 ) -> list[Path]:
-    """Write an experiment's run directory: ``plots()`` (the experiment's own figures),
-    ``raw.json`` and ``table.md``, then ``results.json`` with their digests under
-    :data:`FILES` (see the module docstring); returns the paths, ``results.json``,
-    ``raw.json`` and ``table.md`` first."""
+    """Write an experiment's run directory: ``plots()`` (the experiment's own figures,
+    written under ``out / "plots"``), ``raw.json`` and ``table.md``, then ``results.json``
+    with the digests of them all under :data:`FILES` (see the module docstring); returns the
+    paths, ``results.json``, ``raw.json`` and ``table.md`` first."""
     out.mkdir(parents=True, exist_ok=True)
     figures = plots()
     files = {RAW: json_bytes(raw), TABLE: table.encode("utf-8")}
     for name, data in files.items():
         replace_bytes(out / name, data)
-    stamped = {**results, FILES: {name: digest(data) for name, data in files.items()}}
+    digests = {name: digest(data) for name, data in files.items()}
+    digests |= {f.relative_to(out).as_posix(): digest(f.read_bytes()) for f in figures}
+    stamped = {**results, FILES: digests}
     return [write_json(out / RESULTS, stamped), out / RAW, out / TABLE, *figures]

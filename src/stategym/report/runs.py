@@ -108,7 +108,8 @@ class ExperimentRun:
         results: ``results.json`` (its ``"experiment"`` names which one).
         raw: ``raw.json``, or an empty mapping where it is absent.
         table: the text of ``table.md`` (empty where it is absent).
-        plots: the names of the files in ``plots/``, sorted (never read).
+        plots: the names of the run's files in ``plots/``, sorted (read only for their
+            digests).
         notes: what could not be checked (files of an older stategym), for the page to say.
     """
 
@@ -368,14 +369,27 @@ def read_experiment(path: Path) -> ExperimentRun:
     _check_sections(path / RAW, raw, _RAW_SECTIONS)
     _refuse_unreadable_estimates(path / RESULTS, results)
     table = _text(path / TABLE) if (path / TABLE).is_file() else ""
-    folder = path / PLOTS
-    plots = tuple(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else ()
+    plots, others = _plot_files(path, results.get(FILES))
+    if others:
+        notes += (f"{path / PLOTS} also holds {', '.join(others)}, not written by this run",)
     return ExperimentRun(path, results, raw, table, plots, notes)
 
 
+def _plot_files(path: Path, files: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names of this run's plot files, and of the other files in ``plots/``, sorted.
+    A ``results.json`` that names plots (one written since plots have digests) says which
+    are this run's; an older one cannot, and every file there is listed as the run's."""
+    folder = path / PLOTS
+    present = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    named = {name.removeprefix(f"{PLOTS}/") for name in files or () if name not in (RAW, TABLE)}
+    if not named:
+        return tuple(present), ()
+    return tuple(sorted(named)), tuple(name for name in present if name not in named)
+
+
 def _refuse_other_runs_files(path: Path, results: Mapping[str, Any]) -> tuple[str, ...]:
-    """Refuse a ``raw.json`` or ``table.md`` that is not the one ``results.json`` was written
-    with: the experiment writes ``results.json`` last, with their digests
+    """Refuse a ``raw.json``, ``table.md`` or plot file that is not the one ``results.json``
+    was written with: the experiment writes ``results.json`` last, with their digests
     (:mod:`stategym.experiments.output`), so a run stopped while writing, over an earlier
     run, leaves files that do not match. A ``results.json`` without digests (an older
     stategym's) cannot be checked: the note returned says so.
@@ -389,11 +403,16 @@ def _refuse_other_runs_files(path: Path, results: Mapping[str, Any]) -> tuple[st
             f"{path / RESULTS} holds no digests of {RAW} and {TABLE} (an older stategym wrote "
             "it): not checked that they are of the same run",
         )
-    if not isinstance(files, Mapping) or set(files) != {RAW, TABLE}:
-        raise UsageError(f"{path / RESULTS}: {FILES!r} is not the digests of {RAW} and {TABLE}")
+    if not (
+        isinstance(files, Mapping) and {RAW, TABLE} <= set(files) <= {RAW, TABLE, *_plots(files)}
+    ):
+        raise UsageError(
+            f"{path / RESULTS}: {FILES!r} is not the digests of {RAW}, {TABLE} and "
+            f"files {PLOTS}/NAME"
+        )
     stale = [
         name
-        for name in (RAW, TABLE)
+        for name in files
         if not (path / name).is_file() or digest((path / name).read_bytes()) != files[name]
     ]
     if stale:
@@ -405,6 +424,18 @@ def _refuse_other_runs_files(path: Path, results: Mapping[str, Any]) -> tuple[st
             "run stopped while writing leaves it; run the experiment again"
         )
     return ()
+
+
+def _plots(files: Mapping[str, Any]) -> list[str]:
+    """The keys of ``files`` that name one file directly inside ``plots/``."""
+    return [
+        name
+        for name in files
+        if isinstance(name, str)
+        and name.startswith(f"{PLOTS}/")
+        and name.count("/") == 1
+        and name.removeprefix(f"{PLOTS}/") not in ("", ".", "..")
+    ]
 
 
 def _refuse_unreadable_estimates(file: Path, data: Any, where: str = "") -> None:
