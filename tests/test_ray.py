@@ -212,18 +212,39 @@ def _unanswered_port() -> Iterator[int]:
 needs_proc = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs /proc")
 
 
-def test_an_address_where_no_cluster_answers_is_refused_in_one_line(tmp_path: Path) -> None:
-    with socket.socket() as closed:  # bound, never listening: a connection is refused
+EVAL = ["eval", "--domains", "travel", "--agents", "expert"]
+
+
+def _refused_cluster(
+    tmp_path: Path, command: list[str], episodes: int
+) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """Run ``command --ray ADDRESS --out out`` where ADDRESS refuses every connection (a port
+    bound, never listening); the address and the finished process."""
+    with socket.socket() as closed:
         closed.bind(("", 0))
         address = f"127.0.0.1:{closed.getsockname()[1]}"
-        argv = _cli(*RUN, "--episodes", "20", "--ray", address, "--out", "out")
+        argv = _cli(*command, "--episodes", str(episodes), "--ray", address, "--out", "out")
         done = subprocess.run(
             argv, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=PATIENCE
         )
+    return address, done
+
+
+def test_an_address_where_no_cluster_answers_is_refused_in_one_line(tmp_path: Path) -> None:
+    address, done = _refused_cluster(tmp_path, RUN, 20)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()  # one line: no traceback, no Ray warnings
     assert line.startswith(f"stategym: error: --ray {address}: no Ray cluster answers at "), line
     assert "(Connection refused)" in line, line
+
+
+@pytest.mark.parametrize("command", [RUN, EVAL], ids=["run", "eval"])
+def test_a_refused_address_leaves_no_run_folder(tmp_path: Path, command: list[str]) -> None:
+    """The address is checked before the command creates its folder (and its lock)."""
+    _, done = _refused_cluster(tmp_path, command, 2)
+    assert done.returncode == 2, done.stderr
+    assert "no Ray cluster answers at" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @needs_proc

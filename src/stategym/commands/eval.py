@@ -119,11 +119,12 @@ def main(args: argparse.Namespace) -> int:
     specs = _specs(names, args.agents, seeds, schedule, args.samples, options)
     agents = _agents(specs)
     reader = reader_of(args, args.out)
+    spread = spread_of(args)  # a --ray that cannot be joined is refused before anything
     with locked(args.out):  # one run at a time appends to the file
         path = args.out / TRAJECTORIES
         finished = _resume(path, args.overwrite, reader, console)
         todo = pending(specs, finished)
-        played = _play(path, todo, agents, options, spread_of(args), reader, console)
+        played = _play(path, todo, agents, options, spread, reader, console)
         finished += [trajectory for trajectory, _ in played]
         config = {
             "command": "eval",

@@ -344,10 +344,16 @@ def reader_of(args: argparse.Namespace, out: Path) -> Any:
 
 
 def spread_of(args: argparse.Namespace) -> Any:
-    """The :class:`~stategym.rollout.workers.Spread` that ``--workers``/``--ray`` ask for."""
+    """The :class:`~stategym.rollout.workers.Spread` that ``--workers``/``--ray`` ask for; a
+    ``--ray`` that could not be joined is refused here, so a command calls this before it
+    creates or changes anything (:func:`stategym.rollout.ray.check_reachable`)."""
     from stategym.rollout.workers import Spread
 
     address = getattr(args, "ray", None)
+    if address is not None:
+        from stategym.rollout.ray import check_reachable
+
+        check_reachable(address or None)
     return Spread(getattr(args, "workers", None), address is not None, address or None)
 
 

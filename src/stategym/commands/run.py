@@ -85,9 +85,9 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from stategym import store
-    from stategym.commands.options import domains, llm_options, reader_of, seed_range
+    from stategym.commands.options import domains, llm_options, reader_of, seed_range, spread_of
     from stategym.rollout import episode_specs
-    from stategym.rundir import RunConfig, RunDir, locked
+    from stategym.rundir import RunConfig, RunDir, locked, resolved
 
     console = Console()
     options = llm_options(args)
@@ -100,12 +100,13 @@ def main(args: argparse.Namespace) -> int:
     specs = episode_specs(domain, args.agent, seeds, knobs, options=options)
     agents = _agents(specs[0])
     store.check(args.index)  # an index it cannot write is refused before anything plays
+    spread = spread_of(args)  # so is a --ray that cannot be joined
     with locked(args.out):  # one run at a time appends to the directory
         run = RunDir(args.out)
         if args.overwrite:
             run.clear()
-            store.remove(args.index, str(run.path.resolve()))
-        return _complete(args, run, config, specs, agents, options, reader, console)
+            store.remove(args.index, str(resolved(run.path)))
+        return _complete(args, run, config, specs, agents, options, spread, reader, console)
 
 
 def _complete(
@@ -115,13 +116,13 @@ def _complete(
     specs: list[EpisodeSpec],
     agents: Agents,
     options: dict[str, Any],
+    spread: Spread,
     reader: ReaderSource | None,
     console: Console,
 ) -> int:
     """Reuse the episodes already in the run, play the missing ones, record the run; 130
     where Ctrl-C stopped the playing (what finished is saved and recorded)."""
     from stategym.cli import Terminated
-    from stategym.commands.options import spread_of
     from stategym.rollout import pending, requested
 
     finished = _resume(run, config, console)
@@ -137,7 +138,7 @@ def _complete(
     stop: KeyboardInterrupt | None = None
     try:
         if todo:
-            _play(todo, agents, config, run, finished, options, spread_of(args), reader, console)
+            _play(todo, agents, config, run, finished, options, spread, reader, console)
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM (cli.Terminated)
         stop = interruption
     _record(run, config, requested(specs, finished), options, args.index, console)
@@ -206,6 +207,7 @@ def _record(
     """Score and summarise the requested episodes, write the files, index the run, print."""
     from stategym import __version__, store
     from stategym.metrics import score
+    from stategym.rundir import resolved
     from stategym.summary import summarise, summarise_quality, summary_table
     from stategym.tables import markdown, print_grids
 
@@ -216,7 +218,7 @@ def _record(
     now = datetime.now(UTC).isoformat(timespec="seconds")
     record = store.RunRecord(
         run.name,
-        str(run.path.resolve()),
+        str(resolved(run.path)),
         config.domain,
         config.agent,
         config.describe_knobs(),
@@ -235,7 +237,7 @@ def _record(
     console.print(
         _plain(
             f"wrote {run.trajectories}, {run.summary} and {run.results}; "
-            f"indexed as {run.name} ({run.path.resolve()}) in {index}"
+            f"indexed as {run.name} ({resolved(run.path)}) in {index}"
         )
     )
 

@@ -68,6 +68,22 @@ def connect(address: str | None = None) -> Any:
     Raises:
         UsageError: Ray is not installed, or no Ray cluster answers at the address.
     """
+    check_reachable(address)
+    import ray
+
+    if not ray.is_initialized():
+        _init(ray, address, joining=_bootstrap_address(address) is not None)
+    return ray
+
+
+def check_reachable(address: str | None = None) -> None:
+    """Refuse, before a command creates or changes anything, a ``--ray`` that
+    :func:`connect` would refuse later: Ray not installed, a malformed address, or one where
+    nothing answers (the same checks, without starting or joining Ray).
+
+    Raises:
+        UsageError: as :func:`connect`.
+    """
     try:
         import ray
     except ImportError:
@@ -76,8 +92,6 @@ def connect(address: str | None = None) -> Any:
         target = _bootstrap_address(address)
         if target is not None:
             _check_answers(address, target)
-        _init(ray, address, joining=target is not None)
-    return ray
 
 
 def _bootstrap_address(address: str | None) -> str | None:
