@@ -93,3 +93,17 @@ def test_table_groups_by_domain_and_agent_in_order_of_appearance():
         ("travel", "serial", 3),
     ]
     assert rows[0].columns["composite"].mean == 1.0
+
+
+def test_a_row_is_the_same_in_whatever_order_its_scorecards_come():
+    """Audit 12B F1: a resumed run, an LLM run's log (episodes in the order they finished)
+    and two runs read in either order hold the same episodes in other orders; the intervals
+    must not move with that order."""
+    cards = _cards("serial", range(12))
+    ordered = row(cards, resamples=300)
+    for shuffle_seed in range(5):
+        shuffled = cards[:]
+        random.Random(shuffle_seed).shuffle(shuffled)
+        assert row(shuffled, resamples=300) == ordered
+    resumed = cards[5:] + cards[:5]  # seeds 5-11 first, then 0-4 (a resumed run's log)
+    assert table(resumed, resamples=300) == table(cards, resamples=300)

@@ -3,14 +3,17 @@
 Kept apart from the per-trajectory scores on purpose: a scorecard never depends on which
 other trajectories it is averaged with. Intervals are percentile bootstraps of the mean over
 tasks with a seeded generator, so the same scorecards and seed give the same table, bit for
-bit.
+bit, in whatever order the scorecards come: tasks are resampled in the order of their
+``(seed, task_id)`` and a task's samples summed exactly (:func:`math.fsum`), so a log
+written in the order episodes finished (an LLM run), or a resumed one, or two runs read in
+either order, estimate the same numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from math import comb
+from math import comb, fsum
 
 import numpy as np
 
@@ -121,18 +124,18 @@ def row(cards: Sequence[Scorecard], *, resamples: int = 1000, seed: int = 0) -> 
     Samples of one task are not independent, so the bootstrap resamples tasks: each column
     is first averaged over a task's samples (with one sample per task, nothing changes).
     """
-    by_task: dict[str, list[dict[str, float]]] = {}
+    by_task: dict[tuple[int, str], list[dict[str, float]]] = {}
     for card in cards:
-        by_task.setdefault(card.task_id, []).append(card.row())
+        by_task.setdefault((card.seed, card.task_id), []).append(card.row())
     means = [
-        {name: sum(r[name] for r in samples) / len(samples) for name in COLUMNS}
-        for samples in by_task.values()
+        {name: fsum(r[name] for r in samples) / len(samples) for name in COLUMNS}
+        for _, samples in sorted(by_task.items())
     ]
     columns = {
         name: bootstrap([m[name] for m in means], resamples=resamples, seed=seed)
         for name in COLUMNS
     }
-    counts = successes_by_task(cards)
+    counts = successes_by_task(sorted(cards, key=lambda card: (card.seed, card.task_id)))
     fewest = min((n for n, _ in counts.values()), default=0)
     pass_k = {
         k: bootstrap(
