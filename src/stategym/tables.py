@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -61,6 +62,14 @@ class Grid:
         """The widest line of text in a column, its header included."""
         texts = (self.headers[index], *(r[index] for r in self.rows))
         return max(len(line) for text in texts for line in text.split("\n"))
+
+
+def signed(value: object) -> str:
+    """``value`` as a signed number to three places, or ``-`` where it is no number (an
+    undefined statistic is ``None``, JSON's ``null``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return f"{value:+.3f}"
+    return "-"
 
 
 def fold(grid: Grid, width: int) -> list[Grid]:

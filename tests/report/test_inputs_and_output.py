@@ -256,3 +256,21 @@ def test_an_extreme_e3_distance_leaves_its_points_out_not_the_page(
     out = tmp_path / "r.html"
     assert main(["report", str(run), "--out", str(out)]) == 0
     assert "point(s) not drawn: values beyond ±1e+300" in out.read_text()
+
+
+@pytest.mark.parametrize("fit", [{"slope": None, "spearman": None}, {"slope": "x"}, 7])
+def test_an_undefined_protocol_fit_is_shown_as_a_dash(
+    runs: dict[str, Path], tmp_path: Path, fit: object
+) -> None:
+    """Audit 12B F3: a rank correlation of a constant R is written as null; the page says
+    "-" for it (and for a hand-edited value that is no number) instead of failing."""
+    run = _copy(runs["protocol"], tmp_path)
+    path = run / "expert" / "report.json"
+    report = json.loads(path.read_text())
+    report["score_vs_distance"]["0"] = fit
+    path.write_text(json.dumps(report))
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    dash = r'<td class="num">-</td>'
+    cells = r'<td class="key">expert</td><td class="num">0\.125</td>' + dash * 2
+    assert re.search(cells, out.read_text())

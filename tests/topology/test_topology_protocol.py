@@ -18,7 +18,7 @@ from stategym.topology.distance import wl_hash
 from stategym.topology.generalisation import ProtocolConfig, ProtocolRun, run_protocol
 from stategym.topology.graph import domain_topology
 from stategym.topology.probes import flip_priorities, probes
-from stategym.topology.report import Episode, build_report, collapse_index
+from stategym.topology.report import Episode, build_report, collapse_index, render
 from stategym.topology.split import DIFFERENT, FAR, Band, Split, make_splits
 
 TRAIN = "synth:chain2+fanout3+askgate+verifycommit+conflict"
@@ -106,6 +106,18 @@ def test_expert_is_perfect_everywhere(runs) -> None:
     assert report["probes"] and all(
         p["both"] == 1.0 and p["changed"] == 1.0 for p in report["probes"].values()
     )
+
+
+def test_an_agent_with_one_score_everywhere_has_no_rank_correlation(runs) -> None:
+    """Audit 12B F3: the expert's R is 1.0 in every cell; a rank correlation of a constant is
+    undefined (null, printed "-"), not 0 (no relation) as the report said."""
+    report = build_report(runs["expert"])
+    assert report["score_vs_distance"]["0"]["spearman"] is None
+    assert report["score_vs_distance"]["0"]["slope"] == 0.0  # defined: R does not move
+    rows = dict(render(report)[2].rows)
+    assert rows["R vs distance Spearman (k=0)"] == "-"
+    serial = build_report(runs["serial"])["score_vs_distance"]["0"]["spearman"]
+    assert isinstance(serial, float) and -1.0 <= serial <= 1.0
 
 
 def test_serial_agent_differs_measurably(runs) -> None:

@@ -10,7 +10,7 @@ inputs and options give the same bytes (no timestamp, no random ids).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from stategym.metrics.aggregate import Row, table
 from stategym.metrics.credit import credit
 from stategym.metrics.report import litmus_grid, scorecard_grid
 from stategym.metrics.score import Scorecard, score
-from stategym.tables import Grid
+from stategym.tables import Grid, signed
 
 from . import experiment, markup, plots
 from .assets import SCRIPT, STYLE
@@ -115,13 +115,15 @@ def _protocol(run: ProtocolRun, key: str) -> str:
     rows = []
     for agent, report in run.reports.items():
         index = plots.collapse_index(report)
-        svd = report.get("score_vs_distance", {}).get(str(plots.min_shots(report)), {})
+        fits = report.get("score_vs_distance")
+        fit = fits.get(str(plots.min_shots(report))) if isinstance(fits, Mapping) else None
+        svd = fit if isinstance(fit, Mapping) else {}
         rows.append(
             (
                 agent,
                 "-" if index is None else f"{index:.3f}",
-                f"{svd.get('slope', float('nan')):+.3f}",
-                f"{svd.get('spearman', float('nan')):+.3f}",
+                signed(svd.get("slope")),
+                signed(svd.get("spearman")),
             )
         )
     grid = Grid(

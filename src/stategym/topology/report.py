@@ -22,7 +22,7 @@ from typing import Any
 from stategym.kernel.trajectory import Trajectory, task_of
 from stategym.metrics.dimensions import LABELS
 from stategym.metrics.score import score
-from stategym.tables import Grid
+from stategym.tables import Grid, signed
 from stategym.topology.distance import wl_distance, wl_hash
 from stategym.topology.executed import executed_topology
 from stategym.topology.generalisation import ProtocolRun
@@ -115,14 +115,18 @@ def collapse_index(episodes: Sequence[Episode]) -> dict[str, float]:
     }
 
 
-def _fit(points: Sequence[tuple[float, float]]) -> dict[str, float]:
-    """Least-squares slope and Spearman rank correlation of score against distance."""
+def _fit(points: Sequence[tuple[float, float]]) -> dict[str, float | None]:
+    """Least-squares slope and Spearman rank correlation of score against distance; ``None``
+    (JSON ``null``, printed ``-``) where one is undefined: no slope without two distinct
+    distances, no rank correlation where R or the distance is constant (an agent that
+    scores 1.0 everywhere is not uncorrelated with distance, it has no ranking to
+    correlate)."""
     if len(points) < 2:
-        return {"slope": 0.0, "spearman": 0.0, "points": float(len(points))}
+        return {"slope": None, "spearman": None, "points": float(len(points))}
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     mx, my = mean(xs), mean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else None
     return {
         "slope": slope,
         "spearman": _pearson(_ranks(xs), _ranks(ys)),
@@ -144,12 +148,12 @@ def _ranks(values: Sequence[float]) -> list[float]:
     return ranks
 
 
-def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
+def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     mx, my = mean(xs), mean(ys)
     sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
     sy = math.sqrt(sum((y - my) ** 2 for y in ys))
     if not sx or not sy:
-        return 0.0
+        return None
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / (sx * sy)
 
 
@@ -364,8 +368,8 @@ def _summary_table(report: dict[str, Any]) -> Grid:
         rows.append((f"collapse index ({who})", f"{value['index']:.3f}"))
         rows.append((f"executed graphs per gold graph ({who})", f"{value['diversity']:.2f}"))
     for k, fit in report["score_vs_distance"].items():
-        rows.append((f"R vs distance slope (k={k})", f"{fit['slope']:+.3f}"))
-        rows.append((f"R vs distance Spearman (k={k})", f"{fit['spearman']:+.3f}"))
+        rows.append((f"R vs distance slope (k={k})", signed(fit["slope"])))
+        rows.append((f"R vs distance Spearman (k={k})", signed(fit["spearman"])))
     for cell, probe in report["probes"].items():
         rows.append(
             (
