@@ -164,6 +164,30 @@ def test_protocol_distance_matrix_is_todays() -> None:
             assert printed[a, b] == f"{'' if d.exact else '~'}{d.normalised:.2f}", (a, b)
 
 
+PROTOCOL_AGENTS = ("expert", "serial", "all-parallel", "ask-nothing")
+
+
+@pytest.mark.slow
+def test_the_protocol_table_is_todays(tmp_path: Path) -> None:
+    """docs/protocol.md's "Measured" table is what its command prints (17 CPU seconds, so
+    in the slow set: audit 12B found it behind the metric's rules)."""
+    argv = ["protocol", "--agents", ",".join(PROTOCOL_AGENTS), "--episodes", "20"]
+    page = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    assert f"`stategym {' '.join(argv)}`" in page
+    assert main([*argv, "--out", str(tmp_path / "p")]) == 0
+    header, *rows = _table(page.split("### Measured", 1)[1], "| split |")
+    assert tuple(header[1:]) == PROTOCOL_AGENTS
+    for split, *cells in rows:
+        for agent, printed in zip(PROTOCOL_AGENTS, cells, strict=True):
+            report = json.loads((tmp_path / "p" / agent / "report.json").read_text())
+            m = report["splits"]["0"][split]
+            today = (
+                f"{m['success']:.2f} / {m['composite']:+.2f} / "
+                f"{m['serialisation']:.2f} / {m['unsafe_parallel']:.2f}"
+            )
+            assert printed == today, (split, agent)
+
+
 LLM_READINGS = ROOT / "benchmarks" / "readings" / "session-subagent.sqlite"
 """The LLM readings docs/environment.md reports (v16 to v25 read by the session's subagents)."""
 

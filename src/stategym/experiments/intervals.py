@@ -41,7 +41,9 @@ def replicate_weights(blocks: int, tasks: int, resamples: int, seed: int = 0) ->
 
 
 def interval(point: float, replicates: NDArray) -> Estimate:
-    """The point estimate with the percentile interval of its finite replicates."""
+    """The point estimate with the percentile interval of its finite replicates; the
+    estimate's ``n`` is the number of replicates (not the sample size, which is
+    ``raw.json``'s)."""
     finite = replicates[np.isfinite(replicates)]
     if finite.size == 0:
         return Estimate(float(point), float(point), float(point), 0)
