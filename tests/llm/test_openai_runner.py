@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("openai")
 from llm_fixtures import completion, http, round_of
 
+from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import RoundKind, Usage, read_jsonl
 from stategym.llm import agent_factory
@@ -251,6 +252,21 @@ def test_resume_refuses_a_file_of_another_run(endpoint: Any, tmp_path: Path) -> 
     run(factory(endpoint(two_rounds)), [0], out=out)
     with pytest.raises(ValueError, match="another file"):
         run(factory(endpoint(two_rounds)), [0], out=out, knobs=Knobs(dynamics=False))
+
+
+def test_resume_refuses_episodes_played_with_other_sampling(endpoint: Any, tmp_path: Path) -> None:
+    """The Python API resumes as ``run`` and ``eval`` do (audit 12A F3): an episode is reused
+    only when its agent played it with the settings it plays now; and the file it leaves
+    is in (seed, sample) order, however the episodes finished."""
+    out = tmp_path / "t.jsonl"
+    server = endpoint(two_rounds)
+    make = factory(server, temperature=0.0)
+    run(make, [3, 4], out=out)
+    hotter = factory(server, temperature=1.0)
+    with pytest.raises(UsageError, match=r"sampling.temperature 0.0 there, 1.0 now"):
+        run(hotter, range(5), out=out)
+    run(make, range(5), out=out, concurrency=3)
+    assert [t.seed for t in read_jsonl(out)] == list(range(5))
 
 
 def test_blocking_act_works_with_the_plain_runner(endpoint: Any) -> None:

@@ -9,9 +9,13 @@ folder, endpoint), before the file is touched. Running the command again resumes
 already in the file are reused (read by :func:`stategym.rollout.load_log`: a cut last line is
 dropped, a corrupt line or a duplicated episode is an error; matched by the engine's resume
 rule, :func:`stategym.rollout.pending`), the missing ones played, and the scorecard covers
-exactly the requested episodes. Then ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md``
-are written (see :mod:`stategym.metrics.report`). The directory is held for the whole run
-(:func:`stategym.rundir.locked`): a second command on it stops before reading the file.
+exactly the requested episodes. A file holding an episode of one of the command's LLM agents
+played with other settings (sampling, run seed, other weights at the same ``hf:`` path, or
+a log too old to say: :func:`stategym.rundir.refuse_other_settings`) is refused in one line,
+as is one whose user read messages otherwise. Then ``scores.jsonl``, ``scorecard.json`` and
+``scorecard.md`` are written (see :mod:`stategym.metrics.report`). The directory is held for
+the whole run (:func:`stategym.rundir.locked`): a second command on it stops before reading
+the file.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ def main(args: argparse.Namespace) -> int:
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
     from stategym.rollout import pending, requested
+    from stategym.rollout.log import put_in_order
     from stategym.rollout.spec import trajectory_key
     from stategym.rundir import locked
 
@@ -122,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     spread = spread_of(args)  # a --ray that cannot be joined is refused before anything
     with locked(args.out):  # one run at a time appends to the file
         path = args.out / TRAJECTORIES
-        finished = _resume(path, args.overwrite, reader, console)
+        finished = _resume(path, args.overwrite, reader, (specs, agents), console)
         todo = pending(specs, finished)
         played = _play(path, todo, agents, options, spread, reader, console)
         finished += [trajectory for trajectory, _ in played]
@@ -140,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
         }
         cards = {trajectory_key(t): card for t, card in played}
         chosen = requested(specs, finished)
+        put_in_order(path, finished, chosen)  # scores.jsonl follows it line for line
         status = _report(args.out, chosen, cards, config, args.resamples, console)
         if args.report:
             from stategym.commands.report import write_report
@@ -149,18 +155,27 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _resume(
-    path: Path, overwrite: bool, reader: ReaderSource | None, console: Console
+    path: Path,
+    overwrite: bool,
+    reader: ReaderSource | None,
+    played: tuple[list[EpisodeSpec], Agents],
+    console: Console,
 ) -> list[Trajectory]:
     """Trajectories already in the file (which is rewritten without a cut last line).
 
+    ``played``: the command's specs and agents, whose LLM agents' settings the episodes of
+    the same domain and agent in the file must have been played with.
+
     Raises:
         UsageError: a corrupt line or a duplicated episode (see :func:`~stategym.rundir.load_log`),
-            or an episode whose user read messages otherwise than ``reader`` does.
+            an episode whose user read messages otherwise than ``reader`` does, or one an LLM
+            agent of the command played with other settings than it plays now
+            (:func:`~stategym.rundir.refuse_other_settings`).
     """
     from rich.text import Text
 
     from stategym.kernel.errors import UsageError
-    from stategym.rundir import load_log
+    from stategym.rundir import load_log, refuse_other_settings
 
     if overwrite or not path.exists():
         path.write_bytes(b"")
@@ -182,6 +197,7 @@ def _resume(
             f"{path} holds episodes whose user read messages with {read}, not "
             f"{reading or 'the rules'}; use --overwrite or another --out"
         )
+    refuse_other_settings(path, log.trajectories, *played)
     if log.trajectories:
         console.print(Text(f"resuming {path}: {len(log.trajectories)} episode(s) there"))
     return log.trajectories

@@ -8,8 +8,12 @@ then scored (outcome and decision quality), ``OUT/summary.json`` and ``OUT/resul
 written and the run is recorded in the project-wide index (``--index``, default
 ``runs/index.sqlite``). Running the same command again resumes: requested seeds already in the
 file are reused, the missing ones played, and the summary covers exactly the requested seeds
-(``--overwrite`` starts afresh). The directory is held for the whole run
-(:func:`stategym.rundir.locked`), and the seed range and the index are checked before it.
+(``--overwrite`` starts afresh). A directory holding episodes of another domain, agent,
+knobs or reader, or of the same LLM agent played with other settings (another temperature or
+``--max-tokens``, other weights at the same ``hf:`` path, a log too old to say:
+:func:`stategym.rundir.refuse_other_settings`), is refused in one line. The directory is
+held for the whole run (:func:`stategym.rundir.locked`), and the seed range and the index are
+checked before it.
 """
 
 from __future__ import annotations
@@ -124,8 +128,9 @@ def _complete(
     where Ctrl-C stopped the playing (what finished is saved and recorded)."""
     from stategym.cli import Terminated
     from stategym.rollout import pending, requested
+    from stategym.rollout.log import put_in_order
 
-    finished = _resume(run, config, console)
+    finished = _resume(run, config, specs, agents, console)
     todo = pending(specs, finished)
     if finished:
         seeds = specs[0].seed, specs[-1].seed
@@ -141,7 +146,10 @@ def _complete(
             _play(todo, agents, config, run, finished, options, spread, reader, console)
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM (cli.Terminated)
         stop = interruption
-    _record(run, config, requested(specs, finished), options, args.index, console)
+    chosen = requested(specs, finished)
+    if stop is None:
+        put_in_order(run.trajectories, finished, chosen)
+    _record(run, config, chosen, options, args.index, console)
     if stop is not None:
         console.print("[yellow]interrupted:[/] finished episodes are saved; run again to resume")
         return 128 + signal.SIGTERM if isinstance(stop, Terminated) else 130
@@ -242,13 +250,18 @@ def _record(
     )
 
 
-def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory]:
+def _resume(
+    run: RunDir, config: RunConfig, specs: list[EpisodeSpec], agents: Agents, console: Console
+) -> list[Trajectory]:
     """The trajectories already in the directory.
 
     Raises:
-        UsageError: the file is corrupt, holds duplicated episodes, or another run's episodes.
+        UsageError: the file is corrupt, holds duplicated episodes, another run's episodes,
+            or episodes its LLM agent played with other settings (sampling, weights...) than
+            it plays now (:func:`~stategym.rundir.refuse_other_settings`).
     """
     from stategym.kernel.errors import UsageError
+    from stategym.rundir import refuse_other_settings
 
     finished, dropped = run.load()
     if dropped:
@@ -267,6 +280,7 @@ def _resume(run: RunDir, config: RunConfig, console: Console) -> list[Trajectory
             f"{run.path} holds a run of domain={foreign.domain} agent={foreign.agent} "
             f"knobs={foreign.knobs.describe()}{read}; use --overwrite or another --out"
         )
+    refuse_other_settings(run.trajectories, finished, specs, agents)
     return finished
 
 

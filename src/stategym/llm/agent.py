@@ -9,15 +9,18 @@ action, which the environment logs as a format error: model output never raises.
 
 What a backend reports per round (token usage, token ids, log-probabilities, tolerated parse
 errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each round's typed
-:class:`~stategym.kernel.trajectory.ModelTurn`, the run record's sample, and ``Trajectory.meta``
-(see ``docs/llm.md`` and ``docs/trajectory.md``). A backend reads its model's output by type
-(the ``openai:`` agent drops a field of the wrong type); ``annotate`` then checks, once per
-episode, that the trajectory reads back (:func:`~stategym.kernel.trajectory.loads`), so a
-backend that let a mistyped value through is a bug that stops the run before a line the
-reader refuses is written. No number an endpoint sends can make that check fail: each count
-is below :data:`COUNT_LIMIT`, and so is each episode total in ``meta["usage"]``; a total that
-would reach it (counts an endpoint invented) is logged as ``None`` and named in the
-trajectory's ``meta["dropped"]`` (``"usage.prompt_tokens"``), as a round names what it dropped.
+:class:`~stategym.kernel.trajectory.ModelTurn`, the run record's sample, and
+``Trajectory.meta`` (see ``docs/llm.md`` and ``docs/trajectory.md``). ``meta`` starts with the
+agent's settings (:meth:`ChatAgent.settings`: model, sampling, weights digest, rendering, run
+seed), which a resumed run compares with its own before it reuses an episode. A backend reads
+its model's output by type (the ``openai:`` agent drops a field of the wrong type);
+``annotate`` then checks, once per episode, that the trajectory reads back
+(:func:`~stategym.kernel.trajectory.loads`), so a backend that let a mistyped value through is
+a bug that stops the run before a line the reader refuses is written. No number an endpoint
+sends can make that check fail: each count is below :data:`COUNT_LIMIT`, and so is each episode
+total in ``meta["usage"]``; a total that would reach it (counts an endpoint invented) is logged
+as ``None`` and named in the trajectory's ``meta["dropped"]`` (``"usage.prompt_tokens"``), as a
+round names what it dropped.
 
 Tolerated parse errors count as format errors: a round's ``format_errors`` are the
 environment's, then the backend's, which the round's ``meta["format_errors"]`` repeats; that
@@ -251,14 +254,7 @@ class ChatAgent:
             )
         rounds.extend(trajectory.rounds[len(rounds) :])
         usage = self._usage()
-        header = {
-            **self._backend.describe(),
-            "prompt_version": PROMPT_VERSION,
-            "rendering": self.renderer.kind,
-            "demonstrations": self._demonstrations,
-            "seed": self._seed,
-            "usage": usage,
-        }
+        header = {**self.settings(), "usage": usage}
         dropped = [f"usage.{key}" for key, total in usage.items() if total is None]
         if dropped:
             header["dropped"] = dropped
@@ -269,6 +265,25 @@ class ChatAgent:
             meta={**trajectory.meta, **header, **meta},
         )
         return readable(annotated)
+
+    def settings(self) -> dict[str, Any]:
+        """How this agent plays, as every trajectory's ``meta`` logs it: the backend's model
+        and sampling (:meth:`Backend.describe`: an ``hf:`` model's file digests, an
+        ``openai:`` endpoint's sampling seed), the prompt version, the rendering, the number
+        of demonstrations and the run seed.
+
+        A run resumes only the episodes whose ``meta`` holds these same values
+        (:func:`stategym.rundir.refuse_other_settings`): an episode played otherwise (another
+        temperature, other weights at the same path) would be reported under this agent's
+        settings.
+        """
+        return {
+            **self._backend.describe(),
+            "prompt_version": PROMPT_VERSION,
+            "rendering": self.renderer.kind,
+            "demonstrations": self._demonstrations,
+            "seed": self._seed,
+        }
 
     def _usage(self) -> dict[str, int | None]:
         """The episode's token counts, summed over the rounds that report them.

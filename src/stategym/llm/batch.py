@@ -22,7 +22,8 @@ from stategym.kernel.trajectory import Trajectory
 from stategym.llm.agent import ChatAgent
 from stategym.rollout import FixedAgent, episode_specs, load_log, pending, play_concurrently
 from stategym.rollout import requested as in_spec_order
-from stategym.rollout.log import Appender
+from stategym.rollout.log import Appender, put_in_order
+from stategym.rollout.spec import EpisodeSpec
 
 ChatAgentFactory = Callable[..., ChatAgent]
 """``(task, sample=0) -> ChatAgent``; what :func:`stategym.llm.agent_factory` returns."""
@@ -81,7 +82,7 @@ async def run_many(
     name = domain if isinstance(domain, str) else domain.name
     agent = str(getattr(make_agent, "name", "agent"))
     specs = episode_specs(name, agent, sorted(set(seeds)), knobs, samples=samples)
-    finished = _resume(out, name, knobs) if out is not None else []
+    finished = _resume(out, name, knobs, specs, FixedAgent(make_agent)) if out else []
     append = Appender(out) if out is not None else None
     played: list[Trajectory] = []
 
@@ -96,11 +97,19 @@ async def run_many(
 
     todo = pending(specs, finished)
     await play_concurrently(todo, FixedAgent(make_agent), concurrency=concurrency, on_done=done)
-    return in_spec_order(specs, [*finished, *played])
+    ordered = in_spec_order(specs, [*finished, *played])
+    if out is not None:
+        put_in_order(out, [*finished, *played], ordered)
+    return ordered
 
 
-def _resume(out: Path, domain: str, knobs: Knobs) -> list[Trajectory]:
-    """Finished episodes already in ``out`` (a cut last line is dropped)."""
+def _resume(
+    out: Path, domain: str, knobs: Knobs, specs: list[EpisodeSpec], agent: FixedAgent
+) -> list[Trajectory]:
+    """Finished episodes already in ``out`` (a cut last line is dropped), each played as
+    ``agent`` plays now (:func:`stategym.rundir.refuse_other_settings`)."""
+    from stategym.rundir import refuse_other_settings
+
     finished = load_log(out).trajectories
     for trajectory in finished:
         if trajectory.domain != domain or trajectory.knobs != knobs:
@@ -108,6 +117,7 @@ def _resume(out: Path, domain: str, knobs: Knobs) -> list[Trajectory]:
                 f"{out} holds episodes of {trajectory.domain} with knobs "
                 f"{trajectory.knobs.describe()}; use another file"
             )
+    refuse_other_settings(out, finished, specs, agent)
     return finished
 
 

@@ -11,13 +11,25 @@ round feeds only its observation's tokens. The reply's text is parsed for tool c
 (:mod:`stategym.llm.parse`). Every round logs its token usage, the generated token ids,
 their log-probabilities and its place in the token stream; ``prompt_ids=True`` also logs
 every round's prompt ids (round 0's always).
+
+Every trajectory's ``meta.model_digest`` holds digests of the model folder's files
+(:func:`model_digest`): ``weights`` (the weight files, ``config.json`` and
+``generation_config.json``) and ``tokenizer`` (the tokenizer's files and the chat template),
+taken once when the backend is made, right after the model loaded. A run resumes an ``hf:``
+episode only when they are the ones of the model it plays now
+(:func:`stategym.rundir.refuse_other_settings`): the same path may hold other weights after
+training wrote to it. Hashing reads every weight file once (seconds per GB; the files are in
+the page cache after loading); the device and thread count are not logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import AgentStopped
@@ -25,6 +37,22 @@ from stategym.llm.agent import Reply, Turn
 from stategym.llm.local import ContextLengthError, Generation, LocalModel, Message, Sampling
 from stategym.llm.parse import parse
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin")
+"""Weight files (single files and shards; a shard index is a ``.json`` named for them)."""
+WEIGHT_NAMES = ("config.json", "generation_config.json")
+"""What else decides the network's output: its architecture and its stop tokens."""
+TOKENIZER_NAMES = (
+    "tokenizer.json",
+    "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+)
+"""The files the tokenizer and its chat template load from (and additional_chat_templates/)."""
 GATHER_PASSES = 4
 """Event-loop passes a batch waits for its requests: one for the episodes a batch answered
 to step and ask again, the rest for a new episode to reset and ask (semaphore, reset)."""
@@ -43,6 +71,9 @@ class HFBackend:
         self.model = model
         self.sampling = sampling
         self.prompt_ids = prompt_ids
+        self.digest = model_digest(model.path)
+        """The loaded model's file digests (taken now: a later write to the folder is not
+        what this backend plays)."""
         self.chat = model.chat
         """The chat template the agent cuts observation tokens from (token-in-token-out)."""
         self.batches = 0
@@ -53,7 +84,12 @@ class HFBackend:
     def describe(self) -> dict[str, Any]:
         sampling = asdict(self.sampling)
         del sampling["seed"]
-        return {"backend": "hf", "model": str(self.model.path), "sampling": sampling}
+        return {
+            "backend": "hf",
+            "model": str(self.model.path),
+            "sampling": sampling,
+            "model_digest": self.digest,
+        }
 
     def complete_sync(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn
@@ -130,3 +166,56 @@ class HFBackend:
         if parsed.errors:
             meta["format_errors"] = list(parsed.errors)
         return Reply(parsed.to_message(f"call_{turn.index}"), meta, parsed.errors)
+
+
+def model_digest(folder: Path) -> dict[str, str]:
+    """SHA-256 digests of a model folder's ``weights`` (:data:`WEIGHT_SUFFIXES` and
+    :data:`WEIGHT_NAMES`, shard indexes included) and ``tokenizer`` (:data:`TOKENIZER_NAMES`
+    and ``additional_chat_templates/*.jinja``) files, each over the files' names and
+    contents. Other files (a README, a recipe record with timings) change nothing the model
+    plays and are left out. Cached per folder while no file's size or time changes, so the
+    backends of one run (one per domain) hash the weights once."""
+    root = Path(folder).resolve()
+    signature = tuple(
+        (part, name, path.stat().st_size, path.stat().st_mtime_ns)
+        for part, name, path in _model_files(root)
+    )
+    return dict(_digests(root, signature))
+
+
+def _model_files(folder: Path) -> list[tuple[str, str, Path]]:
+    """The files :func:`model_digest` hashes, as ``(part, name in the folder, path)``,
+    sorted by name."""
+    paths = [p for p in folder.iterdir() if p.is_file()]
+    templates = folder / "additional_chat_templates"
+    if templates.is_dir():
+        paths += [p for p in templates.glob("*.jinja") if p.is_file()]
+    files = []
+    for path in paths:
+        part = _part(path.name)
+        if part is not None:
+            files.append((part, path.relative_to(folder).as_posix(), path))
+    return sorted(files, key=lambda file: file[1])
+
+
+def _part(name: str) -> str | None:
+    """Which digest a file of the folder belongs to (``None``: neither)."""
+    if name.endswith((*WEIGHT_SUFFIXES, ".index.json")) or name in WEIGHT_NAMES:
+        return "weights"
+    if name in TOKENIZER_NAMES or name.endswith(".jinja"):
+        return "tokenizer"
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _digests(
+    folder: Path, signature: tuple[tuple[str, str, int, int], ...]
+) -> tuple[tuple[str, str], ...]:
+    """The digests of :func:`model_digest` (``signature``: each file's part, name, size and
+    time, the cache's key)."""
+    parts = {"weights": hashlib.sha256(), "tokenizer": hashlib.sha256()}
+    for part, name, _, _ in signature:
+        with (folder / name).open("rb") as handle:
+            content = hashlib.file_digest(handle, "sha256").hexdigest()
+        parts[part].update(f"{name}\0{content}\n".encode())
+    return tuple((part, digest.hexdigest()) for part, digest in parts.items())

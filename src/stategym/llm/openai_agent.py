@@ -2,10 +2,14 @@
 
 vLLM, SGLang, Ollama, ``stategym serve`` and hosted APIs all speak this protocol. Tools go as
 function schemas, the reply's ``tool_calls`` are one parallel round and plain ``content``
-goes to the simulated user. Before the first request the endpoint is asked for its models,
-once and quickly (:func:`check_endpoint`), so a server that is down fails at once. Transient
-failures (timeouts, connection errors, 408/409/429 and 5xx answers) are retried with
-exponential backoff; a request rejected because the conversation outgrew the model's context
+goes to the simulated user. Every request carries a sampling ``seed`` derived from (run seed,
+task, sample, round), as an ``hf:`` agent seeds each round, and ``meta.sampling.seed`` logs
+the run seed (:attr:`Settings.seed`, 0 unless given): the same command against
+``stategym serve`` gives the same episodes; an endpoint that ignores ``seed`` does not.
+Before the first request the endpoint is asked for its models, once and quickly
+(:func:`check_endpoint`), so a server that is down fails at once. Transient failures
+(timeouts, connection errors, 408/409/429 and 5xx answers) are retried with exponential
+backoff; a request rejected because the conversation outgrew the model's context
 (its error message or body says so) ends the episode (:class:`AgentStopped`); any other
 error stops the run, since it would fail every episode the same way, and the CLI says it in
 one line (:func:`failure_line`: status, address and the body's first line).
@@ -78,8 +82,12 @@ class Settings:
     """Nucleus sampling mass."""
     max_tokens: int | None = None
     """Most tokens per reply."""
-    seed: int | None = None
-    """Base sampling seed; each request gets one derived from (seed, task, sample, round)."""
+    seed: int = 0
+    """Base sampling seed (the run seed; 0 by default, as ``hf:`` agents). Every request
+    carries the seed derived from (seed, task, sample, round), the one an ``hf:`` agent
+    samples its round with, so the same command against ``stategym serve`` reproduces its
+    episodes; an endpoint that ignores ``seed``, or honours it at best effort (as OpenAI's
+    own documents), samples as it likes."""
     logprobs: bool = False
     """Ask for the log-probability of every generated token."""
     token_ids: bool = False
@@ -146,7 +154,7 @@ class OpenAIBackend:
         sampling = {
             k: v
             for k, v in asdict(self.settings).items()
-            if k in ("temperature", "top_p", "max_tokens") and v is not None
+            if k in ("temperature", "top_p", "max_tokens", "seed") and v is not None
         }
         described = {
             "backend": "openai",
@@ -248,8 +256,7 @@ class OpenAIBackend:
         for name in ("temperature", "top_p", "max_tokens"):
             if getattr(s, name) is not None:
                 request[name] = getattr(s, name)
-        if s.seed is not None:
-            request["seed"] = turn.seed  # derived from (s.seed, task, sample, round)
+        request["seed"] = turn.seed  # derived from (run seed, task, sample, round)
         if s.logprobs:
             request["logprobs"] = True
         extra = dict(s.extra_body)

@@ -7,6 +7,7 @@ last line, one that does not end in a newline, is dropped (and reported by its l
 number); any other unreadable line is an error naming ``FILE:LINE``, and so are two copies
 of one episode (:func:`~stategym.rollout.spec.trajectory_key`). :func:`load_log` also
 rewrites the file without the cut line, so the next append starts on a line of its own.
+A complete run puts its log in request order (:func:`put_in_order`).
 """
 
 from __future__ import annotations
@@ -130,3 +131,27 @@ class Appender:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("ab") as handle:  # closed, so flushed, before the next episode
             handle.write(dumps(trajectory) + b"\n")
+
+
+def put_in_order(path: Path, log: Sequence[Trajectory], first: Sequence[Trajectory]) -> None:
+    """Rewrite the log ``path``, which holds ``log`` in that order, in the order a request
+    lists its episodes: by domain, then agent, in the order ``first`` (the command's
+    requested episodes, in request order) names them (any others after, as the log first
+    has them), then by seed and sample; ties keep their order. Whole or not at all, and not
+    at all when the log is in that order already.
+
+    Episodes are appended as they end, which for LLM agents playing concurrently is the
+    order they happened to finish in, and a resumed run appends the missing ones after the
+    rest: put in order at the end of a complete run, the same command writes the same
+    bytes whatever its concurrency or interruptions, and the requested episodes (a scores
+    file in request order) come in the log's order.
+    """
+    domains: dict[str, int] = {}
+    agents: dict[str, int] = {}
+    for trajectory in (*first, *log):
+        domains.setdefault(trajectory.domain, len(domains))
+        agents.setdefault(trajectory.agent, len(agents))
+    ordered = sorted(log, key=lambda t: (domains[t.domain], agents[t.agent], t.seed, t.run.sample))
+    if all(a is b for a, b in zip(ordered, log, strict=True)):
+        return
+    replace_bytes(path, jsonl_bytes(ordered))
