@@ -2,12 +2,15 @@
 
 Shared by the local agent (``hf:PATH``) and ``stategym serve``. The model's own chat template
 renders the conversation and the tools, so any chat model whose template takes ``tools``
-works. Decoding goes through :class:`~stategym.llm.engine.Engine`: many requests in one
-batch (one forward per decoding step), each episode's key/value cache kept across its turns
-(a session), each row sampled from its own generator seeded by its request: the same seed
-gives the same tokens whatever else shares the batch, and the log-probability of every
-sampled token comes out as a by-product (what RL trainers need), with no global random state
-touched.
+works; every text of the conversation (contents, calls' names and arguments, tools' names,
+descriptions and schemas) is tokenised as text, so only the template's own markers are special
+(:meth:`ChatTokenizer.render`). Decoding goes through :class:`~stategym.llm.engine.Engine`:
+many requests in one batch (one forward per decoding step), each episode's key/value cache
+kept across its turns (a session), each row sampled from its own generator seeded by its
+request: the same seed gives the same tokens whatever else shares the batch, two seeds of
+:data:`SEEDS` (the signed 32-bit integers, the bits torch's CPU generator keeps) give two
+generator states, and the log-probability of every sampled token comes out as a by-product
+(what RL trainers need), with no global random state touched.
 
 A folder is checked before it loads (:func:`~stategym.llm.model_files.check_model_dir`), and
 its logits on :data:`GREETING` must be finite (a diverged checkpoint is refused, naming it);
@@ -41,8 +44,13 @@ Message = dict[str, Any]
 MIN_TEMPERATURE = 1e-5
 """Temperatures below it (0 included) pick the most likely token, as vLLM does: dividing the
 logits by less overflows them to infinity, and the softmax of infinities is no distribution."""
-SEEDS = range(-(2**63), 2**64)
-"""The seeds a row's generator takes (``torch.Generator.manual_seed``)."""
+SEEDS = range(-(2**31), 2**31)
+"""The seeds a row's generator takes: the signed 32-bit integers. ``torch.Generator.manual_seed``
+takes any 64-bit number, but the CPU generator (a Mersenne Twister) keeps only its low 32 bits
+(seeds ``s`` and ``s + 2**32`` sample the same tokens); within this range every seed gives
+its own generator state on every device (CUDA's keeps 64 bits), and a seed is given to torch
+as it is, so a seed samples as it did before the range was narrowed. Others are refused
+(:meth:`LocalModel.check`), not folded into it."""
 GREETING: tuple[Message, ...] = ({"role": "user", "content": "Hello"},)
 """The conversation a model's logits are probed on when it loads
 (:meth:`~stategym.llm.engine.Engine.probe`): any chat template renders it."""
@@ -160,12 +168,24 @@ class ChatTokenizer:
         """The text that closes an assistant turn: the tokenizer's end-of-sequence token."""
         return str(self.tokenizer.eos_token)
 
+    @property
+    def specials(self) -> re.Pattern[str] | None:
+        """The tokenizer's special-token strings, longest first (``None``: it has none)."""
+        return self._specials
+
     def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
-        """The prompt's token ids, with the template's generation prompt appended; each
-        message's content tokenised as text (:func:`~stategym.rendering.tokens.first_segment`),
-        so a served conversation that quotes model text back (a tool result naming what the
-        model wrote) holds no turn marker the template did not write, as a token-in-token-out
-        prompt holds none."""
+        """The prompt's token ids, with the template's generation prompt appended; every text
+        of the conversation tokenised as text (:func:`~stategym.rendering.tokens.first_segment`:
+        contents, calls' names and arguments, tools' names, descriptions and schemas), so a
+        served conversation that sends model text back (a tool result naming what the model
+        wrote, an earlier call's arguments) holds no turn marker the template did not write,
+        as a token-in-token-out prompt holds none.
+
+        Raises:
+            ValueError: a template that rewrites special-token strings of those texts so that
+                they cannot be told from its own markers
+                (:func:`~stategym.rendering.tokens.conversation_texts`).
+        """
         return list(first_segment(self, messages, tools).ids)
 
     def template(
@@ -192,8 +212,8 @@ class ChatTokenizer:
         self, text: str, contents: Sequence[tuple[int, int]]
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """As :meth:`tokenize`, except that a special-token string inside one of ``contents``
-        (character ranges of message content) is tokenised as text: only the template's own
-        markers are special (:class:`~stategym.rendering.tokens.ContentTokenizer`).
+        (character ranges of the conversation's texts) is tokenised as text: only the
+        template's own markers are special (:class:`~stategym.rendering.tokens.ContentTokenizer`).
 
         The tokenizer already cuts the text at every special token, so cutting it there
         changes nothing else: each such string is tokenised alone as text (as transformers'
@@ -339,7 +359,9 @@ class LocalModel:
                 f"token id {bad} is outside the vocabulary: ids run from 0 to {self.vocab_size - 1}"
             )
         if sampling.seed is not None and sampling.seed not in SEEDS:
-            raise InvalidRequestError(f"seed {sampling.seed} is outside [-2**63, 2**64)")
+            raise InvalidRequestError(
+                f"seed {sampling.seed} is outside [-2**31, 2**31): the generator keeps 32 bits"
+            )
         if not (math.isfinite(sampling.temperature) and sampling.temperature >= 0):
             raise InvalidRequestError(f"temperature {sampling.temperature} is not in [0, inf)")
         if not 0 < sampling.top_p <= 1:

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from stategym.llm.local import SEEDS
+
 
 class _Open(pydantic.BaseModel):
     """A part of a request: the fields this server reads are checked, others kept, and a
@@ -91,8 +93,10 @@ class ChatRequest(_Open):
     max_tokens: int | None = pydantic.Field(None, ge=1)
     max_completion_tokens: int | None = pydantic.Field(None, ge=1)
     n: int = pydantic.Field(1, ge=1, le=16)
-    seed: int | None = pydantic.Field(None, ge=-(2**63), le=2**63 - 1)
-    """A signed 64-bit integer, as OpenAI's; choice ``i`` samples with ``seed + i``."""
+    seed: int | None = pydantic.Field(None, ge=SEEDS.start, le=SEEDS.stop - 1)
+    """A signed 32-bit integer (:data:`~stategym.llm.local.SEEDS`: the bits torch's generator
+    keeps, so two seeds never sample alike; OpenAI's is 64-bit); choice ``i`` samples with
+    ``seed + i``, which must be one too."""
     logprobs: bool = False
     stream: bool = False
     return_token_ids: bool = False

@@ -5,7 +5,11 @@ answers with ``tool_calls`` parsed from the model's text, so any OpenAI-compatib
 (and :mod:`stategym.llm.openai_agent`) can evaluate a model trained here. Like vLLM it returns
 ``prompt_token_ids`` and each choice's ``token_ids`` when the request sets
 ``return_token_ids``, and per-token ``logprobs`` when asked. Each choice also carries
-``stategym.format_errors``: malformations the parser tolerated. A request with
+``stategym.format_errors``: malformations the parser tolerated. A request's ``messages`` and
+``tools`` are rendered by the model's chat template with every text in them tokenised as text
+(contents, earlier calls' names and arguments, tools' names, descriptions and schemas:
+:func:`~stategym.rendering.tokens.conversation_texts`), so the prompt holds no special token
+the template did not write, whatever model text a client sends back. A request with
 ``prompt_token_ids`` (token-in-token-out clients) is continued from those ids as given; its
 ``messages`` are not rendered. A request naming another
 model than the one served is answered 404 ``model_not_found``, as OpenAI does (an empty
@@ -14,8 +18,9 @@ Binds to 127.0.0.1 unless told otherwise; there is no authentication.
 
 A request is checked whole before it joins a batch, and a bad one is answered 400
 ``invalid_request_error`` naming what is wrong: the shapes of its fields
-(:class:`~stategym.llm.requests.ChatRequest`: messages, tools, ``seed`` a signed 64-bit
-integer), a chat template that refuses its messages, and what the model cannot decode
+(:class:`~stategym.llm.requests.ChatRequest`: messages, tools, ``seed`` a signed 32-bit
+integer, as is ``seed + n - 1``), a chat template that refuses its messages, and what the model
+cannot decode
 (:meth:`LocalModel.check`: token ids outside the vocabulary...). A temperature below
 :data:`~stategym.llm.local.MIN_TEMPERATURE` decodes greedily. A body over
 :data:`MAX_BODY_BYTES` is answered 413 before it is parsed. A ``null`` for a field that has a
@@ -28,6 +33,11 @@ requests that arrive wait, and the next batch takes every waiting one (each of a
 ``n`` choices is one row), so a harness with many episodes in flight gets one forward per
 token for all of them. A row's tokens are its own seed's, whatever shares its batch, and one
 request's failure is its own: a batch that fails is decoded again one request at a time.
+Choice ``i`` samples with seed ``seed + i`` (as a request of that seed and ``n`` 1 does), else
+with the request's number plus ``i`` (modulo ``2**31``); seeds are the signed 32-bit integers
+(:data:`~stategym.llm.local.SEEDS`), the bits torch's CPU generator keeps, so two seeds never
+sample alike (a wider seed would be folded onto another: ``-1`` and ``2**63 - 1`` sampled the
+same tokens), and a seed outside is a 400.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 import orjson
 
 from stategym.llm.local import (
+    SEEDS,
     ContextLengthError,
     Generation,
     InvalidRequestError,
@@ -243,15 +254,39 @@ def _prompt(model: LocalModel, body: ChatRequest) -> tuple[int, ...]:
 
 
 def _jobs(body: ChatRequest, prompt: tuple[int, ...], number: int) -> list[Job]:
-    """One job per choice: choice ``i`` samples with seed ``seed + i`` (the request's seed,
-    else its number)."""
+    """One job per choice, each with its seed (:func:`_choice_seeds`).
+
+    Raises:
+        InvalidRequestError: a choice's seed past :data:`~stategym.llm.local.SEEDS`.
+    """
     base = Sampling(
         temperature=body.temperature,
         top_p=body.top_p,
         max_tokens=body.max_completion_tokens or body.max_tokens or DEFAULT_MAX_TOKENS,
     )
-    seed = body.seed if body.seed is not None else number
-    return [(prompt, replace(base, seed=seed + index)) for index in range(body.n)]
+    seeds = _choice_seeds(body.seed, body.n, number)
+    return [(prompt, replace(base, seed=seed)) for seed in seeds]
+
+
+def _choice_seeds(seed: int | None, n: int, number: int) -> list[int]:
+    """Choice ``i``'s seed: the request's ``seed`` plus ``i`` (so it samples as a request with
+    seed ``seed + i`` and ``n`` 1 does), each in :data:`~stategym.llm.local.SEEDS`, where two
+    seeds are two generator states; without a seed, the request's number plus ``i``, taken
+    modulo ``2**31`` (a server answers 2**31 requests before two unseeded rows share one).
+
+    Raises:
+        InvalidRequestError: ``seed + n - 1`` past the largest seed (folding it back would
+            give the choice another request's tokens).
+    """
+    if seed is None:
+        return [(number + index) % SEEDS.stop for index in range(n)]
+    last = seed + n - 1
+    if last not in SEEDS:
+        raise InvalidRequestError(
+            f"seed {seed} with n={n}: choice {n - 1} would sample with seed {last}, past the "
+            f"largest seed {SEEDS.stop - 1} (2**31 - 1); give a seed of at most {SEEDS.stop - n}"
+        )
+    return [seed + index for index in range(n)]
 
 
 def _response(

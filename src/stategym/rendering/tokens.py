@@ -15,26 +15,39 @@ observation's messages (and the generation prompt) after it; the text after that
 end-of-turn marker is the segment, tokenised on its own. This module needs no tokenizer
 library: it takes a :class:`ChatTemplate` (``stategym.llm.local.LocalModel`` is one).
 
-Inside a message's content the tokenizer's special tokens are never matched: the environment
-quotes model text back (an unknown tool's name), and a ``<|im_end|>`` the model wrote as plain
-characters must not come back as the marker (a forged turn boundary, in the next prompt and in
-training data). A :class:`ContentTokenizer` (``stategym.llm.local.ChatTokenizer`` is one) is
-given each content's character range and tokenises the special-token strings there as text;
-the template's own markers stay special, and a segment whose contents hold none is tokenised
-exactly as in one piece. A content is found by searching the text for it, in order: one the
-template does not write verbatim (escaped, say) has no range and is tokenised as the rest.
+No text that came from a client or a model ever becomes a special token: the environment
+quotes model text back (an unknown tool's name), a served client sends model text back (an
+earlier call's name and arguments), and a ``<|im_end|>`` written as plain characters must not
+come back as the marker (a forged turn boundary, in the next prompt and in training data).
+Every string of the conversation's data is such a text (:func:`conversation_texts`): message
+content, each call's name and arguments, each tool's name, description and parameter schema,
+and any other field a template may write, keys included; the template's own markers are in
+the template, never in the data. For a :class:`ContentTokenizer`
+(``stategym.llm.local.ChatTokenizer`` is one) the special-token strings in those texts are
+hidden behind placeholders while the template renders once more, so wherever it writes them
+(in order or not, inside JSON or verbatim, once or twice) their places in its text are known;
+there they are tokenised as text, and the template's own markers stay special. A conversation
+whose texts hold none (every ordinary one) is rendered once and tokenised exactly as in one
+piece. A template that does not write such a string as given (escapes it) is tokenised as it
+writes it, when its text holds no more special tokens than its own; one that rewrites the
+placeholders but writes the string as given (lower-cases a content) cannot place it, and is
+refused (``ValueError``). What the rule cannot see: a special-token string that only the
+template's text completes (a text ending in ``<|im_`` that a template follows with
+``end|>``), which no template here writes.
 
 An assistant turn that was not sampled (a scripted or logged action, a teacher's turn) is
-rebuilt from its message by :func:`assistant_segment` under the same rule: its content, each
-call's name and its arguments text are tokenised as text, and the turn ends at the marker the
-template writes after it (found from the end of the template's text), never at a marker string
-inside the content; so its ids decode to the turn as logged, whole. A sampled turn is never
-rebuilt: its ids are kept as the model sampled them (a marker it sampled is its own).
+rebuilt from its message by :func:`assistant_segment` under the same rule, and the turn ends
+at the marker the template writes after it (found from the end of the template's text), never
+at a marker string inside the content; so its ids decode to the turn as logged, whole. A
+sampled turn is never rebuilt: its ids are kept as the model sampled them (a marker it sampled
+is its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -70,18 +83,24 @@ class ChatTemplate(Protocol):
 
 @runtime_checkable
 class ContentTokenizer(Protocol):
-    """A :class:`ChatTemplate` whose tokenizer has special tokens (turn markers) that a
-    message's content must never produce: content quotes model text (an unknown tool's name
-    is echoed in the error), and a ``<|im_end|>`` the model wrote as plain characters, read
-    back as the marker, would forge a turn boundary in the next prompt and in training data.
-    A template without this method is tokenised in one piece (special-token strings in
-    content are then matched as everywhere else)."""
+    """A :class:`ChatTemplate` whose tokenizer has special tokens (turn markers) that no text
+    of the conversation may produce: content quotes model text (an unknown tool's name is
+    echoed in the error), a client sends model text back (an earlier call's arguments), and a
+    ``<|im_end|>`` written as plain characters, read back as the marker, would forge a turn
+    boundary in the next prompt and in training data. A template without these members is
+    tokenised in one piece (special-token strings in the texts are then matched as everywhere
+    else)."""
+
+    @property
+    def specials(self) -> re.Pattern[str] | None:
+        """The tokenizer's special-token strings, longest first (``None``: it has none)."""
+        ...
 
     def tokenize_content(
         self, text: str, contents: Sequence[tuple[int, int]]
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """As :meth:`ChatTemplate.tokenize`, except that a special-token string inside one of
-        ``contents`` (character ranges of message content) is tokenised as text."""
+        ``contents`` (character ranges of the conversation's texts) is tokenised as text."""
         ...
 
 
@@ -93,12 +112,27 @@ class Segment:
     mask: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Rendered:
+    """Template text, and the character ranges in it of the special-token strings that the
+    conversation's texts wrote (tokenised as text); the template's own markers are not in
+    them."""
+
+    text: str
+    quoted: tuple[tuple[int, int], ...] = ()
+
+    def tail(self, cut: int, before: str = "") -> _Rendered:
+        """The text from ``cut`` on, after ``before`` (ranges moved with it)."""
+        shift = len(before) - cut
+        quoted = tuple((a + shift, b + shift) for a, b in self.quoted if a >= cut)
+        return _Rendered(before + self.text[cut:], quoted)
+
+
 def first_segment(
     chat: ChatTemplate, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
 ) -> Segment:
     """The first prompt: system prompt and request, up to the generation prompt."""
-    text = chat.template(messages, tools, True)
-    return _segment(chat, text, messages, 0)
+    return _segment(chat, _render(chat, messages, tools, True), messages, 0)
 
 
 def observation_segment(
@@ -118,14 +152,17 @@ def observation_segment(
     """
     base: list[Message] = [*_BASE, {"role": "assistant", "content": _MARK}]
     before = chat.template(base, tools, False)
-    after = chat.template([*base, *observation], tools, True)
+    after = _render(chat, [*base, *observation], tools, True)
     start = before.rfind(_MARK)
     cut = before.find(chat.end_of_turn, start) if start >= 0 else -1
-    if cut < 0 or after[: cut + len(chat.end_of_turn)] != before[: cut + len(chat.end_of_turn)]:
+    if (
+        cut < 0
+        or after.text[: cut + len(chat.end_of_turn)] != before[: cut + len(chat.end_of_turn)]
+    ):
         raise ValueError("the chat template renders a turn differently once messages follow it")
     cut += len(chat.end_of_turn)
     closing = "" if closed else chat.end_of_turn
-    return _segment(chat, closing + after[cut:], observation, len(closing))
+    return _segment(chat, after.tail(cut, closing), observation, len(closing))
 
 
 def assistant_segment(
@@ -135,11 +172,12 @@ def assistant_segment(
     generation prompt: content and calls, then the end-of-turn marker; every token
     :data:`POLICY` (what a model that wrote this message would have sampled).
 
-    For a turn that was not sampled (a logged or scripted action): the message's content,
-    each call's name and its arguments text are tokenised as text (:class:`ContentTokenizer`),
-    and the turn ends at the template's own marker, the one it writes after the turn, so a
-    marker string inside the content neither becomes a special token nor cuts the turn.
-    Many turns under one template and tool list: :class:`AssistantTurns`.
+    For a turn that was not sampled (a logged or scripted action): its texts (content, each
+    call's name and arguments: :func:`conversation_texts`) are tokenised as text
+    (:class:`ContentTokenizer`), and the turn ends at the template's own marker, the one it
+    writes after the turn, so a marker string inside the content neither becomes a special
+    token nor cuts the turn. Many turns under one template and tool list:
+    :class:`AssistantTurns`.
 
     Raises:
         ValueError: a template whose text with the turn does not extend its generation
@@ -162,17 +200,16 @@ class AssistantTurns:
     def segment(self, message: Message) -> Segment:
         """One turn (:func:`assistant_segment`)."""
         chat, before, tail = self.chat, self.before, self.tail
-        after = chat.template([*_BASE, message], self.tools, False)
-        if not after.startswith(before):
+        after = _render(chat, [*_BASE, message], self.tools, False)
+        if not after.text.startswith(before):
             raise ValueError("the chat template does not extend its generation prompt")
-        end = len(after) - len(tail)
-        closed = after.endswith(tail) and after[:end].endswith(chat.end_of_turn)
+        end = len(after.text) - len(tail)
+        closed = after.text.endswith(tail) and after.text[:end].endswith(chat.end_of_turn)
         if not closed or end - len(chat.end_of_turn) < len(before):
             raise ValueError("the chat template writes no end-of-turn marker for the turn")
-        text = after[len(before) : end]
-        body = len(text) - len(chat.end_of_turn)  # the contents lie before the closing marker
-        found = _ranges(text[:body], _turn_texts(message), 0)
-        ids, _ = _tokenize(chat, text, [span for span in found if span is not None])
+        turn = after.tail(len(before))  # the turn's own marker ends it: no text is quoted there
+        text = turn.text[: end - len(before)]
+        ids, _ = _tokenize(chat, text, [span for span in turn.quoted if span[1] <= len(text)])
         return Segment(tuple(ids), POLICY * len(ids))
 
 
@@ -187,27 +224,113 @@ def _after_turn(chat: ChatTemplate, tools: Sequence[dict[str, Any]]) -> str:
     return reference[cut + len(chat.end_of_turn) :]
 
 
-def _turn_texts(message: Message) -> list[str]:
-    """An assistant message's texts in the order a template writes them: its content, then
-    each call's name and arguments (arguments given as an object have no text of their own
-    and are found only if the template writes them as given)."""
-    content = message.get("content")
-    texts = [content if isinstance(content, str) else ""]
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            name, arguments = function.get("name"), function.get("arguments")
-            texts.append(name if isinstance(name, str) else "")
-            texts.append(arguments if isinstance(arguments, str) else "")
-    return texts
+def conversation_texts(value: Any) -> Iterator[str]:
+    """Every text of a conversation's data (messages, tools, or any part of them): each
+    string, dict keys included, at any depth. All of them came from a client or a model
+    (message content, a call's name and arguments, a tool's name, description and parameter
+    schema, any other field a template may write); the template's own markers are in the
+    template, never in the data. The one rule of what is tokenised as text
+    (:func:`_render`)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from conversation_texts(key)
+            yield from conversation_texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from conversation_texts(item)
 
 
-def _segment(chat: ChatTemplate, text: str, messages: Sequence[Message], offset: int) -> Segment:
-    """Tokenise ``text``, the messages' contents as text (:class:`ContentTokenizer`); tokens
-    starting inside a user message's content are ``USER``."""
-    contents = _contents(text, messages, offset)
-    ids, spans = _tokenize(chat, text, [(start, end) for _, start, end in contents])
-    users = [(start, end) for role, start, end in contents if role == "user"]
+def _render(
+    chat: ChatTemplate,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]],
+    generation: bool,
+) -> _Rendered:
+    """The template's text, and where the special-token strings of the conversation's texts
+    (:func:`conversation_texts`) stand in it: rendered once more with each hidden behind a
+    placeholder (:class:`_Placeholders`), which the template writes wherever it writes the
+    text. A conversation whose texts hold none (every ordinary one) is rendered once.
+
+    Raises:
+        ValueError: a template that rewrites the placeholders (they cannot be put back) while
+            its text holds a special token the conversation's texts wrote.
+    """
+    text = chat.template(messages, tools, generation)
+    pattern = chat.specials if isinstance(chat, ContentTokenizer) else None
+    if pattern is None or not any(pattern.search(t) for t in conversation_texts([messages, tools])):
+        return _Rendered(text)
+    hiding = _Placeholders(pattern, [messages, tools])
+    hidden = chat.template(hiding.hide(messages), hiding.hide(tools), generation)
+    restored, quoted = hiding.restore(hidden)
+    if restored == text:
+        return _Rendered(text, quoted)
+    if len(pattern.findall(text)) == len(pattern.findall(hidden)):
+        return _Rendered(text)  # it rewrote them (escaped): its markers are all its own
+    raise ValueError(
+        "the chat template rewrites the special-token strings of the conversation's texts; "
+        "they cannot be told from its own markers"
+    )
+
+
+class _Placeholders:
+    """The special-token strings of a conversation's texts, each hidden behind a placeholder
+    while the template renders (``<prefix><index>q``: letters and digits, which templates
+    write as given, inside JSON too), then put back where the template wrote it. The prefix
+    is one that no text of the conversation holds."""
+
+    def __init__(self, pattern: re.Pattern[str], data: Any) -> None:
+        texts = list(conversation_texts(data))
+        salts = (f"StategymQuoted{salt}n" for salt in itertools.count())
+        self.pattern = pattern
+        self.prefix = next(p for p in salts if not any(p in text for text in texts))
+        self.strings: list[str] = []
+        self.placed = re.compile(re.escape(self.prefix) + r"(\d+)q")
+
+    def hide(self, value: Any) -> Any:
+        """A copy of ``value`` with every special-token string in its texts hidden."""
+        if isinstance(value, str):
+            return self.pattern.sub(self._placeholder, value)
+        if isinstance(value, dict):
+            return {self.hide(key): self.hide(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.hide(item) for item in value]
+        return value
+
+    def restore(self, text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+        """``text`` with each placeholder put back, and the strings' ranges in it."""
+        pieces: list[str] = []
+        quoted: list[tuple[int, int]] = []
+        position = length = 0
+        for match in self.placed.finditer(text):
+            index = int(match.group(1))
+            if index >= len(self.strings):
+                continue  # not one of ours (a template's own text): left as written
+            pieces.append(text[position : match.start()])
+            length += match.start() - position
+            pieces.append(self.strings[index])
+            quoted.append((length, length + len(self.strings[index])))
+            length += len(self.strings[index])
+            position = match.end()
+        pieces.append(text[position:])
+        return "".join(pieces), tuple(quoted)
+
+    def _placeholder(self, match: re.Match[str]) -> str:
+        string = match.group()
+        if string not in self.strings:
+            self.strings.append(string)
+        return f"{self.prefix}{self.strings.index(string)}q"
+
+
+def _segment(
+    chat: ChatTemplate, rendered: _Rendered, messages: Sequence[Message], offset: int
+) -> Segment:
+    """Tokenise the rendered text, the conversation's special-token strings as text
+    (:class:`ContentTokenizer`); tokens starting inside a user message's content are
+    ``USER``."""
+    ids, spans = _tokenize(chat, rendered.text, rendered.quoted)
+    users = _user_contents(rendered.text, messages, offset)
     mask = "".join(
         USER if any(a <= begin < b for a, b in users) else OBSERVATION for begin, _ in spans
     )
@@ -224,31 +347,20 @@ def _tokenize(
     return chat.tokenize(text)
 
 
-def _contents(text: str, messages: Sequence[Message], offset: int) -> list[tuple[str, int, int]]:
-    """Each message's role and the character range of its content in ``text`` (found in
-    order from ``offset``; an empty content, or one the template does not write verbatim,
-    has none)."""
-    texts = [str(message.get("content") or "") for message in messages]
-    found = _ranges(text, texts, offset)
-    return [
-        (str(message.get("role")), *span)
-        for message, span in zip(messages, found, strict=True)
-        if span is not None
-    ]
-
-
-def _ranges(text: str, contents: Sequence[str], offset: int) -> list[tuple[int, int] | None]:
-    """Each content's character range in ``text``, searched in order from ``offset``
-    (``None``: empty, or not written verbatim; the search goes on from the last one found)."""
-    found: list[tuple[int, int] | None] = []
+def _user_contents(text: str, messages: Sequence[Message], offset: int) -> list[tuple[int, int]]:
+    """The character ranges of the user messages' contents in ``text`` (each message's
+    content found in order from ``offset``; an empty content, or one the template does not
+    write verbatim, has none): where the simulated user's words are."""
+    found = []
     position = offset
-    for content in contents:
+    for message in messages:
+        content = str(message.get("content") or "")
         start = text.find(content, position) if content else -1
         if start < 0:
-            found.append(None)
             continue
         position = start + len(content)
-        found.append((start, position))
+        if message.get("role") == "user":
+            found.append((start, position))
     return found
 
 
