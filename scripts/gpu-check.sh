@@ -4,11 +4,17 @@
 #   OUT=DIR bash scripts/gpu-check.sh      # stategym[hf,serve,llm] importable; figures in DIR
 #
 # 1. tests/train/test_gpu.py (skipped on a machine without CUDA);
-# 2. SFT, then GRPO twice from it with the same seed (bfloat16): the same metrics?
+# 2. SFT on the messages rendering, then GRPO twice from it with the same seed (bfloat16;
+#    GRPO goes on in the rendering the SFT model records): the same metrics?
 # 3. the trained model as hf:PATH --device cuda, greedy twice, greedy one episode at a time,
 #    and sampled twice: the same tokens and scores? (stategym run under py-spy, if it is
 #    installed: where the time goes, DIR/run_profile.txt, summed by scripts/profile_shares.py);
-# 4. the same model behind `stategym serve --device cuda`;
+# 4. the same model behind `stategym serve --device cuda`: `stategym run --agent openai:`
+#    (messages, which the server renders and tokenises again each round: compared with hf:'s
+#    greedy run by actions; tokens are not logged, and the actions may differ from a round
+#    whose sampled ids are not the tokenizer's encoding of their text or that was cut at
+#    --max-tokens, see scripts/compare_runs.py), and token-in-token-out (the openai: agent
+#    given the model's tokenizer, scripts/served_vs_hf.py: the same tokens as hf:?);
 # 5. E2's smoke budget on the GPU;
 # 6. benchmarks/rollout_speed.py on the GPU with the trained tiny model (as saved, and cast to
 #    float32) and with a 16-layer one.
@@ -42,8 +48,10 @@ if [ "$SMALL" = 1 ]; then EPISODES=8; STEPS=6; ITERATIONS=1; PLAYS=4; else EPISO
 train=(--device "$DEVICE" --dtype "$DTYPE" --no-progress)
 
 step gpu_test 240 python3 -m pytest tests/train/test_gpu.py -q -p no:cacheprovider -rs
+# messages, not the trainer's default compact: serve speaks OpenAI messages and refuses a
+# model trained on compact (hf: plays a model in the rendering its folder records)
 step sft 180 "${sg[@]}" train sft --domain travel --agents expert --episodes $EPISODES \
-  --iterations $STEPS --batch-size 4 --out "$WORK/sft" "${train[@]}"
+  --iterations $STEPS --batch-size 4 --rendering messages --out "$WORK/sft" "${train[@]}"
 for n in 1 2; do
   step grpo$n 180 "${sg[@]}" train grpo --init "$WORK/sft" --credit gigpo --group 4 --tasks 4 \
     --iterations $ITERATIONS --eval-episodes 4 --out "$WORK/grpo$n" "${train[@]}"
@@ -79,18 +87,21 @@ for _ in $(seq 90); do
 done
 step served 180 "${sg[@]}" run --agent openai:model --base-url http://127.0.0.1:8123/v1 \
   --temperature 0 --episodes $PLAYS --max-tokens 48 --out "$WORK/served" --index "$WORK/index.sqlite"
+step served_tito 180 python3 scripts/served_vs_hf.py http://127.0.0.1:8123/v1 "$model" "$DEVICE" $PLAYS
 kill $server; wait $server 2>/dev/null
-compare "$WORK/greedy" "$WORK/served"
+compare "$WORK/greedy" "$WORK/served"  # actions (tokens not logged); may differ, see above
+tail -n 1 "$WORK/served_tito.log" | tee -a "$OUT/compare.txt"
 
 step e2_smoke 240 "${sg[@]}" experiment e2 --smoke --seeds 0 --device "$DEVICE" --dtype "$DTYPE" \
   --out "$WORK/e2"
 # the engine alone on the same model in both dtypes (GRPO's bfloat16 model played 25x slower
 # than SFT's float32 one on an H200, 2026-12-04): rollout_speed loads the dtype saved
 python3 - "$model" "$WORK/model_fp32" <<'PY'
-import sys
+import shutil, sys
 from transformers import AutoModelForCausalLM, AutoTokenizer
 AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype="float32").save_pretrained(sys.argv[2])
 AutoTokenizer.from_pretrained(sys.argv[1]).save_pretrained(sys.argv[2])
+shutil.copy(f"{sys.argv[1]}/stategym_model.json", sys.argv[2])  # its rendering, as trained
 PY
 step rollout_fp32 150 python3 benchmarks/rollout_speed.py --model "$WORK/model_fp32" \
   --device "$DEVICE" --episodes 16 --concurrency 16 --repeat 2 --max-tokens 48

@@ -52,7 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             init.add_argument(
                 option, type=type(default), default=default, help="(default: %(default)s)"
             )
-    info = sub.add_parser("info", help="print the recipe record of a model folder")
+    info = sub.add_parser(
+        "info",
+        help="print stategym's record of a model folder (model init's recipe, or the "
+        "trainer's settings; either way the rendering it was trained on)",
+    )
     info.add_argument("path", type=Path)
 
 
@@ -98,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _info(path: Path) -> int:
-    """Print a model folder's recipe record, once it is known to be a JSON object.
+    """Print a model folder's stategym record, once it is known to be a JSON object.
 
     Raises:
         UsageError: a record that cannot be read or is not a JSON object (a folder without
@@ -111,7 +115,10 @@ def _info(path: Path) -> int:
 
     record = path / RECIPE_FILE
     if not record.is_file():  # an answer (exit 1), not an error: the folder is another's
-        print(f"{path} has no {RECIPE_FILE}: not made by `stategym model init`")
+        print(
+            f"{path} has no {RECIPE_FILE}: not made by `stategym model init` or `stategym "
+            "train` (it is played in the messages rendering)"
+        )
         return 1
     try:
         text = record.read_text()

@@ -1,4 +1,11 @@
-"""``stategym serve``: an OpenAI-compatible chat-completions server over a local model."""
+"""``stategym serve``: an OpenAI-compatible chat-completions server over a local model.
+
+It speaks OpenAI messages, rendered through the model's chat template, so it serves only a
+model trained on them: a folder whose stategym record says it was trained on the ``compact``
+rendering (the trainer's default) is refused in one line before anything loads
+(:func:`~stategym.llm.model_files.check_servable`; play such a model with ``hf:PATH``).
+A folder without a record (any Hugging Face chat model) is served.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model",
         type=Path,
         required=True,
-        help="local model folder (written by save_pretrained, e.g. by `stategym model init`)",
+        help="local model folder (written by save_pretrained, e.g. by `stategym model init`), "
+        "trained on OpenAI messages (a model trained on `--rendering compact` is refused)",
     )
     parser.add_argument(
         "--name", default=None, help="model name clients ask for (default: the folder's name)"
@@ -57,8 +65,10 @@ def port(text: str) -> int:
 
 def main(args: argparse.Namespace) -> int:
     from stategym.llm.local import LocalModel
+    from stategym.llm.model_files import check_servable
     from stategym.llm.serve import run_server
 
+    check_servable(args.model)  # a compact model: refused before the port and the weights
     # Bound before the model loads (which can take minutes), so a port in use fails at once,
     # and kept for the server: with --port 0 the port printed is the one the system gave.
     sock = _bind(args.host, args.port)

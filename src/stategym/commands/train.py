@@ -5,6 +5,11 @@ Every option is a field of :class:`~stategym.train.config.SFTConfig` or
 both). The command writes the run directory (``config.json``, ``metrics.jsonl``,
 ``checkpoints/``, ``model/``) and prints its path; re-running it resumes (see
 ``docs/training.md``).
+
+One option's default is not its field's: ``--rendering`` left out means the start model's
+(:func:`~stategym.train.config.start_rendering`: ``--init RUN`` trains in the rendering
+``RUN/model`` records; ``tiny`` in the field's default, ``compact``), so a run goes on in
+the rendering its start model was trained on unless told otherwise.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ from typing import Any
 
 NAME = "train"
 HELP = "Train a policy: SFT on scripted or logged episodes, then GRPO with a credit flag."
+START_DEFAULT = {
+    "rendering": "the start model's: what its folder records (RUN/model's for --init RUN), "
+    "messages for a model without a record, compact for --init tiny"
+}
+"""Options whose default is read from the start model (``None`` on the command line)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +50,9 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type) -> None:
     docs = field_help(cls)
     for field in fields(cls):
         option = "--" + field.name.replace("_", "-")
-        default = _default(field)
-        text = f"{docs.get(field.name, '')} (default: %(default)s)"
+        default = None if field.name in START_DEFAULT else _default(field)
+        shown = START_DEFAULT.get(field.name, "%(default)s")
+        text = f"{docs.get(field.name, '')} (default: {shown})"
         kind = hints[field.name]
         if isinstance(default, bool):
             parser.add_argument(
@@ -93,6 +104,18 @@ def refuse_ignored(config: Any) -> None:
         )
 
 
+def settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The config's fields from the command line, an unset ``--rendering`` taken from the
+    start model (:data:`START_DEFAULT`; the field's default for ``tiny``)."""
+    from stategym.train.config import start_rendering
+
+    values = {f.name: getattr(args, f.name) for f in fields(cls)}
+    if values["rendering"] is None:
+        field = next(f for f in fields(cls) if f.name == "rendering")
+        values["rendering"] = start_rendering(values["init"]) or _default(field)
+    return values
+
+
 def main(args: argparse.Namespace) -> int:
     from stategym.train import grpo, sft
     from stategym.train.config import GRPOConfig, SFTConfig
@@ -102,11 +125,11 @@ def main(args: argparse.Namespace) -> int:
 
         require_matplotlib()
     if args.algorithm == "sft":
-        config = SFTConfig(**{f.name: getattr(args, f.name) for f in fields(SFTConfig)})
+        config = SFTConfig(**settings(args, SFTConfig))
         refuse_ignored(config)
         run = sft.train(config)
     else:
-        run = grpo.train(GRPOConfig(**{f.name: getattr(args, f.name) for f in fields(GRPOConfig)}))
+        run = grpo.train(GRPOConfig(**settings(args, GRPOConfig)))
     print(f"wrote {run} (metrics.jsonl, checkpoints/, model/)")
     if args.report:
         from stategym.commands.report import write_report

@@ -4,6 +4,13 @@ Nothing here is imported by ``import stategym``: the environment never pays for 
 libraries. :func:`agent_factory` is what :func:`stategym.agents.resolve` calls for
 ``openai:MODEL`` and ``hf:PATH`` specs; :func:`stategym.llm.batch.run_many` plays many such
 episodes concurrently. See ``docs/llm.md``.
+
+What the model reads: an ``hf:PATH`` agent plays in the rendering its folder records
+(:func:`~stategym.llm.model_files.recorded_rendering`: ``compact`` for a model the trainer
+trained on it, ``messages`` for a folder without a record, any Hugging Face model from
+elsewhere), so ``eval``/``run --agent hf:RUN/model`` play the policy as the trainer's own
+held-out evaluation does. There is no option to play it otherwise. ``openai:`` agents always
+play ``messages``: the server renders the conversation through its chat template.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from stategym.kernel.errors import AgentOptionError, UsageError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task
 from stategym.llm.agent import Backend, ChatAgent
+from stategym.llm.model_files import recorded_rendering
 from stategym.llm.prompt import PROMPT_VERSION, render_demonstrations
 
 RUNNER_OPTIONS = frozenset({"concurrency", "samples"})
@@ -42,11 +50,14 @@ class LLMAgentFactory:
         *,
         demonstrations: str | int = "",
         seed: int = 0,
+        rendering: str = "messages",
     ) -> None:
         self.name = name
         self.backend = backend
         self.domain = domain
         self.seed = seed
+        self.rendering = rendering
+        """What every episode's model reads (``messages`` or ``compact``)."""
         self._demonstrations = demonstrations
         self._rendered: dict[Knobs, str] = {}
 
@@ -59,6 +70,7 @@ class LLMAgentFactory:
             demonstrations=self.demonstrations(task.knobs),
             sample=sample,
             seed=self.seed,
+            rendering=self.rendering,
         )
 
     async def aclose(self) -> None:
@@ -96,6 +108,8 @@ def expert_demonstrations(
 def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLMAgentFactory:
     """The factory for an LLM agent spec ``KIND:TARGET``.
 
+    ``hf`` plays the folder's recorded rendering (module docstring), ``openai`` messages.
+
     Args:
         kind: ``openai`` (any OpenAI-compatible endpoint; ``target`` is the model name) or
             ``hf`` (a local Hugging Face model; ``target`` is its directory).
@@ -120,15 +134,19 @@ def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLM
     given = {k: v for k, v in options.items() if v is not None and k not in RUNNER_OPTIONS}
     demonstrations = given.pop("demonstrations", "")
     seed = int(given.get("seed") or 0)
+    rendering = "messages"
     if kind == "openai":
         backend: Backend = _openai_backend(target, given)
         name = f"openai:{target}"
     elif kind == "hf":
         backend = _hf_backend(target, given)
         name = f"hf:{Path(target).name}"
+        rendering = recorded_rendering(target)
     else:
         raise KeyError(f"unknown LLM agent kind {kind!r}; use openai:MODEL or hf:PATH")
-    return LLMAgentFactory(name, backend, domain, demonstrations=demonstrations, seed=seed)
+    return LLMAgentFactory(
+        name, backend, domain, demonstrations=demonstrations, seed=seed, rendering=rendering
+    )
 
 
 def check_agent(kind: str, target: str, **options: Any) -> None:

@@ -7,6 +7,19 @@ cannot be built); ``quiet_loading``, ``loader_errors`` and ``load_failed`` turn 
 failure into one line naming the model. Shared by the local agent, ``serve`` and the trainer
 (:mod:`stategym.train.policy`, :mod:`stategym.train.checkpoint`).
 
+A training run directory (``stategym train``'s ``RUN``: its ``config.json`` holds the
+trainer's settings, its model is ``RUN/model``) is refused as one, naming the folder to give
+instead (``RUN/model``, or a checkpoint while the run has no ``model/`` yet); only
+``train --init`` takes ``RUN`` for ``RUN/model``.
+
+A model folder says which rendering its policy was trained to read in stategym's record,
+:data:`RECORD_FILE` (``stategym model init`` writes its recipe there, the trainer the
+run's settings, :func:`stategym.train.checkpoint.save`): :func:`recorded_rendering`
+reads it. A folder without one (any Hugging Face model from elsewhere) reads ``messages``,
+which is what its chat template was trained on. ``hf:`` agents play a folder in its recorded
+rendering; ``serve`` speaks OpenAI messages through the chat template and refuses a folder
+recorded as ``compact`` (:func:`check_servable`).
+
 Not checked here: that the weights' values are usable (a diverged checkpoint whose logits
 are not finite is refused when it loads, by :meth:`stategym.llm.engine.Engine.probe`), and a
 hub id's config beyond what its loader raises.
@@ -20,6 +33,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stategym.kernel.errors import UsageError
+
+RECORD_FILE = "stategym_model.json"
+"""stategym's record in a model folder: the recipe of ``stategym model init``, or the
+trainer's settings of the run that saved it; either way its ``rendering``."""
+UNRECORDED = "messages"
+"""The rendering of a folder whose record names none: a Hugging Face model from elsewhere was
+trained on its chat template's messages, and so was ``model init``'s warm-up before it
+recorded its rendering."""
 
 
 def check_model_dir(path: str | Path) -> None:
@@ -36,9 +57,10 @@ def check_model_dir(path: str | Path) -> None:
 
     Raises:
         UsageError: ``path`` is missing, is not a folder, holds no ``config.json``, one of
-            its JSON files (config, tokenizer, generation settings) is not a JSON object, it
-            lacks tokenizer files, readable weights or a chat template, or ``transformers``
-            refuses its config.
+            its JSON files (config, tokenizer, generation settings, stategym's record) is not
+            a JSON object, it is a training run directory (named as one, with the folder to
+            give), its record names no known rendering, it lacks tokenizer files, readable
+            weights or a chat template, or ``transformers`` refuses its config.
     """
     folder = Path(path)
     hint = "give a folder written by save_pretrained, e.g. by `stategym model init --out DIR`"
@@ -60,6 +82,8 @@ def check_model_dir(path: str | Path) -> None:
             ) from None
         if not isinstance(data, dict):
             raise UsageError(f"{file} is not a JSON object; the model folder is damaged")
+    _refuse_run_directory(folder)
+    recorded_rendering(folder)  # a record naming no known rendering is refused here
     damaged = "the model folder is damaged"
     if not any((folder / name).is_file() for name in TOKENIZER_FILES) and not all(
         (folder / name).is_file() for name in BPE_FILES
@@ -76,6 +100,79 @@ def check_model_dir(path: str | Path) -> None:
             f"{damaged}, or give a chat model's folder"
         )
     _check_config(folder)
+
+
+def _refuse_run_directory(folder: Path) -> None:
+    """Refuse a training run directory given as a model folder, naming the folder to give.
+
+    A run directory's ``config.json`` is the trainer's settings (no ``model_type``; its
+    ``kind`` is the command), beside ``model/`` and ``checkpoints/``: it would otherwise be
+    called a damaged model folder for lacking a tokenizer.
+
+    Raises:
+        UsageError: ``folder`` is a training run directory.
+    """
+    config = json.loads((folder / "config.json").read_bytes())  # an object: checked before
+    subfolders = (folder / "model").is_dir() or (folder / "checkpoints").is_dir()
+    if "model_type" in config or not ("kind" in config or subfolders):
+        return
+    what = f"{folder} is a training run directory (its config.json is the trainer's settings)"
+    if (folder / "model" / "config.json").is_file():
+        raise UsageError(f"{what}, not a model folder: give {folder / 'model'}, its final model")
+    checkpoints = sorted(folder.glob("checkpoints/iter-*[0-9]"))
+    if checkpoints:
+        raise UsageError(
+            f"{what} without its final model/ yet: give one of its checkpoints, e.g. "
+            f"{checkpoints[-1]}, or finish the run"
+        )
+    raise UsageError(f"{what} that holds no model yet (no model/, no checkpoint)")
+
+
+def recorded_rendering(path: str | Path) -> str:
+    """The rendering a model folder's policy was trained to read: its record's
+    ``rendering`` (:data:`RECORD_FILE`), else :data:`UNRECORDED` (``messages``).
+
+    Raises:
+        UsageError: the record cannot be read, is not a JSON object, or names a rendering
+            stategym does not know.
+    """
+    from stategym.rendering import RENDERINGS
+
+    record = Path(path) / RECORD_FILE
+    if not record.is_file():
+        return UNRECORDED
+    try:
+        data = json.loads(record.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{record} cannot be read ({first_line(error)}); restore it") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{record} is not a JSON object; restore it")
+    rendering = data.get("rendering", UNRECORDED)
+    if rendering not in RENDERINGS:
+        raise UsageError(
+            f"{record} records the rendering {rendering!r}, not one of {', '.join(RENDERINGS)}"
+            "; restore it"
+        )
+    return str(rendering)
+
+
+def check_servable(path: str | Path) -> None:
+    """Refuse a model folder that ``stategym serve`` would play in a rendering it was not
+    trained on: serve speaks OpenAI messages through the chat template (tool calls as the
+    template writes them), so a folder recorded as ``compact`` would read a conversation it
+    never saw and write calls the server reads as text to the user.
+
+    Raises:
+        UsageError: the folder's record says another rendering than ``messages``, or is
+            damaged (:func:`recorded_rendering`).
+    """
+    rendering = recorded_rendering(path)
+    if rendering != "messages":
+        raise UsageError(
+            f"{path} was trained on the {rendering} rendering ({Path(path) / RECORD_FILE}), "
+            "but serve speaks OpenAI messages through the chat template: play it with "
+            f"--agent hf:{path} (eval, run), or train it with --rendering messages to serve it"
+        )
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")

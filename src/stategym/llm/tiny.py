@@ -27,14 +27,16 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
+from stategym.llm.model_files import RECORD_FILE
 from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
 
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
-RECIPE_FILE = "stategym_model.json"
-"""Written next to the weights: the recipe config, prompt version and training record."""
+RECIPE_FILE = RECORD_FILE
+"""Written next to the weights: the recipe config, prompt version, the rendering the warm-up
+trained on (``messages``: what ``hf:`` plays the model in) and the training record."""
 
 SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 CALL_TAGS = ("<tool_call>", "</tool_call>")
@@ -584,6 +586,7 @@ def init_model(
     meta = {
         "recipe": asdict(config),
         "prompt_version": PROMPT_VERSION,
+        "rendering": "messages",  # the expert chats are the messages rendering's transcripts
         "parameters": sum(p.numel() for p in model.parameters()),
         "warm_up": asdict(record),
         "seconds": time.perf_counter() - started,

@@ -1,11 +1,17 @@
 """Checkpoints of a run: Hugging Face folders with the optimiser's state, and resuming.
 
 ``RUN/checkpoints/iter-NNNNNN/`` holds the model and tokenizer as ``save_pretrained``
-writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``serve`` and
-``protocol``), ``optimizer.pt`` and ``trainer_state.json`` (the iteration it ends). A
+writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``run`` and
+``protocol``; ``serve`` serves it if it was trained on ``messages``), ``optimizer.pt`` and
+``trainer_state.json`` (the iteration it ends). A
 checkpoint is written to a temporary folder (``.partial``, never resumed from) and renamed,
 so an interrupted save leaves no half checkpoint behind; :func:`latest` is the last one.
 ``RUN/model`` is the final policy (a copy of the last checkpoint).
+
+Every checkpoint, and so ``RUN/model``, holds stategym's record of the model
+(:data:`~stategym.llm.model_files.RECORD_FILE`,
+:func:`~stategym.train.config.model_record`): the rendering the policy was trained in, which
+``hf:`` plays it in and ``serve`` checks, and the command and iteration that saved it.
 
 ``RUN/start.json`` records what the run started from (:func:`start_model`), written once at
 a fresh start, before anything trains: the start model's config, a digest of its tokenizer
@@ -47,9 +53,15 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.llm.model_files import check_model_dir, first_line, strict_errors, unreadable_weights
+from stategym.llm.model_files import (
+    RECORD_FILE,
+    check_model_dir,
+    first_line,
+    strict_errors,
+    unreadable_weights,
+)
 from stategym.train import runlog
-from stategym.train.config import Config
+from stategym.train.config import Config, model_record
 from stategym.train.policy import Policy
 
 CHECKPOINTS = "checkpoints"
@@ -93,8 +105,9 @@ def folder_of(run: Path, iteration: int) -> Path:
     return run / CHECKPOINTS / f"iter-{iteration:06d}"
 
 
-def save(run: Path, iteration: int, policy: Policy, optimiser: Any) -> Path:
-    """Write the checkpoint after ``iteration`` iterations (atomically) and return it."""
+def save(run: Path, iteration: int, policy: Policy, optimiser: Any, config: Config) -> Path:
+    """Write the checkpoint after ``iteration`` iterations (atomically) and return it, with
+    the model's record (:func:`model_record`) beside the weights."""
     import torch
 
     folder = folder_of(run, iteration)
@@ -102,6 +115,8 @@ def save(run: Path, iteration: int, policy: Policy, optimiser: Any) -> Path:
     if partial.exists():
         shutil.rmtree(partial)
     policy.save(partial)
+    record = json.dumps(model_record(config, iteration), indent=2, sort_keys=True)
+    (partial / RECORD_FILE).write_text(record + "\n")
     torch.save(optimiser.state_dict(), partial / OPTIMISER)
     (partial / STATE).write_text(json.dumps({"iteration": iteration}) + "\n")
     if folder.exists():

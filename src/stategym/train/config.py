@@ -4,6 +4,13 @@ Each field carries a one-line docstring; :func:`field_help` reads them from this
 source, so ``stategym train sft --help`` and ``stategym train grpo --help`` are derived from
 the dataclasses (CleanRL's habit) and the config cannot drift from its CLI. A run directory's
 ``config.json`` is :func:`to_json` of the config; :func:`from_json` reads it back.
+
+The rendering a run trains in is recorded in every model folder it saves
+(:func:`model_record`), so that whatever plays the model plays it as trained. The command
+line leaves ``--rendering`` unset to mean the start model's (:func:`start_rendering`: the
+folder's record, ``messages`` for a model from elsewhere, ``compact`` for ``tiny``); a run
+trained in another rendering than its start model's says so in one line
+(:func:`note_rendering`). A config built in code has ``compact`` by default, as before.
 """
 
 from __future__ import annotations
@@ -292,6 +299,56 @@ def _scripted(name: str, option: str) -> None:
         )
 
 
+def model_record(config: Config, iteration: int) -> dict[str, Any]:
+    """stategym's record of a model the trainer saves: the rendering it was trained in (what
+    ``hf:`` plays it in; ``serve`` refuses one that is not ``messages``), the command, its
+    start model and the iterations the weights have had, and the prompt version."""
+    from stategym.rendering import PROMPT_VERSION
+
+    return {
+        "rendering": config.rendering,
+        "prompt_version": PROMPT_VERSION,
+        "trained": {
+            "command": "train sft" if isinstance(config, SFTConfig) else "train grpo",
+            "init": config.init,
+            "iteration": iteration,
+        },
+    }
+
+
+def start_rendering(init: str) -> str | None:
+    """The rendering the start model ``init`` was trained to read: its folder's record
+    (``RUN/model``'s for a run directory), ``messages`` for a folder without one or a hub id
+    (a model from elsewhere), ``None`` for ``tiny`` (built here, for either).
+
+    Raises:
+        UsageError: the folder's record is damaged or names no known rendering.
+    """
+    from stategym.llm.model_files import recorded_rendering
+    from stategym.train import checkpoint
+
+    if init == "tiny":
+        return None
+    source = Path(checkpoint.model_source(init))
+    return recorded_rendering(source) if source.is_dir() else "messages"
+
+
+def note_rendering(config: Config) -> None:
+    """Say in one line (stderr) when the run trains in another rendering than its start
+    model was trained in: allowed (the tiny model's tokenizer knows both), but the model the
+    run saves then reads, and is played in, the run's rendering, not its start's."""
+    import sys
+
+    started = start_rendering(config.init)
+    if started is not None and started != config.rendering:
+        print(
+            f"note: --rendering {config.rendering}: the start model {config.init} was trained "
+            f"on the {started} rendering; this run trains it on {config.rendering}, which its "
+            "saved models record",
+            file=sys.stderr,
+        )
+
+
 def to_json(config: Config) -> str:
     """The config as the run directory's ``config.json`` (kind first, fields sorted)."""
     kind = "sft" if isinstance(config, SFTConfig) else "grpo"
@@ -321,5 +378,8 @@ __all__ = [
     "field_help",
     "from_json",
     "guard_size",
+    "model_record",
+    "note_rendering",
+    "start_rendering",
     "to_json",
 ]

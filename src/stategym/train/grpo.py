@@ -54,7 +54,7 @@ from stategym.metrics.score import score
 from stategym.train import advantages as adv
 from stategym.train import checkpoint, mc, runlog
 from stategym.train.calls import call_spans
-from stategym.train.config import GRPOConfig, check, guard_size
+from stategym.train.config import GRPOConfig, check, guard_size, note_rendering
 from stategym.train.evaluate import evaluate
 from stategym.train.group import Member, Rollout, Sampling, play
 from stategym.train.policy import Policy
@@ -286,6 +286,7 @@ def train(config: GRPOConfig) -> Path:
     check_device(config.device)
     checkpoint.check_start(config.init, trained=True)
     check(config)
+    note_rendering(config)
     torch.set_num_threads(max(1, config.threads))
     with runlog.holding(config) as run:
         _train(config)
@@ -343,7 +344,7 @@ def _train(config: GRPOConfig) -> None:
                 runlog.require_finite(iteration, line["loss"], policy.model)
                 with runlog.at_iteration(iteration):
                     policy.probe()  # finite weights, infinite logits: a resume would refuse it
-                checkpoint.save(run, iteration, policy, optimiser)
+                checkpoint.save(run, iteration, policy, optimiser, config)
     final = checkpoint.latest(run)
     if final is not None:
         checkpoint.publish(run, final)

@@ -13,7 +13,9 @@
    their loss tokens.
 4. Every ``eval_every`` iterations a held-out evaluation of the greedy policy, then every
    ``save_every`` a checkpoint (resumable, ``hf:``-loadable; saved after the evaluation, so
-   it covers it); at the end ``RUN/model`` (and the evaluation if not ``eval_every``).
+   it covers it); at the end ``RUN/model`` (and the evaluation if not ``eval_every``). Each
+   records the run's ``rendering`` (:func:`stategym.train.config.model_record`), which
+   ``hf:`` then plays it in, as the held-out evaluation does.
 
 A fresh run records its start model and, from ``run:DIR``, how many logged episodes it
 learns from and their digest (``RUN/start.json``, :mod:`stategym.train.checkpoint`); a
@@ -31,7 +33,7 @@ from typing import Any
 from stategym.kernel.errors import UsageError
 from stategym.llm.local import check_device
 from stategym.train import checkpoint, data, runlog
-from stategym.train.config import SFTConfig, check
+from stategym.train.config import SFTConfig, check, note_rendering
 from stategym.train.data import Demonstration
 from stategym.train.evaluate import evaluate
 from stategym.train.policy import Policy, TinySize, build_tiny
@@ -139,6 +141,7 @@ def train(config: SFTConfig) -> Path:
     check_device(config.device)
     checkpoint.check_start(config.init, trained=False)
     check(config)
+    note_rendering(config)
     torch.set_num_threads(max(1, config.threads))
     episodes = demonstrations(config)
     with runlog.holding(config) as run:
@@ -201,7 +204,7 @@ def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
                 runlog.require_finite(iteration, line["loss"], policy.model)
                 with runlog.at_iteration(iteration):
                     policy.probe()  # finite weights, infinite logits: a resume would refuse it
-                checkpoint.save(run, iteration, policy, optimiser)
+                checkpoint.save(run, iteration, policy, optimiser, config)
     final = checkpoint.latest(run)
     if final is not None:
         checkpoint.publish(run, final)
