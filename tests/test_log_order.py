@@ -72,3 +72,25 @@ def test_eval_scores_follow_the_log_line_for_line(tmp_path: Path) -> None:
     assert [(s["domain"], s["agent"], s["seed"]) for s in scores] == [
         (t.domain, t.agent, t.seed) for t in log if t.seed in (2, 3)
     ]
+
+
+def test_putting_a_log_in_order_moves_its_lines_as_written(tmp_path: Path) -> None:
+    """Audit 12C F4: the log was rewritten from the trajectories read back, which dropped
+    what this version does not read (a field a later version or a user added); its lines
+    are now moved byte for byte, through a link to the file it names, and so is a cut last
+    line dropped."""
+    index = tmp_path / "index.sqlite"
+    store = tmp_path / "store"
+    _run(store, 0, 3, index)
+    log = store / "trajectories.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    annotated = lines[2].replace(b'{"version"', b'{"annotation":"mine","version"', 1)
+    assert annotated != lines[2]
+    log.write_bytes(annotated + lines[0] + b'{"version": 2, "domain": "ba')  # seed 1 lost, cut
+    (tmp_path / "run").mkdir()
+    link = tmp_path / "run" / "trajectories.jsonl"
+    link.symlink_to(log)
+    _run(tmp_path / "run", 0, 3, index)
+    assert link.is_symlink()
+    again = log.read_bytes().splitlines(keepends=True)
+    assert again == [lines[0], lines[1], annotated]  # seed 1 played again, in its place

@@ -20,6 +20,7 @@ import pytest
 import loopback
 from refusals import refused
 from stategym.cli import main
+from stategym.kernel.errors import UsageError
 from stategym.kernel.trajectory import read_jsonl
 
 LOOKUPS = [("get_profile", "{}"), ("get_travel_policy", "{}")]
@@ -134,7 +135,38 @@ def test_an_openai_log_without_the_sampling_seed_is_not_reused(
         assert main(openai_run(url, out, 1, "--temperature", "1")) == 0
         _rewrite_meta(out / "trajectories.jsonl", lambda meta: meta["sampling"].pop("seed"))
         line = refused(capsys, openai_run(url, out, 2, "--temperature", "1"), "played otherwise")
-    assert "sampling.seed not logged there (an older log), 0 now" in line
+    assert "sampling.seed unset there, 0 now" in line
+
+
+def test_the_endpoint_is_the_address_used_and_extra_body_is_a_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit 12C F3: ``--base-url URL/`` is the same endpoint as ``URL``; a run with no
+    ``--base-url`` is played where ``OPENAI_BASE_URL`` points, so another there is another
+    endpoint; and ``extra_body`` (sent with every request) is a sampling setting."""
+    pytest.importorskip("openai")
+    from stategym.llm import agent_factory
+    from stategym.llm.batch import evaluate
+    from stategym.registry import get_domain
+
+    out = tmp_path / "run"
+    with loopback.serving(two_rounds) as url:
+        assert main(openai_run(url, out, 1)) == 0
+        assert main(openai_run(url + "/", out, 2)) == 0  # the same endpoint: resumes
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        elsewhere = ["--agent", "openai:m", "--episodes", "3", "--out", str(out)]
+        assert main(["run", *elsewhere, "--index", str(tmp_path / "index.sqlite")]) == 0
+        assert [t.meta["base_url"] for t in read_jsonl(out / "trajectories.jsonl")] == [url] * 3
+        monkeypatch.setenv("OPENAI_BASE_URL", url.replace("127.0.0.1", "localhost"))
+        line = refused(capsys, ["run", *elsewhere, "--index", str(tmp_path / "i")], "otherwise")
+        assert f'base_url "{url}" there' in line
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        log = tmp_path / "api.jsonl"
+        travel = get_domain("travel")
+        evaluate(travel, agent_factory("openai", "m", travel, base_url=url), [0], out=log)
+        greedy_k = agent_factory("openai", "m", travel, base_url=url, extra_body={"top_k": 1})
+        with pytest.raises(UsageError, match=r"extra_body.top_k unset there, 1 now"):
+            evaluate(travel, greedy_k, [0, 1], out=log)
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
 from stategym.agents import scripted
@@ -82,3 +86,26 @@ def _episode(seed: int) -> Trajectory:
     from stategym.rollout import run_episode
 
     return run_episode(Env("travel"), scripted(TRAVEL, "expert"), seed)
+
+
+def test_a_compact_model_is_shown_compact_demonstrations(tiny_model: Path, tmp_path: Path) -> None:
+    """Audit 12C F1: a folder recorded ``compact`` plays in compact; its k-shot examples
+    (the factory's, and the protocol's, made outside the agent) must be compact too, not
+    JSON calls it was never trained to write."""
+    from stategym.llm.model_files import agent_rendering
+    from stategym.topology.generalisation import ProtocolConfig, _demonstrations
+
+    folder = Path(shutil.copytree(tiny_model, tmp_path / "compact"))
+    (folder / "stategym_model.json").write_text(json.dumps({"rendering": "compact"}))
+    assert agent_rendering(f"hf:{folder}") == "compact"
+    make = agent_factory("hf", str(folder), TRAVEL, demonstrations=1)
+    env = Env("travel")
+    env.reset(seed=5)
+    system = make(env.task).messages[0]["content"]
+    assert "### Example 1" in system and "<tool_call>" not in system
+    assert "ASSISTANT: get_profile\n" in system  # a compact call line
+    config = ProtocolConfig(f"hf:{folder}", ("travel",), episodes=1)
+    block = _demonstrations(config, "travel", 1)
+    assert "<tool_call>" not in block and "ASSISTANT: get_profile\n" in block
+    messages = ProtocolConfig("expert", ("travel",), episodes=1)
+    assert "<tool_call>" in _demonstrations(messages, "travel", 1)

@@ -198,3 +198,23 @@ def test_a_template_that_rewrites_the_placeholders_but_not_the_strings_is_refuse
     assert "lower" in str(lowering.chat_template)
     with pytest.raises(ValueError, match="cannot be told from its own markers"):
         chat.render([*BASE[:1], {"role": "user", "content": HOSTILE}], [])
+
+
+@pytest.mark.parametrize(
+    "prefixes",
+    [
+        "".join(f"StategymQuoted{i}n" for i in range(3000)),  # every small salt taken
+        "StategymQuoted" + "9" * 5000 + "n StategymQuoted007n",  # past int()'s digit limit
+    ],
+    ids=["many", "long digits"],
+)
+def test_texts_holding_placeholder_prefixes_are_still_placed(prefixes: str) -> None:
+    """Audit 12C F2: the placeholder prefix was chosen by trying salts one by one, each over
+    every text (quadratic: a 1.3 MB request held the server's CPU for 7.5 s); it is now one
+    pass, and whatever prefixes the texts hold, the client's marker is still text."""
+    chat = _chat("tiny")
+    hostile = [*BASE, {"role": "assistant", "content": prefixes + HOSTILE}], [_tool()]
+    benign = [*BASE, {"role": "assistant", "content": prefixes + BENIGN}], [_tool()]
+    ids = chat.render(*hostile)
+    assert _markers(chat, ids) == _markers(chat, chat.render(*benign))
+    assert chat.tokenizer.decode(ids) == chat.template(*hostile, True)

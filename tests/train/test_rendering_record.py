@@ -188,3 +188,21 @@ def test_another_rendering_than_the_start_models_is_said_in_one_line(
     assert recorded(out / "model") == "compact"
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "messages" in notes[0] and "compact" in notes[0], notes
+
+
+def test_a_resume_whose_start_model_now_records_another_rendering_says_what_changed(
+    messages_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit 12C F5: the same command line, whose left-out --rendering is read from a start
+    model whose record changed, was refused as "other settings (rendering)", which the
+    user had not changed; the line now says what the run was started with, what it would
+    be now, and how to resume."""
+    start = Path(shutil.copytree(messages_run / "model", tmp_path / "start"))
+    out = tmp_path / "sft"
+    argv = ["train", "sft", "--init", str(start), "--out", str(out), *SFT]
+    assert main(argv) == 0
+    (start / RECORD).write_text(json.dumps({"rendering": "compact"}))
+    line = refused(capsys, argv, "was started with other settings")
+    assert 'rendering: "messages" there, "compact" now' in line
+    assert "give --rendering messages to resume" in line
+    assert main([*argv, "--rendering", "messages"]) == 0  # as it said: it resumes

@@ -1,18 +1,19 @@
 """``stategym eval``: play agents on domains and print the decision-quality scorecard.
 
-Every (domain, agent) plays seeds ``seed .. seed + episodes - 1`` (``--samples`` times each, for
-pass^k; each sample is numbered in the trajectory's ``run.sample``), under one knob setting or
-the ``mixed`` set. Every episode is an :class:`~stategym.rollout.EpisodeSpec` played by the
-rollout engine (LLM agents ``--concurrency`` at a time); trajectories are appended to
-``OUT/trajectories.jsonl`` as episodes end. Agents are resolved, and LLM agents checked (model
-folder, endpoint), before the file is touched. Running the command again resumes: episodes
-already in the file are reused (read by :func:`stategym.rollout.load_log`: a cut last line is
-dropped, a corrupt line or a duplicated episode is an error; matched by the engine's resume
-rule, :func:`stategym.rollout.pending`), the missing ones played, and the scorecard covers
-exactly the requested episodes. A file holding an episode of one of the command's LLM agents
-played with other settings (sampling, run seed, other weights at the same ``hf:`` path, or
-a log too old to say: :func:`stategym.rundir.refuse_other_settings`) is refused in one line,
-as is one whose user read messages otherwise. Then ``scores.jsonl``, ``scorecard.json`` and
+Every (domain, agent) plays seeds ``seed .. seed + episodes - 1`` (``--samples`` times each,
+for pass^k; each sample is numbered in the trajectory's ``run.sample``), under one knob
+setting or the ``mixed`` set. Every episode is an :class:`~stategym.rollout.EpisodeSpec`
+played by the rollout engine (LLM agents ``--concurrency`` at a time); trajectories are
+appended to ``OUT/trajectories.jsonl`` as episodes end. Agents are resolved, and LLM agents
+checked (model folder, endpoint), before the file is touched. Running the command again
+resumes: episodes already in the file are reused (read by :func:`stategym.rollout.load_log`:
+a cut last line is dropped, a corrupt line or a duplicated episode is an error; matched by
+the engine's resume rule, :func:`stategym.rollout.pending`), the missing ones played, and
+the scorecard covers exactly the requested episodes. A file holding an episode of one of the
+command's LLM agents played with other settings (sampling, run seed, other weights at the
+same ``hf:`` path, or a log too old to say:
+:func:`stategym.rollout.settings.refuse_other_settings`) is refused in one line, as is one
+whose user read messages otherwise. Then ``scores.jsonl``, ``scorecard.json`` and
 ``scorecard.md`` are written (see :mod:`stategym.metrics.report`). The directory is held for
 the whole run (:func:`stategym.rundir.locked`): a second command on it stops before reading
 the file.
@@ -170,7 +171,7 @@ def _resume(
         UsageError: a corrupt line or a duplicated episode (see :func:`~stategym.rundir.load_log`),
             an episode whose user read messages otherwise than ``reader`` does, or one an LLM
             agent of the command played with other settings than it plays now
-            (:func:`~stategym.rundir.refuse_other_settings`).
+            (:func:`~stategym.rollout.settings.refuse_other_settings`).
     """
     from rich.text import Text
 

@@ -11,7 +11,7 @@ file are reused, the missing ones played, and the summary covers exactly the req
 (``--overwrite`` starts afresh). A directory holding episodes of another domain, agent,
 knobs or reader, or of the same LLM agent played with other settings (another temperature or
 ``--max-tokens``, other weights at the same ``hf:`` path, a log too old to say:
-:func:`stategym.rundir.refuse_other_settings`), is refused in one line. The directory is
+:func:`stategym.rollout.settings.refuse_other_settings`), is refused in one line. The directory is
 held for the whole run (:func:`stategym.rundir.locked`), and the seed range and the index are
 checked before it.
 """
@@ -258,7 +258,7 @@ def _resume(
     Raises:
         UsageError: the file is corrupt, holds duplicated episodes, another run's episodes,
             or episodes its LLM agent played with other settings (sampling, weights...) than
-            it plays now (:func:`~stategym.rundir.refuse_other_settings`).
+            it plays now (:func:`~stategym.rollout.settings.refuse_other_settings`).
     """
     from stategym.kernel.errors import UsageError
     from stategym.rundir import refuse_other_settings

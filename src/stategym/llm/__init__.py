@@ -84,14 +84,22 @@ class LLMAgentFactory:
         if isinstance(self._demonstrations, str):
             return self._demonstrations
         if knobs not in self._rendered:
-            self._rendered[knobs] = expert_demonstrations(self.domain, self._demonstrations, knobs)
+            self._rendered[knobs] = expert_demonstrations(
+                self.domain, self._demonstrations, knobs, rendering=self.rendering
+            )
         return self._rendered[knobs]
 
 
 def expert_demonstrations(
-    domain: Domain, k: int, knobs: Knobs, first_seed: int = DEMONSTRATION_SEED
+    domain: Domain,
+    k: int,
+    knobs: Knobs,
+    first_seed: int = DEMONSTRATION_SEED,
+    *,
+    rendering: str = "messages",
 ) -> str:
-    """``k`` expert episodes on seeds from ``first_seed``, rendered for the system prompt."""
+    """``k`` expert episodes on seeds from ``first_seed``, rendered for the system prompt in
+    ``rendering`` (the agent's)."""
     from stategym.agents import scripted
     from stategym.kernel.env import Env
     from stategym.rollout import run_episode
@@ -102,7 +110,7 @@ def expert_demonstrations(
     for seed in range(first_seed, first_seed + k):
         trajectories.append(run_episode(env, expert, seed))
         tasks.append(env.task)
-    return render_demonstrations(trajectories, tasks)
+    return render_demonstrations(trajectories, tasks, rendering)
 
 
 def agent_factory(kind: str, target: str, domain: Domain, **options: Any) -> LLMAgentFactory:

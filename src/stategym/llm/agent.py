@@ -273,9 +273,9 @@ class ChatAgent:
         of demonstrations and the run seed.
 
         A run resumes only the episodes whose ``meta`` holds these same values
-        (:func:`stategym.rundir.refuse_other_settings`): an episode played otherwise (another
-        temperature, other weights at the same path) would be reported under this agent's
-        settings.
+        (:func:`stategym.rollout.settings.refuse_other_settings`): an episode played
+        otherwise (another temperature, other weights at the same path) would be reported
+        under this agent's settings.
         """
         return {
             **self._backend.describe(),

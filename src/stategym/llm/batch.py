@@ -107,8 +107,8 @@ def _resume(
     out: Path, domain: str, knobs: Knobs, specs: list[EpisodeSpec], agent: FixedAgent
 ) -> list[Trajectory]:
     """Finished episodes already in ``out`` (a cut last line is dropped), each played as
-    ``agent`` plays now (:func:`stategym.rundir.refuse_other_settings`)."""
-    from stategym.rundir import refuse_other_settings
+    ``agent`` plays now (:func:`stategym.rollout.settings.refuse_other_settings`)."""
+    from stategym.rollout.settings import refuse_other_settings
 
     finished = load_log(out).trajectories
     for trajectory in finished:

@@ -17,9 +17,9 @@ Every trajectory's ``meta.model_digest`` holds digests of the model folder's fil
 ``generation_config.json``) and ``tokenizer`` (the tokenizer's files and the chat template),
 taken once when the backend is made, right after the model loaded. A run resumes an ``hf:``
 episode only when they are the ones of the model it plays now
-(:func:`stategym.rundir.refuse_other_settings`): the same path may hold other weights after
-training wrote to it. Hashing reads every weight file once (seconds per GB; the files are in
-the page cache after loading); the device and thread count are not logged.
+(:func:`stategym.rollout.settings.refuse_other_settings`): the same path may hold other
+weights after training wrote to it. Hashing reads every weight file once (seconds per GB;
+the files are in the page cache after loading); the device and thread count are not logged.
 """
 
 from __future__ import annotations

@@ -156,6 +156,15 @@ def recorded_rendering(path: str | Path) -> str:
     return str(rendering)
 
 
+def agent_rendering(spec: str) -> str:
+    """The rendering the agent ``spec`` plays in: an ``hf:PATH`` folder's recorded one
+    (:func:`recorded_rendering`), ``messages`` for any other (an
+    ``openai:`` endpoint, a scripted agent, which reads none). What demonstrations made
+    outside the agent (the protocol's k-shot block) must be rendered in."""
+    kind, _, target = spec.partition(":")
+    return recorded_rendering(target) if kind == "hf" else "messages"
+
+
 def check_servable(path: str | Path) -> None:
     """Refuse a model folder that ``stategym serve`` would play in a rendering it was not
     trained on: serve speaks OpenAI messages through the chat template (tool calls as the

@@ -159,12 +159,21 @@ class OpenAIBackend:
         described = {
             "backend": "openai",
             "model": self.settings.model,
-            "base_url": self.settings.base_url,
+            "base_url": self._address(),
             "sampling": sampling,
+            "extra_body": dict(self.settings.extra_body),  # sent with every request (top_k)
         }
         if self.settings.tokenizer is not None:
             described["tokenizer"] = self.settings.tokenizer
         return described
+
+    def _address(self) -> str:
+        """The endpoint the requests go to, as logged and compared on resume: the given
+        client's, else :func:`endpoint_url` (``OPENAI_BASE_URL`` when no ``base_url`` is
+        given), with no trailing slash (``.../v1/`` is ``.../v1``)."""
+        if self._client is not None:
+            return str(self._client.base_url).rstrip("/")
+        return endpoint_url(self.settings.base_url)
 
     def _new_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
@@ -269,6 +278,16 @@ class OpenAIBackend:
         return request
 
 
+def endpoint_url(base_url: str | None) -> str:
+    """The address a client given ``base_url`` talks to: it, else ``OPENAI_BASE_URL``, else
+    OpenAI's, without a trailing slash."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+
+
+OPENAI_URL = "https://api.openai.com/v1"
+"""Where the ``openai`` client goes when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set."""
+
+
 def api_key_or_default(api_key: str | None) -> str:
     """``api_key``, else ``OPENAI_API_KEY``, else ``"EMPTY"`` (what local servers accept)."""
     return api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
@@ -288,7 +307,7 @@ def check_endpoint(model: str, base_url: str | None, api_key: str | None = None)
     """
     import openai
 
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    url = endpoint_url(base_url)
     key = api_key_or_default(api_key)
     with openai.OpenAI(base_url=url, api_key=key, timeout=PROBE_TIMEOUT, max_retries=0) as client:
         try:

@@ -78,17 +78,22 @@ def transcript(trajectory: Trajectory, task: Task, rendering: str = "messages") 
     return _transcript(renderer, trajectory, task)
 
 
-def render_demonstrations(trajectories: Sequence[Trajectory], tasks: Sequence[Task]) -> str:
-    """k finished episodes (any domains) as a text block for the system prompt.
+def render_demonstrations(
+    trajectories: Sequence[Trajectory], tasks: Sequence[Task], rendering: str = "messages"
+) -> str:
+    """k finished episodes (any domains) as a text block for the system prompt, each in the
+    rendering the agent reads (a model trained on ``compact`` is shown its call lines and
+    handles, not JSON calls it was never trained to write).
 
     Args:
         trajectories: finished episodes (usually the expert's).
         tasks: the task of each trajectory, in the same order.
+        rendering: ``messages`` or ``compact``: the agent's.
     """
     if len(trajectories) != len(tasks):
         raise ValueError("render_demonstrations needs one task per trajectory")
     episodes = [
-        (MessageRenderer(_domain(t.domain), task.knobs), t, task)
+        (make_renderer(_domain(t.domain), task.knobs, rendering), t, task)
         for t, task in zip(trajectories, tasks, strict=True)
     ]
     return _demonstrations(episodes)

@@ -45,7 +45,6 @@ is its own).
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -274,6 +273,11 @@ def _render(
     )
 
 
+_SALTS = re.compile(r"StategymQuoted(\d{1,18})n")
+"""A placeholder prefix as a text may hold it: its salt is the number (a longer one cannot
+be a prefix this module makes, and Python refuses to read numbers past 4,300 digits)."""
+
+
 class _Placeholders:
     """The special-token strings of a conversation's texts, each hidden behind a placeholder
     while the template renders (``<prefix><index>q``: letters and digits, which templates
@@ -281,10 +285,12 @@ class _Placeholders:
     is one that no text of the conversation holds."""
 
     def __init__(self, pattern: re.Pattern[str], data: Any) -> None:
-        texts = list(conversation_texts(data))
-        salts = (f"StategymQuoted{salt}n" for salt in itertools.count())
+        # one pass over the texts: past the largest salt any text holds, no text holds the
+        # prefix (trying salts one by one rescanned every text each time: quadratic in a
+        # request built of prefixes)
+        taken = (int(m.group(1)) for t in conversation_texts(data) for m in _SALTS.finditer(t))
         self.pattern = pattern
-        self.prefix = next(p for p in salts if not any(p in text for text in texts))
+        self.prefix = f"StategymQuoted{max(taken, default=-1) + 1}n"
         self.strings: list[str] = []
         self.placed = re.compile(re.escape(self.prefix) + r"(\d+)q")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from stategym.kernel.errors import TrajectoryError, UsageError
 from stategym.kernel.files import replace_bytes
-from stategym.kernel.trajectory import Trajectory, dumps, jsonl_bytes, loads
+from stategym.kernel.trajectory import Trajectory, dumps, loads
 from stategym.rollout.spec import key_words, trajectory_key
 
 SHOWN_DUPLICATES = 5
@@ -116,8 +116,9 @@ def load_log(path: Path) -> Log:
     log = read_log(path)
     refuse_duplicates(path, log.trajectories)
     data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        replace_bytes(path, jsonl_bytes(log.trajectories))
+    if data and not data.endswith(b"\n"):  # every other line kept as written, byte for byte
+        ended = data[: data.rfind(b"\n") + 1] if log.cut_line is not None else data + b"\n"
+        replace_bytes(path.resolve(), ended)  # through a link, the file it names
     return log
 
 
@@ -134,11 +135,13 @@ class Appender:
 
 
 def put_in_order(path: Path, log: Sequence[Trajectory], first: Sequence[Trajectory]) -> None:
-    """Rewrite the log ``path``, which holds ``log`` in that order, in the order a request
-    lists its episodes: by domain, then agent, in the order ``first`` (the command's
-    requested episodes, in request order) names them (any others after, as the log first
-    has them), then by seed and sample; ties keep their order. Whole or not at all, and not
-    at all when the log is in that order already.
+    """Rewrite the log ``path``, which holds ``log`` one line each in that order, in the
+    order a request lists its episodes: by domain, then agent, in the order ``first`` (the
+    command's requested episodes, in request order) names them (any others after, as the log
+    first has them), then by seed and sample; ties keep their order. Each line is moved as
+    written, byte for byte (a field this version does not read, an older version's line, is
+    kept), the file replaced whole (through a link, the file it names), and not at all when
+    it is in that order already or does not hold one line per episode of ``log``.
 
     Episodes are appended as they end, which for LLM agents playing concurrently is the
     order they happened to finish in, and a resumed run appends the missing ones after the
@@ -151,7 +154,16 @@ def put_in_order(path: Path, log: Sequence[Trajectory], first: Sequence[Trajecto
     for trajectory in (*first, *log):
         domains.setdefault(trajectory.domain, len(domains))
         agents.setdefault(trajectory.agent, len(agents))
-    ordered = sorted(log, key=lambda t: (domains[t.domain], agents[t.agent], t.seed, t.run.sample))
-    if all(a is b for a, b in zip(ordered, log, strict=True)):
+
+    def place(index: int) -> tuple[int, int, int, int]:
+        t = log[index]
+        return domains[t.domain], agents[t.agent], t.seed, t.run.sample
+
+    order = sorted(range(len(log)), key=place)
+    if order == list(range(len(log))):
         return
-    replace_bytes(path, jsonl_bytes(ordered))
+    target = path.resolve()
+    lines = [line for line in target.read_bytes().splitlines(keepends=True) if line.strip()]
+    if len(lines) != len(log) or not all(line.endswith(b"\n") for line in lines):
+        return  # not the file ``log`` was read from: left as it is
+    replace_bytes(target, b"".join(lines[i] for i in order))

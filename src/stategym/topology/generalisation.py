@@ -133,7 +133,9 @@ def _specs(
 
 def _demonstrations(config: ProtocolConfig, target: str, k: int) -> str:
     """k expert episodes (training seeds) from the training domains or the target, rendered
-    by the LLM package as chat transcripts."""
+    by the LLM package as chat transcripts in the rendering the agent plays (an ``hf:``
+    model trained on ``compact`` is shown compact call lines)."""
+    from stategym.llm.model_files import agent_rendering
     from stategym.llm.prompt import render_demonstrations
 
     sources = [target] if config.demos == "target" else list(config.train)
@@ -143,7 +145,7 @@ def _demonstrations(config: ProtocolConfig, target: str, k: int) -> str:
         env = Env(name, knobs=config.knobs)
         trajectories.append(run_episode(env, resolve(env.domain, "expert"), i // len(sources)))
         tasks.append(env.task)
-    return render_demonstrations(trajectories, tasks)
+    return render_demonstrations(trajectories, tasks, agent_rendering(config.agent))
 
 
 def _resolve(domain: Any, agent: str, **options: Any) -> Any:

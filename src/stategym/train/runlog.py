@@ -69,13 +69,28 @@ def open_run(config: Config) -> Path:
             k for k in set(old) | set(new) if k not in ignored and old.get(k) != new.get(k)
         )
         if changed:
+            shown = "; ".join(
+                f"{k}: {_shown(old.get(k))} there, {_shown(new.get(k))} now" for k in changed
+            )
+            hint = (
+                f"; --rendering left out is the start model's: give --rendering "
+                f"{old['rendering']} to resume"
+                if "rendering" in changed and isinstance(old.get("rendering"), str)
+                else ""
+            )
             raise UsageError(
-                f"{run} was started with other settings ({', '.join(changed)}); "
-                "use another --out or the same settings to resume"
+                f"{run} was started with other settings ({shown}); "
+                f"use another --out or the same settings to resume{hint}"
             )
     run.mkdir(parents=True, exist_ok=True)
     replace_text(path, to_json(config))
     return run
+
+
+def _shown(value: object) -> str:
+    """A setting's value in a refusal: its JSON, cut to 40 characters."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _trained(run: Path) -> bool:
