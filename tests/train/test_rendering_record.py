@@ -144,6 +144,16 @@ def test_serve_refuses_a_compact_model_before_loading_it(
     assert f"hf:{model}" in said and "--rendering messages" in said
 
 
+def test_the_python_server_refuses_a_compact_model_too(sft_run: Path) -> None:
+    """``create_app`` (``run_server``, ``BackgroundServer``) checks what the command does."""
+    from stategym.kernel.errors import UsageError
+    from stategym.llm.local import LocalModel
+    from stategym.llm.serve import create_app
+
+    with pytest.raises(UsageError, match="compact rendering"):
+        create_app(LocalModel(sft_run / "model"))
+
+
 def test_serve_takes_a_model_trained_on_messages(
     messages_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

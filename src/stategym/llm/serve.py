@@ -154,8 +154,20 @@ def create_app(
     model: LocalModel, *, name: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> FastAPI:
     """The FastAPI application serving ``model`` under ``name`` (default: its folder name);
-    a request body over ``max_body_bytes`` is answered 413."""
+    a request body over ``max_body_bytes`` is answered 413.
+
+    Raises:
+        UsageError: the model's folder records a rendering other than ``messages``
+            (:func:`~stategym.llm.model_files.check_servable`): requests are rendered through
+            the chat template, which such a model was not trained to read.
+    """
     from fastapi import FastAPI, Request
+
+    from stategym.llm.model_files import check_servable
+
+    path = getattr(model, "path", None)
+    if path is not None:
+        check_servable(path)
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException
