@@ -213,6 +213,6 @@ def test_a_resume_whose_start_model_now_records_another_rendering_says_what_chan
     assert main(argv) == 0
     (start / RECORD).write_text(json.dumps({"rendering": "compact"}))
     line = refused(capsys, argv, "was started with other settings")
-    assert 'rendering: "messages" there, "compact" now' in line
+    assert 'other settings (rendering): rendering "messages" there, "compact" now;' in line
     assert "give --rendering messages to resume" in line
     assert main([*argv, "--rendering", "messages"]) == 0  # as it said: it resumes

@@ -70,7 +70,7 @@ def open_run(config: Config) -> Path:
         )
         if changed:
             shown = "; ".join(
-                f"{k}: {_shown(old.get(k))} there, {_shown(new.get(k))} now" for k in changed
+                f"{k} {_shown(old.get(k))} there, {_shown(new.get(k))} now" for k in changed
             )
             hint = (
                 f"; --rendering left out is the start model's: give --rendering "
@@ -79,7 +79,7 @@ def open_run(config: Config) -> Path:
                 else ""
             )
             raise UsageError(
-                f"{run} was started with other settings ({shown}); "
+                f"{run} was started with other settings ({', '.join(changed)}): {shown}; "
                 f"use another --out or the same settings to resume{hint}"
             )
     run.mkdir(parents=True, exist_ok=True)
