@@ -62,3 +62,37 @@ def serving(reply: Reply) -> contextlib.AbstractContextManager[str]:
         return 200, json.dumps(reply(json.loads(body)))
 
     return answering(answer)
+
+
+def completion(
+    content: str | None = None,
+    calls: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    **extra: Any,
+) -> dict[str, Any]:
+    """A chat-completion response with text and/or ``(name, arguments_json)`` tool calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ]
+    choice = {
+        "index": 0,
+        "message": message,
+        "finish_reason": "tool_calls" if calls else "stop",
+        **extra.pop("choice", {}),
+    }
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "mock",
+        "choices": [choice],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        **extra,
+    }
+
+
+def round_of(body: dict[str, Any]) -> int:
+    """Which round a request is for: the assistant messages already in the conversation."""
+    return sum(1 for m in body["messages"] if m["role"] == "assistant")

@@ -43,24 +43,7 @@ TINY_FLAGS = {
 
 def two_rounds(body: dict[str, Any]) -> dict[str, Any]:
     """A chat completion: round 0 two look-ups, round 1 finish."""
-    done = sum(m["role"] == "assistant" for m in body["messages"])
-    calls = LOOKUPS if done == 0 else FINISH
-    message = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in enumerate(calls)
-        ],
-    }
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-    }
+    return loopback.completion(calls=LOOKUPS if loopback.round_of(body) == 0 else FINISH)
 
 
 def _endpoint_flags(url: str, out: Path, episodes: int) -> list[str]:

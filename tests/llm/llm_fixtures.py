@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from loopback import completion as completion  # re-exported: the LLM tests' one completion
+from loopback import round_of as round_of
+
 openai = pytest.importorskip("openai")
 
 # The HTTP library the installed openai client is built on (httpx, or its successor).
@@ -50,37 +53,3 @@ class ScriptedEndpoint:
             max_retries=0,
             http_client=http.AsyncClient(transport=transport),
         )
-
-
-def completion(
-    content: str | None = None,
-    calls: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    **extra: Any,
-) -> dict[str, Any]:
-    """A chat-completion response with text and/or ``(name, arguments_json)`` tool calls."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in enumerate(calls)
-        ]
-    choice = {
-        "index": 0,
-        "message": message,
-        "finish_reason": "tool_calls" if calls else "stop",
-        **extra.pop("choice", {}),
-    }
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "mock",
-        "choices": [choice],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        **extra,
-    }
-
-
-def round_of(body: dict[str, Any]) -> int:
-    """Which round a request is for: the assistant messages already in the conversation."""
-    return sum(1 for m in body["messages"] if m["role"] == "assistant")

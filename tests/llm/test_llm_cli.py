@@ -19,7 +19,7 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("openai")
 
 from stategym.cli import main
-from stategym.llm.tiny import RECIPE_FILE
+from stategym.llm.model_files import RECORD_FILE
 
 
 def test_model_init_builds_a_llama_from_flags(
@@ -33,7 +33,7 @@ def test_model_init_builds_a_llama_from_flags(
     assert main(["model", "init", "--out", str(out), "--arch", "llama", *flags.split()]) == 0
     config = json.loads((out / "config.json").read_text())
     assert config["model_type"] == "llama" and config["hidden_size"] == 32
-    record = json.loads((out / RECIPE_FILE).read_text())
+    record = json.loads((out / RECORD_FILE).read_text())
     assert record["recipe"]["steps"] == 2
     assert all(math.isfinite(loss) for loss in record["warm_up"]["curve"])
     assert main(["model", "info", str(out)]) == 0

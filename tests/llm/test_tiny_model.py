@@ -21,9 +21,9 @@ from stategym.llm import agent_factory
 from stategym.llm.batch import run_many
 from stategym.llm.calls import call_stats
 from stategym.llm.local import LocalModel, Sampling
+from stategym.llm.model_files import RECORD_FILE
 from stategym.llm.prompt import first_messages
 from stategym.llm.serve import BackgroundServer
-from stategym.llm.tiny import RECIPE_FILE
 from stategym.registry import get_domain
 
 TRAVEL = get_domain("travel")
@@ -47,7 +47,7 @@ def local_episodes(tiny_model: Path) -> list[Trajectory]:
 
 
 def test_the_recipe_records_what_it_did(tiny_model: Path) -> None:
-    record = json.loads((tiny_model / RECIPE_FILE).read_text())
+    record = json.loads((tiny_model / RECORD_FILE).read_text())
     warm = record["warm_up"]
     assert warm["final_loss"] < warm["first_loss"] / 4  # it learned something
     assert record["parameters"] > 100_000 and record["recipe"]["first_seed"] >= 1_000_000

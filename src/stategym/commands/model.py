@@ -74,7 +74,8 @@ def main(args: argparse.Namespace) -> int:
     import json
 
     from stategym.kernel.errors import UsageError
-    from stategym.llm.tiny import RECIPE_FILE, TinyConfig, check_config, check_out, init_model
+    from stategym.llm.model_files import RECORD_FILE
+    from stategym.llm.tiny import TinyConfig, check_config, check_out, init_model
 
     if args.action == "info":
         return _info(args.path)
@@ -92,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         out = init_model(
             args.out, config, ProgressBar(progress, config.steps), overwrite=args.overwrite
         )
-    meta = json.loads((out / RECIPE_FILE).read_text())
+    meta = json.loads((out / RECORD_FILE).read_text())
     warm = meta["warm_up"]
     print(
         f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, "
@@ -111,12 +112,12 @@ def _info(path: Path) -> int:
     import json
 
     from stategym.kernel.errors import UsageError
-    from stategym.llm.tiny import RECIPE_FILE
+    from stategym.llm.model_files import RECORD_FILE
 
-    record = path / RECIPE_FILE
+    record = path / RECORD_FILE
     if not record.is_file():  # an answer (exit 1), not an error: the folder is another's
         print(
-            f"{path} has no {RECIPE_FILE}: not made by `stategym model init` or `stategym "
+            f"{path} has no {RECORD_FILE}: not made by `stategym model init` or `stategym "
             "train` (it is played in the messages rendering)"
         )
         return 1

@@ -176,10 +176,8 @@ def model_digest(folder: Path) -> dict[str, str]:
     plays and are left out. Cached per folder while no file's size or time changes, so the
     backends of one run (one per domain) hash the weights once."""
     root = Path(folder).resolve()
-    signature = tuple(
-        (part, name, path.stat().st_size, path.stat().st_mtime_ns)
-        for part, name, path in _model_files(root)
-    )
+    stats = [(part, name, path.stat()) for part, name, path in _model_files(root)]
+    signature = tuple((part, name, st.st_size, st.st_mtime_ns) for part, name, st in stats)
     return dict(_digests(root, signature))
 
 

@@ -60,6 +60,7 @@ from stategym.llm.local import (
     LocalModel,
     Sampling,
 )
+from stategym.llm.model_files import check_servable
 from stategym.llm.parse import parse
 from stategym.llm.requests import ChatRequest
 
@@ -157,41 +158,20 @@ def create_app(
     a request body over ``max_body_bytes`` is answered 413.
 
     Raises:
-        UsageError: the model's folder records a rendering other than ``messages``
-            (:func:`~stategym.llm.model_files.check_servable`): requests are rendered through
-            the chat template, which such a model was not trained to read.
+        UsageError: the model's folder records a rendering other than ``messages``, which
+            the chat template's conversation is not (:func:`check_servable`).
     """
-    from fastapi import FastAPI, Request
-
-    from stategym.llm.model_files import check_servable
-
-    path = getattr(model, "path", None)
-    if path is not None:
-        check_servable(path)
-    from fastapi.exceptions import RequestValidationError
+    from fastapi import FastAPI
     from fastapi.responses import JSONResponse
-    from starlette.exceptions import HTTPException
 
+    check_servable(model.path)
     served = name or model.name
     counter = itertools.count()
     app = FastAPI(title="stategym serve")
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    _refusals_in_openai_shape(app)
     batcher = Batcher(model)
     app.state.batcher = batcher
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
-        return _error(400, f"invalid request: {_fields(error.errors())}", "invalid_request_error")
-
-    @app.exception_handler(HTTPException)
-    async def refused(request: Request, error: HTTPException) -> JSONResponse:
-        # FastAPI's own refusals (a body it cannot parse: bytes that are not UTF-8, JSON
-        # nested past the decoder's recursion limit; an unknown path or method) in the
-        # documented shape, not its ``{"detail": ...}``.
-        kind = "invalid_request_error" if error.status_code < 500 else "server_error"
-        response: JSONResponse = _error(error.status_code, str(error.detail), kind)
-        response.headers.update(error.headers or {})
-        return response
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -236,6 +216,28 @@ def create_app(
         return _response(model, body, served, number, done)
 
     return app
+
+
+def _refusals_in_openai_shape(app: FastAPI) -> None:
+    """Answer a request FastAPI itself refuses as OpenAI does: a field of the wrong shape,
+    and its own refusals (a body it cannot parse: bytes that are not UTF-8, JSON nested past
+    the decoder's recursion limit; an unknown path or method) in the documented shape, not
+    its ``{"detail": ...}``."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        return _error(400, f"invalid request: {_fields(error.errors())}", "invalid_request_error")
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, error: HTTPException) -> JSONResponse:
+        kind = "invalid_request_error" if error.status_code < 500 else "server_error"
+        response: JSONResponse = _error(error.status_code, str(error.detail), kind)
+        response.headers.update(error.headers or {})
+        return response
 
 
 def _prompt(model: LocalModel, body: ChatRequest) -> tuple[int, ...]:

@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
-RECIPE_FILE = RECORD_FILE
-"""Written next to the weights: the recipe config, prompt version, the rendering the warm-up
-trained on (``messages``: what ``hf:`` plays the model in) and the training record."""
 
 SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 CALL_TAGS = ("<tool_call>", "</tool_call>")
@@ -593,5 +590,5 @@ def init_model(
         "cpu_seconds": time.process_time() - cpu,
         "torch": torch.__version__,
     }
-    (out / RECIPE_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    (out / RECORD_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     return out

@@ -124,18 +124,19 @@ def row(cards: Sequence[Scorecard], *, resamples: int = 1000, seed: int = 0) -> 
     Samples of one task are not independent, so the bootstrap resamples tasks: each column
     is first averaged over a task's samples (with one sample per task, nothing changes).
     """
-    by_task: dict[tuple[int, str], list[dict[str, float]]] = {}
-    for card in cards:
-        by_task.setdefault((card.seed, card.task_id), []).append(card.row())
+    ordered = sorted(cards, key=lambda card: (card.seed, card.task_id))  # the tasks' order
+    by_task: dict[str, list[dict[str, float]]] = {}
+    for card in ordered:
+        by_task.setdefault(card.task_id, []).append(card.row())
     means = [
         {name: fsum(r[name] for r in samples) / len(samples) for name in COLUMNS}
-        for _, samples in sorted(by_task.items())
+        for samples in by_task.values()
     ]
     columns = {
         name: bootstrap([m[name] for m in means], resamples=resamples, seed=seed)
         for name in COLUMNS
     }
-    counts = successes_by_task(sorted(cards, key=lambda card: (card.seed, card.task_id)))
+    counts = successes_by_task(ordered)
     fewest = min((n for n, _ in counts.values()), default=0)
     pass_k = {
         k: bootstrap(

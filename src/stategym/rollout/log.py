@@ -115,11 +115,20 @@ def load_log(path: Path) -> Log:
         return Log([], None)
     log = read_log(path)
     refuse_duplicates(path, log.trajectories)
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):  # every other line kept as written, byte for byte
+    if not _ends_a_line(path):  # read again only then; every other line kept byte for byte
+        data = path.read_bytes()
         ended = data[: data.rfind(b"\n") + 1] if log.cut_line is not None else data + b"\n"
         replace_bytes(path.resolve(), ended)  # through a link, the file it names
     return log
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file is empty or its last byte is a newline (read alone, not the file)."""
+    with path.open("rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
 
 
 class Appender:
