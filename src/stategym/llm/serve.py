@@ -164,7 +164,8 @@ def create_app(
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
-    check_servable(model.path)
+    if (folder := getattr(model, "path", None)) is not None:  # a stand-in model has none
+        check_servable(folder)
     served = name or model.name
     counter = itertools.count()
     app = FastAPI(title="stategym serve")
