@@ -33,7 +33,7 @@ from stategym.kernel.errors import UsageError
 from stategym.metrics import score
 from stategym.train.config import GRPOConfig, SFTConfig
 from stategym.train.data import play_demonstrations, sequences, tokenizer_chats
-from stategym.train.grpo import group_advantages, sample_of
+from stategym.train.grpo import call_scales, group_advantages, sample_of
 from stategym.train.policy import Policy, TinySize, build_tiny
 from stategym.train.sft import step as sft_step
 
@@ -160,8 +160,10 @@ def train_advantages(out: dict[str, Any], policy: Policy, config: Any) -> list[l
     expected: list[list[float]] = []
     for g in range(0, len(played), GROUP):
         per_round = group_advantages(config, played[g : g + GROUP], cards[g : g + GROUP])
+        scales = call_scales(config, played[g : g + GROUP], cards[g : g + GROUP])
         for i, advantages in enumerate(per_round, start=g):
-            sample = sample_of(policy, played[i], cards[i], advantages, config)
+            scale = None if scales is None else scales[i - g]
+            sample = sample_of(policy, played[i], cards[i], advantages, config, scale)
             expected.append(list(sample.advantages[len(out["prompt_ids"][i]) :]))
     return expected
 

@@ -69,6 +69,9 @@ def test_a_run_logs_every_metric_and_resumes_bit_for_bit(sft_run: Path, tmp_path
     for key in (*wanted.split(), "critical_path", "entropy", "kl", "tokens_per_s", "batch_tokens"):
         assert key in steps[0], key
     assert abs(sum(steps[0]["share"].values()) - 1) < 0.05
+    # sampler and learner see the same tokens at the same positions: only float rounding
+    # apart (a position off by one would differ by whole nats)
+    assert all(0 <= m["sampler_drift"] < 1e-3 for m in steps)
     losses = [[m["loss"] for m in lines(run) if "loss" in m] for run in (whole, again, resumed)]
     assert losses[0] == losses[1] == losses[2]
     weights = [(run / "model" / WEIGHTS).read_bytes() for run in (whole, again, resumed)]
@@ -99,3 +102,20 @@ def test_sharing_the_prefix_changes_a_step_only_by_rounding(sft_run: Path, tmp_p
         assert shared[key] == plain[key], key
     for key in ("loss", "policy_loss", "kl", "entropy"):
         assert shared[key] == pytest.approx(plain[key], abs=1e-4), key
+
+
+def test_the_sampler_drift_is_taken_over_the_policys_own_sampled_tokens() -> None:
+    import torch
+
+    from stategym.train.batching import Sample
+    from stategym.train.grpo import sampler_drift
+
+    def sample(logprobs: tuple[float, ...], mask: tuple[bool, ...]) -> Sample:
+        return Sample((1,) * len(mask), mask, (1.0,) * len(mask), logprobs)
+
+    policy = sample((0.0, -1.0, -2.0), (False, True, True))
+    teacher = sample((0.0, 0.0, 0.0), (False, True, True))  # never sampled: left out
+    learner = {0: torch.tensor([-9.0, -1.5, -2.0]), 1: torch.tensor([-9.0, -3.0, -3.0])}
+    assert sampler_drift([policy, teacher], learner, [False, True]) == 0.25
+    assert sampler_drift([policy], {0: learner[0]}) == 0.25
+    assert sampler_drift([teacher], {0: learner[1]}, [True]) == 0.0

@@ -265,14 +265,17 @@ def test_a_log_rewritten_since_the_start_is_refused_naming_it(
     assert untouched(out) == before
 
 
+@pytest.mark.parametrize("kl", ["0.5", "0"])
 def test_a_kl_reference_changed_since_the_start_is_refused_naming_it(
-    sft_run: Path, narrow_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sft_run: Path, narrow_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kl: str
 ) -> None:
     """Before, the resumed run anchored its KL term to whatever ``--init``'s model/ held by
-    then (here the run was trained on: its model/ is another checkpoint's)."""
+    then (here the run was trained on: its model/ is another checkpoint's). Without KL
+    (audit 13C F1, the experiments' setting) the resume went on, from its own checkpoint,
+    under the name of the retrained model."""
     init = copied(sft_run, tmp_path)
     out = tmp_path / "grpo"
-    argv = ["train", "grpo", "--init", str(init), "--out", str(out), "--kl", "0.5",
+    argv = ["train", "grpo", "--init", str(init), "--out", str(out), "--kl", kl,
             "--group", "2", "--tasks", "1", "--minibatch", "2", "--save-every", "1",
             "--eval-episodes", "1", "--max-tokens", "8", "--no-progress"]  # fmt: skip
     assert main([*argv, "--iterations", "1"]) == 0
@@ -281,6 +284,40 @@ def test_a_kl_reference_changed_since_the_start_is_refused_naming_it(
     shutil.copytree(init / "checkpoints" / "iter-000001", init / "model")
     before = untouched(out)
     refused(capsys, [*argv, "--iterations", "3"], f"--init {init}: not the model this run")
+    assert untouched(out) == before
+
+
+def test_the_start_model_spelled_another_way_resumes(
+    sft_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit 13C F3: ``--init`` was compared as text, so the same model given by a relative
+    path (or inside a moved experiment folder) was refused as "other settings (init)"."""
+    init = copied(sft_run, tmp_path)
+    out = tmp_path / "grpo"
+    common = ["--out", str(out), "--group", "2", "--tasks", "1", "--minibatch", "2",
+              "--save-every", "1", "--eval-episodes", "1", "--max-tokens", "8",
+              "--no-progress"]  # fmt: skip
+    assert main(["train", "grpo", "--init", str(init), *common, "--iterations", "1"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "grpo", "--init", "run/model", *common, "--iterations", "2"]) == 0
+    steps = [json.loads(line) for line in (out / runlog.METRICS).read_text().splitlines()]
+    assert [m["iteration"] for m in steps if "eval" not in m] == [1, 2]
+
+
+def test_an_sft_start_model_changed_since_is_refused(
+    sft_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    init = copied(sft_run, tmp_path)
+    out = tmp_path / "sft"
+    argv = ["train", "sft", "--init", str(init), "--out", str(out), "--agents", "expert:1",
+            "--episodes", "2", "--batch-size", "2", "--save-every", "1",
+            "--eval-episodes", "1", "--max-tokens", "8", "--max-length", "1400",
+            "--no-progress"]  # fmt: skip
+    assert main([*argv, "--iterations", "1"]) == 0
+    shutil.rmtree(init / "model")
+    shutil.copytree(init / "checkpoints" / "iter-000001", init / "model")
+    before = untouched(out)
+    refused(capsys, [*argv, "--iterations", "2"], f"--init {init}: not the model this run")
     assert untouched(out) == before
 
 

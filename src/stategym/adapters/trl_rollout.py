@@ -58,7 +58,7 @@ from stategym.train import mc
 from stategym.train.checkpoint import iteration_generator
 from stategym.train.config import GRPOConfig
 from stategym.train.group import Member, Rollout, Sampling, play
-from stategym.train.grpo import group_advantages, sample_of
+from stategym.train.grpo import call_scales, group_advantages, sample_of
 from stategym.train.policy import Policy
 from stategym.train.tasks import setting
 
@@ -203,15 +203,17 @@ class EpisodeRollout:
             per_round = group_advantages(
                 config, rollouts[group], cards[group], None if values is None else values[group]
             )
-            for rollout, card, advantages in zip(
-                rollouts[group], cards[group], per_round, strict=True
-            ):
+            scales = call_scales(config, rollouts[group], cards[group])
+            for rollout, card, advantages, scale in zip(
+                rollouts[group], cards[group], per_round,
+                scales or [None] * len(per_round), strict=True,
+            ):  # fmt: skip
                 if not rollout.spans:
                     raise UsageError(
                         f"seed {rollout.member.seed}'s prompt leaves no room for a round under "
                         f"max_length {config.max_length}"
                     )
-                sample = sample_of(policy, rollout, card, advantages, config)
+                sample = sample_of(policy, rollout, card, advantages, config, scale)
                 start = rollout.spans[0][0]
                 out["prompt_ids"].append(list(sample.ids[:start]))
                 out["completion_ids"].append(list(sample.ids[start:]))

@@ -73,6 +73,37 @@ def normalise_group(values: Sequence[float], norm: Norm = "std") -> tuple[float,
     return tuple(c / (std + EPS) for c in centred)
 
 
+def group_scale(values: Sequence[float], norm: Norm = "std") -> float:
+    """How many advantage units one reward unit is worth in this group.
+
+    :func:`normalise_group` maps a member's value ``x`` to ``scale * (x - mean)``; a
+    difference ``d`` in raw reward (a call's share of its round's return, which is not a
+    member of the group) is ``scale * d`` in the group's advantage units. ``scale`` is ``1``
+    (``"none"``), ``G / (G - 1)`` (``"rloo"``) or ``1 / (std + eps)`` (``"std"``). A group
+    that gives no comparison, of one member or, under ``"std"``, of equal values (no spread
+    to measure in), has scale 0: its advantages are 0 and so is any difference in them.
+
+    >>> group_scale([1.0, 0.0, 0.0], norm="rloo")
+    1.5
+    >>> group_scale([0.5, 0.5], norm="std")
+    0.0
+    """
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; use one of {', '.join(NORMS)}")
+    size = len(values)
+    if size < 2:
+        return 0.0
+    if norm == "none":
+        return 1.0
+    if norm == "rloo":
+        return size / (size - 1)
+    if max(values) == min(values):
+        return 0.0
+    mean = math.fsum(values) / size
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (size - 1))
+    return 1.0 / (std + EPS)
+
+
 def outcome_advantages(successes: Sequence[bool], norm: Norm = "std") -> tuple[float, ...]:
     """Outcome credit: the binary goal (1 reached, 0 not) normalised within the group.
 
@@ -164,14 +195,43 @@ def dense_advantages(
     ((0.5, 0.25), (-0.5,))
     """
     returns = [return_to_go(r, gamma) for r in rewards]
-    horizon = max((len(r) for r in returns), default=0)
     out: list[list[float]] = [[] for _ in returns]
-    for t in range(horizon):
-        column = [r[t] if t < len(r) else 0.0 for r in returns]
+    for t, column in enumerate(_columns(returns)):
         for i, advantage in enumerate(normalise_group(column, norm)):
             if t < len(returns[i]):
                 out[i].append(advantage)
     return tuple(tuple(a) for a in out)
+
+
+def dense_scales(
+    rewards: Sequence[Sequence[float]], norm: Norm = "std", gamma: float = 1.0
+) -> PerRound:
+    """The :func:`group_scale` of each round's group under :func:`dense_advantages`.
+
+    A round's calls split its return-to-go into shares (``RoundCredit.calls``); scaled by
+    this, a share is in the units of the round's advantage (see
+    :func:`stategym.train.masks.token_advantages`).
+
+    Args:
+        rewards: ``G`` sequences of ``(T_i,)`` per-round rewards.
+        norm: see :data:`Norm`.
+        gamma: discount per round.
+
+    Returns:
+        ``G`` tuples of ``(T_i,)``: round ``t``'s is the scale of round index ``t``'s group.
+
+    >>> dense_scales([[0.5, 0.5], [0.0]], norm="none")
+    ((1.0, 1.0), (1.0,))
+    """
+    returns = [return_to_go(r, gamma) for r in rewards]
+    scales = [group_scale(column, norm) for column in _columns(returns)]
+    return tuple(tuple(scales[: len(r)]) for r in returns)
+
+
+def _columns(returns: Sequence[Sequence[float]]) -> list[list[float]]:
+    """The group's returns at each round index, an ended episode counting as 0 there."""
+    horizon = max((len(r) for r in returns), default=0)
+    return [[r[t] if t < len(r) else 0.0 for r in returns] for t in range(horizon)]
 
 
 def gigpo_advantages(
@@ -209,23 +269,65 @@ def gigpo_advantages(
     Returns:
         ``G`` tuples of ``(T_i,)``.
     """
-    if not len(returns) == len(rewards) == len(keys):
+    if len(returns) != len(rewards):
         raise ValueError("returns, rewards and keys must cover the same episodes")
-    for r, k in zip(rewards, keys, strict=True):
-        if len(r) != len(k):
-            raise ValueError(f"{len(r)} rewards for {len(k)} state keys")
+    _check_keys(rewards, keys)
     episode = normalise_group(returns, norm)
     to_go = [return_to_go(r, gamma) for r in rewards]
-    groups: dict[Hashable, list[tuple[int, int]]] = {}
-    for i, row in enumerate(keys):
-        for t, key in enumerate(row):
-            groups.setdefault(key if coarse is None else coarse(key), []).append((i, t))
     step = [[0.0] * len(r) for r in rewards]
-    for members in groups.values():
+    for members in _step_groups(keys, coarse):
         advantages = normalise_group([to_go[i][t] for i, t in members], norm)
         for (i, t), advantage in zip(members, advantages, strict=True):
             step[i][t] = advantage
     return tuple(tuple(episode[i] + weight * s for s in row) for i, row in enumerate(step))
+
+
+def gigpo_scales(
+    rewards: Sequence[Sequence[float]],
+    keys: Sequence[Sequence[Hashable]],
+    *,
+    weight: float = 1.0,
+    norm: Norm = "std",
+    gamma: float = 1.0,
+    coarse: Callable[[Hashable], Hashable] | None = None,
+) -> PerRound:
+    """``weight`` times the :func:`group_scale` of each round's step group under
+    :func:`gigpo_advantages` (the episode-level term does not change inside a round).
+
+    A round alone in its step group has scale 0: nothing compares its calls. Arguments as
+    :func:`gigpo_advantages`.
+
+    Returns:
+        ``G`` tuples of ``(T_i,)``.
+    """
+    _check_keys(rewards, keys)
+    to_go = [return_to_go(r, gamma) for r in rewards]
+    scales = [[0.0] * len(r) for r in rewards]
+    for members in _step_groups(keys, coarse):
+        scale = weight * group_scale([to_go[i][t] for i, t in members], norm)
+        for i, t in members:
+            scales[i][t] = scale
+    return tuple(tuple(row) for row in scales)
+
+
+def _check_keys(rewards: Sequence[Sequence[float]], keys: Sequence[Sequence[Hashable]]) -> None:
+    """One state key per round of each episode."""
+    if len(rewards) != len(keys):
+        raise ValueError("returns, rewards and keys must cover the same episodes")
+    for r, k in zip(rewards, keys, strict=True):
+        if len(r) != len(k):
+            raise ValueError(f"{len(r)} rewards for {len(k)} state keys")
+
+
+def _step_groups(
+    keys: Sequence[Sequence[Hashable]], coarse: Callable[[Hashable], Hashable] | None
+) -> list[list[tuple[int, int]]]:
+    """GiGPO's step groups: the rounds ``(i, t)`` decided in states of equal key."""
+    groups: dict[Hashable, list[tuple[int, int]]] = {}
+    for i, row in enumerate(keys):
+        for t, key in enumerate(row):
+            groups.setdefault(key if coarse is None else coarse(key), []).append((i, t))
+    return list(groups.values())
 
 
 __all__: Sequence[str] = (
@@ -235,7 +337,10 @@ __all__: Sequence[str] = (
     "PerRound",
     "composite_advantages",
     "dense_advantages",
+    "dense_scales",
     "gigpo_advantages",
+    "gigpo_scales",
+    "group_scale",
     "normalise_group",
     "outcome_advantages",
     "per_round",

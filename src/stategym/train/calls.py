@@ -7,6 +7,10 @@ line, in the messages rendering one ``<tool_call>...</tool_call>`` block each. A
 at its line's end or its closing tag; a token belongs to the call whose text it finishes or
 is inside (a token that straddles two calls goes to the first).
 
+The text split is the reply as the parser read it: a stop token that ended the round (the
+end-of-turn marker) is not part of any call, so it follows the last call, as text after the
+last ``</tool_call>`` does in the messages rendering.
+
 When the text does not split into exactly as many calls as the round logged (a malformed
 reply the parser repaired, text between calls), :func:`call_spans` returns ``None`` and the
 round keeps one advantage for all its tokens: better no split than a wrong one.
@@ -14,7 +18,7 @@ round keeps one advantage for all its tokens: better no split than a wrong one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from stategym.llm.parse import CLOSE
 from stategym.train.masks import Span
@@ -43,7 +47,11 @@ def call_ends(text: str) -> tuple[int, ...]:
 
 
 def call_spans(
-    ids: Sequence[int], span: Span, calls: int, decode: Callable[[list[int]], str]
+    ids: Sequence[int],
+    span: Span,
+    calls: int,
+    decode: Callable[[list[int]], str],
+    stops: Collection[int] = (),
 ) -> tuple[Span, ...] | None:
     """The token spans of a round's ``calls`` calls inside its ``span`` of ``ids``.
 
@@ -52,12 +60,15 @@ def call_spans(
         span: the round's sampled span.
         calls: how many calls the round logged.
         decode: the tokenizer's decode (ids to text, special tokens kept).
+        stops: the policy's stop ids; one that ends the span is left out of every call.
 
     Returns:
         ``(calls,)`` ordered, disjoint spans inside ``span``; ``None`` when the text does
         not split into ``calls`` calls.
     """
     start, end = span
+    if end > start and ids[end - 1] in stops:
+        end -= 1
     ends = call_ends(decode(list(ids[start:end])))
     if len(ends) != calls or calls == 0:
         return None

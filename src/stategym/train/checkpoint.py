@@ -31,9 +31,11 @@ episodes it learns from. A resume is checked against it (:func:`resume_point`):
 - a run with checkpoints but no ``start.json`` (made before it was recorded, or the file
   deleted) is refused: its resume cannot be checked.
 
-The sources a resume reads again are checked by their callers against the record: SFT's
-``run:DIR`` log (:func:`stategym.train.sft.same_demonstrations`) and GRPO's KL reference,
-the ``--init`` model (:func:`same_start`).
+The sources of a run are checked against the record on every resume: SFT's ``run:DIR``
+log (:func:`stategym.train.sft.same_demonstrations`) and the ``--init`` model
+(:func:`load_start`), which must still be the start model even when the run does not read
+it again (a GRPO run without KL): a resume continues the run it started, never one under the
+name of a model retrained since.
 
 Resuming is exact because nothing random carries over between iterations: every iteration
 seeds its own generator from ``(seed, iteration)`` (:func:`iteration_generator`), so the
@@ -355,9 +357,26 @@ def same_start(policy: Policy, start: Mapping[str, Any], source: str) -> None:
     if weights_digest(policy.model) != start["model"]["weights"]:
         raise UsageError(
             f"{source}: not the model this run started from (changed since, by a resumed or "
-            "retrained run?), and a resume would anchor to it; restore it, or start the run "
-            "again in another --out"
+            "retrained run?); the resumed run would go on from one model under the name of "
+            "another (and anchor its KL term to it); restore it, or start the run again in "
+            "another --out"
         )
+
+
+def load_start(config: Config, resume: Resume) -> Policy | None:
+    """On a resume, ``--init``'s model loaded again and checked to be the run's start model
+    (:func:`same_start`), whatever path now spells it; ``None`` for ``init=tiny``, which is
+    built, not loaded.
+
+    ``init`` is not compared as text (:func:`stategym.train.runlog.open_run`): the same
+    model given by another spelling, or inside a moved folder, resumes; a model retrained
+    since is refused, whether or not the run reads it again (GRPO's KL reference).
+    """
+    if config.init == "tiny":
+        return None
+    policy = Policy.load(model_source(config.init), device=config.device, dtype=config.dtype)
+    same_start(policy, resume.start, f"--init {config.init}")
+    return policy
 
 
 def model_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -492,6 +511,7 @@ __all__ = [
     "iteration_generator",
     "iteration_of",
     "latest",
+    "load_start",
     "model_source",
     "publish",
     "read_start",

@@ -26,7 +26,8 @@ Per iteration ``k``:
 The "old" log-probabilities of the ratio are recomputed by the current policy in one
 forward pass before the first update (not taken from the sampler): batched left-padded
 sampling and right-padded training differ by float rounding, and a teacher's tokens were
-never sampled. So the first pass's ratio is exactly 1, and the teacher's episodes are
+never sampled. So the ratio of the first minibatch step is exactly 1 (the pass's later
+steps come after optimiser steps, so their ratios move and may clip), and the teacher's episodes are
 trained as off-policy data weighted by their advantage under the current policy's own
 probabilities (no importance weight towards a teacher distribution we do not have). The
 teacher's tokens are not clipped either (unless ``guard_clip``): their ratio is taken
@@ -37,7 +38,8 @@ sampled by it, and clipped, a token the policy gives probability 1e-6 can rise b
 LUFFY, Yan et al. 2025, does for this reason). Measured on ``ask-or-act`` (docs/training.md): the
 ask rate rose in the run with unclipped teacher tokens at lr 3e-3 and 4 passes; clipped
 runs were measured only at other settings, so how much unclipping contributed is not known. The
-sampler's log-probabilities are kept to report the sampler-to-learner drift.
+sampler's log-probabilities are kept to report the sampler-to-learner drift (``sampler_drift``:
+the mean absolute difference on the policy's own tokens, before the first step).
 """
 
 from __future__ import annotations
@@ -111,6 +113,31 @@ def group_advantages(
     raise UsageError(f"credit {config.credit!r} is not implemented in this trainer yet")
 
 
+def call_scales(
+    config: GRPOConfig, group: Sequence[Rollout], cards: Sequence[Any]
+) -> adv.PerRound | None:
+    """Per round, the advantage units of one reward unit, for the per-call split of
+    ``dense``/``gigpo`` (:func:`stategym.train.advantages.group_scale`); ``None`` for the
+    credits that do not split a round.
+
+    A call's share of its round's return is a raw reward; the round's advantage was
+    normalised within its group, so the share is scaled the same way before it is taken
+    from the advantage (under ``std`` a raw share would be off by the group's ``1/std``, and
+    could flip a call's sign).
+    """
+    if config.credit not in ("dense", "gigpo"):
+        return None
+    credits = [credit_of(r.trajectory, r.task, c) for r, c in zip(group, cards, strict=True)]
+    rewards = [c.rewards[: len(r.spans)] for c, r in zip(credits, group, strict=True)]
+    if config.credit == "dense":
+        return adv.dense_scales(rewards, config.norm)
+    coarse = (lambda key: str(key).split("|", 1)[0]) if config.coarse_key else None
+    return adv.gigpo_scales(
+        rewards, [r.keys for r in group], weight=config.gigpo_weight, norm=config.norm,
+        coarse=coarse,
+    )  # fmt: skip
+
+
 def update(
     policy: Policy, reference: Policy | None, optimiser: Any, samples: Sequence[Any],
     config: GRPOConfig, iteration: int, teachers: Sequence[bool] = (),
@@ -181,14 +208,40 @@ def update(
     policy.model.eval()
     # the mean over every minibatch step of every pass: the last step alone is one
     # minibatch's noise (and, with several passes, only the most off-policy one)
-    return {name: total / steps for name, total in totals.items()}
+    means = {name: total / steps for name, total in totals.items()}
+    return {**means, "sampler_drift": sampler_drift(samples, old_of, teachers)}
+
+
+def sampler_drift(
+    samples: Sequence[Any], old_of: dict[int, Any], teachers: Sequence[bool] = ()
+) -> float:
+    """The mean ``|log p_sampler - log p_learner|`` over the policy's own sampled tokens,
+    the learner's taken before the first step (batched left-padded sampling and
+    right-padded training differ by float rounding, more in ``bfloat16``); 0 with none.
+    The guard teacher's tokens were not sampled and are left out."""
+    total, count = 0.0, 0
+    for i, sample in enumerate(samples):
+        if i < len(teachers) and teachers[i]:
+            continue
+        learner = old_of[i].tolist()
+        for sampled, old, trained in zip(sample.logprobs, learner, sample.loss_mask, strict=False):
+            if trained:
+                total += abs(sampled - old)
+                count += 1
+    return total / count if count else 0.0
 
 
 def sample_of(
-    policy: Policy, rollout: Rollout, card: Any, advantages: Sequence[float], config: GRPOConfig
+    policy: Policy,
+    rollout: Rollout,
+    card: Any,
+    advantages: Sequence[float],
+    config: GRPOConfig,
+    scales: Sequence[float] | None = None,
 ) -> Any:
     """The rollout as a training sample; with ``dense``/``gigpo`` a parallel round's calls
-    get their own shares (:func:`stategym.train.masks.token_advantages`)."""
+    get their own shares (:func:`stategym.train.masks.token_advantages`), each share times
+    its round's ``scales`` entry (:func:`call_scales`: the shares in advantage units)."""
     from stategym.rendering.tokens import TokenStream
     from stategym.train.streams import to_sample
 
@@ -196,20 +249,22 @@ def sample_of(
     calls: list[tuple[tuple[int, int], ...]] | None = None
     shares: list[tuple[float, ...]] | None = None
     if config.credit in ("dense", "gigpo"):
+        if scales is None:
+            raise ValueError(f"{config.credit} credit splits rounds: give the call_scales")
         paid = credit_of(rollout.trajectory, rollout.task, card).rounds
         calls, shares = [], []
 
         def decode(ids: list[int]) -> str:
             return str(policy.tokenizer.decode(ids, skip_special_tokens=False))
 
-        for span, record, round_credit in zip(
-            rollout.spans, rollout.trajectory.rounds, paid, strict=False
+        for span, record, round_credit, scale in zip(
+            rollout.spans, rollout.trajectory.rounds, paid, scales, strict=False
         ):
             split = None
             if len(record.calls) > 1:
-                split = call_spans(rollout.ids, span, len(record.calls), decode)
+                split = call_spans(rollout.ids, span, len(record.calls), decode, policy.stops)
             calls.append(split or ())
-            shares.append(round_credit.calls if split else ())
+            shares.append(tuple(scale * s for s in round_credit.calls) if split else ())
     return to_sample(stream, advantages, rollout.logprobs, config.max_length, calls, shares)
 
 
@@ -238,13 +293,15 @@ def iterate(
     samples = []
     for g in range(0, len(rollouts), config.group):
         group = rollouts[g : g + config.group]
+        group_cards = cards[g : g + config.group]
         per_round = group_advantages(
-            config, group, cards[g : g + config.group],
-            None if values is None else values[g : g + config.group],
-        )  # fmt: skip
-        for rollout, card, advantages in zip(group, cards[g : g + config.group], per_round,
-                                             strict=True):  # fmt: skip
-            samples.append(sample_of(policy, rollout, card, advantages, config))
+            config, group, group_cards, None if values is None else values[g : g + config.group]
+        )
+        scales = call_scales(config, group, group_cards) or [None] * len(group)
+        for rollout, card, advantages, scale in zip(
+            group, group_cards, per_round, scales, strict=True
+        ):
+            samples.append(sample_of(policy, rollout, card, advantages, config, scale))
     # scoring's share: the scorecards, the credit and the advantages (not the continuations)
     scoring = (scored - scoring) + (time.perf_counter() - advantaged)
     backward = time.perf_counter()
@@ -295,15 +352,16 @@ def train(config: GRPOConfig) -> Path:
 
 def _reference(config: GRPOConfig, resume: checkpoint.Resume | None) -> Policy | None:
     """The KL reference: the start model, frozen (``None`` without ``kl``). A resume loads
-    it again from ``--init``, so it must still be the model the run started from (its
-    ``--init RUN`` may have been resumed or trained again since)."""
+    ``--init`` again, with or without ``kl``, and refuses it unless it is still the model
+    the run started from (its ``--init RUN`` may have been resumed or trained again since:
+    :func:`stategym.train.checkpoint.load_start`)."""
+    reference = None if resume is None else checkpoint.load_start(config, resume)
     if config.kl <= 0:
         return None
-    reference = Policy.load(
-        checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
-    )
-    if resume is not None:
-        checkpoint.same_start(reference, resume.start, f"--init {config.init}")
+    if reference is None:
+        reference = Policy.load(
+            checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
+        )
     reference.model.requires_grad_(False)
     reference.share_prefix = config.share_prefix
     return reference
@@ -354,4 +412,4 @@ def _train(config: GRPOConfig) -> None:
         )
 
 
-__all__ = ["group_advantages", "iterate", "members", "train", "update"]
+__all__ = ["call_scales", "group_advantages", "iterate", "members", "sample_of", "train", "update"]

@@ -77,12 +77,13 @@ def call_advantages(advantage: float, shares: Sequence[float]) -> tuple[float, .
     """Split a round's advantage over its calls in canonical (logged) order.
 
     Call ``j`` keeps the round's advantage less the shares of the calls before it
-    (``A_j = A - sum_{k < j} s_k``, ``s_k`` from ``RoundCredit.calls``): each call answers
-    for what it and the calls after it earned.
+    (``A_j = A - sum_{k < j} s_k``): each call answers for what it and the calls after it
+    earned. The shares must be in the advantage's units: ``RoundCredit.calls`` times the
+    round group's scale (:func:`stategym.train.advantages.group_scale`), not raw rewards.
 
     Args:
         advantage: the round's advantage.
-        shares: ``(C,)`` the round's reward split over its calls.
+        shares: ``(C,)`` the round's reward split over its calls, in advantage units.
 
     Returns:
         ``(C,)``.
@@ -123,7 +124,8 @@ def token_advantages(
         spans: ``(T,)`` each round's sampled span.
         advantages: ``(T,)`` each round's advantage.
         calls: ``T`` sequences of ``(C_t,)`` call spans, inside their round's span.
-        shares: ``T`` sequences of ``(C_t,)`` call shares (``RoundCredit.calls``).
+        shares: ``T`` sequences of ``(C_t,)`` call shares in advantage units
+            (``RoundCredit.calls`` scaled: :func:`call_advantages`).
 
     Returns:
         ``(L,)``.

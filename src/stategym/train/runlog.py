@@ -65,6 +65,10 @@ def open_run(config: Config) -> Path:
             )
         new = json.loads(to_json(config))
         ignored = MUTABLE | {LOCATION}
+        if "tiny" not in (old.get("init"), new.get("init")):
+            # a start model's path: its spelling may differ (relative, moved); a resume
+            # checks what it holds (stategym.train.checkpoint.load_start)
+            ignored |= {"init"}
         changed = sorted(
             k for k in set(old) | set(new) if k not in ignored and old.get(k) != new.get(k)
         )

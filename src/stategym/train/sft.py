@@ -171,6 +171,7 @@ def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
     resume = checkpoint.resume_point(run, config)
     if resume is not None:
         episodes = same_demonstrations(config, episodes, resume.start)
+        checkpoint.load_start(config, resume)  # --init is still the start model
         policy, start = Policy.load(resume.folder, dtype=config.dtype), resume.iteration
         checkpoint.check_tokenizer(resume, policy)
     else:

@@ -96,7 +96,8 @@ def to_sample(
         max_length: cut the stream to this many tokens (rounds past the cut carry nothing).
         calls: per-call credit: ``T`` sequences of each round's call spans (empty: the
             round is not split), with ``shares`` (:func:`~stategym.train.masks.token_advantages`).
-        shares: ``T`` sequences of the rounds' call shares, matching ``calls``.
+        shares: ``T`` sequences of the rounds' call shares in advantage units, matching
+            ``calls``.
     """
     length = len(stream.ids) if max_length is None else min(len(stream.ids), max_length)
     letters = "".join(stream.mask[:length])
