@@ -11,7 +11,11 @@ One budget flag picks the configuration (:mod:`stategym.experiments.configs`): `
 a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.json``,
 ``raw.json``, ``table.md`` and ``plots/``; the CPU time of the run is in ``results.json``.
 E2 trains its arms with :mod:`stategym.train` (run directories under ``OUT/runs``, resumed
-on a re-run), as do E1, E4 and E3's fine-tuning arm.
+on a re-run with the same configuration; another configuration in the same ``--out`` is
+refused before anything trains: :func:`stategym.experiments.output.claim`), as do E1, E4
+and E3's fine-tuning arm. Every ``--seeds`` value is checked first: one whose derived task
+seeds pass the last task seed (``2**64 - 1``) is refused in one line naming the largest
+seed the experiment takes (each experiment's ``largest_task_seed``).
 """
 
 from __future__ import annotations
@@ -190,45 +194,93 @@ def _run(
     start: float,
     overrides: Overrides | None = None,
 ) -> list[Path]:
+    """Run experiment ``name`` at the budget's configuration (with the command line's
+    overrides) and write its run directory; every seed is checked before anything plays."""
     import time
-    from typing import cast
 
-    from stategym.experiments.configs import Budget
-
-    level = cast(Budget, budget)  # argparse allows only the four budget names
-    given = overrides or Overrides()
-
-    def trained(config: Any) -> Any:
-        """The budget's configuration with the model settings given on the command line."""
-        model = given.model
-        return replace(config, recipe=replace(config.recipe, **model)) if model else config
-
+    config = _configuration(name, budget, overrides or Overrides())
+    _check_seeds(name, config, seeds)
     if name == "e0":
         from stategym.experiments import e0
-        from stategym.experiments.configs import E0
 
-        result = e0.run(replace(E0[level], **given.llm), seeds)
-        return e0.write(result, out, time.process_time() - start)
-    if name == "e1":
-        from stategym.experiments import e1
-        from stategym.experiments.configs import E1
+        return e0.write(e0.run(config, seeds), out, time.process_time() - start)
+    if name == "e3":
+        from stategym.experiments import e3, e3_finetune
 
-        arms = e1.run(trained(E1[level]), seeds, out)
-        return e1.write(arms, out, time.process_time() - start)
-    if name == "e4":
-        from stategym.experiments import e4
-        from stategym.experiments.configs import E4
+        run = e3_finetune.run(config, seeds, out)
+        return e3.write(run, out, time.process_time() - start)
+    trained = _trained_module(name)
+    result = trained.run(config, seeds, out)
+    return trained.write(result, out, time.process_time() - start)
 
-        credits = e4.run(trained(E4[level]), seeds, out)
-        return e4.write(credits, out, time.process_time() - start)
-    if name == "e2":
-        from stategym.experiments import e2
-        from stategym.experiments.configs import E2
 
-        played = e2.run(trained(E2[level]), seeds, out)
-        return e2.write(played, out, time.process_time() - start)
-    from stategym.experiments import e3, e3_finetune
-    from stategym.experiments.configs import E3
+def _configuration(name: str, budget: str, given: Overrides) -> Any:
+    """The budget's configuration of ``name`` with the command line's overrides: the LLM
+    agents (E0, E3) and the trained arms' model settings (every experiment but E0)."""
+    from typing import cast
 
-    run = e3_finetune.run(trained(replace(E3[level], **given.llm)), seeds, out)
-    return e3.write(run, out, time.process_time() - start)
+    from stategym.experiments import configs
+
+    level = cast(configs.Budget, budget)  # argparse allows only the four budget names
+    if name == "e0":
+        return replace(configs.E0[level], **given.llm)
+    table: dict[str, Any] = {"e1": configs.E1, "e2": configs.E2, "e3": configs.E3, "e4": configs.E4}
+    config = table[name][level]
+    if name == "e3":
+        config = replace(config, **given.llm)
+    model = given.model
+    return replace(config, recipe=replace(config.recipe, **model)) if model else config
+
+
+def _trained_module(name: str) -> Any:
+    """E1's, E2's or E4's module: each has ``run(config, seeds, out)`` and ``write``."""
+    from stategym.experiments import e1, e2, e4
+
+    return {"e1": e1, "e2": e2, "e4": e4}[name]
+
+
+def _check_seeds(name: str, config: Any, seeds: tuple[int, ...]) -> None:
+    """Refuse, before anything plays, a seed whose derived task seeds pass the last one.
+
+    Each experiment derives its task seeds from a ``--seeds`` value (seed blocks, training
+    tasks); its own ``largest_task_seed`` says the largest, computed by the functions the
+    run itself uses, so the check and the run cannot disagree.
+
+    Raises:
+        UsageError: naming the seed, the task seed it would reach and the largest seed the
+            experiment takes at this budget.
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.kernel.task import SEED_LIMIT
+
+    largest = _largest_task_seed(name)
+    for seed in seeds:
+        reached = largest(config, seed)
+        if reached >= SEED_LIMIT:
+            most = _largest_allowed(lambda s: largest(config, s), SEED_LIMIT)
+            raise UsageError(
+                f"--seeds {seed}: {name} --{config.budget} would play task seeds up to "
+                f"{reached}, past the last task seed (2**64 - 1); the largest seed it takes "
+                f"is {most}"
+            )
+
+
+def _largest_task_seed(name: str) -> Any:
+    """``name``'s ``largest_task_seed(config, seed)``."""
+    from stategym.experiments import e0, e1, e2, e3_finetune, e4
+
+    every = {"e0": e0, "e1": e1, "e2": e2, "e3": e3_finetune, "e4": e4}
+    return every[name].largest_task_seed
+
+
+def _largest_allowed(reached: Any, limit: int) -> int:
+    """The largest seed ``s`` with ``reached(s) < limit`` (``reached`` grows with ``s``;
+    -1 when even seed 0 passes it), by bisection."""
+    low, high = -1, limit  # reached(low) < limit (or low is -1); reached(high) >= limit
+    while high - low > 1:
+        middle = (low + high) // 2
+        if reached(middle) < limit:
+            low = middle
+        else:
+            high = middle
+    return low

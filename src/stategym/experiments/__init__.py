@@ -3,7 +3,9 @@
 ``stategym experiment NAME --smoke|--quick|--standard|--full --seeds 0,1,2 --out DIR`` runs
 one of them and writes a run directory: ``results.json`` (the configuration, every estimate
 with its 95% interval, the CPU time), ``raw.json`` (the per-task numbers the estimates come
-from), ``table.md`` and ``plots/*.png|svg``.
+from), ``table.md`` and ``plots/*.png|svg``. The experiments that train (E1-E4) also keep
+their arms under ``runs/`` and their configuration in ``experiment.json``
+(:func:`.output.claim`: a rerun resumes only at the same configuration).
 
 - :mod:`.e0`: final-answer success and decision quality disagree (scripted agents).
 - :mod:`.e1`: outcome-only vs step-level credit, irreversible vs the stateless control

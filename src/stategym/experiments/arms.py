@@ -11,7 +11,9 @@ evaluation (means only) does not keep.
 
 Seeds: training seed ``s`` seeds the model's weights, the demonstrations' shuffle and the
 sampling, and takes its training tasks from ``TRAIN_SEED + s * SEED_STRIDE`` (SFT) and
-``... + GRPO_OFFSET`` (GRPO), so seeds never share a training task.
+``... + GRPO_OFFSET`` (GRPO), so seeds never share a training task (:func:`sft_seeds`,
+:func:`grpo_seeds`: what the run uses and what ``stategym experiment`` checks against the
+last task seed before anything trains).
 """
 
 from __future__ import annotations
@@ -82,6 +84,26 @@ def first_seed(seed: int) -> int:
     return TRAIN_SEED + seed * SEED_STRIDE
 
 
+def sft_seeds(recipe: Recipe, seed: int) -> range:
+    """The task seeds SFT of training seed ``seed`` plays its demonstrations on (the
+    trainer's ``episodes`` seeds from ``first_seed``: :func:`stategym.train.sft.demonstrations`)."""
+    start = first_seed(seed)
+    return range(start, start + recipe.sft_episodes)
+
+
+def grpo_seeds(recipe: Recipe, seed: int) -> range:
+    """The task seeds GRPO of training seed ``seed`` plays, every iteration's (the trainer's
+    ``tasks`` seeds an iteration from ``first_seed``: :func:`stategym.train.grpo.members`;
+    a test pins the two together)."""
+    start = first_seed(seed) + GRPO_OFFSET
+    return range(start, start + recipe.iterations * recipe.tasks)
+
+
+def largest_seed(*spans: range) -> int:
+    """The largest task seed of ``spans`` (-1 when every span is empty)."""
+    return max((span[-1] for span in spans if span), default=-1)
+
+
 def _common(recipe: Recipe, out: Path, seed: int, where: dict[str, str]) -> dict[str, Any]:
     # the trainer's own end-of-run evaluation is kept to one episode: the experiments
     # score their policies themselves, per task (module docstring)
@@ -105,7 +127,7 @@ def sft(recipe: Recipe, out: Path, seed: int, agents: str, where: dict[str, str]
         **_common(recipe, out, seed, where),
         agents=agents, episodes=recipe.sft_episodes, iterations=recipe.sft_steps,
         batch_size=8, lr=recipe.sft_lr, tiny_width=recipe.width, tiny_vocab=recipe.vocab,
-        first_seed=first_seed(seed), init=recipe.init,
+        first_seed=sft_seeds(recipe, seed).start, init=recipe.init,
     )  # fmt: skip
     return train(config)
 
@@ -123,7 +145,7 @@ def grpo(
         init=str(start), credit=credit, tasks=recipe.tasks, group=recipe.group,
         updates=recipe.updates, minibatch=16, lr=recipe.lr, iterations=recipe.iterations,
         guard_teacher=guard, guard_fraction=fraction if guard else 0.0,
-        first_seed=first_seed(seed) + GRPO_OFFSET,
+        first_seed=grpo_seeds(recipe, seed).start,
     )  # fmt: skip
     return train(config)
 
@@ -169,5 +191,8 @@ __all__ = [
     "episodes",
     "first_seed",
     "grpo",
+    "grpo_seeds",
+    "largest_seed",
     "sft",
+    "sft_seeds",
 ]

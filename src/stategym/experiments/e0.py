@@ -25,8 +25,10 @@ from stategym.experiments.configs import E0Config
 from stategym.experiments.intervals import (
     Correlation,
     interval,
+    per_success,
     rank_correlation,
     replicate_weights,
+    seed_block,
     weighted_means,
 )
 from stategym.experiments.output import PLOTS, config_json, estimate_json, write_run
@@ -73,7 +75,13 @@ class E0Result:
 
 def task_seeds(block: int, tasks: int) -> range:
     """The task seeds of seed block ``block``."""
-    return range(block * tasks, (block + 1) * tasks)
+    return seed_block(block, tasks)
+
+
+def largest_task_seed(config: E0Config, seed: int) -> int:
+    """The largest task seed ``--seeds`` value ``seed`` makes E0 play (the command refuses a
+    seed whose block passes the last task seed before anything plays)."""
+    return task_seeds(seed, config.tasks)[-1]
 
 
 def per_task(card: Scorecard) -> list[float]:
@@ -114,10 +122,7 @@ def replicates(values: NDArray, weights: NDArray) -> NDArray:
     full = by_column.mean(axis=(2, 3))[:, :, None]
     means = np.concatenate([full, weighted_means(by_column, weights)], axis=2)
     success, lucky = means[:, PER_TASK.index("success")], means[:, PER_TASK.index("lucky")]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # as litmus(): no successes, no lucky successes (rate 0)
-        rate = np.where(success > 0, lucky / np.where(success > 0, success, 1.0), 0.0)
-    means[:, PER_TASK.index("lucky")] = rate
+    means[:, PER_TASK.index("lucky")] = per_success(lucky, success)
     return means
 
 

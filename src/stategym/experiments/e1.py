@@ -18,7 +18,8 @@ harm rate, money lost and the lucky-success rate. The hacking gap of an arm and 
 iterations; positive when the goal rate rose more than R (outcome rising while R falls).
 Its interval is a bootstrap over seeds (the lines are already means over tasks). The final
 greedy policies are also scored per task on held-out seeds (paired bootstrap over seed
-blocks and tasks).
+blocks and tasks): goal rate, R, harm rate, money lost and the lucky-success rate (lucky
+successes / successes, 0 without successes, as E0 and the curves define it).
 """
 
 from __future__ import annotations
@@ -33,9 +34,16 @@ from numpy.typing import NDArray
 
 from stategym.experiments import arms
 from stategym.experiments.configs import E1Config
-from stategym.experiments.intervals import interval, replicate_weights, weighted_means
+from stategym.experiments.intervals import (
+    interval,
+    per_success,
+    replicate_weights,
+    seed_block,
+    weighted_means,
+)
 from stategym.experiments.output import (
     PLOTS,
+    claim,
     config_json,
     estimate_json,
     write_run,
@@ -54,6 +62,12 @@ SETTINGS: dict[str, str] = {
 """Setting -> the knobs of its training and held-out tasks."""
 CURVES: tuple[str, ...] = ("goal_rate", "composite", "harm_rate", "lost", "lucky_rate")
 PER_TASK: tuple[str, ...] = ("success", "composite", "harmful", "lost", "lucky")
+"""The per-task numbers (``raw.json``): ``lucky`` is 1 for a success with a process
+violation."""
+COLUMNS: tuple[str, ...] = ("success", "composite", "harmful", "lost", "lucky_rate")
+"""What is estimated per arm on the held-out tasks: means of the per-task numbers, except
+``lucky_rate``, lucky successes / successes (0 without successes), as E0's lucky-success
+rate and the curves' ``lucky_rate`` (:func:`~stategym.experiments.intervals.per_success`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +79,7 @@ class E1Result:
         seeds: the training seeds.
         curves: ``(setting, credit) -> seed -> per-iteration lines``.
         gaps: ``(setting, credit) -> hacking gap`` (bootstrap over seeds).
-        final: ``(setting, credit) -> PER_TASK column -> estimate`` of the greedy policy.
+        final: ``(setting, credit) -> COLUMNS column -> estimate`` of the greedy policy.
         values: ``(settings, credits, seeds, episodes, PER_TASK)``.
     """
 
@@ -100,8 +114,27 @@ def hacking_gap(lines: Sequence[dict[str, Any]]) -> float:
     return goal - (mean("composite", last) - mean("composite", first))
 
 
+def held_out(config: E1Config, seed: int) -> range:
+    """The held-out task seeds of training seed ``seed`` (its seed block)."""
+    return seed_block(seed, config.episodes)
+
+
+def largest_task_seed(config: E1Config, seed: int) -> int:
+    """The largest task seed training seed ``seed`` makes E1 play: held-out, SFT or GRPO."""
+    recipe = config.recipe
+    return arms.largest_seed(
+        held_out(config, seed), arms.sft_seeds(recipe, seed), arms.grpo_seeds(recipe, seed)
+    )
+
+
 def run(config: E1Config, seeds: Sequence[int], out: Path) -> E1Result:
-    """Train every (setting, credit) arm for every seed, read the curves, score the ends."""
+    """Train every (setting, credit) arm for every seed, read the curves, score the ends.
+
+    Raises:
+        UsageError: ``out`` holds another experiment or configuration
+            (:func:`~stategym.experiments.output.claim`), before anything trains.
+    """
+    claim(out, "e1", config)
     curves: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
     values = np.zeros((len(SETTINGS), len(config.credits), len(seeds), config.episodes, 5))
     for b, seed in enumerate(seeds):
@@ -109,14 +142,11 @@ def run(config: E1Config, seeds: Sequence[int], out: Path) -> E1Result:
             where = {"domain": DOMAIN, "knobs": knobs}
             root = out / "runs" / f"seed-{seed}" / setting
             start = arms.sft(config.recipe, root / "sft", seed, config.demonstrators, where)
-            held_out = [
-                (DOMAIN, t, Knobs.parse(knobs))
-                for t in range(seed * config.episodes, (seed + 1) * config.episodes)
-            ]
+            tasks = [(DOMAIN, t, Knobs.parse(knobs)) for t in held_out(config, seed)]
             for c, credit in enumerate(config.credits):
                 trained = arms.grpo(config.recipe, root / credit, seed, start, credit, where)
                 curves.setdefault((setting, credit), {})[seed] = arms.curve(trained)
-                played = arms.episodes(trained, held_out, config.recipe, seed)
+                played = arms.episodes(trained, tasks, config.recipe, seed)
                 values[s, c, b] = [per_task(p) for p in played]
     weights = replicate_weights(len(seeds), config.episodes, config.resamples)
     gaps: dict[tuple[str, str], Estimate] = {}
@@ -126,31 +156,37 @@ def run(config: E1Config, seeds: Sequence[int], out: Path) -> E1Result:
             mine = curves[(setting, credit)]
             found = [hacking_gap(lines) for lines in mine.values()]
             gaps[(setting, credit)] = bootstrap(found, resamples=config.resamples, seed=0)
-            final[(setting, credit)] = _final(values[s, c], weights)
+            final[(setting, credit)] = estimate(values[s, c], weights)
     return E1Result(config, tuple(seeds), curves, gaps, final, values)
 
 
-def _final(values: NDArray, weights: NDArray) -> dict[str, Estimate]:
-    out = {}
-    for i, column in enumerate(PER_TASK):
-        x = values[:, :, i]
-        out[column] = interval(float(x.mean()), weighted_means(x, weights))
-    return out
+def estimate(values: NDArray, weights: NDArray) -> dict[str, Estimate]:
+    """The :data:`COLUMNS` of one arm: ``values`` ``(seeds, episodes, PER_TASK)``.
+
+    ``means[column]`` holds the full data's mean, then each bootstrap replicate's; the
+    lucky-success rate is taken replicate by replicate from the lucky and success means,
+    as E0 takes it."""
+    means = {
+        column: np.concatenate([[values[:, :, i].mean()], weighted_means(values[:, :, i], weights)])
+        for i, column in enumerate(PER_TASK)
+    }
+    means["lucky_rate"] = per_success(means["lucky"], means["success"])
+    return {c: interval(float(means[c][0]), means[c][1:]) for c in COLUMNS}
 
 
 def grids(result: E1Result) -> list[Grid]:
     """The hacking gaps and the greedy policies' held-out numbers, one row per arm."""
-    headers = ("setting", "credit", "hacking gap", *(f"held-out {c}" for c in PER_TASK))
+    headers = ("setting", "credit", "hacking gap", *(f"held-out {c}" for c in COLUMNS))
     rows = tuple(
         (setting, credit, cell(result.gaps[(setting, credit)]),
-         *(cell(result.final[(setting, credit)][c]) for c in PER_TASK))
+         *(cell(result.final[(setting, credit)][c]) for c in COLUMNS))
         for setting in SETTINGS
         for credit in result.config.credits
     )  # fmt: skip
     caption = (
         "hacking gap: (goal last third - first third) - (R last - first) of the sampled "
         "episodes, bootstrap over seeds; held-out: greedy, paired bootstrap over seed "
-        "blocks and tasks"
+        "blocks and tasks; lucky_rate: lucky successes / successes (0 without successes)"
     )
     return [Grid("E1: credit under irreversibility vs the stateless control", headers, rows,
                  caption=caption)]  # fmt: skip
@@ -201,4 +237,16 @@ def _plots(result: E1Result, folder: Path) -> list[Path]:
     return written
 
 
-__all__ = ["CURVES", "SETTINGS", "E1Result", "grids", "hacking_gap", "run"]
+__all__ = [
+    "COLUMNS",
+    "CURVES",
+    "PER_TASK",
+    "SETTINGS",
+    "E1Result",
+    "estimate",
+    "grids",
+    "hacking_gap",
+    "held_out",
+    "largest_task_seed",
+    "run",
+]

@@ -32,9 +32,10 @@ from numpy.typing import NDArray
 
 from stategym.experiments import arms
 from stategym.experiments.configs import E2Config
-from stategym.experiments.intervals import ratio, replicate_weights
+from stategym.experiments.intervals import ratio, replicate_weights, seed_block
 from stategym.experiments.output import (
     PLOTS,
+    claim,
     config_json,
     estimate_json,
     write_run,
@@ -78,7 +79,16 @@ class E2Result:
 
 def eval_seeds(config: E2Config, block: int) -> range:
     """The held-out task seeds of seed block ``block``."""
-    return range(block * config.episodes, (block + 1) * config.episodes)
+    return seed_block(block, config.episodes)
+
+
+def largest_task_seed(config: E2Config, seed: int) -> int:
+    """The largest task seed training seed ``seed`` makes E2 play: held-out (both sets
+    share the seeds), SFT or GRPO."""
+    recipe = config.recipe
+    return arms.largest_seed(
+        eval_seeds(config, seed), arms.sft_seeds(recipe, seed), arms.grpo_seeds(recipe, seed)
+    )
 
 
 def train_arms(config: E2Config, seed: int, root: Path) -> dict[str, Path]:
@@ -140,7 +150,13 @@ def estimate(values: NDArray, weights: NDArray) -> dict[str, Estimate]:
 
 
 def run(config: E2Config, seeds: Sequence[int], out: Path) -> E2Result:
-    """Train every arm for every seed (run directories under ``out/runs``), play, estimate."""
+    """Train every arm for every seed (run directories under ``out/runs``), play, estimate.
+
+    Raises:
+        UsageError: ``out`` holds another experiment or configuration
+            (:func:`~stategym.experiments.output.claim`), before anything trains.
+    """
+    claim(out, "e2", config)
     blocks, curves = [], {}
     for seed in seeds:  # seed s trains with seed s and is scored on seed block s
         runs = train_arms(config, seed, out / "runs" / f"seed-{seed}")
@@ -180,17 +196,23 @@ def grids(result: E2Result) -> list[Grid]:
     ]
     means = _curve_means(result)
     rows = tuple(
-        (str(i + 1), *(f"{means[m][i]:.2f}" for m in CURVES)) for i in range(len(means[CURVES[0]]))
+        (str(i + 1), *(_number(means[m][i]) for m in CURVES)) for i in range(len(means[CURVES[0]]))
     )
     tables.append(
         Grid(
             "E2: oracle-sft+grpo over iterations (sampled episodes, mean over seeds)",
             ("iteration", *CURVES),
             rows,
-            caption="the guard teacher's episodes are left out",
+            caption="the guard teacher's episodes are left out; '-' where undefined",
         )
     )
     return tables
+
+
+def _number(value: float) -> str:
+    """A curve's mean as the tables print numbers: two decimals, ``-`` where undefined
+    (no seed had a must-ask slot that iteration), as in every other table."""
+    return f"{value:.2f}" if np.isfinite(value) else "-"
 
 
 def _curve_values(result: E2Result, measure: str) -> list[list[float]]:

@@ -106,6 +106,13 @@ def first_seed(config: E3Config, block: int) -> int:
     return EVAL_SEED + block * config.episodes
 
 
+def evaluation_seeds(config: E3Config, block: int) -> range:
+    """The evaluation seeds of a seed block: the protocol plays ``episodes`` seeds from
+    :func:`first_seed` on every cell (``ProtocolConfig.seed``)."""
+    start = first_seed(config, block)
+    return range(start, start + config.episodes)
+
+
 def play(
     config: E3Config, agent: str, cells: Sequence[Cell], seeds: Sequence[int], shots: int = 0
 ) -> Any:

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from stategym.experiments import arms, e3
 from stategym.experiments.configs import E3Config
+from stategym.experiments.output import claim
 from stategym.kernel.errors import UsageError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import RunRecord, Trajectory
@@ -71,6 +72,15 @@ def train_arm(config: E3Config, seed: int, n: int, out: Path, knobs: Knobs) -> P
     return arms.sft(recipe, out / "runs" / f"seed-{seed}" / arm_name(n), seed, DEMONSTRATOR, where)
 
 
+def largest_task_seed(config: E3Config, seed: int) -> int:
+    """The largest task seed ``--seeds`` value ``seed`` makes E3 play: its block's
+    evaluation seeds (every arm plays them) or the largest fine-tuning arm's SFT seeds. The
+    protocol's other seeds stay small (plan episodes and k-shot demonstrations from 0) or
+    stop at the last seed there is (the probes' search)."""
+    most = replace(config.recipe, sft_episodes=max(config.finetune, default=0))
+    return arms.largest_seed(e3.evaluation_seeds(config, seed), arms.sft_seeds(most, seed))
+
+
 def expert_side(protocol: ProtocolConfig, cells: Sequence[Cell]) -> list[Trajectory]:
     """The expert's plan (training topology) and reference (every cell) episodes."""
     played = run_protocol(protocol, cells)
@@ -87,8 +97,7 @@ def play_block(
 ) -> tuple[list[Trajectory], list[list[float]]]:
     """The policy's tagged episodes on every cell (cells in order, then seed) and their
     ``e3.MEASURES``."""
-    start = e3.first_seed(config, block)
-    where = [(c, s) for c in cells for s in range(start, start + config.episodes)]
+    where = [(c, s) for c in cells for s in e3.evaluation_seeds(config, block)]
     played = arms.episodes(trained, [(c.domain, s, knobs) for c, s in where], config.recipe, block)
     tagged = [_tag(p.trajectory, c) for p, (c, _) in zip(played, where, strict=True)]
     values = [[float(p.card.outcome.goal_reached), p.card.composite] for p in played]
@@ -100,10 +109,13 @@ def run(config: E3Config, seeds: Sequence[int], out: Path) -> e3.E3Result:
     the same cells and seed blocks (training seed ``s`` is scored on seed block ``s``).
 
     Raises:
-        UsageError: fine-tuning arms asked for with more than one training topology.
+        UsageError: fine-tuning arms asked for with more than one training topology, or
+            ``out`` holds another experiment or configuration
+            (:func:`~stategym.experiments.output.claim`), before anything plays.
     """
     if config.finetune and len(config.train) != 1:
         raise UsageError(f"e3's fine-tuning arm trains on one topology, got {config.train}")
+    claim(out, "e3", config)
     result = e3.run(config, seeds)
     cells = result.cells
     values: dict[int, list[list[list[float]]]] = {n: [] for n in config.finetune}
@@ -124,4 +136,13 @@ def run(config: E3Config, seeds: Sequence[int], out: Path) -> e3.E3Result:
     return replace(result, finetuned=finetuned)
 
 
-__all__ = ["DEMONSTRATOR", "NOTE", "arm_name", "expert_side", "play_block", "run", "train_arm"]
+__all__ = [
+    "DEMONSTRATOR",
+    "NOTE",
+    "arm_name",
+    "expert_side",
+    "largest_task_seed",
+    "play_block",
+    "run",
+    "train_arm",
+]

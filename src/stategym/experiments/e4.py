@@ -30,9 +30,10 @@ from numpy.typing import NDArray
 
 from stategym.experiments import arms
 from stategym.experiments.configs import E4Config
-from stategym.experiments.intervals import ratio, replicate_weights
+from stategym.experiments.intervals import ratio, replicate_weights, seed_block
 from stategym.experiments.output import (
     PLOTS,
+    claim,
     config_json,
     estimate_json,
     write_run,
@@ -101,8 +102,27 @@ def estimate(values: NDArray, weights: NDArray) -> dict[str, Estimate]:
     }
 
 
+def held_out(config: E4Config, seed: int) -> range:
+    """The held-out task seeds of training seed ``seed`` (its seed block)."""
+    return seed_block(seed, config.episodes)
+
+
+def largest_task_seed(config: E4Config, seed: int) -> int:
+    """The largest task seed training seed ``seed`` makes E4 play: held-out, SFT or GRPO."""
+    recipe = config.recipe
+    return arms.largest_seed(
+        held_out(config, seed), arms.sft_seeds(recipe, seed), arms.grpo_seeds(recipe, seed)
+    )
+
+
 def run(config: E4Config, seeds: Sequence[int], out: Path) -> E4Result:
-    """Train every credit arm for every seed from one SFT start, read the curves, score."""
+    """Train every credit arm for every seed from one SFT start, read the curves, score.
+
+    Raises:
+        UsageError: ``out`` holds another experiment or configuration
+            (:func:`~stategym.experiments.output.claim`), before anything trains.
+    """
+    claim(out, "e4", config)
     curves: dict[str, dict[int, list[dict[str, Any]]]] = {}
     shape = (len(config.credits), len(seeds), config.episodes, len(PER_TASK))
     values = np.zeros(shape)
@@ -110,14 +130,11 @@ def run(config: E4Config, seeds: Sequence[int], out: Path) -> E4Result:
     for b, seed in enumerate(seeds):
         root = out / "runs" / f"seed-{seed}"
         start = arms.sft(config.recipe, root / "sft", seed, config.demonstrators, where)
-        held_out = [
-            (DOMAIN, t, Knobs.parse(KNOBS))
-            for t in range(seed * config.episodes, (seed + 1) * config.episodes)
-        ]
+        tasks = [(DOMAIN, t, Knobs.parse(KNOBS)) for t in held_out(config, seed)]
         for c, credit in enumerate(config.credits):
             trained = arms.grpo(config.recipe, root / credit, seed, start, credit, where)
             curves.setdefault(credit, {})[seed] = arms.curve(trained)
-            played = arms.episodes(trained, held_out, config.recipe, seed)
+            played = arms.episodes(trained, tasks, config.recipe, seed)
             values[c, b] = [per_task(p) for p in played]
     weights = replicate_weights(len(seeds), config.episodes, config.resamples)
     final = {str(k): estimate(values[c], weights) for c, k in enumerate(config.credits)}
@@ -172,4 +189,15 @@ def _plots(result: E4Result, folder: Path) -> list[Path]:
     return training_curves(panels, folder / "curves", title)
 
 
-__all__ = ["COLUMNS", "CURVES", "PER_TASK", "E4Result", "estimate", "grids", "run", "write"]
+__all__ = [
+    "COLUMNS",
+    "CURVES",
+    "PER_TASK",
+    "E4Result",
+    "estimate",
+    "grids",
+    "held_out",
+    "largest_task_seed",
+    "run",
+    "write",
+]

@@ -24,6 +24,31 @@ ROUNDING = 1e-9
 """How far apart two sums of the same numbers may be from summation order alone."""
 
 
+def seed_block(block: int, size: int) -> range:
+    """The task seeds of seed block ``block`` of ``size`` tasks: ``block*size ..
+    block*size + size - 1``. Every experiment's held-out blocks are cut here, so the command
+    that checks the largest task seed a ``--seeds`` value derives and the run that plays it
+    cannot disagree.
+
+    >>> seed_block(2, 5)
+    range(10, 15)
+    """
+    return range(block * size, (block + 1) * size)
+
+
+def per_success(lucky: NDArray, success: NDArray) -> NDArray:
+    """The lucky-success rate from the means (or sums) of the per-task ``lucky`` and
+    ``success`` flags, element by element: lucky successes / successes, 0 where there is no
+    success, as :func:`stategym.metrics.litmus.litmus` and the trainer's ``lucky_rate``
+    define it.
+
+    >>> per_success(np.array([0.25, 0.0]), np.array([0.5, 0.0])).tolist()
+    [0.5, 0.0]
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(success > 0, lucky / np.where(success > 0, success, 1.0), 0.0)
+
+
 def replicate_weights(blocks: int, tasks: int, resamples: int, seed: int = 0) -> NDArray:
     """Weights of shape ``(resamples, blocks, tasks)``; each replicate's weights sum to
     ``blocks * tasks``.

@@ -11,6 +11,19 @@ first, and ``results.json`` last, holding the SHA-256 of every other file it wro
 ``plots/NAME``) under :data:`FILES`. A run killed while writing leaves the old
 ``results.json`` (whose digests the new files no longer match) or the new one with every
 file complete; the report refuses a mismatch (:func:`stategym.report.runs.read_experiment`).
+
+A folder holds one experiment at one configuration. The experiments that keep trained arms
+under ``OUT/runs`` (E1, E2, E3, E4) :func:`claim` it before anything trains or plays: the
+first run writes :data:`RECORD` (the experiment and its configuration), a rerun with the
+same configuration resumes its arms, and a rerun with another one (``--quick`` then
+``--standard``, another ``--model`` ...) is refused in one line naming what differs, since
+the trainer would otherwise train the earlier arms further in place and mix the two. Only
+``resamples`` may differ (:data:`FREE`). A folder written before the record existed is
+judged by its ``results.json``: the same experiment and configuration resume (and the
+record is written), another is refused; arms under ``OUT/runs`` without a readable
+``results.json`` (a run stopped before its first results) are refused too, since nothing
+says which configuration trained them. E0 trains nothing and keeps nothing between runs: a
+rerun rewrites every file, so it claims no folder.
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from stategym.kernel.errors import UsageError
 from stategym.kernel.files import replace_bytes
 from stategym.metrics.aggregate import Estimate
 
@@ -31,6 +45,13 @@ RESULTS = "results.json"
 RAW = "raw.json"
 TABLE = "table.md"
 PLOTS = "plots"
+RECORD = "experiment.json"
+"""The file recording which experiment and configuration a folder holds (:func:`claim`)."""
+FREE: tuple[str, ...] = ("resamples",)
+"""Configuration fields a rerun may change: they only set the intervals, which every run
+computes afresh from its own episodes."""
+RUNS = "runs"
+"""The folder under which the experiments keep their trained arms."""
 FILES = "files"
 """The key of ``results.json`` holding ``{file name: "sha256:HEX"}`` of ``raw.json``,
 ``table.md`` and each plot (``plots/NAME``) as this run wrote them."""
@@ -94,3 +115,108 @@ def write_run(
     digests |= {f.relative_to(out).as_posix(): digest(f.read_bytes()) for f in figures}
     stamped = {**results, FILES: digests}
     return [write_json(out / RESULTS, stamped), out / RAW, out / TABLE, *figures]
+
+
+def plan(experiment: str, config: Any) -> dict[str, Any]:
+    """What :func:`claim` records and compares: the experiment's name and its configuration
+    as JSON reads it back, without the :data:`FREE` fields, a local ``recipe.init`` folder
+    as its resolved path (so ``--model ./m`` and ``--model /abs/m`` are one start)."""
+    settings = config if isinstance(config, dict) else config_json(config)
+    kept = {k: v for k, v in settings.items() if k not in FREE}
+    recipe = kept.get("recipe")
+    if isinstance(recipe, dict) and isinstance(recipe.get("init"), str):
+        kept["recipe"] = {**recipe, "init": _resolved_start(recipe["init"])}
+    return orjson.loads(json_bytes({"experiment": experiment, "config": kept}))
+
+
+def _resolved_start(init: str) -> str:
+    from stategym.rundir import resolved
+
+    path = Path(init)
+    return str(resolved(path)) if init != "tiny" and path.exists() else init
+
+
+def claim(out: Path, experiment: str, config: Any) -> None:
+    """Make ``out`` the folder of ``experiment`` at ``config`` before anything trains or
+    plays: record it (:data:`RECORD`) in a new folder, go on in one that holds the same plan
+    (a resumed run), refuse any other (module docstring).
+
+    Raises:
+        UsageError: the folder holds another experiment or configuration, arms of an
+            unknown one, or a record that cannot be read; the one line names what differs.
+    """
+    wanted = plan(experiment, config)
+    held = _held(out)
+    if held is not None and held != wanted:
+        raise UsageError(_refusal(out, held, wanted))
+    if not (out / RECORD).is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / RECORD, wanted)
+
+
+def _held(out: Path) -> dict[str, Any] | None:
+    """The plan ``out`` holds: its record, else (a folder written before records) the one
+    its ``results.json`` names; ``None`` for a folder with neither and no arms."""
+    record = out / RECORD
+    if record.is_file():
+        held = _read(record)
+        if held is None:
+            raise UsageError(
+                f"{record} cannot be read as an experiment's record; use another --out"
+            )
+        return held
+    results = _read(out / RESULTS)
+    if results is not None and isinstance(results.get("config"), dict):
+        return plan(str(results.get("experiment")), results["config"])
+    if (out / RUNS).exists():
+        raise UsageError(
+            f"{out / RUNS} holds trained arms but {out} records no configuration (a run "
+            "stopped before its first results, by a stategym that kept no record), so they "
+            f"cannot be resumed safely; use another --out, or remove {out / RUNS} to start over"
+        )
+    return None
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _refusal(out: Path, held: dict[str, Any], wanted: dict[str, Any]) -> str:
+    """The one line refusing ``wanted`` in ``out``, which holds ``held``."""
+    if held.get("experiment") != wanted["experiment"]:
+        return (
+            f"{out} holds experiment {held.get('experiment')}'s run, not "
+            f"{wanted['experiment']}'s; use another --out"
+        )
+    there, now = _flat(held.get("config", {})), _flat(wanted["config"])
+    keys = [
+        k for k in sorted(there.keys() | now.keys()) if there.get(k, _ABSENT) != now.get(k, _ABSENT)
+    ]
+    shown = [f"{k} {_shown(there, k)} there, {_shown(now, k)} now" for k in keys[:4]]
+    more = f"; and {len(keys) - 4} more" if len(keys) > 4 else ""
+    return (
+        f"{out} holds {wanted['experiment']} run with other settings ({'; '.join(shown)}{more}): "
+        "its arms would be trained further and mixed with these; use another --out, or the "
+        "same settings to resume it"
+    )
+
+
+_ABSENT = object()
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"recipe": {"init": x}}`` as ``{"recipe.init": x}``."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out |= _flat(value, f"{prefix}.{key}" if prefix else str(key))
+    return out
+
+
+def _shown(values: dict[str, Any], key: str) -> str:
+    return repr(values[key]) if key in values else "absent"

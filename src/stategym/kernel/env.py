@@ -9,7 +9,10 @@ their time. Agent output never raises: every value passes the boundary rule of
 results and logged format errors, a round with one runs none of its calls, and the world is
 untouched. The outcome, the reward hook and snapshots have modules of their own
 (:mod:`~stategym.kernel.outcome`, :mod:`~stategym.kernel.reward`,
-:mod:`~stategym.kernel.snapshot`).
+:mod:`~stategym.kernel.snapshot`). Before the first ``reset`` there is no episode: every
+public entry that reads one (``step``, ``step_message``, ``trajectory``, ``outcome`` ...)
+raises ``RuntimeError("call reset() first")``, the one misuse of the API it does not turn
+into an observation.
 """
 
 from __future__ import annotations
@@ -172,6 +175,24 @@ class Env:
 
     @property
     def task(self) -> Task:
+        """The episode's task.
+
+        Raises:
+            RuntimeError: before the first :meth:`reset` (:meth:`_require_episode`).
+        """
+        return self._require_episode()
+
+    def _require_episode(self) -> Task:
+        """The episode's task; refuses to touch the episode's state before the first
+        :meth:`reset`.
+
+        The world, the user, the rounds and the ending only exist once an episode has
+        started; every public entry that reads them calls this first, so a call made too
+        early says what to do instead of failing on a missing private field.
+
+        Raises:
+            RuntimeError: ``call reset() first``.
+        """
         if self._task is None:
             raise RuntimeError("call reset() first")
         return self._task
@@ -271,7 +292,13 @@ class Env:
         )
 
     def _play(self, play: Callable[..., Played], *args: Any) -> StepResult:
-        """Run one round with ``play(index, *args)`` and do the bookkeeping every round shares."""
+        """Run one round with ``play(index, *args)`` and do the bookkeeping every round shares.
+
+        Raises:
+            RuntimeError: before the first :meth:`reset` (misuse of the API, not agent
+                output: :meth:`step` never raises on what the agent sent).
+        """
+        self._require_episode()
         if self._terminated or self._truncated:
             observation = Observation(
                 len(self.rounds) - 1, self.world.clock, error="the episode is over"
@@ -399,11 +426,13 @@ class Env:
 
     def state_key(self) -> str:
         """Digest of the world and the user's state; equal states give equal keys."""
+        self._require_episode()
         user = self.user.state()
         return self.world.digest() + f"|{len(self.rounds)}|{user.confirmed}|{user.values}"
 
     def snapshot(self) -> EnvSnapshot:
         """The episode's state between two rounds, the reward's included."""
+        self._require_episode()
         return EnvSnapshot(
             self.world.snapshot(),
             self.user.state(),
@@ -417,6 +446,7 @@ class Env:
 
     def restore(self, snapshot: EnvSnapshot) -> None:
         """Return to ``snapshot`` (taken in this episode); it can be restored again later."""
+        self._require_episode()
         self.world.restore(snapshot.world)
         self.user.restore(snapshot.user)
         self.provenance.first = dict(snapshot.provenance)
@@ -450,9 +480,13 @@ class Env:
 
     @property
     def done(self) -> bool:
+        """Whether the episode is over (terminated or truncated)."""
+        self._require_episode()
         return self._terminated or self._truncated
 
     def commitments(self) -> tuple[Commitment, ...]:
+        """What the episode's world holds committed so far."""
+        self._require_episode()
         return self.domain.commitments(self.world)
 
     def outcome(self) -> Outcome:
@@ -462,7 +496,8 @@ class Env:
     @property
     def trajectory(self) -> Trajectory:
         """The episode's log so far."""
-        return self._log(self._truncated, self.outcome() if self.done else None)
+        done = self.done  # first: before any reset this raises "call reset() first"
+        return self._log(self._truncated, self.outcome() if done else None)
 
     def stopped_trajectory(self) -> Trajectory:
         """The log of the episode stopped here: :attr:`trajectory` once the episode is over,
