@@ -13,6 +13,12 @@ how they are read and checked: :mod:`stategym.report.protocol_files`. Each file 
 whole (:func:`~stategym.kernel.files.replace_bytes`), ``cells.json`` last. A folder holding a run
 of other settings is refused before anything plays; the same command again plays the run
 from the start and rewrites the same bytes. Definitions: ``docs/protocol.md``.
+
+Refused in one line before anything plays: two agents whose folders would be one
+(:func:`~stategym.report.protocol_files.refuse_shared_folders`), and a ``--seed`` whose
+evaluation seeds reach down into the seeds the training plans or an LLM agent's k-shot
+demonstrations are drawn from (:func:`_refuse_seen_seeds`). Every name the user gives (agents,
+domains, ``--out``) is printed as text, never read as rich markup.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="re-report a saved run directory instead of running (default: run)",
     )
-    options.add_llm_options(parser, concurrency=False)
+    options.add_llm_options(parser)
     options.add_spread_options(parser)
 
 
@@ -96,7 +102,8 @@ def _add_evaluation(parser: argparse.ArgumentParser) -> None:
         "--seed",
         type=options.non_negative_int,
         default=100_000,
-        help="first evaluation seed (default: 100000)",
+        help="first evaluation seed, above every seed of the training plans and k-shot "
+        "demonstrations (default: 100000)",
     )
     options.add_knobs(parser)
     parser.add_argument(
@@ -141,6 +148,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(console: Console, args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from stategym.commands.options import llm_options, seed_range, spread_of
     from stategym.kernel.files import replace_bytes
     from stategym.kernel.trajectory import jsonl_bytes
@@ -168,37 +177,41 @@ def _run(console: Console, args: argparse.Namespace) -> int:
         options=options,
         spread=spread_of(args),
     )
+    _refuse_seen_seeds(base, agents)
     refuse_other_settings(args.out, base.describe(), agents)
     with console.status("building splits and measuring distances"):
         cells = make_splits(base.train, base.knobs, base.compositions, base.budget)
     with locked(args.out):  # one run at a time writes the directory (created here)
         refuse_other_settings(args.out, base.describe(), agents)  # none started meanwhile
         reports: dict[str, dict[str, Any]] = {}
-        notes: list[str] = []
+        notes: dict[str, list[str]] = {}
         for agent in agents:
             config = replace(base, agent=agent)
-            with console.status(f"playing {agent}") as status:
+            with console.status(f"playing {escape(agent)}") as status:
 
                 def progress(step: str, name: str = agent) -> None:
-                    status.update(f"{name}: {step}")
+                    status.update(escape(f"{name}: {step}"))
 
                 run = run_protocol(config, cells, progress=progress)
-            notes = list(run.notes)
+            notes[agent] = list(run.notes)
             folder = agent_folder(args.out, agent)
             folder.mkdir(exist_ok=True)
             replace_bytes(folder / LOG, jsonl_bytes(run.trajectories))
             reports[agent] = _report(console, run, folder)
         _write_cells(args.out, base, agents, notes, cells)
         _compare(console, reports, args.out)
-    console.print(f"wrote {args.out}")
+    console.print(f"wrote {escape(str(args.out))}")
     return 0
 
 
 def _write_cells(
-    out: Path, base: Any, agents: list[str], notes: list[str], cells: Sequence[Any]
+    out: Path, base: Any, agents: list[str], notes: dict[str, list[str]], cells: Sequence[Any]
 ) -> None:
     """Write ``cells.json``, the run's index, after every agent's files: it names a run
-    whose every agent finished (:mod:`stategym.report.protocol_files`)."""
+    whose every agent finished (:mod:`stategym.report.protocol_files`). ``notes`` holds
+    every note of the run, each once; ``agent_notes`` each agent's own (a scripted agent's
+    say it played zero-shot, an LLM agent's do not), which ``--report`` gives back to each
+    agent, so it rewrites the same bytes."""
     import orjson
 
     from stategym.kernel.files import replace_bytes
@@ -207,7 +220,8 @@ def _write_cells(
     index = {
         "config": base.describe(),
         "agents": agents,
-        "notes": notes,
+        "notes": list(dict.fromkeys(note for own in notes.values() for note in own)),
+        "agent_notes": notes,
         "cells": [c.to_dict() for c in cells],
     }
     replace_bytes(out / CELLS, orjson.dumps(index, option=orjson.OPT_INDENT_2))
@@ -219,9 +233,11 @@ def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> list
     from stategym.agents import agent_names
     from stategym.commands.options import domains
     from stategym.kernel.errors import UsageError
+    from stategym.report.protocol_files import refuse_shared_folders
 
     if not agents or not train:
         raise UsageError("give at least one agent (--agents) and one domain (--train-on)")
+    refuse_shared_folders(agents)
     canonical = domains(train)  # UnknownDomainError names an unknown one
     for spec in agents:
         kind, sep, target = spec.partition(":")
@@ -237,8 +253,33 @@ def _check(agents: list[str], train: list[str], options: dict[str, Any]) -> list
     return canonical
 
 
+def _refuse_seen_seeds(base: Any, agents: Sequence[str]) -> None:
+    """Refuse a ``--seed`` whose evaluation seeds reach the seeds the run shows or trains on:
+    the expert's plans play seeds ``0 .. plans - 1`` of each training domain, and the k-shot
+    demonstrations of an LLM agent seeds ``0 .. ceil(k / sources) - 1`` of each source
+    (:func:`~stategym.topology.generalisation.demonstration_seeds`: round-robin from the
+    ``--demos`` domains). Evaluating those seeds would score the agent on a task it was
+    shown solved (``--seed 0 --demos target``: demonstration 1 was the evaluated task).
+
+    Raises:
+        UsageError: naming the lowest ``--seed`` allowed.
+    """
+    from stategym.kernel.errors import UsageError
+    from stategym.topology.generalisation import demonstration_seeds
+
+    shown = max(base.shots) if any(replace(base, agent=a).llm for a in agents) else 0
+    lowest = max(base.plans, len(demonstration_seeds(base, shown)))
+    if base.seed < lowest:
+        raise UsageError(
+            f"--seed {base.seed} would evaluate seeds the training plans or k-shot "
+            f"demonstrations use (0 to {lowest - 1}); give --seed {lowest} or above "
+            "(default: 100000)"
+        )
+
+
 def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
     import orjson
+    from rich.text import Text
 
     from stategym.kernel.files import replace_bytes
     from stategym.report.protocol_files import REPORT
@@ -249,7 +290,7 @@ def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
     replace_bytes(folder / REPORT, orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print_grids(console, render(report))
     for note in report["notes"]:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(Text(f"note: {note}", style="dim"))
     return report
 
 
@@ -264,7 +305,7 @@ def _rereport(console: Console, folder: Path) -> int:
     for agent in index.agents:
         config = replace(index.config, agent=agent)
         trajectories = read_agent_log(agent_folder(folder, agent) / LOG, config, index.cells)
-        run = ProtocolRun(config, index.cells, trajectories, index.notes)
+        run = ProtocolRun(config, index.cells, trajectories, index.notes[agent])
         reports[agent] = _report(console, run, agent_folder(folder, agent))
     _compare(console, reports, folder)
     return 0

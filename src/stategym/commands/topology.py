@@ -15,6 +15,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
 
     from stategym.topology.graph import Topology
@@ -39,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_knobs(parser)
     parser.add_argument(
         "--draw",
-        type=options.output_path,
+        type=_drawing,
         default=None,
         help="write a drawing (.svg always; .png/.pdf need matplotlib) (default: none)",
     )
@@ -65,6 +67,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="also write the result as JSON (default: none)",
     )
+
+
+def _drawing(text: str) -> Path:
+    """A path ``--draw`` can write, refused in one line before anything is computed: its
+    parent a folder (:func:`~stategym.commands.options.output_path`) and its suffix a format
+    the drawing writes (:func:`~stategym.topology.draw.drawable`), so the path printed after
+    drawing is the file written."""
+    from stategym.commands import options
+    from stategym.topology.draw import drawable
+
+    try:
+        return drawable(options.output_path(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(args: argparse.Namespace) -> int:

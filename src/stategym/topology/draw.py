@@ -1,5 +1,9 @@
 """Drawing a topology: SVG with no dependency, PNG (or PDF) through matplotlib when installed.
 
+The format is the path's suffix, one of :data:`SUFFIXES` (any case); any other suffix, or
+none, is refused before anything is drawn (:func:`drawable`), since matplotlib would fail on
+one it lacks and quietly add ``.png`` to a path with none, writing a file of another name.
+
 Layout is layered: a node's column is the length of the longest path reaching it (cycles,
 which plans do not have, are broken by node order), and each weakly connected component (the
 call graph, the constraint poset) gets its own band of rows. Colours follow the node's role.
@@ -34,6 +38,22 @@ EDGE_COLOURS = {
     "prio": "#9d4edd",
 }
 COLUMN, ROW, RADIUS = 170, 60, 18
+SUFFIXES = (".svg", ".png", ".pdf")
+"""The formats :func:`draw` writes: SVG always, PNG and PDF through matplotlib."""
+
+
+def drawable(path: Path) -> Path:
+    """``path``, checked to name a format :func:`draw` writes (its suffix).
+
+    Raises:
+        ValueError: the suffix is none of :data:`SUFFIXES`, or there is none.
+    """
+    if path.suffix.lower() not in SUFFIXES:
+        suffix = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
+        raise ValueError(
+            f"cannot draw to {str(path)!r}: it has {suffix}; use one of {', '.join(SUFFIXES)}"
+        )
+    return path
 
 
 def layout(topology: Topology) -> dict[int, tuple[float, float]]:
@@ -105,11 +125,14 @@ def to_svg(topology: Topology, title: str = "") -> str:
 
 
 def draw(topology: Topology, path: Path, title: str = "") -> Path:
-    """Write the topology to ``path``: ``.svg`` always works; other suffixes need matplotlib.
+    """Write the topology to ``path`` and return it: ``.svg`` always works; ``.png`` and
+    ``.pdf`` need matplotlib.
 
     Raises:
+        ValueError: the suffix is not one of :data:`SUFFIXES` (:func:`drawable`).
         RuntimeError: a raster or PDF format was asked for and matplotlib is not installed.
     """
+    drawable(path)
     if path.suffix.lower() == ".svg":
         path.write_text(to_svg(topology, title), encoding="utf-8")
         return path

@@ -1,14 +1,22 @@
 """The cross-topology generalisation protocol: play an agent on every split, log everything.
 
 :func:`run_protocol` builds the splits (:mod:`stategym.topology.split`), plays the agent on
-each cell's held-out seeds (zero-shot, and k-shot when the agent is an LLM that can take
-demonstrations), plays the expert on the same tasks for reference plans, plays the
-counterfactual probes (:mod:`stategym.topology.probes`), and returns every trajectory, each
-tagged with what it is for (``run.role`` and ``run.probe``, the rest in ``meta``). Every
-episode is an :class:`~stategym.rollout.EpisodeSpec` played by the rollout engine (an LLM
-agent's episodes concurrently, ``options["concurrency"]`` at a time); a probe's flipped task
-is rebuilt from its spec by :func:`spec_task_of`. The report (:mod:`stategym.topology.report`)
-is computed from these trajectories and the cells alone, so a saved run can be re-reported.
+each cell's held-out seeds (the demonstration counts of :func:`agent_shots`: ``--shots``
+for an LLM agent, zero-shot alone for a scripted one), plays the expert on the same tasks
+for reference plans, plays the counterfactual probes (:mod:`stategym.topology.probes`), and
+returns every trajectory, each tagged with what it is for (``run.role`` and ``run.probe``,
+the rest in ``meta``). Every episode is an :class:`~stategym.rollout.EpisodeSpec` played by
+the rollout engine (an LLM agent's episodes concurrently, ``options["concurrency"]`` at a
+time); a probe's flipped task is rebuilt from its spec by :func:`spec_task_of`. The report
+(:mod:`stategym.topology.report`) is computed from these trajectories and the cells alone,
+so a saved run can be re-reported.
+
+The run's notes say what it left out and why: the k-shot counts a scripted agent did not
+play, the domains where the probe search found fewer pairs than ``--probes`` asked for (it
+gives up once :data:`PROBE_TRIES` x (pairs found + 1) seeds had none, or at the last seed),
+and the synthetic training domains with no ``larger`` cell
+(:func:`~stategym.topology.split.ungrowable`). With ``--probes 0`` nothing is searched for
+and nothing is noted.
 """
 
 from __future__ import annotations
@@ -27,11 +35,15 @@ from stategym.registry import cached_task, get_domain
 from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
 from stategym.rollout.workers import Spread
 from stategym.topology.distance import EXPANSION_BUDGET
+from stategym.topology.motifs import SIZED
 from stategym.topology.probes import FLIP, probes
-from stategym.topology.split import Cell, Split, make_splits
+from stategym.topology.split import Cell, Split, make_splits, ungrowable
 
 EVAL_SEED = 100_000
 """First evaluation seed: training and demonstrations use seeds below it."""
+PROBE_TRIES = 40
+"""Seeds the probe search looks at without finding a pair, per pair found plus one, before
+it gives up on a domain (:func:`~stategym.topology.probes.probes`)."""
 Role = Literal["agent", "reference", "plan", "probe"]
 
 
@@ -45,7 +57,8 @@ class ProtocolConfig:
         episodes: seeds per cell.
         seed: first evaluation seed.
         knobs: knobs of every evaluation task (probes switch dynamics off).
-        shots: in-context demonstration counts; k > 0 needs an LLM agent.
+        shots: in-context demonstration counts an LLM agent plays; a scripted agent plays
+            zero-shot alone (:func:`agent_shots`).
         demos: where k-shot demonstrations come from: the training domains or the target.
         probes: counterfactual probe pairs per domain.
         compositions: cells in the composition split.
@@ -107,6 +120,14 @@ class ProtocolConfig:
         }
 
 
+def agent_shots(config: ProtocolConfig) -> tuple[int, ...]:
+    """The demonstration counts an agent of ``config`` plays: ``config.shots`` for an LLM
+    agent, and ``(0,)`` for a scripted one whatever ``shots`` holds (demonstrations in
+    context mean nothing to it, and dropping every k > 0 without adding 0 left it nothing
+    to play: audit 13B F2). The one rule :func:`run_protocol` and the log check follow."""
+    return tuple(config.shots) if config.llm else (0,)
+
+
 def spec_task_of(spec: EpisodeSpec) -> Task:
     """The task a protocol spec plays (a probe's is the flipped task)."""
     return played_task(cached_task(spec.domain, spec.seed, spec.knobs), spec.probe)
@@ -131,10 +152,18 @@ def _specs(
     ]
 
 
+def demonstration_seeds(config: ProtocolConfig, k: int) -> range:
+    """The seeds ``k`` demonstrations play: the ``i``-th is seed ``i // sources`` of the
+    ``--demos`` domains taken round-robin (one source with ``target``, the training domains
+    with ``train``), so seeds ``0 .. ceil(k / sources) - 1``; evaluation must not reach them."""
+    sources = 1 if config.demos == "target" else len(config.train)
+    return range(-(-k // sources))
+
+
 def _demonstrations(config: ProtocolConfig, target: str, k: int) -> str:
-    """k expert episodes (training seeds) from the training domains or the target, rendered
-    by the LLM package as chat transcripts in the rendering the agent plays (an ``hf:``
-    model trained on ``compact`` is shown compact call lines)."""
+    """k expert episodes (:func:`demonstration_seeds`) from the training domains or the
+    target, rendered by the LLM package as chat transcripts in the rendering the agent plays
+    (an ``hf:`` model trained on ``compact`` is shown compact call lines)."""
     from stategym.llm.model_files import agent_rendering
     from stategym.llm.prompt import render_demonstrations
 
@@ -196,9 +225,13 @@ def run_protocol(
     specs: list[EpisodeSpec] = []
     for name in config.train:
         specs += _specs(name, "expert", range(config.plans), config.knobs, "plan", {})
-    shots = [k for k in config.shots if k == 0 or config.llm]
-    if len(shots) < len(config.shots):
-        notes.append("k-shot demonstrations need an LLM agent; scripted agents ran zero-shot only")
+    shots = agent_shots(config)
+    if shots != tuple(config.shots):
+        notes.append(
+            "k-shot demonstrations need an LLM agent; scripted agents played zero-shot "
+            f"(k=0) only, whatever --shots asked for ({','.join(map(str, config.shots))})"
+        )
+    notes += _larger_notes(config)
     for cell in cells:
         say(f"{cell.split}: {cell.domain}")
         tags = {"split": str(cell.split), "cell": cell.domain}
@@ -214,7 +247,7 @@ def run_protocol(
                 {**tags, "shots": k},
                 options,
             )
-    specs += _probe_specs(config, cells, notes)
+    specs += probe_specs(config, cells, notes)
     say("playing")
     agents = Agents(resolver=_resolve)
     concurrency = config.options.get("concurrency")
@@ -227,21 +260,24 @@ def run_protocol(
     return ProtocolRun(config, cells, tuple(requested(specs, played)), tuple(notes))
 
 
-def _probe_specs(
+def probe_specs(
     config: ProtocolConfig, cells: tuple[Cell, ...], notes: list[str]
 ) -> list[EpisodeSpec]:
+    """The counterfactual probe episodes of ``cells``' domains: up to ``config.probes``
+    pairs a domain from the evaluation seeds, each played as its original and flipped task
+    (a note in ``notes`` where fewer were found). The one place that says which pairs a run
+    plays: the log reader checks a run's probes against it."""
     out: list[EpisodeSpec] = []
-    missing: list[str] = []
+    short: list[str] = []
     # Probes run without dynamics: events are scheduled against the original priority order,
     # so with them the flipped task would differ in more than the one hidden value.
     knobs = replace(config.knobs, dynamics=False)
     # the seeds searched for probes stop at the last seed there is
     seeds = range(config.seed, min(config.seed + 10**6, SEED_LIMIT))
     for name in dict.fromkeys(c.domain for c in cells):
-        pairs = probes(get_domain(name), knobs, iter(seeds), config.probes)
-        if not pairs:
-            missing.append(name)
-            continue
+        pairs = probes(get_domain(name), knobs, iter(seeds), config.probes, PROBE_TRIES)
+        if len(pairs) < config.probes:
+            short.append(f"{name} {len(pairs)}")
         for index, (original, _) in enumerate(pairs):
             tags = {"split": str(Split.PROBE), "cell": name, "pair": index}
             for probe in ("original", FLIP):
@@ -255,9 +291,21 @@ def _probe_specs(
                     config.options,
                     probe,
                 )
-    if missing:
+    if short:  # never with --probes 0: nothing was searched for (audit 13B F7)
         notes.append(
-            "no counterfactual probe (no hidden priority order that changes the best "
-            f"choice) in: {', '.join(missing)}"
+            f"fewer counterfactual probe pairs than --probes {config.probes} in (pairs "
+            f"found): {', '.join(short)}; the search of the evaluation seeds gives up once "
+            f"{PROBE_TRIES} x (pairs found + 1) of them had no hidden priority order that "
+            "changes the best choice, or at the last seed"
         )
     return out
+
+
+def _larger_notes(config: ProtocolConfig) -> list[str]:
+    """Why a synthetic training domain has no ``larger`` cell, if one has none."""
+    caps = ", ".join(f"{motif} {size}" for motif, size in SIZED.items())
+    return [
+        f"no larger split for {name}: grown, it is {grown}, a training topology "
+        f"(sizes stop at {caps})"
+        for name, grown in ungrowable(config.train, config.knobs).items()
+    ]
