@@ -349,3 +349,73 @@ def test_e2_iteration_table_prints_a_dash_where_a_mean_is_undefined() -> None:
     iterations = e2.grids(result)[-1]
     assert [row[1] for row in iterations.rows] == ["0.50", "-"]
     assert "nan" not in markdown([iterations])
+
+
+# -- audit 13D: the claim's edges ---------------------------------------------------------------
+
+
+def test_a_refused_model_or_device_claims_no_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit 13D F2: the record was written before the trainer refused a ``--model`` that
+    holds no model, and the corrected command was then refused as another configuration."""
+    out, empty = tmp_path / "e1", tmp_path / "not-a-model"
+    empty.mkdir()
+    argv = ["experiment", "e1", "--smoke", "--model", str(empty), "--out", str(out)]
+    fails(argv, capsys, f"{empty} holds no model")
+    run = tmp_path / "unfinished-run"  # a training run's settings, no model/ yet
+    run.mkdir()
+    (run / "config.json").write_text('{"kind": "sft"}')
+    argv = ["experiment", "e1", "--smoke", "--model", str(run), "--out", str(out)]
+    fails(argv, capsys, f"--model {run}: holds no saved model")
+    fails(["experiment", "e2", "--smoke", "--device", "cuda", "--out", str(out)], capsys)
+    assert not (out / "experiment.json").exists()
+
+
+def test_e0_refuses_another_experiments_folder(
+    e2_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit 13D F3: E0 claimed nothing and silently replaced E2's results."""
+    before = _files(e2_dir)
+    argv = ["experiment", "e0", "--smoke", "--seeds", "0", "--out", str(e2_dir)]
+    fails(argv, capsys, "holds experiment e2's run, not e0's")
+    assert _files(e2_dir) == before
+
+
+def test_e0_reruns_with_other_settings_and_then_holds_its_folder(tmp_path: Path) -> None:
+    """E0 keeps nothing between runs: another configuration rewrites its record (no arm
+    can mix), and the folder then refuses another experiment."""
+    from stategym.experiments.output import RECORD, claim
+
+    out = tmp_path / "e0"
+    smoke = configs.E0["smoke"]
+    claim(out, "e0", smoke, keeps_arms=False)
+    other = replace(smoke, tasks=smoke.tasks + 7)
+    claim(out, "e0", other, keeps_arms=False)
+    assert orjson.loads((out / RECORD).read_bytes())["config"]["tasks"] == other.tasks
+    with pytest.raises(UsageError, match="holds experiment e0's run, not e1's"):
+        claim(out, "e1", configs.E1["smoke"])
+
+
+def test_the_k_shot_arm_can_be_added_to_a_finished_e3_folder() -> None:
+    """Audit 13D F4: E3's LLM agents train nothing; adding them was refused as if the arms
+    would be trained further."""
+    from stategym.experiments.output import plan
+
+    base = configs.E3["smoke"]
+    with_agents = replace(base, llm_agents=("hf:m",), shots=(0, 1), llm_options=(("x", 1),))
+    assert plan("e3", base) == plan("e3", with_agents)
+    assert plan("e3", base) != plan("e3", replace(base, finetune=(4,)))
+
+
+def test_a_run_directory_and_its_model_are_one_start(tmp_path: Path) -> None:
+    """Audit 13D F5: ``--model RUN`` and ``--model RUN/model`` were two configurations."""
+    from stategym.experiments.output import plan
+
+    run = tmp_path / "sft"
+    (run / "model").mkdir(parents=True)
+    (run / "model" / "config.json").write_text("{}")
+    recipe = SMOKE.recipe
+    assert plan("e2", replace(SMOKE, recipe=replace(recipe, init=str(run)))) == plan(
+        "e2", replace(SMOKE, recipe=replace(recipe, init=str(run / "model")))
+    )

@@ -91,3 +91,23 @@ def test_the_trainer_splits_a_real_group_in_advantage_units(sft_run: Path) -> No
                 if wanted != raw:
                     split += 1
         assert split, f"{credit_name}: no parallel round was split with a scale other than 1"
+
+
+def test_returns_equal_up_to_rounding_do_not_split() -> None:
+    """Audit 13D F1: on travel seed 19 the expert and ask-nothing both reach R 1.0, but their
+    first rounds' returns are 1.0000000000000002 and 1.0; ``1 / (std + eps)`` of that group
+    was about 1e6, and ask-nothing's calls got advantages near -7e4."""
+    from stategym import Env, run_episode
+    from stategym.agents import resolve
+    from stategym.metrics.credit import credit
+
+    rewards = []
+    for name in ("expert", "ask-nothing"):
+        env = Env("travel")
+        trajectory = run_episode(env, resolve(env.domain, name), seed=19)
+        rewards.append(list(credit(trajectory, env.task).rewards))
+    first = [adv.return_to_go(r)[0] for r in rewards]
+    assert first[0] != first[1] and abs(first[0] - first[1]) < 1e-12  # the case itself
+    assert adv.dense_scales(rewards, "std")[1][0] == 0.0
+    keys = [["start", *range(1, len(r))] for r in rewards]  # both decide round 0 alike
+    assert adv.gigpo_scales(rewards, keys, norm="std")[1][0] == 0.0

@@ -198,11 +198,18 @@ def _run(
     overrides) and write its run directory; every seed is checked before anything plays."""
     import time
 
+    from stategym.experiments.arms import check_recipe
+    from stategym.experiments.output import claim
+
     config = _configuration(name, budget, overrides or Overrides())
     _check_seeds(name, config, seeds)
+    recipe = getattr(config, "recipe", None)
+    if recipe is not None and (name != "e3" or config.finetune):
+        check_recipe(recipe)  # before a folder is claimed
     if name == "e0":
         from stategym.experiments import e0
 
+        claim(out, "e0", config, keeps_arms=False)
         return e0.write(e0.run(config, seeds), out, time.process_time() - start)
     if name == "e3":
         from stategym.experiments import e3, e3_finetune

@@ -79,6 +79,21 @@ class Recipe:
     dtype: str = "float32"
 
 
+def check_recipe(recipe: Recipe) -> None:
+    """Refuse a device that is not there or a start model that cannot load, before the
+    experiment claims its folder (:func:`stategym.experiments.output.claim`): refused only by
+    the trainer, they would leave a record that refuses the corrected command.
+
+    Raises:
+        UsageError: naming the device or the model, in one line.
+    """
+    from stategym.llm.local import check_device
+    from stategym.train.checkpoint import check_start
+
+    check_device(recipe.device)
+    check_start(recipe.init, trained=False, option="--model")
+
+
 def first_seed(seed: int) -> int:
     """The first training task seed of training seed ``seed``."""
     return TRAIN_SEED + seed * SEED_STRIDE

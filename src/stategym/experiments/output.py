@@ -23,7 +23,8 @@ judged by its ``results.json``: the same experiment and configuration resume (an
 record is written), another is refused; arms under ``OUT/runs`` without a readable
 ``results.json`` (a run stopped before its first results) are refused too, since nothing
 says which configuration trained them. E0 trains nothing and keeps nothing between runs: a
-rerun rewrites every file, so it claims no folder.
+rerun rewrites every file, so it may change its configuration, but it claims its folder all
+the same (``keeps_arms=False``): another experiment's folder is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ TABLE = "table.md"
 PLOTS = "plots"
 RECORD = "experiment.json"
 """The file recording which experiment and configuration a folder holds (:func:`claim`)."""
-FREE: tuple[str, ...] = ("resamples",)
-"""Configuration fields a rerun may change: they only set the intervals, which every run
-computes afresh from its own episodes."""
+FREE: tuple[str, ...] = ("resamples", "llm_agents", "llm_options", "shots")
+"""Configuration fields a rerun may change: ``resamples`` only sets the intervals, which
+every run computes afresh from its own episodes; E3's k-shot arm (``llm_agents``, their
+``llm_options`` and ``shots``) trains nothing and is played afresh by every run, so it can
+be added to a finished folder."""
 RUNS = "runs"
 """The folder under which the experiments keep their trained arms."""
 FILES = "files"
@@ -130,16 +133,21 @@ def plan(experiment: str, config: Any) -> dict[str, Any]:
 
 
 def _resolved_start(init: str) -> str:
+    """A local start model as the trainer reads it: a run directory as its final model
+    (``RUN`` and ``RUN/model`` are one start), resolved."""
     from stategym.rundir import resolved
+    from stategym.train.checkpoint import model_source
 
-    path = Path(init)
+    path = Path(model_source(init))
     return str(resolved(path)) if init != "tiny" and path.exists() else init
 
 
-def claim(out: Path, experiment: str, config: Any) -> None:
+def claim(out: Path, experiment: str, config: Any, *, keeps_arms: bool = True) -> None:
     """Make ``out`` the folder of ``experiment`` at ``config`` before anything trains or
     plays: record it (:data:`RECORD`) in a new folder, go on in one that holds the same plan
-    (a resumed run), refuse any other (module docstring).
+    (a resumed run), refuse any other (module docstring). An experiment that keeps no arms
+    (E0: a rerun rewrites every file) may change its configuration, not the experiment: its
+    record is rewritten, and a folder of another experiment is refused all the same.
 
     Raises:
         UsageError: the folder holds another experiment or configuration, arms of an
@@ -147,9 +155,10 @@ def claim(out: Path, experiment: str, config: Any) -> None:
     """
     wanted = plan(experiment, config)
     held = _held(out)
-    if held is not None and held != wanted:
+    other_experiment = held is not None and held.get("experiment") != experiment
+    if held is not None and held != wanted and (keeps_arms or other_experiment):
         raise UsageError(_refusal(out, held, wanted))
-    if not (out / RECORD).is_file():
+    if held != wanted or not (out / RECORD).is_file():
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / RECORD, wanted)
 

@@ -36,6 +36,10 @@ Norm = Literal["std", "none", "rloo"]
 NORMS: tuple[Norm, ...] = ("std", "none", "rloo")
 EPS = 1e-6
 """Added to the standard deviation under ``"std"`` (a group of near-equal values)."""
+TIE = 1e-9
+"""Values of a group closer than this are equal for :func:`group_scale`: a credit's rewards
+sum to R only up to float rounding (two episodes of R 1.0 can have returns 1.0 and
+1.0000000000000002), and ``1 / (std + EPS)`` of such a group is about ``1 / EPS``."""
 
 PerRound = tuple[tuple[float, ...], ...]
 """One advantage per round of each episode: ``G`` tuples of ``(T_i,)``."""
@@ -80,12 +84,18 @@ def group_scale(values: Sequence[float], norm: Norm = "std") -> float:
     difference ``d`` in raw reward (a call's share of its round's return, which is not a
     member of the group) is ``scale * d`` in the group's advantage units. ``scale`` is ``1``
     (``"none"``), ``G / (G - 1)`` (``"rloo"``) or ``1 / (std + eps)`` (``"std"``). A group
-    that gives no comparison, of one member or, under ``"std"``, of equal values (no spread
-    to measure in), has scale 0: its advantages are 0 and so is any difference in them.
+    that gives no comparison, of one member or, under ``"std"``, of values equal up to
+    float rounding (within :data:`TIE`: no spread to measure in), has scale 0: its
+    advantages are 0 (or rounding) and so is any difference in them. Under ``"std"`` the
+    scale is not bounded: returns that truly differ by little give a large one, and a call's
+    share, which is not a member of the group, can then stand far outside the members'
+    advantages (``--norm none`` keeps raw units).
 
     >>> group_scale([1.0, 0.0, 0.0], norm="rloo")
     1.5
     >>> group_scale([0.5, 0.5], norm="std")
+    0.0
+    >>> group_scale([1.0000000000000002, 1.0], norm="std")
     0.0
     """
     if norm not in NORMS:
@@ -97,7 +107,7 @@ def group_scale(values: Sequence[float], norm: Norm = "std") -> float:
         return 1.0
     if norm == "rloo":
         return size / (size - 1)
-    if max(values) == min(values):
+    if max(values) - min(values) <= TIE:
         return 0.0
     mean = math.fsum(values) / size
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (size - 1))
@@ -333,6 +343,7 @@ def _step_groups(
 __all__: Sequence[str] = (
     "EPS",
     "NORMS",
+    "TIE",
     "Norm",
     "PerRound",
     "composite_advantages",

@@ -439,14 +439,15 @@ def model_source(init: str) -> str:
     return init
 
 
-def check_start(init: str, *, trained: bool) -> None:
+def check_start(init: str, *, trained: bool, option: str = "--init") -> None:
     """Refuse a start model that cannot load, before the run directory is written (a run
     directory holding a bad ``--init`` would refuse the corrected command as other settings).
 
     ``tiny`` is the model SFT builds here (``trained``: the trainer needs one that has
     learned, as GRPO does); an existing path must hold a saved model, or be a run directory
     with its final model; any other name is a Hugging Face id whose config must load, from
-    the hub or from its local cache.
+    the hub or from its local cache. ``option`` is the flag that gave ``init`` (the
+    experiments take it as ``--model``), named in the refusal.
 
     Raises:
         UsageError: what is wrong with ``init``, in one line.
@@ -462,7 +463,7 @@ def check_start(init: str, *, trained: bool) -> None:
     if source.exists():
         if not _holds_model_type(source):
             raise UsageError(
-                f"--init {init}: holds no saved model (a run directory without its "
+                f"{option} {init}: holds no saved model (a run directory without its "
                 f"{FINAL}/ folder, or not a model folder); finish the run or give a model folder"
             )
         check_model_dir(source)  # tokenizer, readable weights and a chat template too
@@ -474,7 +475,7 @@ def check_start(init: str, *, trained: bool) -> None:
         AutoConfig.from_pretrained(init)
     except refused as error:
         raise UsageError(
-            f"--init {init}: no such folder, and no Hugging Face model of that id could be "
+            f"{option} {init}: no such folder, and no Hugging Face model of that id could be "
             f"loaded ({first_line(error)})"
         ) from None
 
