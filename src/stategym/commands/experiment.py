@@ -216,7 +216,7 @@ def _run(
 
         run = e3_finetune.run(config, seeds, out)
         return e3.write(run, out, time.process_time() - start)
-    trained = _trained_module(name)
+    trained = _module(name)  # E1, E2 or E4: run(config, seeds, out), then write
     result = trained.run(config, seeds, out)
     return trained.write(result, out, time.process_time() - start)
 
@@ -239,11 +239,12 @@ def _configuration(name: str, budget: str, given: Overrides) -> Any:
     return replace(config, recipe=replace(config.recipe, **model)) if model else config
 
 
-def _trained_module(name: str) -> Any:
-    """E1's, E2's or E4's module: each has ``run(config, seeds, out)`` and ``write``."""
-    from stategym.experiments import e1, e2, e4
+def _module(name: str) -> Any:
+    """The module that runs experiment ``name`` (E3's: its fine-tuning arm's, which plays
+    the zero-shot arm too); each has ``largest_task_seed(config, seed)``."""
+    from stategym.experiments import e0, e1, e2, e3_finetune, e4
 
-    return {"e1": e1, "e2": e2, "e4": e4}[name]
+    return {"e0": e0, "e1": e1, "e2": e2, "e3": e3_finetune, "e4": e4}[name]
 
 
 def _check_seeds(name: str, config: Any, seeds: tuple[int, ...]) -> None:
@@ -260,7 +261,7 @@ def _check_seeds(name: str, config: Any, seeds: tuple[int, ...]) -> None:
     from stategym.kernel.errors import UsageError
     from stategym.kernel.task import SEED_LIMIT
 
-    largest = _largest_task_seed(name)
+    largest = _module(name).largest_task_seed
     for seed in seeds:
         reached = largest(config, seed)
         if reached >= SEED_LIMIT:
@@ -270,14 +271,6 @@ def _check_seeds(name: str, config: Any, seeds: tuple[int, ...]) -> None:
                 f"{reached}, past the last task seed (2**64 - 1); the largest seed it takes "
                 f"is {most}"
             )
-
-
-def _largest_task_seed(name: str) -> Any:
-    """``name``'s ``largest_task_seed(config, seed)``."""
-    from stategym.experiments import e0, e1, e2, e3_finetune, e4
-
-    every = {"e0": e0, "e1": e1, "e2": e2, "e3": e3_finetune, "e4": e4}
-    return every[name].largest_task_seed
 
 
 def _largest_allowed(reached: Any, limit: int) -> int:

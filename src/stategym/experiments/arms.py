@@ -119,6 +119,12 @@ def largest_seed(*spans: range) -> int:
     return max((span[-1] for span in spans if span), default=-1)
 
 
+def largest_trained_seed(recipe: Recipe, seed: int, held_out: range) -> int:
+    """The largest task seed training seed ``seed`` makes an SFT-then-GRPO experiment play:
+    its ``held_out`` tasks, or its SFT or GRPO training tasks."""
+    return largest_seed(held_out, sft_seeds(recipe, seed), grpo_seeds(recipe, seed))
+
+
 def _common(recipe: Recipe, out: Path, seed: int, where: dict[str, str]) -> dict[str, Any]:
     # the trainer's own end-of-run evaluation is kept to one episode: the experiments
     # score their policies themselves, per task (module docstring)
@@ -208,6 +214,7 @@ __all__ = [
     "grpo",
     "grpo_seeds",
     "largest_seed",
+    "largest_trained_seed",
     "sft",
     "sft_seeds",
 ]

@@ -85,10 +85,7 @@ def eval_seeds(config: E2Config, block: int) -> range:
 def largest_task_seed(config: E2Config, seed: int) -> int:
     """The largest task seed training seed ``seed`` makes E2 play: held-out (both sets
     share the seeds), SFT or GRPO."""
-    recipe = config.recipe
-    return arms.largest_seed(
-        eval_seeds(config, seed), arms.sft_seeds(recipe, seed), arms.grpo_seeds(recipe, seed)
-    )
+    return arms.largest_trained_seed(config.recipe, seed, eval_seeds(config, seed))
 
 
 def train_arms(config: E2Config, seed: int, root: Path) -> dict[str, Path]:

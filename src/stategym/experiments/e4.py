@@ -109,10 +109,7 @@ def held_out(config: E4Config, seed: int) -> range:
 
 def largest_task_seed(config: E4Config, seed: int) -> int:
     """The largest task seed training seed ``seed`` makes E4 play: held-out, SFT or GRPO."""
-    recipe = config.recipe
-    return arms.largest_seed(
-        held_out(config, seed), arms.sft_seeds(recipe, seed), arms.grpo_seeds(recipe, seed)
-    )
+    return arms.largest_trained_seed(config.recipe, seed, held_out(config, seed))
 
 
 def run(config: E4Config, seeds: Sequence[int], out: Path) -> E4Result:

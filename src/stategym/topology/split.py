@@ -220,6 +220,11 @@ def ungrowable(train: Sequence[str], knobs: Knobs | None = None) -> dict[str, st
     """
     knobs = knobs or Knobs()
     seen = {wl_hash(domain_topology(get_domain(name), knobs)) for name in train}
+    return _ungrowable(train, knobs, seen)
+
+
+def _ungrowable(train: Sequence[str], knobs: Knobs, seen: set[str]) -> dict[str, str]:
+    """:func:`ungrowable`, given the training topologies' WL hashes ``seen``."""
     return {
         name: grown
         for name, grown in _grown(train).items()
@@ -257,7 +262,7 @@ def make_splits(
             proxy = min(wl_distance(topology, t) for _, t in train_tops)
             candidates.append((proxy, spec.name))
     named += [(Split.COMPOSITION, n) for n in _spread(candidates, compositions_per_split)]
-    stuck = ungrowable(train, knobs)
+    stuck = _ungrowable(train, knobs, seen)
     named += [(Split.LARGER, grown) for name, grown in _grown(train).items() if name not in stuck]
     named += [(Split.DOMAIN, name) for name in all_domains() if name not in train]
     cells = []

@@ -87,9 +87,8 @@ def group_advantages(
 
     ``values`` are ``mc``'s estimated ``V(s_t)`` per episode (:func:`stategym.train.mc.values`).
     """
-    credits = [credit_of(r.trajectory, r.task, c) for r, c in zip(group, cards, strict=True)]
     lengths = [len(r.spans) for r in group]
-    rewards = [c.rewards[:n] for c, n in zip(credits, lengths, strict=True)]
+    rewards = _round_rewards(group, cards)
     if config.credit == "mc":
         if values is None:
             raise UsageError("mc credit needs the continuations' values")
@@ -104,11 +103,9 @@ def group_advantages(
     if config.credit == "dense":
         return adv.dense_advantages(rewards, config.norm)
     if config.credit == "gigpo":
-        keys = [r.keys for r in group]
-        coarse = (lambda key: str(key).split("|", 1)[0]) if config.coarse_key else None
         return adv.gigpo_advantages(
-            [c.composite for c in cards], rewards, keys,
-            weight=config.gigpo_weight, norm=config.norm, coarse=coarse,
+            [c.composite for c in cards], rewards, [r.keys for r in group],
+            weight=config.gigpo_weight, norm=config.norm, coarse=_coarse(config),
         )  # fmt: skip
     raise UsageError(f"credit {config.credit!r} is not implemented in this trainer yet")
 
@@ -127,15 +124,28 @@ def call_scales(
     """
     if config.credit not in ("dense", "gigpo"):
         return None
-    credits = [credit_of(r.trajectory, r.task, c) for r, c in zip(group, cards, strict=True)]
-    rewards = [c.rewards[: len(r.spans)] for c, r in zip(credits, group, strict=True)]
+    rewards = _round_rewards(group, cards)
     if config.credit == "dense":
         return adv.dense_scales(rewards, config.norm)
-    coarse = (lambda key: str(key).split("|", 1)[0]) if config.coarse_key else None
     return adv.gigpo_scales(
         rewards, [r.keys for r in group], weight=config.gigpo_weight, norm=config.norm,
-        coarse=coarse,
+        coarse=_coarse(config),
     )  # fmt: skip
+
+
+def _round_rewards(group: Sequence[Rollout], cards: Sequence[Any]) -> list[list[float]]:
+    """Each episode's per-round rewards (:func:`stategym.metrics.credit.credit`), for the
+    rounds it has sampled spans of (a round cut by ``max_length`` has none)."""
+    return [
+        list(credit_of(r.trajectory, r.task, c).rewards[: len(r.spans)])
+        for r, c in zip(group, cards, strict=True)
+    ]
+
+
+def _coarse(config: GRPOConfig) -> Any:
+    """GiGPO's step-group key with ``coarse_key``: the world digest alone (``None``: the
+    exact state key, which counts the rounds)."""
+    return (lambda key: str(key).split("|", 1)[0]) if config.coarse_key else None
 
 
 def update(
