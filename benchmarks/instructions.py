@@ -13,8 +13,9 @@ interface (JSON text in and out), under ``valgrind --tool=callgrind``. Instrumen
 switched on only for the replay (``callgrind_control -i on`` once the workload has played
 its warm-up pass and waits on a pipe) and the workload leaves with ``os._exit``, so imports,
 task generation and interpreter teardown are not counted. The same code counts the same
-instructions to a few parts in a hundred thousand; compare two checkouts by running the
-script under each one's ``PYTHONPATH``. Needs ``valgrind`` (with ``callgrind_control``) on
+instructions to about 0.05% (string hashing is drawn anew in every process; run under
+``PYTHONHASHSEED=0`` for equal counts); compare two checkouts by running the script under
+each one's ``PYTHONPATH``. Needs ``valgrind`` (with ``callgrind_control``) on
 ``PATH``; about 30 s a count.
 """
 

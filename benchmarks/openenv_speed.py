@@ -8,7 +8,9 @@ Usage::
 
 The server is the adapter's entry point (``python -m stategym.adapters.openenv``) in its own
 process, on a free port of 127.0.0.1, unless ``--in-process`` (uvicorn in a thread of this
-process, competing with the client for the interpreter). The client is
+process, competing with the client for the interpreter). Either way, whatever the server logs
+at ERROR (a traceback) reaches this script's stderr: a thread's server shares it, and a child
+server's log is passed on once the child stops. The client is
 :class:`~stategym.adapters.openenv.StategymClient` (OpenEnv's ``EnvClient``, its synchronous
 wrapper). The workload is the scripted expert's episodes, seeds ``0..N-1``, played through
 the wire; every step's wall time is recorded (the action's serialisation, the round trip,
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,28 +50,62 @@ from stategym.registry import get_domain
 
 @contextmanager
 def server_process(domain: str) -> Iterator[str]:
-    """The entry point serving ``domain`` in a child process; yields its base URL."""
+    """The entry point serving ``domain`` in a child process; yields its base URL.
+
+    The child's log is kept, not thrown away, and what it logged at ERROR (a traceback) is
+    passed on to this process's stderr once the server has stopped, so a child server hides
+    no error that a server in a thread (``--in-process``, sharing this stderr) would show.
+    """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "stategym.adapters.openenv", "--domain", domain]
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    child = subprocess.Popen([*command, "--port", str(port)], **quiet)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"{url}/health", timeout=1).raise_for_status()
-                break
-            except httpx.TransportError:
-                if child.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the server did not start") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        child.terminate()
-        child.wait(timeout=30)
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
+        child = subprocess.Popen(
+            [*command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log
+        )
+        try:
+            yield wait_for_health(f"http://127.0.0.1:{port}", child)
+        finally:
+            child.terminate()
+            child.wait(timeout=30)
+            log.seek(0)
+            sys.stderr.write(server_errors(log.read()))
+
+
+def wait_for_health(url: str, child: subprocess.Popen[bytes]) -> str:
+    """``url`` once the child server answers ``/health`` (two minutes at most)."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            httpx.get(f"{url}/health", timeout=1).raise_for_status()
+            return url
+        except httpx.TransportError:
+            if child.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start") from None
+            time.sleep(0.1)
+
+
+LOG_RECORD = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s")
+"""How a record of uvicorn's default log starts; a traceback's lines belong to the one above."""
+
+
+def server_errors(log: str) -> str:
+    """The ERROR and CRITICAL records of a uvicorn log, each with its traceback.
+
+    Example:
+        >>> server_errors("INFO:     open\\nERROR:    boom\\nTraceback ...\\nValueError: x\\n")
+        'ERROR:    boom\\nTraceback ...\\nValueError: x\\n'
+    """
+    kept: list[str] = []
+    keeping = False
+    for line in log.splitlines(keepends=True):
+        record = LOG_RECORD.match(line)
+        if record is not None:
+            keeping = record.group(1) in {"ERROR", "CRITICAL"}
+        if keeping:
+            kept.append(line)
+    return "".join(kept)
 
 
 def measure(url: str, domain: str, episodes: int) -> dict[str, list[float]]:

@@ -81,7 +81,9 @@ class FrameGuard:
     binary frame or text Python cannot decode (``INVALID_JSON``), a frame nested more than
     :data:`MAX_FRAME_DEPTH` levels, a JSON value that is not an object, and a message of a
     known ``type`` that fails OpenEnv's own validation (``VALIDATION_ERROR``, its errors
-    without their inputs, which may be what OpenEnv could not write).
+    without their inputs, which may be what OpenEnv could not write). On the way out it
+    drops the route's own close of a socket the client already closed (OpenEnv's client
+    closes without waiting), which uvicorn would otherwise log as a server error.
 
     Args:
         app: the app to guard (OpenEnv's).
@@ -107,7 +109,17 @@ class FrameGuard:
                     return message
                 await send({"type": "websocket.send", "text": refusal})
 
-        await self.app(scope, vetted, send)
+        async def closing(message: ASGIMessage) -> None:
+            # OpenEnv's client sends {"type": "close"} and shuts its socket without waiting;
+            # the route then closes a socket the client closed first, and uvicorn refuses it
+            # (ClientDisconnected, an OSError). That close is already complete: drop it.
+            try:
+                await send(message)
+            except OSError:
+                if message["type"] != "websocket.close":
+                    raise
+
+        await self.app(scope, vetted, closing)
 
     def _guards(self, scope: Scope) -> bool:
         path = scope.get("path", "")
