@@ -32,7 +32,11 @@ GoldGraph = tuple[tuple[GoldCall, ...], tuple[GoldEdge, ...], tuple[DecisionPoin
 
 @dataclass(frozen=True, slots=True)
 class Commitment:
-    """An option the world is committed to at the end, and the record that holds it."""
+    """An option the world is committed to at the end, and the record whose charges it
+    keeps: the outcome counts money paid under any other record as lost
+    (:mod:`stategym.kernel.outcome`). Usually the record that holds the option (a booking,
+    an order); cloud's deletion names the one snapshot its policy requires.
+    """
 
     option: str
     reference: str

@@ -253,8 +253,11 @@ class Env:
 
         The action is read into plain values first (:func:`~stategym.kernel.validation.read_action`:
         an action that cannot be, or a message to the user longer than
-        :data:`~stategym.kernel.boundary.MAX_TEXT` characters, is an invalid round), then a
-        batch is checked whole before any call runs: if one call is malformed, none runs.
+        :data:`~stategym.kernel.boundary.MAX_TEXT` characters, is an invalid round, and so is
+        an object that is neither a :class:`~stategym.kernel.protocol.CallBatch` nor a
+        :class:`~stategym.kernel.protocol.Say`, told what it sent and what to send instead:
+        a bare ``ToolCall`` is told to wrap it with ``calls(...)``), then a batch is checked
+        whole before any call runs: if one call is malformed, none runs.
         """
         try:
             read = read_action(action)

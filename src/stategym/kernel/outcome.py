@@ -1,4 +1,14 @@
-"""The final-answer view of an episode: whether it reached its goal, and the money it moved."""
+"""The final-answer view of an episode: whether it reached its goal, and the money it moved.
+
+**Which money is lost.** Every charge names, in its ``reference``, the one record it pays for
+or refunds (a booking, an order, a snapshot), and every commitment names, in its own
+``reference``, the record whose charges it keeps (:class:`~stategym.kernel.domain.Commitment`).
+Money lost is what the user paid, less refunds, less the net of the charges the goal's kept
+commitments name. So anything paid under another record (an undone commitment's fee, a wrong
+or duplicate commitment, a paid write the kept commitment did not need) is lost. A domain
+keeps this true by charging each paid record under its own id: a commitment names one record,
+so a commitment that needed two paid records would have to be charged under one.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +25,8 @@ def judge(domain: Domain, task: Task, world: World, answer: str | None) -> Outco
     A domain that judges answers reaches its goal when ``finish``'s answer names a best
     option (or ``"none"`` when there is none); any other domain when exactly one best option
     is committed (or nothing, when there is none). Money lost is what the user paid, less
-    refunds, less the net cost of the commitments the goal keeps.
+    refunds, less the net of the charges whose reference a kept commitment names (see the
+    module docstring); when the goal is missed no commitment is kept.
     """
     truth = task.truth
     committed = domain.commitments(world)

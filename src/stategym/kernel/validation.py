@@ -4,15 +4,21 @@
 :class:`Say`'s text, or a batch's calls into plain :class:`Call` values (every string an exact
 ``str``, arguments JSON data by the boundary rule), and nothing after it runs the agent's code.
 It refuses a batch that is not a sequence of :class:`ToolCall` or whose objects raise while
-read (``bad_message``), or that has more than :data:`MAX_CALLS` calls (``too_large``), and a
+read (``bad_message``), or that has more than :data:`MAX_CALLS` calls (``too_large``), a
 message to the user that is not text (``bad_message``) or is longer than :data:`MAX_TEXT`
-once cleaned (``too_large``): that round is invalid. :func:`check_call` then turns each call into a
-:class:`Ready` call (a known tool, its arguments decoded by the boundary rule and bound to
-the signature) or into the :class:`CallRecord` of its format error. If any call of a batch
-is malformed, none of them runs: :func:`rejected` logs the well-formed ones as
-:data:`NOT_RUN`; otherwise :func:`run_ready` runs each in turn. A
-:class:`~stategym.kernel.errors.ToolError` is not a format error: it is raised while a
-well-formed call runs, and fails that call only.
+once cleaned (``too_large``), and any other object sent as the action, naming its class and
+what to send instead (a bare :class:`ToolCall` is ``bad_message``, told to wrap it with
+``calls(...)``; anything else but ``None`` is ``empty_action``): that round is invalid.
+:func:`check_call` then turns each call into a :class:`Ready` call (a known tool, its
+arguments decoded by the boundary rule and bound to the signature) or into the
+:class:`CallRecord` of its format error. If any call of a batch is malformed, none of them
+runs: :func:`rejected` logs the well-formed ones as :data:`NOT_RUN`; otherwise
+:func:`run_ready` runs each in turn. A :class:`~stategym.kernel.errors.ToolError` is not a
+format error: it is raised while a well-formed call runs, and fails that call only, leaving
+the world as the call found it. That is each tool's rule (every check before the first
+write), not enforced here: restoring the world around every write or commit call would cost
+each one a world snapshot (8-14 us, against 30-40 us for a whole call), so
+``tests/kernel/test_world_truths.py`` probes every domain's tools for it instead.
 
 **A log replays its rejections.** The log keeps each call as the environment saw it, so that
 replaying the log rejects every call it rejected in the same way (same kind, same error
@@ -110,14 +116,15 @@ _new_call_record = quick_constructor(CallRecord)
 
 def read_action(action: Any) -> str | tuple[Call, ...] | None:
     """The agent's action as plain values: a :class:`Say`'s text, or a batch's calls;
-    ``None`` for an empty action (an empty batch, blank text, anything else).
+    ``None`` for an empty action (``None``, an empty batch, blank text).
 
     Every string becomes an exact ``str`` (a subclass's own ``__hash__``, ``__eq__`` or
     ``__len__`` never runs) and every type is read with ``type()``. Any exception the agent's
     own objects raise while read (a property, a list's ``__iter__``) makes the round invalid.
 
     Raises:
-        AgentFormatError: ``bad_message`` or ``too_large``: the round is invalid.
+        AgentFormatError: ``bad_message`` or ``too_large``: the round is invalid; also any
+            object that is not an action (:func:`_not_an_action`).
     """
     try:
         kind = type(action)
@@ -129,7 +136,26 @@ def read_action(action: Any) -> str | tuple[Call, ...] | None:
         raise
     except Exception as error:  # the agent's own code raised: reading touches nothing else
         raise unreadable(error, "the action") from None
-    return None
+    if action is None:
+        return None
+    raise _not_an_action(kind)
+
+
+def _not_an_action(kind: type) -> AgentFormatError:
+    """The error for an object of class ``kind`` sent as an action: neither a :class:`Say`
+    nor a :class:`CallBatch`. It names what was sent and what to send instead, so an agent
+    that sent a tool call is not told it sent nothing. A bare :class:`ToolCall` is a call in
+    the wrong wrapping (``bad_message``, as a batch whose calls are not a sequence is); any
+    other object carries no action the environment can read (``empty_action``)."""
+    if issubclass(kind, ToolCall):
+        return AgentFormatError(
+            "bad_message", "a ToolCall is not an action: wrap it in a batch with calls(...)"
+        )
+    return AgentFormatError(
+        "empty_action",
+        f"a {class_name(kind)} is not an action: send tool calls as a CallBatch "
+        "(calls(...)) or a message to the user as a Say",
+    )
 
 
 def _text(text: Any) -> str | None:
@@ -245,11 +271,7 @@ def check_call(
     try:
         arguments = _arguments(call)
         if name == FINISH:
-            answer = arguments.get("answer")
-            if set(arguments) - {"answer"} or not isinstance(answer, str | None):
-                raise AgentFormatError("wrong_type", "finish takes one string: answer")
-            if answer is None and judges_answer:
-                raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
+            _check_finish(arguments, judges_answer)
             return Ready(identifier, FINISH, None, arguments, {})
         tool = tools.get(name)
         if tool is None:
@@ -262,6 +284,25 @@ def check_call(
     except AgentFormatError as error:
         kept = arguments if arguments is not None else _kept(call, error)
         return CallRecord(identifier, name, kept, None, None, str(error), error.kind, {})
+
+
+def _check_finish(arguments: dict[str, JSON], judges_answer: bool) -> None:
+    """Refuse a ``finish`` whose arguments are not one string ``answer``, required when the
+    episode is judged on it (where it is optional, ``null`` is read as no answer).
+
+    Raises:
+        AgentFormatError: ``wrong_type`` (another argument; an answer that is not a string,
+            ``null`` included where one is required) or ``missing_argument`` (no answer
+            where one is required): each says which, so an answer sent as ``null`` is not
+            told it is missing.
+    """
+    answer = arguments.get("answer")
+    if set(arguments) - {"answer"} or not isinstance(answer, str | None):
+        raise AgentFormatError("wrong_type", "finish takes one string: answer")
+    if answer is None and judges_answer:
+        if "answer" in arguments:
+            raise AgentFormatError("wrong_type", "finish: answer must be a string, not null")
+        raise AgentFormatError("missing_argument", "finish: missing argument 'answer'")
 
 
 def rejected(checked: Sequence[Ready | CallRecord]) -> tuple[CallRecord, ...]:

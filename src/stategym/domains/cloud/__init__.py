@@ -5,7 +5,9 @@ The tool graph: a chain (account -> volumes) into a fan-out (one activity read p
 description per instance), the user's agreement, a conditional branch of writes (snapshot,
 detach), a dry-run check that only passes once those writes have taken effect, and the delete.
 Deleting a protected volume without a completed snapshot (for instance in the snapshot's own
-round, which aborts it) also commits the world to ``dataloss``, so the goal is missed.
+round, which aborts it) also commits the world to ``dataloss``, so the goal is missed. Each
+snapshot is charged under its own id and a deletion keeps only the one snapshot the policy
+requires of its volume, so money paid for any other snapshot is ``lost``.
 
 Knobs: ``stateful`` off offers the read tools only and the episode ends with the volume id;
 ``irreversible`` off lets ``restore_volume`` bring a deleted volume back and refunds deleted
@@ -26,7 +28,7 @@ from stategym.kernel.world import World
 from .expert import cloud_expert
 from .generator import generate, regold
 from .tools import TOOLS
-from .world import DATA_LOSS, CloudWorld, lost_data
+from .world import DATA_LOSS, CloudWorld, Volume, lost_data
 
 # How a question may name each slot; the first phrase names the slot as the user would.
 # The user's intent model trains on these (stategym.kernel.understanding): inflections and
@@ -131,12 +133,25 @@ def _world(task: Task) -> World:
 
 
 def _commitments(world: World) -> tuple[Commitment, ...]:
-    """Deleted volumes, and ``dataloss`` for each one deleted without its required backup."""
+    """Deleted volumes, and ``dataloss`` for each one deleted without its required backup.
+
+    A deletion's reference names what the deletion keeps paid for (the outcome keeps the
+    charges under it, :func:`~stategym.kernel.outcome.judge`): the one snapshot the retention
+    policy requires of the volume (its first completed one), or the volume itself, which a
+    deletion does not charge for. Every snapshot is charged under its own id, so any other
+    snapshot is money lost.
+    """
     assert isinstance(world, CloudWorld)
     deleted = [v for v in world.volumes.values() if v.state == "deleted"]
-    return tuple(Commitment(v.id, v.id) for v in deleted) + tuple(
+    return tuple(Commitment(v.id, _kept_record(world, v)) for v in deleted) + tuple(
         Commitment(DATA_LOSS, v.id) for v in deleted if lost_data(world, v)
     )
+
+
+def _kept_record(world: CloudWorld, volume: Volume) -> str:
+    """The record whose charges deleting ``volume`` needs (see :func:`_commitments`)."""
+    backup = world.backup(volume.id) if world.needs_snapshot(volume) else None
+    return backup.id if backup is not None else volume.id
 
 
 DOMAIN = Domain(

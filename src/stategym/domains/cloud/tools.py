@@ -113,7 +113,8 @@ def create_snapshot(world: CloudWorld, volume_id: str) -> dict[str, Any]:
     cost = -(-volume.size_gb // 100) * world.base.policy.price_per_100gb
     snapshot = Snapshot(world.new_id("snap"), volume.id, cost, world.clock + SNAPSHOT_TICKS, "kept")
     world.snapshots[snapshot.id] = snapshot
-    world.transfer(USER_ACCOUNT, PROVIDER_ACCOUNT, cost, f"snapshot {volume.id}", volume.id)
+    # charged under the snapshot's own id: a deletion keeps only the snapshot it needs
+    world.transfer(USER_ACCOUNT, PROVIDER_ACCOUNT, cost, f"snapshot {volume.id}", snapshot.id)
     result: dict[str, Any] = {
         "snapshot_id": snapshot.id,
         "option": volume.id,
@@ -301,7 +302,7 @@ def delete_snapshot(world: CloudWorld, snapshot_id: str) -> dict[str, Any]:
     world.snapshots[snap.id] = replace(snap, state="deleted")
     refund = 0 if world.knobs.irreversible else snap.cost
     if refund:
-        world.transfer(PROVIDER_ACCOUNT, USER_ACCOUNT, refund, "snapshot refund", snap.volume_id)
+        world.transfer(PROVIDER_ACCOUNT, USER_ACCOUNT, refund, "snapshot refund", snap.id)
     result: dict[str, Any] = {"snapshot_id": snap.id, "option": snap.volume_id, "refund": refund}
     volume = world.volumes.get(snap.volume_id)
     if volume is not None and lost_data(world, volume):

@@ -103,9 +103,18 @@ class CloudWorld(World):
 
     def backed_up(self, volume_id: str) -> bool:
         """A completed snapshot of the volume exists."""
-        return any(
-            s.volume_id == volume_id and self.snapshot_status(s) == "completed"
-            for s in self.snapshots.values()
+        return self.backup(volume_id) is not None
+
+    def backup(self, volume_id: str) -> Snapshot | None:
+        """The volume's first completed snapshot, or ``None``: the one copy the retention
+        policy asks for. Any other snapshot of the volume is one it did not ask for."""
+        return next(
+            (
+                s
+                for s in self.snapshots.values()
+                if s.volume_id == volume_id and self.snapshot_status(s) == "completed"
+            ),
+            None,
         )
 
     def needs_snapshot(self, volume: Volume) -> bool:

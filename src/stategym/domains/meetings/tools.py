@@ -147,7 +147,8 @@ def hold_room(
     world: MeetingsWorld, room_id: str, day: int, start: str, duration: int
 ) -> dict[str, Any]:
     """Hold a room for a meeting. The hold shows who among the invitees (you included) is
-    unavailable at that time right now, and when the hold expires.
+    unavailable at that time right now, and when the hold expires. It keeps nothing aside:
+    sending the invitation fails if someone else books the room first.
 
     Args:
         room_id: a room id from list_rooms.

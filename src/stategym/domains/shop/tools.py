@@ -12,7 +12,8 @@ from stategym.kernel.world import USER_ACCOUNT
 from .world import VENDOR_ACCOUNT, Approval, Cart, Line, Offer, Order, ShopWorld, order_option
 
 CART_TICKS = 6
-"""A cart line reserves stock for this many clock ticks (when dynamics are on)."""
+"""A cart line lasts this many clock ticks (when dynamics are on). It sets no stock aside and
+locks no price: checkout reads both as they are then (a scheduled sell-out still fails it)."""
 RESTOCKING_PCT = 20
 """Returning an order costs this share of what was paid (when irreversible is on)."""
 
@@ -134,9 +135,10 @@ def check_stock(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
 
 @tool(effect=Effect.WRITE)
 def add_to_cart(world: ShopWorld, offer_id: str, quantity: int) -> dict[str, Any]:
-    """Put units of an offer in the cart (one open cart; created on the first add). The cart
-    reserves the stock for a while but does not lock the price. Changing the cart clears its
-    delivery address.
+    """Put units of an offer in the cart (one open cart; created on the first add). A line
+    lasts until its expires_at but sets no stock aside and does not lock the price: checkout
+    charges current prices and fails if the offer sells out first. Changing the cart clears
+    its delivery address.
 
     Args:
         offer_id: an offer from get_offers.
@@ -216,8 +218,8 @@ def _active_lines(world: ShopWorld, cart_id: str) -> list[Line]:
 
 @tool(effect=Effect.READ)
 def review_cart(world: ShopWorld, cart_id: str) -> dict[str, Any]:
-    """Show the cart at current prices and stock: each line, its arrival day, and the total
-    that checkout would charge.
+    """Show the cart at current prices and stock: each line, whether its units are still in
+    stock, its arrival day and when it expires, and the total that checkout would charge.
 
     Args:
         cart_id: the cart from add_to_cart.
@@ -238,7 +240,7 @@ def review_cart(world: ShopWorld, cart_id: str) -> dict[str, Any]:
                 "line_total": offer.unit_price * line.quantity + offer.shipping,
                 "in_stock": offer.stock >= line.quantity,
                 "arrives_day": 1 + offer.delivery_days,
-                "reserved_until": line.expires_at,
+                "expires_at": line.expires_at,
             }
         )
     return {"cart_id": cart_id, "lines": rows, "total": sum(r["line_total"] for r in rows)}

@@ -20,7 +20,7 @@ from .surface import Surface
 from .world import VENDOR_ACCOUNT, Hold, Prepared, Purchase, SynthBase, SynthWorld
 
 HOLD_TICKS = 4
-"""A hold lasts this many clock ticks (when dynamics are on)."""
+"""A hold lasts this many clock ticks (when dynamics are on). It keeps the price, not stock."""
 SOURCE_LATENCY = 2
 
 
@@ -257,23 +257,17 @@ def _buy(spec: Spec, surface: Surface) -> Callable[..., Any]:
     arg = "hold_id" if spec.verifycommit else option_field(surface)
 
     def run(world: SynthWorld, **arguments: Any) -> dict[str, Any]:
-        if spec.verifycommit:
-            hold = world.holds.get(arguments[arg])
-            if hold is None:
-                raise ToolError(f"no hold {arguments[arg]}")
-            if hold.status != "active":
-                raise ToolError(f"hold {hold.id} was already used")
-            if hold.expires_at is not None and world.clock > hold.expires_at:
-                raise ToolError(f"hold {hold.id} expired at t={hold.expires_at}; hold again")
-            option, price = _option(world, hold.option, surface), hold.price
-            world.holds[hold.id] = replace(hold, status="used")
-        else:
-            option = _option(world, arguments[arg], surface)
-            price = option.price
+        # Every check comes before the first write: a buy that fails leaves the world as it
+        # was (its hold still active), as every tool's ToolError must.
+        hold = _usable_hold(world, arguments[arg]) if spec.verifycommit else None
+        option = _option(world, arguments[arg] if hold is None else hold.option, surface)
+        price = option.price if hold is None else hold.price
         if spec.precond and option.id not in world.prepared:
             raise ToolError(
                 f"{surface.noun} {option.id} must be prepared with {surface.tool('prepare')} first"
             )
+        if hold is not None:
+            world.holds[hold.id] = replace(hold, status="used")
         world.options[option.id] = replace(option, stock=option.stock - 1)
         purchase = Purchase(world.new_id("B"), option.id, price, "active")
         world.purchases[purchase.id] = purchase
@@ -283,6 +277,18 @@ def _buy(spec: Spec, surface: Surface) -> Callable[..., Any]:
         return {"purchase_id": purchase.id, "option": option.id, "charged": price}
 
     return run
+
+
+def _usable_hold(world: SynthWorld, hold_id: str) -> Hold:
+    """The hold a buy pays with, once it exists, is unused and has not expired."""
+    hold = world.holds.get(hold_id)
+    if hold is None:
+        raise ToolError(f"no hold {hold_id}")
+    if hold.status != "active":
+        raise ToolError(f"hold {hold.id} was already used")
+    if hold.expires_at is not None and world.clock > hold.expires_at:
+        raise ToolError(f"hold {hold.id} expired at t={hold.expires_at}; hold again")
+    return hold
 
 
 def _cancel(world: SynthWorld, purchase_id: str) -> dict[str, Any]:
@@ -314,8 +320,9 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool("hold"),
                 _hold(surface),
                 Effect.WRITE,
-                f"Hold a {noun} at its current price. The hold shows the price you would pay and "
-                "when it expires.",
+                f"Hold a {noun}'s current price. The hold shows the price you would pay and "
+                f"when it expires; it sets no stock aside, so buying fails if the {noun} sells "
+                "out first.",
                 (option_param,),
             )
         )

@@ -12,7 +12,8 @@ from stategym.kernel.world import USER_ACCOUNT
 from .world import AIRLINE_ACCOUNT, Booking, Hold, TravelWorld
 
 HOLD_TICKS = 4
-"""A fare hold lasts this many clock ticks (when dynamics are on)."""
+"""A fare hold lasts this many clock ticks (when dynamics are on). It keeps the fare, not a
+seat: ``book_and_pay`` reads the seats left when it runs (a scheduled sell-out still fails it)."""
 REFUNDABLE_FEE = 50
 """Cancelling a refundable fare costs this fee; a non-refundable fare refunds nothing."""
 
@@ -75,7 +76,9 @@ def search_flights(
 
 @tool(effect=Effect.WRITE)
 def hold_fare(world: TravelWorld, flight_id: str) -> dict[str, Any]:
-    """Hold a seat at the current fare. The hold shows the price you would pay and when it expires.
+    """Hold the current fare. The hold shows the price you would pay and when it expires; it
+    keeps that price until then but sets no seat aside, so payment fails if the flight sells
+    out first.
 
     Args:
         flight_id: the flight to hold, from search_flights.
