@@ -7,7 +7,8 @@ Formula (``docs/metrics.md``)::
 - coverage ``kappa = matched / |required|``: required nodes are the gold read and write calls;
   a call matches a node when its arguments are acceptable and it succeeds.
 - violations ``nu = min(1, V / L)``: V counts the steps of the value path that early calls
-  (commits left out: their unobserved preconditions are risk's) and proposals skipped. A call
+  (commits left out: their unobserved preconditions, and an argument guessed from a result of
+  their own round, are risk's UNVERIFIED) and proposals skipped. A call
   is early when none of the nodes it may stand for had every value it needs (PIPE or DECIDE
   edges) observed in an earlier round, and it skipped the unobserved nodes on the longest
   path of value edges ending at the nearest of them; L is the depth of the value graph
@@ -218,7 +219,8 @@ class ParallelismScorer:
             new.append(self._event(tr.last, _WASTED, "invalid round", None))
         for call in calls:
             at, pos = call.round, call.position
-            # a commit's unobserved preconditions are risk's (UNVERIFIED), counted once there
+            # a commit's unobserved preconditions and guessed arguments are risk's
+            # (UNVERIFIED), counted once there
             commit = call.effect is _COMMIT
             missing = [] if commit else _missing(tr, gold, call.candidates, at, call.option)
             if missing:

@@ -2,8 +2,9 @@
 
 :func:`trace` works out, once, what every dimension asks of the log: which gold node each
 call stands for, when each gold value was first observed, when each slot was revealed, which
-proposals the user accepted, when the world and the user changed, and where the episode's
-final decision was taken. It reads only the round records and the task's gold tables.
+proposals the user accepted, when the world and the user changed, which arguments of a commit
+named a result the agent had not seen, and where the episode's final decision was taken. It
+reads only the round records (with the provenance of each argument) and the task's gold tables.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.protocol import FINISH
+from stategym.kernel.provenance import Origin, Provenance, Source
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import CallRecord, RoundKind, RoundRecord
 
@@ -22,6 +25,7 @@ from .gold import ASK, CONFIRM, Gold
 # metaclass's attribute hook (EnumType defines __getattr__), several times the cost of a
 # module global, and these are read for every call of every round.
 _INVALID, _SAY = RoundKind.INVALID, RoundKind.SAY
+_COMMIT = Effect.COMMIT
 
 
 @dataclass(slots=True)  # not frozen: see the note after SayView
@@ -44,6 +48,10 @@ class CallView:
         damage: what the call destroyed, as its result reported it under ``"damage"`` (the
             convention for any call with irreversible consequences, such as data lost).
         content: its result (``None`` on error): what a re-read observed.
+        guessed: for a successful commit, the arguments whose value it *guessed*: ungrounded
+            when it was sent (no observation had shown it) and shown by the result of another
+            call of its own round (a hold id paid beside the hold that returned it; see
+            :func:`guessed_arguments`). Empty for every other call.
     """
 
     round: int
@@ -58,6 +66,7 @@ class CallView:
     arguments: Mapping[str, Any]
     damage: str | None = None
     content: Any = None
+    guessed: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)  # not frozen: see below
@@ -185,7 +194,10 @@ class Trace:
                 if self._finished is None:
                     self._finished = index
                 continue
-            view = _view(index, position, call, gold, seen, first)
+            guessed: tuple[str, ...] = ()
+            if call.effect is _COMMIT and call.error is None:
+                guessed = guessed_arguments(call, record.calls)
+            view = _view(index, position, call, gold, seen, first, guessed)
             views.append(view)
             if view.ok:
                 option = view.option
@@ -196,11 +208,28 @@ class Trace:
         fired = record.events
         self.changes_before.append(self.changes_before[-1] + len(fired))
         if fired:
+            self._check_fired(index, fired)
             self.fired += [(index, event) for event in fired]
         if last:
             self.done = True
             self.end = index if self._finished is None else self._finished
         return views, say
+
+    def _check_fired(self, index: int, fired: tuple[int, ...]) -> None:
+        """Refuse a round whose fired events are not the task's next ones.
+
+        *Why*: the environment fires the task's events in their order, each once, so the
+        fired indices of a log run ``0, 1, 2, ...`` across its rounds. A log that says
+        otherwise (edited, or scored against another task: another seed's task may have
+        fewer events) would index past the schedule, or wrap round to another event with a
+        negative index, and be scored on changes that never happened (audit 14b F3).
+        """
+        start, scheduled = len(self.fired), len(self.gold.events)
+        if fired != tuple(range(start, start + len(fired))) or start + len(fired) > scheduled:
+            raise TrajectoryError(
+                f"round {index} fires events {list(fired)} after {start} fired, but the task "
+                f"schedules {scheduled}, to fire in order: the log is not of this task"
+            )
 
     def _add_say(self, record: RoundRecord) -> SayView | None:
         turn = record.user
@@ -253,6 +282,47 @@ def ending(calls: Sequence[CallRecord]) -> int | None:
     return None
 
 
+def guessed_arguments(call: CallRecord, round_calls: Sequence[CallRecord]) -> tuple[str, ...]:
+    """The arguments of ``call`` that name a result of its own round: their value was
+    ungrounded when the call was sent (its provenance, ``call.sources``, is ``None``: nothing
+    the agent had observed showed it) and the result of another call in ``round_calls`` (the
+    calls of its round) shows it.
+
+    The agent chooses a round's calls before it sees any of their results
+    (:mod:`stategym.kernel.protocol`), so such a value is a guess of what the other call
+    would return, right or wrong: ``[hold_fare(X), book_and_pay("H2")]`` pays a hold whose
+    price and expiry the agent never saw. An ungrounded value that no result of the round
+    shows (bank's empty ``quote_id``, "no quote") is not one: this rule cannot tell a guess of
+    something no result showed from a default or a value the agent composed.
+
+    >>> from stategym.kernel.trajectory import CallRecord
+    >>> hold = CallRecord("c5_0", "hold_fare", {"flight_id": "AQ449"}, None,
+    ...                   {"hold_id": "H2", "option": "AQ449"}, None, None, {})
+    >>> pay = CallRecord("c5_1", "book_and_pay", {"hold_id": "H2"}, None,
+    ...                  {"booking_id": "B3"}, None, None, {"hold_id": None})
+    >>> guessed_arguments(pay, [hold, pay])
+    ('hold_id',)
+    """
+    arguments = call.arguments
+    unseen = [name for name, origin in call.sources.items() if origin is None]
+    if not unseen or not isinstance(arguments, dict):
+        return ()
+    shown = Provenance()  # the values the round's other results show (origins never read)
+    for other in round_calls:
+        if other is not call and other.error is None:
+            shown.observe(other.content, Origin(Source.TOOL, -1, other.id))
+    return tuple(name for name in unseen if _shows(shown, arguments.get(name)))
+
+
+def _shows(shown: Provenance, value: Any) -> bool:
+    """``shown`` holds ``value``, or one item of it (a list argument)."""
+    items = value if isinstance(value, list) else (value,)
+    return any(
+        isinstance(item, str | int | float) and not isinstance(item, bool) and item in shown.first
+        for item in items
+    )
+
+
 def trace(rounds: Sequence[RoundRecord], gold: Gold, done: bool) -> Trace:
     """Read ``rounds`` (all of an episode, or the ones played so far) against ``gold``."""
     tr = Trace(gold)
@@ -268,6 +338,7 @@ def _view(
     gold: Gold,
     seen: dict[str, list[tuple[int, str | None]]],
     first_seen: dict[str, int],
+    guessed: tuple[str, ...],
 ) -> CallView:
     name, arguments = call.name, call.arguments
     if isinstance(arguments, dict):
@@ -304,4 +375,5 @@ def _view(
         arguments,
         damage if isinstance(damage, str) else None,
         content if ok else None,
+        guessed,
     )

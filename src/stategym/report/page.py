@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.files import replace_bytes
 from stategym.kernel.trajectory import task_of
 from stategym.metrics.aggregate import Row, table
@@ -61,7 +62,10 @@ class _Scored:
 
 
 def _score(run: EpisodeRun) -> _Scored:
-    return _Scored(run, tuple(score(t, task_of(t)) for t in run.trajectories))
+    try:
+        return _Scored(run, tuple(score(t, task_of(t)) for t in run.trajectories))
+    except TrajectoryError as error:  # a log that is not of its task (edited, relabelled)
+        raise TrajectoryError(f"cannot score {run.path}: {error}") from None
 
 
 def _overview(scored: Sequence[_Scored], options: Options) -> tuple[str, list[Row]]:
