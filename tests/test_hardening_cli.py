@@ -10,6 +10,7 @@ runs appending to one ``--out`` at once, a seed range past ``2**64 - 1`` or an u
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -101,8 +102,12 @@ def test_a_number_or_an_llm_agent_given_twice_is_refused(
     assert not Path("out").exists() and not Path("runs").exists()
 
 
-def test_empty_items_are_dropped_and_spaces_trimmed() -> None:
-    assert names(" travel, ,bank,") == ["travel", "bank"]
+def test_spaces_are_trimmed_and_empty_items_refused() -> None:
+    """Empty items were once dropped; audit 14b (F6) made them an error, as an empty list
+    is (``travel,,`` said less than it seemed to)."""
+    assert names(" travel , bank") == ["travel", "bank"]
+    with pytest.raises(argparse.ArgumentTypeError, match="empty item"):
+        names(" travel, ,bank,")
 
 
 def test_two_spellings_of_one_synthetic_domain_are_one_domain(

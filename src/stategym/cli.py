@@ -6,8 +6,11 @@ is imported (``stategym --help`` imports none), and a command's heavy imports ha
 its ``main``, so every start stays fast.
 
 Errors: anything the user can fix by changing what they typed (a :class:`UsageError`, an
-unknown domain, a broken trajectory file, a missing file, a folder that is a file, any
-OSError naming a path, such as a symlink loop or a name too long) is one
+unknown domain, a broken trajectory file, a damaged JSON file of any kind, deep nesting and
+huge integers included (:func:`stategym.kernel.files.json_value`), a missing file, a folder
+that is a file, an output that is a device or a FIFO
+(:func:`stategym.kernel.files.refuse_non_file`), any OSError naming a path, such as a
+symlink loop or a name too long) is one
 line ``stategym: error: MESSAGE`` on stderr and exit status 2; a bad option value is
 argparse's one line, also status 2; Ctrl-C is ``stategym: interrupted`` and status 130, and
 SIGTERM (``kill``, ``timeout``, Slurm, ``docker stop``) is handled the same way: it is raised

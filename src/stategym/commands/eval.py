@@ -16,7 +16,9 @@ same ``hf:`` path, or a log too old to say:
 whose user read messages otherwise. Then ``scores.jsonl``, ``scorecard.json`` and
 ``scorecard.md`` are written (see :mod:`stategym.metrics.report`). The directory is held for
 the whole run (:func:`stategym.rundir.locked`): a second command on it stops before reading
-the file.
+the file. Every file the command writes there that exists as anything but a regular file (a
+folder, a FIFO, a device) is refused before anything is read or played
+(:func:`stategym.kernel.files.refuse_non_files`).
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ def main(args: argparse.Namespace) -> int:
     from stategym import __version__
     from stategym.commands.options import domains, llm_options, reader_of, seed_range, spread_of
     from stategym.kernel.errors import UsageError
+    from stategym.kernel.files import refuse_non_files
+    from stategym.metrics import report
     from stategym.metrics.taskset import knob_schedule
     from stategym.registry import all_domains
     from stategym.rollout import pending, requested
@@ -110,9 +114,10 @@ def main(args: argparse.Namespace) -> int:
     from stategym.rundir import locked
 
     if args.report:  # refused now, not after every episode has played
-        from stategym.commands.report import require_matplotlib
+        from stategym.commands.report import check_report
 
-        require_matplotlib()
+        check_report(args.out)
+    refuse_non_files(args.out, (TRAJECTORIES, report.SCORES, report.SCORECARD, report.SCORECARD_MD))
 
     console = Console()
     names = domains(args.domains) if args.domains else list(all_domains())
@@ -149,9 +154,9 @@ def main(args: argparse.Namespace) -> int:
         put_in_order(path, finished, chosen)  # scores.jsonl follows it line for line
         status = _report(args.out, chosen, cards, config, args.resamples, console)
         if args.report:
-            from stategym.commands.report import write_report
+            from stategym.commands.report import REPORT_FILE, write_report
 
-            console.print(f"report: {write_report([args.out], args.out / 'report.html')}")
+            console.print(f"report: {write_report([args.out], args.out / REPORT_FILE)}")
     return status
 
 

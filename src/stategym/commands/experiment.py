@@ -13,9 +13,11 @@ a laptop CPU), ``--standard``, ``--full``. The run directory holds ``results.jso
 E2 trains its arms with :mod:`stategym.train` (run directories under ``OUT/runs``, resumed
 on a re-run with the same configuration; another configuration in the same ``--out`` is
 refused before anything trains: :func:`stategym.experiments.output.claim`), as do E1, E4
-and E3's fine-tuning arm. Every ``--seeds`` value is checked first: one whose derived task
-seeds pass the last task seed (``2**64 - 1``) is refused in one line naming the largest
-seed the experiment takes (each experiment's ``largest_task_seed``).
+and E3's fine-tuning arm. A file of the run directory that exists as anything but a regular
+file (a folder, a FIFO, a device), and with ``--report`` an ``OUT/report.html`` that is no
+earlier report, is refused before anything plays. Every ``--seeds`` value is checked first:
+one whose derived task seeds pass the last task seed (``2**64 - 1``) is refused in one line
+naming the largest seed the experiment takes (each experiment's ``largest_task_seed``).
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ def main(args: argparse.Namespace) -> int:
             "stategym experiment needs matplotlib and scipy: pip install 'stategym[experiments]'"
         ) from None
     out: Path = args.out or Path("runs") / args.name
+    _refuse_non_files(out, args.report)
     console = Console()
     start = time.process_time()
     with console.status(f"{args.name} ({args.budget}): playing"):
@@ -126,10 +129,25 @@ def main(args: argparse.Namespace) -> int:
     for path in written:
         console.print(f"  {path}")
     if args.report:
-        from stategym.commands.report import write_report
+        from stategym.commands.report import REPORT_FILE, write_report
 
-        print(f"report: {write_report([out], out / 'report.html')}")  # a path never wrapped
+        print(f"report: {write_report([out], out / REPORT_FILE)}")  # a path never wrapped
     return 0
+
+
+def _refuse_non_files(out: Path, report: bool) -> None:
+    """Refuse, before anything plays or trains, a file the run writes in ``out`` that exists
+    as anything but a regular file (a folder, a FIFO, a device: it would be replaced, or a
+    FIFO wait forever), and with ``report`` an ``OUT/report.html`` that is no earlier report
+    (:func:`stategym.commands.report.check_report`)."""
+    from stategym.experiments.output import RAW, RECORD, RESULTS, TABLE
+    from stategym.kernel.files import refuse_non_files
+
+    refuse_non_files(out, (RECORD, RESULTS, RAW, TABLE))
+    if report:
+        from stategym.commands.report import check_report
+
+        check_report(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ HELP = "Build a tiny tool-calling model from scratch on CPU (no download), or de
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from stategym.commands import options
     from stategym.llm.tiny import TinyConfig
 
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -57,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print stategym's record of a model folder (model init's recipe, or the "
         "trainer's settings; either way the rendering it was trained on)",
     )
-    info.add_argument("path", type=Path)
+    info.add_argument("path", type=options.given_path)
 
 
 def out_dir(text: str) -> Path:
@@ -71,9 +72,8 @@ def out_dir(text: str) -> Path:
 
 
 def main(args: argparse.Namespace) -> int:
-    import json
-
     from stategym.kernel.errors import UsageError
+    from stategym.kernel.files import read_json
     from stategym.llm.model_files import RECORD_FILE
     from stategym.llm.tiny import TinyConfig, check_config, check_out, init_model
 
@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         out = init_model(
             args.out, config, ProgressBar(progress, config.steps), overwrite=args.overwrite
         )
-    meta = json.loads((out / RECORD_FILE).read_text())
+    meta = read_json(out / RECORD_FILE)  # the record init_model just wrote
     warm = meta["warm_up"]
     print(
         f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, "
@@ -106,14 +106,18 @@ def _info(path: Path) -> int:
     """Print a model folder's stategym record, once it is known to be a JSON object.
 
     Raises:
-        UsageError: a record that cannot be read or is not a JSON object (a folder without
-            one is answered on stdout with exit 1).
+        UsageError: ``path`` does not exist or is not a folder, or its record cannot be read
+            (a parse failing in any way: :func:`~stategym.kernel.files.json_value`) or is
+            not a JSON object (a folder without one is answered on stdout with exit 1).
     """
-    import json
-
     from stategym.kernel.errors import UsageError
+    from stategym.kernel.files import NotJSON, json_value, not_a_file
     from stategym.llm.model_files import RECORD_FILE
 
+    if not path.exists():
+        raise UsageError(f"no model folder at {path}: the path does not exist")
+    if not path.is_dir():
+        raise UsageError(f"{path} is {not_a_file(path) or 'a file'}, not a model folder")
     record = path / RECORD_FILE
     if not record.is_file():  # an answer (exit 1), not an error: the folder is another's
         print(
@@ -122,14 +126,14 @@ def _info(path: Path) -> int:
         )
         return 1
     try:
-        text = record.read_text()
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = record.read_bytes()
+        value = json_value(data)
+    except (OSError, NotJSON) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"{record} cannot be read ({reason}); the record is damaged") from None
-    if not isinstance(data, dict):
+    if not isinstance(value, dict):
         raise UsageError(f"{record} is not a JSON object; the record is damaged")
-    print(text, end="")
+    print(data.decode(), end="")
     return 0
 
 

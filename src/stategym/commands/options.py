@@ -3,8 +3,13 @@
 One convention across commands: an option that takes one value is singular (``--domain``,
 ``--agent``), one that takes a comma list is plural (``--domains``, ``--agents``); knobs are
 written the same way everywhere (``NAME=on|off,...``, ``all_off``, and ``mixed`` where a
-command plays many tasks); a comma list names each entry once and at least one
-(:func:`names`), and every domain name is checked by :func:`domains`. A type here raises
+command plays many tasks), each knob once; a comma list names each entry once and at least
+one, with no empty entry (:func:`comma_items`, :func:`names`), and every domain name is
+checked by :func:`domains`. A path is never the empty string (:func:`output_path`,
+:func:`given_path`); a file a command replaces whole must not exist as anything but a
+regular file (:func:`output_file`: a device, a FIFO or a socket would be renamed over; a
+folder is the command's to refuse), and a run folder must not exist as anything but a
+folder (:func:`output_dir`). A type here raises
 :class:`argparse.ArgumentTypeError`, so a bad value is argparse's one-line error naming the
 option and the expected form::
 
@@ -74,9 +79,10 @@ def repeated(items: Sequence[T]) -> T | None:
 
 def whole_numbers(text: str, what: str = "whole numbers") -> tuple[int, ...]:
     """A comma list of distinct whole numbers >= 0, like ``0,1,3,8`` (``what`` they are, for
-    the message: a number given twice would play its episodes twice, as in :func:`names`)."""
+    the message: a number given twice would play its episodes twice, as in :func:`names`;
+    an empty item is refused as there, :func:`comma_items`)."""
     try:
-        values = tuple(non_negative_int(x) for x in text.split(",") if x.strip())
+        values = tuple(non_negative_int(x) for x in comma_items(text))
     except argparse.ArgumentTypeError:
         values = ()
     if not values:
@@ -89,19 +95,36 @@ def whole_numbers(text: str, what: str = "whole numbers") -> tuple[int, ...]:
     return values
 
 
-def names(text: str) -> list[str]:
-    """A comma list of names (domains, agents), each given once.
+def comma_items(text: str) -> list[str]:
+    """The items of a comma list, spaces around each trimmed; an empty item (``a,,b``, a
+    trailing comma, ``,``) is refused, as a list of nothing is: the list says less than it
+    seems to, and a slip (a name left out between two commas) would pass unseen.
 
-    Empty items (``a,,b``, a trailing comma) are dropped. A list that names nothing is
-    refused (leave the option out for its default), and so is a name given twice: every
-    episode would be played, logged and counted once per copy, and dropping the copy
-    silently would hide the slip.
+    Raises:
+        argparse.ArgumentTypeError: an empty item, or no item at all.
     """
-    found = [name.strip() for name in text.split(",") if name.strip()]
-    if not found:
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):
         raise argparse.ArgumentTypeError(
-            f"expected one or more comma-separated names, got {text!r}"
+            f"expected one or more comma-separated items, got {text!r}"
         )
+    if not all(items):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an empty item (two commas in a row, or one at an end); "
+            "name each item once"
+        )
+    return items
+
+
+def names(text: str) -> list[str]:
+    """A comma list of names (domains, agents), each given once (:func:`comma_items`: spaces
+    trimmed, an empty item refused).
+
+    A list that names nothing is refused (leave the option out for its default), and so is
+    a name given twice: every episode would be played, logged and counted once per copy, and
+    dropping the copy silently would hide the slip.
+    """
+    found = comma_items(text)
     twice = repeated(found)
     if twice is not None:
         raise argparse.ArgumentTypeError(f"{twice!r} is given twice in {text!r}; give it once")
@@ -172,7 +195,10 @@ def knob_spec(text: str) -> str:
 
 def output_path(text: str) -> Path:
     """A file or folder this command will write: refused now, before anything is played,
-    if a parent of it is a file rather than a folder."""
+    if it is empty (it would mean the current folder) or a parent of it is a file rather
+    than a folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path to write, got ''")
     path = Path(text)
     for parent in path.parents:
         if parent.exists():
@@ -184,12 +210,39 @@ def output_path(text: str) -> Path:
     return path
 
 
-def output_dir(text: str) -> Path:
-    """A run folder: :func:`output_path`, and not an existing file itself."""
+def output_file(text: str) -> Path:
+    """A file this command replaces whole (a report, an SQLite index): :func:`output_path`,
+    and not an existing device, FIFO or socket, which the rename would replace
+    (:func:`~stategym.kernel.files.not_a_file`). An existing folder is left to the command,
+    which refuses it in its own words (``--out X is a folder``, ``run index X is a folder``)."""
+    from stategym.kernel.files import not_a_file
+
     path = output_path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+    kind = not_a_file(path)
+    if kind not in (None, "a folder"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is {kind}, not a regular file: it would be replaced; give a file path"
+        )
     return path
+
+
+def output_dir(text: str) -> Path:
+    """A run folder: :func:`output_path`, and not an existing file (or device, FIFO...)."""
+    from stategym.kernel.files import not_a_file
+
+    path = output_path(text)
+    kind = not_a_file(path)
+    if path.exists() and kind != "a folder":
+        raise argparse.ArgumentTypeError(f"{text!r} is {kind or 'a file'}, not a folder")
+    return path
+
+
+def given_path(text: str) -> Path:
+    """A path to read (a run directory, a model folder): not the empty string, which would
+    mean the current folder without saying so."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    return Path(text)
 
 
 def add_knobs(parser: argparse.ArgumentParser, *, mixed: bool = False) -> None:
@@ -294,7 +347,7 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--reader-cache",
-        type=output_path,
+        type=output_file,
         help="SQLite file of the reader's answers (default: OUT/readings.sqlite)",
     )
     group.add_argument(

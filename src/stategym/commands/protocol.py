@@ -11,8 +11,9 @@ A run directory holds ``cells.json`` (the configuration, the splits and their di
 per agent, ``trajectories.jsonl`` (every episode, tagged in ``meta``) and ``report.json``;
 how they are read and checked: :mod:`stategym.report.protocol_files`. Each file is replaced
 whole (:func:`~stategym.kernel.files.replace_bytes`), ``cells.json`` last. A folder holding a run
-of other settings is refused before anything plays; the same command again plays the run
-from the start and rewrites the same bytes. Definitions: ``docs/protocol.md``.
+of other settings is refused before anything plays, and so is a file of the run that exists
+as anything but a regular file (a folder, a FIFO, a device); the same command again plays
+the run from the start and rewrites the same bytes. Definitions: ``docs/protocol.md``.
 
 Refused in one line before anything plays: two agents whose folders would be one
 (:func:`~stategym.report.protocol_files.refuse_shared_folders`), and a ``--seed`` whose
@@ -178,6 +179,7 @@ def _run(console: Console, args: argparse.Namespace) -> int:
         spread=spread_of(args),
     )
     _refuse_seen_seeds(base, agents)
+    _refuse_non_files(args.out, agents)
     refuse_other_settings(args.out, base.describe(), agents)
     with console.status("building splits and measuring distances"):
         cells = make_splits(base.train, base.knobs, base.compositions, base.budget)
@@ -202,6 +204,20 @@ def _run(console: Console, args: argparse.Namespace) -> int:
         _compare(console, reports, args.out)
     console.print(f"wrote {escape(str(args.out))}")
     return 0
+
+
+def _refuse_non_files(out: Path, agents: Sequence[str]) -> None:
+    """Refuse, before anything is read or played, a file the run replaces (``cells.json``,
+    ``protocol.md``, each agent's log and report) that exists as anything but a regular
+    file: a folder, a FIFO or a device would be renamed over
+    (:func:`stategym.kernel.files.refuse_non_files`)."""
+    from stategym.kernel.files import refuse_non_files
+    from stategym.report.protocol_files import CELLS, LOG, REPORT, agent_folder
+    from stategym.topology.report import PROTOCOL_MD
+
+    refuse_non_files(out, (CELLS, PROTOCOL_MD))
+    for agent in agents:
+        refuse_non_files(agent_folder(out, agent), (LOG, REPORT))
 
 
 def _write_cells(
@@ -301,6 +317,7 @@ def _rereport(console: Console, folder: Path) -> int:
     from stategym.topology.generalisation import ProtocolRun
 
     index = read_cells(folder)
+    _refuse_non_files(folder, index.agents)
     reports = {}
     for agent in index.agents:
         config = replace(index.config, agent=agent)

@@ -3,8 +3,11 @@
 Reads run directories only (``stategym run``/``eval`` trajectories, ``stategym train``
 metrics, ``stategym protocol`` reports, ``stategym experiment`` results) and never plays an
 episode; see ``docs/report.md``. ``--out`` is never a file of a run nor any existing file but
-an earlier report (:func:`stategym.report.runs.refuse_output`, checked before anything is
-read). Needs matplotlib (``pip install 'stategym[plot]'``).
+an earlier report, and never a folder, device, FIFO or socket, which the rename of the page
+would replace (:func:`stategym.report.runs.refuse_output`, checked before anything is
+read). Needs matplotlib (``pip install 'stategym[plot]'``). The commands that take
+``--report`` check ``OUT/report.html`` the same way before they play or train anything
+(:func:`check_report`).
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from stategym.commands import options
 
     parser.add_argument(
-        "runs", type=Path, nargs="+", metavar="RUN_DIR", help="run directories to report on"
+        "runs",
+        type=options.given_path,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run directories to report on",
     )
     parser.add_argument(
         "--out",
-        type=options.output_path,
+        type=options.output_file,
         default=Path("report.html"),
         help="the HTML file to write; an existing one must be an earlier report, and one "
         "inside a run directory must end in .html (default: report.html)",
@@ -70,6 +77,27 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError("stategym report needs matplotlib: pip install 'stategym[plot]'") from None
+
+
+def check_report(run: Path) -> Path:
+    """What a ``--report`` flag checks before its command plays or trains anything:
+    matplotlib is there, and ``run/report.html`` may be written
+    (:func:`~stategym.report.runs.refuse_output`: an earlier report or nothing, never a
+    folder, a device or a FIFO). Returns that path.
+
+    Raises:
+        UsageError: either is not so.
+    """
+    require_matplotlib()
+    from stategym.report.runs import refuse_output
+
+    out = run / REPORT_FILE
+    refuse_output(out, [run])
+    return out
+
+
+REPORT_FILE = "report.html"
+"""The name of the report every ``--report`` flag writes in its run directory."""
 
 
 def write_report(runs: list[Path], out: Path, **changes: Any) -> Path:

@@ -13,7 +13,9 @@ knobs or reader, or of the same LLM agent played with other settings (another te
 ``--max-tokens``, other weights at the same ``hf:`` path, a log too old to say:
 :func:`stategym.rollout.settings.refuse_other_settings`), is refused in one line. The directory is
 held for the whole run (:func:`stategym.rundir.locked`), and the seed range and the index are
-checked before it.
+checked before it. So are the run's files: one that exists as anything but a regular file (a
+folder, a FIFO, a device) is refused before anything is read or played
+(:func:`stategym.kernel.files.refuse_non_files`), and ``--index`` must not be one either.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--index",
-        type=options.output_path,
+        type=options.output_file,
         default=DEFAULT_INDEX,
         help=f"the project-wide run index to record the run in (default: {DEFAULT_INDEX})",
     )
@@ -90,9 +92,19 @@ def main(args: argparse.Namespace) -> int:
 
     from stategym import store
     from stategym.commands.options import domains, llm_options, reader_of, seed_range, spread_of
+    from stategym.kernel.files import refuse_non_files
     from stategym.rollout import episode_specs
-    from stategym.rundir import RunConfig, RunDir, locked, resolved
+    from stategym.rundir import (
+        RESULTS_MD,
+        SUMMARY,
+        TRAJECTORIES,
+        RunConfig,
+        RunDir,
+        locked,
+        resolved,
+    )
 
+    refuse_non_files(args.out, (TRAJECTORIES, SUMMARY, RESULTS_MD))  # before anything is read
     console = Console()
     options = llm_options(args)
     (domain,) = domains([args.domain])

@@ -5,7 +5,8 @@ Reads ``RUN_DIR/trajectories.jsonl`` (written by ``stategym run`` or ``stategym 
 a cut last line (an interrupted append) is dropped, with a warning naming it; duplicated
 episodes are refused. Each task is regenerated from the trajectory's ``(domain, seed,
 knobs)`` and scored; ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` are written
-beside the file and the tables printed.
+beside the file and the tables printed (one of them that exists as anything but a regular
+file, a folder or a FIFO, is refused before the log is read).
 
 ``--verify`` first replays every episode (:func:`stategym.rollout.refuse_unverified`, one
 replay each) and refuses the file at the first episode whose log is not what replaying its
@@ -16,7 +17,6 @@ naming ``FILE:LINE``, the episode and the first difference, and nothing is writt
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 NAME = "score"
 HELP = "Re-score a run directory's trajectories; write and print the scorecard."
@@ -26,7 +26,9 @@ TRAJECTORIES = "trajectories.jsonl"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from stategym.commands import options
 
-    parser.add_argument("run", type=Path, help="run directory holding trajectories.jsonl")
+    parser.add_argument(
+        "run", type=options.given_path, help="run directory holding trajectories.jsonl"
+    )
     options.add_bootstrap_options(parser)
     parser.add_argument(
         "--verify",
@@ -41,6 +43,7 @@ def main(args: argparse.Namespace) -> int:
 
     from stategym import __version__
     from stategym.kernel.errors import StateGymError, UsageError
+    from stategym.kernel.files import refuse_non_files
     from stategym.metrics import report, score
     from stategym.rundir import read_log, refuse_duplicates, refuse_unverified
     from stategym.tables import print_grids
@@ -49,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
     path = args.run / TRAJECTORIES
     if not path.is_file():
         raise UsageError(f"no {TRAJECTORIES} in {args.run}")
+    refuse_non_files(args.run, (report.SCORES, report.SCORECARD, report.SCORECARD_MD))
     log = read_log(path)  # the file is only read: score never rewrites a run's log
     if log.cut_line is not None:
         console.print(

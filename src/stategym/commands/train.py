@@ -121,9 +121,11 @@ def main(args: argparse.Namespace) -> int:
     from stategym.train.config import GRPOConfig, SFTConfig
 
     if args.report:  # refused now, not after the run has trained
-        from stategym.commands.report import require_matplotlib
+        from pathlib import Path
 
-        require_matplotlib()
+        from stategym.commands.report import check_report
+
+        check_report(Path(args.out))
     if args.algorithm == "sft":
         config = SFTConfig(**settings(args, SFTConfig))
         refuse_ignored(config)
@@ -132,7 +134,7 @@ def main(args: argparse.Namespace) -> int:
         run = grpo.train(GRPOConfig(**settings(args, GRPOConfig)))
     print(f"wrote {run} (metrics.jsonl, checkpoints/, model/)")
     if args.report:
-        from stategym.commands.report import write_report
+        from stategym.commands.report import REPORT_FILE, write_report
 
-        print(f"report: {write_report([run], run / 'report.html')}")
+        print(f"report: {write_report([run], run / REPORT_FILE)}")
     return 0

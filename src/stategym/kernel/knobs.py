@@ -35,7 +35,15 @@ class Knobs:
 
     @classmethod
     def parse(cls, text: str) -> Knobs:
-        """Parse ``"dynamics=off,hidden_info=off"`` or ``"all_off"`` into knobs."""
+        """Parse ``"dynamics=off,hidden_info=off"`` or ``"all_off"`` into knobs.
+
+        Each knob is named once: ``dynamics=on,dynamics=off`` is refused, not read as its
+        last value (the setting says two things; which one was meant cannot be told).
+
+        Raises:
+            ValueError: an item that is not ``NAME=on|off`` with a known name, or a knob
+                named twice.
+        """
         text = text.strip()
         if text in ("", "default", "all_on"):
             return cls()
@@ -49,6 +57,8 @@ class Knobs:
             value = switch_value(raw)
             if name not in names or value is None:
                 raise ValueError(f"bad knob {item!r}: use NAME=on|off with NAME in {sorted(names)}")
+            if name in values:
+                raise ValueError(f"knob {name!r} is given twice in {text!r}; give it once")
             values[name] = value
         return cls(**values)
 

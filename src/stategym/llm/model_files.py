@@ -20,6 +20,10 @@ which is what its chat template was trained on. ``hf:`` agents play a folder in 
 rendering; ``serve`` speaks OpenAI messages through the chat template and refuses a folder
 recorded as ``compact`` (:func:`check_servable`).
 
+Every JSON file of a folder is parsed by one rule (:func:`stategym.kernel.files.json_value`):
+a file nested too deeply or holding a huge integer is refused as damaged, in one line, like
+broken JSON.
+
 Not checked here: that the weights' values are usable (a diverged checkpoint whose logits
 are not finite is refused when it loads, by :meth:`stategym.llm.engine.Engine.probe`), and a
 hub id's config beyond what its loader raises.
@@ -27,12 +31,12 @@ hub id's config beyond what its loader raises.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import NotJSON, json_value
 
 RECORD_FILE = "stategym_model.json"
 """stategym's record in a model folder: the recipe of ``stategym model init``, or the
@@ -75,10 +79,10 @@ def check_model_dir(path: str | Path) -> None:
     # to loading the weights (a tokenizer.json of a few MB: tens of ms).
     for file in sorted(folder.glob("*.json")):
         try:
-            data = json.loads(file.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            data = json_value(file.read_bytes())
+        except NotJSON as error:
             raise UsageError(
-                f"{file} is not valid JSON ({error}); the model folder is damaged"
+                f"{file} cannot be read ({_located(error)}); the model folder is damaged"
             ) from None
         if not isinstance(data, dict):
             raise UsageError(f"{file} is not a JSON object; the model folder is damaged")
@@ -112,7 +116,7 @@ def _refuse_run_directory(folder: Path) -> None:
     Raises:
         UsageError: ``folder`` is a training run directory.
     """
-    config = json.loads((folder / "config.json").read_bytes())  # an object: checked before
+    config = json_value((folder / "config.json").read_bytes())  # an object: checked before
     subfolders = (folder / "model").is_dir() or (folder / "checkpoints").is_dir()
     if "model_type" in config or not ("kind" in config or subfolders):
         return
@@ -142,9 +146,10 @@ def recorded_rendering(path: str | Path) -> str:
     if not record.is_file():
         return UNRECORDED
     try:
-        data = json.loads(record.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{record} cannot be read ({first_line(error)}); restore it") from None
+        data = json_value(record.read_bytes())
+    except (OSError, NotJSON) as error:
+        reason = _located(error) if isinstance(error, NotJSON) else first_line(error)
+        raise UsageError(f"{record} cannot be read ({reason}); restore it") from None
     if not isinstance(data, dict):
         raise UsageError(f"{record} is not a JSON object; restore it")
     rendering = data.get("rendering", UNRECORDED)
@@ -207,7 +212,7 @@ def _check_weights(folder: Path, damaged: str) -> None:
             f"or shard index); {damaged}"
         )
     for index in (name for name in present if name.endswith(".index.json")):
-        weight_map = json.loads((folder / index).read_bytes()).get("weight_map")
+        weight_map = json_value((folder / index).read_bytes()).get("weight_map")  # an object
         if not isinstance(weight_map, dict):
             raise UsageError(f"{folder / index} has no weight_map; {damaged}")
         for shard in sorted({str(name) for name in weight_map.values()}):
@@ -309,7 +314,12 @@ def _has_chat_template(folder: Path) -> bool:
     ):
         return True
     config = folder / "tokenizer_config.json"
-    return config.is_file() and bool(json.loads(config.read_bytes()).get("chat_template"))
+    return config.is_file() and bool(json_value(config.read_bytes()).get("chat_template"))
+
+
+def _located(error: NotJSON) -> str:
+    """A parse failure's reason with its line, ``line 3: not JSON (...)``."""
+    return f"line {error.line}: {error}" if error.line is not None else str(error)
 
 
 def first_line(error: BaseException) -> str:

@@ -6,7 +6,11 @@ Four kinds of directory are recognised by the files they hold (nothing is re-run
   strict reader :func:`stategym.rollout.read_log` (a cut last line is dropped and noted,
   never rewritten: the report only reads);
 - a **training run** (``stategym train``): ``config.json`` and ``metrics.jsonl``, one
-  object per iteration (every numeric key is kept; ``"eval"`` lines are held-out evaluations);
+  object per iteration (every numeric key is kept; ``"eval"`` lines are held-out evaluations),
+  read with the trainer's own reader (:func:`stategym.train.runlog.read_metrics`: a line the
+  trainer would refuse on resume is refused here too, a cut last line dropped); a
+  ``config.json`` that is there but is no JSON object (a folder, a device, damaged bytes)
+  is refused, and only a missing one is shown as an empty config;
 - a **protocol run** (``stategym protocol``): ``cells.json`` and, for each agent it lists
   (and no other), a folder with its ``report.json`` and ``trajectories.jsonl``, each checked
   to be of the configuration ``cells.json`` holds (:mod:`.protocol_files`);
@@ -19,7 +23,9 @@ Four kinds of directory are recognised by the files they hold (nothing is re-run
 
 :func:`read_runs` reads the directories of one report: each directory once, and no episode
 in two of them, since the page would show it twice. :func:`refuse_output` keeps the report
-off every file it reads.
+off every file it reads, and off anything that is not a regular file. Every JSON file here
+is parsed by one rule (:func:`stategym.kernel.files.json_value`): deep nesting or a huge
+integer is the same one-line refusal as broken JSON.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any
 
 from stategym.experiments.output import FILES, PLOTS, RAW, RESULTS, TABLE, digest
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import not_a_file, read_json
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.spec import key_words, trajectory_key
@@ -133,9 +140,11 @@ REPORT_SUFFIXES = frozenset({".html", ".htm"})
 
 def refuse_output(out: Path, paths: Sequence[Path]) -> None:
     """Refuse, before anything is read, to write the report of ``paths`` to ``out`` where
-    that could destroy a file: ``out`` is a folder, or an existing file that is not an
-    earlier report (it does not start with :data:`REPORT_START`; an empty file is allowed),
-    or it lies inside one of the run directories ``paths`` (links followed) without an
+    that could destroy a file: ``out`` is a folder, exists and is not a regular file (a
+    device such as ``/dev/null``, a FIFO, a socket: the page is renamed over ``out``, which
+    would replace it; :func:`~stategym.kernel.files.not_a_file`), is an existing file that
+    is not an earlier report (it does not start with :data:`REPORT_START`; an empty file is
+    allowed), or it lies inside one of the run directories ``paths`` (links followed) without an
     ``.html`` name: every file of a run (``trajectories.jsonl``, ``summary.json``,
     ``metrics.jsonl``, ``cells.json``, ``results.json``, ...) is named otherwise, so the
     report can never be written over a file it reads. An earlier report is written over.
@@ -143,8 +152,14 @@ def refuse_output(out: Path, paths: Sequence[Path]) -> None:
     Raises:
         UsageError: naming ``out`` and why.
     """
-    if out.is_dir():
+    kind = not_a_file(out)
+    if kind == "a folder":
         raise UsageError(f"--out {out} is a folder; give the HTML file to write")
+    if kind is not None:
+        raise UsageError(
+            f"--out {out} is {kind}, not a regular file: the report is renamed over --out, "
+            "which would replace it; give the HTML file to write"
+        )
     if out.is_file():
         with out.open("rb") as handle:
             start = handle.read(len(REPORT_START))
@@ -275,27 +290,25 @@ def _is_eval(line: Mapping[str, Any]) -> bool:
 
 
 def read_training(path: Path) -> TrainingRun:
-    """The config and metric lines of a training run (a cut last line is dropped)."""
+    """The config and metric lines of a training run, ``metrics.jsonl`` read by the
+    trainer's rule (:func:`~stategym.train.runlog.read_metrics`: a cut last line dropped,
+    any other unreadable line refused as ``FILE:LINE``).
+
+    Raises:
+        UsageError: a damaged metrics line, or a ``config.json`` that is there but is not a
+            JSON object (a folder, a device, damaged bytes).
+    """
+    from stategym.train.runlog import read_metrics
+
     config_file = path / TRAIN_CONFIG
-    config = _json_object(config_file) if config_file.is_file() else {}
+    exists = config_file.exists() or config_file.is_symlink()
+    config = _json_object(config_file) if exists else {}
     train: list[dict[str, float]] = []
     evals: list[dict[str, float]] = []
-    text = _text(path / TRAIN_METRICS)
-    lines = text.split("\n")
-    for index, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw)
-        except json.JSONDecodeError:
-            if index == len(lines) - 1:  # an interrupted append, as the trainer drops it
-                break
-            raise UsageError(f"{path / TRAIN_METRICS}:{index + 1}: not JSON") from None
-        if not isinstance(line, dict):
-            raise UsageError(f"{path / TRAIN_METRICS}:{index + 1}: not a JSON object")
+    for line in read_metrics(path):
         if _is_eval(line):
             inner = line["eval"] if isinstance(line.get("eval"), Mapping) else line
-            evals.append({**_numbers(inner), **_numbers({"iteration": line.get("iteration")})})
+            evals.append({**_numbers(inner), **_numbers({"iteration": line["iteration"]})})
         else:
             train.append(_numbers(line))
     return TrainingRun(path, config, tuple(train), tuple(evals))
@@ -326,10 +339,9 @@ def _text(file: Path) -> str:
 
 
 def _json_object(file: Path) -> Mapping[str, Any]:
-    try:
-        data = json.loads(_text(file))
-    except json.JSONDecodeError as error:
-        raise UsageError(f"{file}:{error.lineno}: not JSON") from None
+    """The JSON object in ``file`` (:func:`~stategym.kernel.files.read_json`: a parse that
+    fails in any way, or a path that is not a regular file, is one line naming it)."""
+    data = read_json(file)
     if not isinstance(data, dict):
         raise UsageError(f"{file}: not a JSON object")
     return data

@@ -29,7 +29,14 @@ episodes it learns from. A resume is checked against it (:func:`resume_point`):
   checkpoint's iteration) but no checkpoint is refused, never trained again over it; what a
   run stopped before its first checkpoint leaves starts afresh;
 - a run with checkpoints but no ``start.json`` (made before it was recorded, or the file
-  deleted) is refused: its resume cannot be checked.
+  deleted) is refused: its resume cannot be checked;
+- a run whose ``metrics.jsonl`` lacks lines the last checkpoint covers (the file deleted,
+  emptied or cut short since) is refused, naming them: the resume would go on with the
+  run's history lost (:func:`~stategym.train.runlog.resumed_metrics`).
+
+Every JSON file of a checkpoint and of the run is parsed by one rule
+(:func:`stategym.kernel.files.json_value`): deep nesting or a huge integer is refused as
+damage in one line, like broken JSON.
 
 The sources of a run are checked against the record on every resume: SFT's ``run:DIR``
 log (:func:`stategym.train.sft.same_demonstrations`) and the ``--init`` model
@@ -55,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import NotJSON, json_value
 from stategym.llm.model_files import (
     RECORD_FILE,
     check_model_dir,
@@ -159,8 +167,8 @@ def iteration_of(folder: Path) -> int:
     if not path.is_file():
         raise unusable(path, "missing")
     try:
-        state = json.loads(path.read_bytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        state = json_value(path.read_bytes())
+    except NotJSON as error:
         raise damaged(path, error) from None
     iteration = state.get("iteration") if isinstance(state, dict) else None
     if not isinstance(iteration, int) or isinstance(iteration, bool) or iteration < 0:
@@ -184,18 +192,20 @@ def check(folder: Path, start_config: Mapping[str, Any] | None = None) -> int:
     for name in (OPTIMISER, "config.json"):
         if not (folder / name).is_file():
             raise unusable(folder / name, "missing")
+    files: dict[str, dict[str, Any]] = {}
     for file in sorted(folder.glob("*.json")):
         try:
-            data = json.loads(file.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            data = json_value(file.read_bytes())
+        except NotJSON as error:
             raise damaged(file, error) from None
         if not isinstance(data, dict):
             raise damaged(file, f"a JSON {type(data).__name__}, not an object")
+        files[file.name] = data
     unreadable = unreadable_weights(folder)
     if unreadable is not None:
         raise damaged(*unreadable)
     if start_config is not None:
-        saved = model_config(json.loads((folder / "config.json").read_bytes()))
+        saved = model_config(files["config.json"])
         differences = differing(saved, start_config)
         if differences:
             raise CheckpointError(
@@ -277,8 +287,9 @@ def resume_point(run: Path, config: Config) -> Resume | None:
 
     Raises:
         CheckpointError: the last checkpoint is damaged or another model's.
-        UsageError: the run holds training output but no checkpoint, or checkpoints but no
-            record of its start.
+        UsageError: the run holds training output but no checkpoint, checkpoints but no
+            record of its start, or a ``metrics.jsonl`` that lacks lines the checkpoint
+            covers (:func:`~stategym.train.runlog.resumed_metrics`).
     """
     folder = latest(run)
     if folder is None:
@@ -286,6 +297,7 @@ def resume_point(run: Path, config: Config) -> Resume | None:
         return None
     start = read_start(run)
     iteration = check(folder, start["model"]["config"])
+    runlog.resumed_metrics(run, iteration, config.eval_every)  # its history is all there
     return Resume(folder, iteration, start)
 
 
@@ -486,8 +498,8 @@ def _holds_model_type(source: Path) -> bool:
     a damaged model folder; a missing or damaged file is left to :func:`check_model_dir`,
     which names it."""
     try:
-        config = json.loads((source / "config.json").read_bytes())
-    except (OSError, ValueError):
+        config = json_value((source / "config.json").read_bytes())
+    except (OSError, NotJSON):
         return True  # missing or damaged: check_model_dir says which, in one line
     return not isinstance(config, dict) or "model_type" in config
 

@@ -356,8 +356,20 @@ def to_json(config: Config) -> str:
 
 
 def from_json(path: Path, cls: type[C]) -> C:
-    """A config read back from ``config.json`` (unknown keys are an error)."""
-    data: dict[str, Any] = json.loads(path.read_text())
+    """A config read back from ``config.json`` (unknown keys are an error).
+
+    Raises:
+        ValueError: the file is not a JSON object (:class:`~stategym.kernel.files.NotJSON`,
+            whatever the parse failed on, named ``FILE:LINE``), or holds unknown settings.
+    """
+    from stategym.kernel.files import NotJSON, json_value
+
+    try:
+        data = json_value(path.read_bytes())
+    except NotJSON as error:
+        raise ValueError(error.where(path)) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
     data.pop("kind", None)
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - names)

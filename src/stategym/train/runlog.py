@@ -5,10 +5,14 @@ the same settings resumes the run (a different setting is refused, except ``iter
 which may grow, and ``progress``; ``out`` is where the run is, not a setting, so a moved or
 copied run resumes). ``RUN/metrics.jsonl`` holds one object per iteration (``"iteration"``
 first; ``"eval"`` lines for held-out evaluations); on resume the lines after the
-checkpoint's iteration are dropped, so the file ends as an uninterrupted run's. It is read
-strictly (:func:`read_metrics`): only a cut last line, what an interrupted append leaves, is
-dropped; any other unreadable line is an error naming ``FILE:LINE``, never a reason to cut
-the file short. Both files are rewritten atomically (a temporary file renamed over them),
+checkpoint's iteration are dropped, so the file ends as an uninterrupted run's, and the
+lines before it must all be there (:func:`resumed_metrics`): a file deleted, emptied or cut
+short since the checkpoint is refused, naming the lines it lacks, never continued with its
+history lost. It is read strictly (:func:`read_metrics`, also the report's reader): only a
+cut last line, what an interrupted append leaves, is dropped; any other unreadable line is
+an error naming ``FILE:LINE``, never a reason to cut the file short. Both files are
+rewritten atomically (a temporary file renamed over them, never over a folder, a device or
+a FIFO: :func:`stategym.kernel.files.replace_bytes`),
 and every line is strict JSON: a number that is not finite is written ``null`` (an ask rate
 with no must-ask slot to count); older files' ``NaN`` still read. A fresh run that fails
 before its first checkpoint removes what it wrote (:func:`holding`); one that holds
@@ -32,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import replace_bytes
+from stategym.kernel.files import NotJSON, json_value, refuse_non_files, replace_bytes
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, Trajectory
 from stategym.metrics.gold import gold_of
@@ -52,10 +56,15 @@ def open_run(config: Config) -> Path:
     """Create the run directory, or check that it was started with the same settings.
 
     Raises:
-        UsageError: ``config.json`` holds other settings, or cannot be read.
+        UsageError: ``config.json`` holds other settings, or cannot be read; it,
+            ``metrics.jsonl`` or ``start.json`` is there but is not a regular file (a
+            folder, a FIFO...: :func:`~stategym.kernel.files.refuse_non_file`).
     """
+    from stategym.train.checkpoint import START
+
     run = Path(config.out)
     path = run / CONFIG
+    refuse_non_files(run, (CONFIG, METRICS, START))  # a FIFO would block, a rename replace
     if path.exists():
         old = read_object(path, "the run's settings")
         if old.get("kind") not in ("sft", "grpo") and not _trained(run):
@@ -218,15 +227,17 @@ def require_finite(iteration: int, loss: float, model: Any = None) -> None:
 
 
 def read_object(path: Path, what: str) -> dict[str, Any]:
-    """A JSON object read from ``path``.
+    """A JSON object read from ``path`` (:func:`~stategym.kernel.files.json_value`).
 
     Raises:
-        UsageError: ``FILE: why`` when the file is not valid UTF-8 JSON holding an object.
+        UsageError: ``FILE: why`` when the file is not valid UTF-8 JSON holding an object
+            (nesting too deep and huge integers included).
     """
     try:
-        data = json.loads(path.read_bytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{path}: unreadable ({error}); it should hold {what}") from None
+        data = json_value(path.read_bytes())
+    except NotJSON as error:
+        where = f"line {error.line}: " if error.line is not None else ""
+        raise UsageError(f"{path}: unreadable ({where}{error}); it should hold {what}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: holds a {type(data).__name__}, not {what}")
     return data
@@ -268,13 +279,9 @@ def read_metrics(run: Path) -> list[dict[str, Any]]:
 
 
 def metrics_line(line: bytes) -> dict[str, Any]:
-    """One line of ``metrics.jsonl`` (a ``ValueError`` says why it is not one)."""
-    try:
-        value = json.loads(line.decode())
-    except UnicodeDecodeError as error:
-        raise ValueError(f"not UTF-8 text (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON ({error})") from None
+    """One line of ``metrics.jsonl`` (a ``ValueError`` says why it is not one: every way
+    the parse fails is one, :func:`~stategym.kernel.files.json_value`)."""
+    value = json_value(line)
     if not isinstance(value, dict):
         raise ValueError(f"a {type(value).__name__}, not a metrics object")
     iteration = value.get("iteration")
@@ -284,19 +291,77 @@ def metrics_line(line: bytes) -> dict[str, Any]:
 
 
 def truncate_metrics(run: Path, iteration: int, eval_every: int = 0) -> None:
-    """Keep the lines of iterations ``<= iteration`` (what the checkpoint covers, its
-    evaluation included: a checkpoint is saved after it), less the end-of-run evaluation
-    of a shorter run (an uninterrupted run has none there). Starting afresh (``iteration``
-    0) keeps nothing, so the old file is not read at all."""
+    """Cut ``metrics.jsonl`` back to the checkpoint after ``iteration``
+    (:func:`resumed_metrics`; starting afresh, ``iteration`` 0, keeps nothing)."""
+    kept = resumed_metrics(run, iteration, eval_every)
+    replace_text(run / METRICS, "".join(metrics_text(m) for m in kept))
+
+
+def resumed_metrics(run: Path, iteration: int, eval_every: int = 0) -> list[dict[str, Any]]:
+    """The lines a resume from the checkpoint after ``iteration`` keeps: those of iterations
+    ``<= iteration`` (what the checkpoint covers, its evaluation included: a checkpoint is
+    saved after it), less the end-of-run evaluation of a shorter run (an uninterrupted run
+    has none there). Starting afresh (``iteration`` 0) keeps nothing, so the old file is not
+    read at all.
+
+    Every kept line must be there: a training line for each iteration ``1..iteration`` and
+    an evaluation line at each multiple of ``eval_every`` up to it, all written before the
+    checkpoint was saved. A file deleted, emptied or cut short since would otherwise be
+    continued silently, and the run's history before the checkpoint lost for good.
+
+    Raises:
+        UsageError: a damaged line (:func:`read_metrics`), or lines the checkpoint covers
+            that are missing (naming them and what to do).
+    """
+    if not iteration:
+        return []
     kept = [
         m
-        for m in (read_metrics(run) if iteration else [])
+        for m in read_metrics(run)
         if m["iteration"] < iteration
         or (m["iteration"] == iteration and "eval" not in m)
         or ("eval" in m and eval_every and m["iteration"] % eval_every == 0)
     ]
     kept = [m for m in kept if m["iteration"] <= iteration]
-    replace_text(run / METRICS, "".join(metrics_text(m) for m in kept))
+    missing = _missing_lines(kept, iteration, eval_every)
+    if missing:
+        from stategym.train.checkpoint import folder_of
+
+        state = "is missing" if not (run / METRICS).exists() else f"has no line of {missing}"
+        raise UsageError(
+            f"{run / METRICS} {state}, which the checkpoint {folder_of(run, iteration)} covers "
+            "(the file deleted, emptied or cut short since?): resuming would lose the run's "
+            "history up to it; restore the file, or start the run again in another --out"
+        )
+    return kept
+
+
+def _missing_lines(kept: Sequence[Mapping[str, Any]], iteration: int, eval_every: int) -> str:
+    """Which of the lines a checkpoint after ``iteration`` covers are not in ``kept``, in
+    words (``iterations 1-3 and the evaluation at iteration 2``); empty when none is."""
+    trained = {m["iteration"] for m in kept if "eval" not in m}
+    evaluated = {m["iteration"] for m in kept if "eval" in m}
+    lost = [i for i in range(1, iteration + 1) if i not in trained]
+    every = range(eval_every, iteration + 1, eval_every) if eval_every else range(0)
+    lost_evals = [i for i in every if i not in evaluated]
+    parts = []
+    if lost:
+        parts.append(f"iteration{'s' if len(lost) > 1 else ''} {_spans(lost)}")
+    if lost_evals:
+        many = "s" if len(lost_evals) > 1 else ""
+        parts.append(f"the evaluation{many} at iteration{many} {_spans(lost_evals)}")
+    return " and ".join(parts)
+
+
+def _spans(numbers: Sequence[int]) -> str:
+    """Sorted numbers as runs, ``1-3, 5``."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def append_metrics(run: Path, line: Mapping[str, Any]) -> None:
@@ -391,5 +456,6 @@ __all__ = [
     "read_metrics",
     "refuse_restart",
     "require_finite",
+    "resumed_metrics",
     "truncate_metrics",
 ]
