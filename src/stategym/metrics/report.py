@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from stategym.kernel.files import replace_bytes
 from stategym.tables import Grid, markdown
 
 from .aggregate import Estimate, Row, table
@@ -160,15 +161,14 @@ def write(
     seed: int = 0,
 ) -> list[Row]:
     """Write ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` (the scorecard and
-    litmus tables); returns the rows."""
+    litmus tables), each whole or not at all (:func:`~stategym.kernel.files.replace_bytes`,
+    which also refuses to replace anything but a regular file); returns the rows."""
     rows = table(cards, resamples=resamples, seed=seed)
-    with (directory / SCORES).open("wb") as handle:
-        for card in cards:
-            # the dimension mapping is keyed by Dimension, a str enum orjson writes as its name
-            handle.write(orjson.dumps(card, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+    # the dimension mapping is keyed by Dimension, a str enum orjson writes as its name
+    lines = b"".join(orjson.dumps(c, option=orjson.OPT_NON_STR_KEYS) + b"\n" for c in cards)
+    replace_bytes(directory / SCORES, lines)
     body = scorecard_json(cards, rows, config)
-    (directory / SCORECARD).write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
-    (directory / SCORECARD_MD).write_text(
-        markdown([scorecard_grid(rows), litmus_grid(cards, rows)])
-    )
+    replace_bytes(directory / SCORECARD, orjson.dumps(body, option=orjson.OPT_INDENT_2))
+    grids = markdown([scorecard_grid(rows), litmus_grid(cards, rows)])
+    replace_bytes(directory / SCORECARD_MD, grids.encode("utf-8"))
     return rows
