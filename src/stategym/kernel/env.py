@@ -148,7 +148,7 @@ class Env:
         tools = self.domain.available_tools(knobs)
         self._tool_knobs = knobs
         self._tools = {t.name: t for t in tools}
-        self._schemas = [t.schema for t in tools] + [
+        self._schemas = [t.schema_for(irreversible=knobs.irreversible) for t in tools] + [
             finish_tool_schema(not self.domain.judges_answer(knobs))
         ]
 

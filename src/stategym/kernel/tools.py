@@ -119,6 +119,23 @@ class Tool:
     description: str
     params: tuple[Param, ...]
     schema: dict[str, Any]
+    undoable: tuple[tuple[str, str], ...] = ()
+
+    def schema_for(self, *, irreversible: bool) -> dict[str, Any]:
+        """The schema the model sees in a world whose ``irreversible`` knob is as given: with
+        it off, each ``(said, undone)`` pair of :attr:`undoable` replaces the sentence
+        ``said`` by ``undone`` in the description (a payment that can be undone is not
+        described as final, nor a refund in full as a fee).
+
+        *Why*: the description is all the model knows of the tool's terms, and the knob
+        changes those terms; a text true under one setting only would mislead the agent in
+        exactly the setting that tests whether it uses reversibility (audit 14d F1).
+        """
+        if irreversible or not self.undoable:
+            return self.schema
+        description = _undone(self.description, self.undoable)
+        function = {**self.schema["function"], "description": description}
+        return {**self.schema, "function": function}
 
     def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check decoded arguments against the signature and fill defaults.
@@ -170,11 +187,22 @@ def _tool_named(module: str, name: str) -> Tool:
     return found
 
 
-def tool(*, effect: Effect, latency: int = 1) -> Callable[[Callable[..., Any]], Tool]:
-    """Declare a function as a tool with an effect and a latency (clock ticks)."""
+def tool(
+    *, effect: Effect, latency: int = 1, undoable: Mapping[str, str] | None = None
+) -> Callable[[Callable[..., Any]], Tool]:
+    """Declare a function as a tool with an effect and a latency (clock ticks).
+
+    Args:
+        effect: what the tool does to the world.
+        latency: clock ticks a call takes.
+        undoable: sentences of the docstring that hold only while the ``irreversible`` knob
+            is on, each mapped to the sentence that replaces it with the knob off
+            (:meth:`Tool.schema_for`); each must occur in the description.
+    """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         description, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        pairs = undoable_pairs(fn.__name__, description, undoable)
         hints = typing.get_type_hints(fn)
         params = []
         for index, (name, parameter) in enumerate(inspect.signature(fn).parameters.items()):
@@ -202,9 +230,31 @@ def tool(*, effect: Effect, latency: int = 1) -> Callable[[Callable[..., Any]], 
                 },
             },
         }
-        return Tool(fn.__name__, fn, effect, latency, description, tuple(params), schema)
+        return Tool(fn.__name__, fn, effect, latency, description, tuple(params), schema, pairs)
 
     return wrap
+
+
+def undoable_pairs(
+    name: str, description: str, undoable: Mapping[str, str] | None
+) -> tuple[tuple[str, str], ...]:
+    """``undoable`` as pairs, once each sentence is seen in ``description`` (so a reworded
+    docstring fails at import, not by silently keeping the final-sounding text).
+
+    Raises:
+        ValueError: a sentence the description does not hold.
+    """
+    pairs = tuple((undoable or {}).items())
+    for said, _ in pairs:
+        if said not in description:
+            raise ValueError(f"tool {name}: {said!r} is not in its description")
+    return pairs
+
+
+def _undone(description: str, pairs: tuple[tuple[str, str], ...]) -> str:
+    for said, undone in pairs:
+        description = description.replace(said, undone)
+    return description
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")

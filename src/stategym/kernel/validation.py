@@ -18,7 +18,7 @@ format error: it is raised while a well-formed call runs, and fails that call on
 the world as the call found it. That is each tool's rule (every check before the first
 write), not enforced here: restoring the world around every write or commit call would cost
 each one a world snapshot (8-14 us, against 30-40 us for a whole call), so
-``tests/kernel/test_world_truths.py`` probes every domain's tools for it instead.
+``tests/test_world_truths.py`` probes every domain's tools for it instead.
 
 **A log replays its rejections.** The log keeps each call as the environment saw it, so that
 replaying the log rejects every call it rejected in the same way (same kind, same error
@@ -153,7 +153,7 @@ def _not_an_action(kind: type) -> AgentFormatError:
         )
     return AgentFormatError(
         "empty_action",
-        f"a {class_name(kind)} is not an action: send tool calls as a CallBatch "
+        f"{_a(class_name(kind))} is not an action: send tool calls as a CallBatch "
         "(calls(...)) or a message to the user as a Say",
     )
 
@@ -380,3 +380,8 @@ def _kept(call: Call, error: AgentFormatError) -> str:
         return text
     reason = str(error)[len(call.name) + 2 :]  # the reason, after "NAME: "
     return rejection_text(error.kind, reason, text)
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article (``an int``, ``a str``)."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

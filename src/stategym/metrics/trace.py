@@ -286,7 +286,8 @@ def guessed_arguments(call: CallRecord, round_calls: Sequence[CallRecord]) -> tu
     """The arguments of ``call`` that name a result of its own round: their value was
     ungrounded when the call was sent (its provenance, ``call.sources``, is ``None``: nothing
     the agent had observed showed it) and the result of another call in ``round_calls`` (the
-    calls of its round) shows it.
+    calls of its round) shows it as a value that call minted (:func:`_minted`: not an echo
+    of its own arguments, not empty).
 
     The agent chooses a round's calls before it sees any of their results
     (:mod:`stategym.kernel.protocol`), so such a value is a guess of what the other call
@@ -307,20 +308,34 @@ def guessed_arguments(call: CallRecord, round_calls: Sequence[CallRecord]) -> tu
     unseen = [name for name, origin in call.sources.items() if origin is None]
     if not unseen or not isinstance(arguments, dict):
         return ()
-    shown = Provenance()  # the values the round's other results show (origins never read)
+    minted: set[Any] = set()
     for other in round_calls:
         if other is not call and other.error is None:
-            shown.observe(other.content, Origin(Source.TOOL, -1, other.id))
-    return tuple(name for name in unseen if _shows(shown, arguments.get(name)))
+            minted |= _minted(other)
+    return tuple(name for name in unseen if _names_minted(minted, arguments.get(name)))
 
 
-def _shows(shown: Provenance, value: Any) -> bool:
-    """``shown`` holds ``value``, or one item of it (a list argument)."""
-    items = value if isinstance(value, list) else (value,)
-    return any(
-        isinstance(item, str | int | float) and not isinstance(item, bool) and item in shown.first
-        for item in items
-    )
+def _minted(call: CallRecord) -> set[Any]:
+    """The values ``call``'s result shows that it was not given: what only running it could
+    tell (a new hold's id), not an echo of its own arguments (``verify_payee``'s name) nor an
+    empty value, which names nothing (bank's ``quote_id=""``, audit 14d F2)."""
+    shown = Provenance()  # origins never read
+    shown.observe(call.content, Origin(Source.TOOL, -1, call.id))
+    given = call.arguments if isinstance(call.arguments, dict) else {}
+    echoed = {item for value in given.values() for item in _items(value)}
+    return {value for value in shown.first if value not in echoed and value != ""}
+
+
+def _names_minted(minted: set[Any], value: Any) -> bool:
+    """``value``, or one item of it (a list argument), is in ``minted``."""
+    return any(item in minted for item in _items(value))
+
+
+def _items(value: Any) -> list[Any]:
+    """The scalar values an argument holds (itself, or a list's items); booleans are left
+    out (``True == 1`` would match a count)."""
+    items = value if isinstance(value, list) else [value]
+    return [i for i in items if isinstance(i, str | int | float) and not isinstance(i, bool)]
 
 
 def trace(rounds: Sequence[RoundRecord], gold: Gold, done: bool) -> Trace:

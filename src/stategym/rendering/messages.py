@@ -78,7 +78,7 @@ EXAMPLES_HEADER = (
 
 def offered_tools(domain: Domain, knobs: Knobs) -> list[dict[str, Any]]:
     """The tools an episode offers, ``finish`` last, as the environment offers them."""
-    schemas = [t.schema for t in domain.available_tools(knobs)]
+    schemas = [t.schema_for(irreversible=knobs.irreversible) for t in domain.available_tools(knobs)]
     return [*schemas, finish_tool_schema(not domain.judges_answer(knobs))]
 
 

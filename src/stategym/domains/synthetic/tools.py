@@ -7,12 +7,12 @@ decorator builds them, from typed :class:`~stategym.kernel.tools.Param` objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from stategym.kernel.errors import ToolError
-from stategym.kernel.tools import Effect, Param, Tool
+from stategym.kernel.tools import Effect, Param, Tool, undoable_pairs
 from stategym.kernel.world import USER_ACCOUNT
 from stategym.topology.motifs import Spec
 
@@ -31,8 +31,10 @@ def make_tool(
     description: str,
     params: tuple[tuple[str, type, str], ...] = (),
     latency: int = 1,
+    undoable: Mapping[str, str] | None = None,
 ) -> Tool:
-    """A tool from a function taking ``(world, **arguments)`` and ``(name, type, doc)`` params."""
+    """A tool from a function taking ``(world, **arguments)`` and ``(name, type, doc)`` params
+    (``undoable``: as :func:`~stategym.kernel.tools.tool` takes it)."""
     typed = tuple(Param(n, t, True, None, doc) for n, t, doc in params)
     schema = {
         "type": "function",
@@ -47,7 +49,16 @@ def make_tool(
             },
         },
     }
-    return Tool(name, fn, effect, latency, description, typed, schema)
+    return Tool(
+        name,
+        fn,
+        effect,
+        latency,
+        description,
+        typed,
+        schema,
+        undoable_pairs(name, description, undoable),
+    )
 
 
 def option_field(surface: Surface) -> str:
@@ -332,8 +343,8 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool("prepare"),
                 _prepare(surface),
                 Effect.WRITE,
-                f"Prepare a {noun} for purchase. A {noun} must be prepared before it can be "
-                "bought.",
+                f"Prepare a {noun} for purchase. A {noun} must be prepared "
+                "before it can be bought.",
                 (option_param,),
             )
         )
@@ -349,6 +360,11 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
             Effect.COMMIT,
             f"Buy a {noun} and charge the user's account. Payment cannot be undone.",
             (buy_param,),
+            undoable={
+                "Payment cannot be undone.": (
+                    f"Payment can be undone: {surface.tool('cancel')} refunds the whole price."
+                )
+            },
         )
     )
     tools.append(
@@ -358,6 +374,11 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
             Effect.COMMIT,
             "Cancel a purchase. Depending on the terms, the price may not be refunded.",
             (("purchase_id", str, f"a purchase from {surface.tool('buy')}"),),
+            undoable={
+                "Depending on the terms, the price may not be refunded.": (
+                    "The whole price is refunded."
+                )
+            },
         )
     )
     tools.append(
