@@ -15,10 +15,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
+import gymnasium
 import pytest
 
+import stategym  # noqa: F401  (registers the Gymnasium ids)
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
@@ -27,7 +30,7 @@ from stategym.kernel.tools import Effect, tool
 from stategym.kernel.trajectory import Trajectory
 from stategym.metrics import Kind, score
 from stategym.registry import all_domains
-from stategym.rendering import offered_tools
+from stategym.rendering import make_renderer, offered_tools
 from stategym.rollout import run_episode
 
 SYNTH = "synth:chain2+fanout3+askgate+verifycommit+conflict+precond"
@@ -168,3 +171,27 @@ def test_an_object_that_is_not_an_action_is_named_with_its_article() -> None:
     env.reset(seed=0)
     error = env.step(5).observation.error  # type: ignore[arg-type]
     assert error is not None and "an int is not an action" in error
+
+
+# -- the domain's instructions follow the knob as the descriptions do ----------------------
+
+
+@pytest.mark.parametrize("kind", ["messages", "compact"])
+def test_the_system_prompt_states_the_return_terms_of_its_world(kind: str) -> None:
+    shop = Env("shop").domain
+    on = make_renderer(shop, Knobs(), kind).system_prompt()
+    off = make_renderer(shop, OFF, kind).system_prompt()
+    assert "Returns cost a restocking fee." in on and "restocking fee" not in off
+    assert "Returns are refunded in full." in off
+
+
+def test_the_gym_reset_info_gives_the_instructions_of_its_knobs() -> None:
+    env = gymnasium.make("stategym/Shop-v0", irreversible=False)
+    _, info = env.reset(seed=0)
+    assert "restocking fee" not in info["instructions"]
+
+
+def test_an_undoable_instruction_the_instructions_do_not_hold_fails_to_build() -> None:
+    shop = Env("shop").domain
+    with pytest.raises(ValueError, match="not in its description"):
+        dataclasses.replace(shop, undoable_instructions={"Returns are final.": "They are not."})

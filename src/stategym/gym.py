@@ -319,7 +319,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         info = {
             "task_id": core_info["task_id"],
             "tools": list(core_info["tools"]),
-            "instructions": self.core.domain.instructions,
+            "instructions": self.core.domain.instructions_for(self.core.task.knobs),
         }
         return text, info
 

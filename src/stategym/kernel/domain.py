@@ -12,13 +12,13 @@ The kernel knows domains only as these objects. Names belong to the registry
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stategym.kernel.errors import StateGymError, UnknownDomainError
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import DecisionPoint, GoldCall, GoldEdge, Task
-from stategym.kernel.tools import Effect, Tool
+from stategym.kernel.tools import Effect, Tool, undoable_pairs
 from stategym.kernel.world import World
 
 if TYPE_CHECKING:
@@ -64,6 +64,9 @@ class Domain:
             decision points rebuilt for another set of best options by the generator's own
             gold-building code (for counterfactual probes); ``None`` where the gold calls name
             the best option ids directly, so rewriting those ids is enough.
+        undoable_instructions: sentences of ``instructions`` true only while the
+            ``irreversible`` knob is on, each mapped to the one that replaces it with the
+            knob off (:meth:`instructions_for`); each must occur in ``instructions``.
     """
 
     name: str
@@ -78,6 +81,20 @@ class Domain:
     env_id: str = ""
     read_only: bool = False
     regold: Callable[[Task, tuple[str, ...]], GoldGraph] | None = None
+    undoable_instructions: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        undoable_pairs(f"{self.name} instructions", self.instructions, self.undoable_instructions)
+
+    def instructions_for(self, knobs: Knobs) -> str:
+        """The domain's part of the system prompt under ``knobs``: with ``irreversible`` off,
+        each sentence of :attr:`undoable_instructions` replaced by its own, as the tools'
+        descriptions are (:meth:`~stategym.kernel.tools.Tool.schema_for`)."""
+        text = self.instructions
+        if not knobs.irreversible:
+            for said, undone in self.undoable_instructions.items():
+                text = text.replace(said, undone)
+        return text
 
     def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
         """Tools offered under these knobs: read-only tools alone when statefulness is off."""

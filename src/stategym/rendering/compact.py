@@ -87,7 +87,8 @@ class CompactRenderer:
     def system_prompt(self, demonstrations: str = "") -> str:
         ending = ANSWERED if self.domain.judges_answer(self.knobs) else STATEFUL
         lines = [_signature(t["function"]) for t in self._tools]
-        parts = [self.domain.instructions, COMPACT_PROTOCOL + "\n" + ending, "\n".join(lines)]
+        instructions = self.domain.instructions_for(self.knobs)
+        parts = [instructions, COMPACT_PROTOCOL + "\n" + ending, "\n".join(lines)]
         if demonstrations:
             parts.append(demonstrations)
         return "\n\n".join(parts)

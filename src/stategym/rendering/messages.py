@@ -155,7 +155,7 @@ class MessageRenderer:
 
     def system_prompt(self, demonstrations: str = "") -> str:
         ending = ANSWERED if self.domain.judges_answer(self.knobs) else STATEFUL
-        parts = [self.domain.instructions, PROTOCOL + "\n" + ending]
+        parts = [self.domain.instructions_for(self.knobs), PROTOCOL + "\n" + ending]
         if demonstrations:
             parts.append(demonstrations)
         return "\n\n".join(parts)

@@ -191,5 +191,6 @@ DOMAIN = Domain(
         "policy's threshold, get the buyer's agreement, then check out once. Returns cost a "
         "restocking fee."
     ),
+    undoable_instructions={"Returns cost a restocking fee.": "Returns are refunded in full."},
     env_id="stategym/Shop-v0",
 )
