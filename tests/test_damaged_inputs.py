@@ -36,6 +36,7 @@ from one_line_error import fails
 from stategym.cli import main
 from stategym.kernel.errors import UsageError
 from stategym.kernel.files import replace_bytes
+from stategym.train.checkpoint import publish
 
 DEEP = "[" * 5000 + "]" * 5000
 """Nesting far past Python's recursion limit (the standard library's parser recurses)."""
@@ -422,3 +423,38 @@ def test_model_info_of_a_missing_path_says_it_does_not_exist(
 ) -> None:
     missing = tmp_path / "nonexistent"
     fails(["model", "info", str(missing)], capsys, str(missing), "does not exist")
+
+
+def test_publishing_over_a_linked_model_folder_replaces_the_link_not_its_target(
+    tmp_path: Path,
+) -> None:
+    """A finished run whose ``RUN/model`` is a link: re-publishing raised ``OSError: Cannot
+    call rmtree on a symbolic link`` (audit 14e F4); now the link goes, its target stays."""
+    checkpoint, target, run = tmp_path / "iter-2", tmp_path / "elsewhere", tmp_path / "run"
+    for folder in (checkpoint, target, run):
+        folder.mkdir()
+    (checkpoint / "config.json").write_text("{}")
+    (target / "keep.txt").write_text("the user's")
+    (run / "model").symlink_to(target)
+    final = publish(run, checkpoint)
+    assert not final.is_symlink() and (final / "config.json").is_file()
+    assert (target / "keep.txt").read_text() == "the user's"
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_model_init_overwrite_refuses_a_link_or_fifo_in_its_folder(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``model init --overwrite`` wrote through a link in ``--out`` (replacing a file outside
+    it) and hung on a FIFO (audit 14e F3); now it refuses before building anything."""
+    out, victim = tmp_path / "model", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("precious")
+    entry = out / "stategym_model.json"
+    if kind == "link":
+        entry.symlink_to(victim)
+    else:
+        os.mkfifo(entry)
+    assert main(["model", "init", "--out", str(out), "--overwrite", "--steps", "1"]) == 2
+    assert "stategym_model.json" in capsys.readouterr().err
+    assert victim.read_text() == "precious"

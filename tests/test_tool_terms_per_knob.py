@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Iterator
 
 import gymnasium
+import orjson
 import pytest
 
 import stategym  # noqa: F401  (registers the Gymnasium ids)
@@ -195,3 +196,21 @@ def test_an_undoable_instruction_the_instructions_do_not_hold_fails_to_build() -
     shop = Env("shop").domain
     with pytest.raises(ValueError, match="not in its description"):
         dataclasses.replace(shop, undoable_instructions={"Returns are final.": "They are not."})
+
+
+# -- the whole prompt, not its parts: every domain, both renderings (audit 14e F1, F2) ------
+
+FINAL = ("cannot be undone", "cannot be recalled", "refund nothing", "restocking fee", "permanent")
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("kind", ["messages", "compact"])
+def test_no_prompt_calls_a_change_final_where_it_can_be_undone(domain: str, kind: str) -> None:
+    renderer = make_renderer(Env(domain).domain, OFF, kind)
+    text = renderer.system_prompt() + orjson.dumps(renderer.tools).decode()
+    assert [phrase for phrase in FINAL if phrase in text.lower()] == []
+
+
+def test_cloud_says_a_deleted_volume_can_be_restored_with_the_knob_off() -> None:
+    text = _descriptions(Env("cloud", knobs=OFF))["delete_volume"]
+    assert "restore_volume" in text and "permanent" not in text

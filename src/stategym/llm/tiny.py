@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import not_a_file
 from stategym.kernel.knobs import Knobs
 from stategym.llm.model_files import RECORD_FILE
 from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
@@ -201,6 +202,7 @@ def check_out(out: Path, *, overwrite: bool = False) -> None:
     if not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
     if overwrite:
+        _refuse_unsafe_entries(out)
         return
     held = sorted(entry.name for entry in out.iterdir())
     if held:
@@ -209,6 +211,19 @@ def check_out(out: Path, *, overwrite: bool = False) -> None:
             f"--out {out} is not empty ({shown}): the model would overwrite what is there; "
             "give a new or empty folder, or --overwrite to write over it"
         )
+
+
+def _refuse_unsafe_entries(out: Path) -> None:
+    """Refuse ``--overwrite`` into a folder holding a link or a file that is not a regular
+    one (a FIFO, a device): the model's files are written in place, so a link there would
+    write through it to another file and a FIFO would hang the write (audit 14e F3)."""
+    for entry in sorted(out.iterdir()):
+        kind = "a link" if entry.is_symlink() else not_a_file(entry)
+        if kind is not None and kind != "a folder":
+            raise UsageError(
+                f"--out {out} holds {entry.name}, {kind}: the model's files are written in "
+                "place and would go through it; remove it or give another folder"
+            )
 
 
 def expert_chats(config: TinyConfig) -> list[tuple[list[Message], list[dict[str, Any]]]]:

@@ -49,7 +49,7 @@ from stategym.kernel.protocol import (
 from stategym.kernel.task import Task
 from stategym.rendering.base import Message
 from stategym.rendering.handles import Handles
-from stategym.rendering.messages import ANSWERED, STATEFUL, offered_tools
+from stategym.rendering.messages import offered_tools, protocol_ending
 
 COMPACT_PROTOCOL = """\
 How to work:
@@ -85,7 +85,7 @@ class CompactRenderer:
         return self._tools
 
     def system_prompt(self, demonstrations: str = "") -> str:
-        ending = ANSWERED if self.domain.judges_answer(self.knobs) else STATEFUL
+        ending = protocol_ending(self.domain, self.knobs)
         lines = [_signature(t["function"]) for t in self._tools]
         instructions = self.domain.instructions_for(self.knobs)
         parts = [instructions, COMPACT_PROTOCOL + "\n" + ending, "\n".join(lines)]

@@ -45,11 +45,14 @@ from stategym.kernel.trajectory import Trajectory
 from stategym.kernel.validation import read_action
 from stategym.rendering.base import Message, Renderer, transcript
 
-PROMPT_VERSION = 2
+PROMPT_VERSION = 3
 """Bump on any change to the wording below, to transcripts or to tool rendering.
 
 2: the ending rule (and ``finish``'s schema) follows ``Domain.judges_answer``, so ``lookup``
-with stateful knobs is told that ``finish(answer)`` is required."""
+with stateful knobs is told that ``finish(answer)`` is required.
+3: tool descriptions say a hold or a cart line sets nothing aside (audit 14a F4); with the
+``irreversible`` knob off, the stateful ending (:data:`UNDOABLE`), the tools' ``undoable``
+sentences and the domains' ``undoable_instructions`` state the undo terms (audits 14d, 14e)."""
 
 PROTOCOL = """\
 How to work:
@@ -65,6 +68,13 @@ STATEFUL = """\
 decision depends on first, get the user's agreement, then commit once.
 - Call finish when the request is done, or when it cannot be done."""
 
+UNDOABLE = """\
+- Some tools change the world; here every change can be undone (a payment is refunded in \
+full). Observe what a decision depends on first, get the user's agreement, then commit once.
+- Call finish when the request is done, or when it cannot be done."""
+"""The stateful ending where the ``irreversible`` knob is off: :data:`STATEFUL` says changes
+cannot be undone, which there is false (:func:`protocol_ending`)."""
+
 ANSWERED = """\
 - Only look-up tools are available: nothing can be booked or changed.
 - End with finish(answer=...) naming the id of the option you recommend, or 'none' if no \
@@ -74,6 +84,15 @@ EXAMPLES_HEADER = (
     "Here are complete example episodes on other tasks. They show the protocol; the facts in "
     "them do not apply to your task."
 )
+
+
+def protocol_ending(domain: Domain, knobs: Knobs) -> str:
+    """The protocol's ending rule for an episode of ``domain`` under ``knobs``: answer with
+    ``finish(answer=...)`` where the episode is judged on its answer, else commit once, with
+    irreversibility stated only where the knob makes it true."""
+    if domain.judges_answer(knobs):
+        return ANSWERED
+    return STATEFUL if knobs.irreversible else UNDOABLE
 
 
 def offered_tools(domain: Domain, knobs: Knobs) -> list[dict[str, Any]]:
@@ -154,7 +173,7 @@ class MessageRenderer:
         return self._tools
 
     def system_prompt(self, demonstrations: str = "") -> str:
-        ending = ANSWERED if self.domain.judges_answer(self.knobs) else STATEFUL
+        ending = protocol_ending(self.domain, self.knobs)
         parts = [self.domain.instructions_for(self.knobs), PROTOCOL + "\n" + ending]
         if demonstrations:
             parts.append(demonstrations)

@@ -435,9 +435,14 @@ def weights_digest(model: Any) -> str:
 
 
 def publish(run: Path, folder: Path) -> Path:
-    """Copy a checkpoint's model to ``RUN/model`` (the run's final policy)."""
+    """Copy a checkpoint's model to ``RUN/model`` (the run's final policy).
+
+    A link or a file at ``RUN/model`` is removed as a name, never followed: what a link
+    points to is the user's, and ``rmtree`` refuses links (a traceback, audit 14e F4)."""
     final = run / FINAL
-    if final.exists():
+    if final.is_symlink() or final.is_file():
+        final.unlink()
+    elif final.exists():
         shutil.rmtree(final)
     shutil.copytree(folder, final, ignore=shutil.ignore_patterns(OPTIMISER, STATE))
     return final

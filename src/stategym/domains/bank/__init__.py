@@ -207,5 +207,8 @@ DOMAIN = Domain(
         "another currency, get the user's agreement, then send once: sent money cannot be "
         "recalled. A route is an account id followed by STD or EXP (standard or express rail)."
     ),
+    undoable_instructions={
+        "sent money cannot be recalled.": "recall_transfer brings sent money back in full."
+    },
     env_id="stategym/Bank-v0",
 )

@@ -226,7 +226,12 @@ def check_deletion(world: CloudWorld, volume_id: str) -> dict[str, Any]:
     }
 
 
-@tool(effect=Effect.COMMIT)
+@tool(
+    effect=Effect.COMMIT,
+    undoable={
+        "Deletion is permanent.": "A deleted volume can be brought back with restore_volume."
+    },
+)
 def delete_volume(world: CloudWorld, volume_id: str) -> dict[str, Any]:
     """Delete a volume and all its data. Deletion is permanent. Snapshots of it that have not
     completed yet fail.
