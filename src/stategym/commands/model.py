@@ -74,8 +74,8 @@ def out_dir(text: str) -> Path:
 def main(args: argparse.Namespace) -> int:
     from stategym.kernel.errors import UsageError
     from stategym.kernel.files import read_json
-    from stategym.llm.model_files import RECORD_FILE
-    from stategym.llm.tiny import TinyConfig, check_config, check_out, init_model
+    from stategym.llm.model_files import RECORD_FILE, check_out
+    from stategym.llm.tiny import TinyConfig, check_config, init_model
 
     if args.action == "info":
         return _info(args.path)

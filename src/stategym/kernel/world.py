@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import orjson
 
+from stategym.kernel.errors import ToolError
 from stategym.kernel.task import Event, EventKind
 
 K = TypeVar("K")
@@ -213,3 +214,35 @@ class World:
 
 def _no_table(world: type[World], name: str) -> str:
     return f"{world.__name__} has no table {name!r} (its tables: {', '.join(world.TABLES)})"
+
+
+class HoldRecord(Protocol):
+    """What :func:`usable_hold` reads of a domain's hold (travel's fare hold, meetings' room
+    hold, a synthetic hold)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def expires_at(self) -> int | None: ...
+
+
+H = TypeVar("H", bound=HoldRecord)
+
+
+def usable_hold(holds: Table[str, H], hold_id: str, clock: int, again: str) -> H:
+    """The hold ``hold_id`` a commit pays with, once it exists, is unused and has not expired
+    at ``clock`` (``again``: what the expiry error tells the agent to do, "hold the fare
+    again"). Checks only: the caller marks it used after every other check has passed.
+
+    Raises:
+        ToolError: no such hold, already used, or expired.
+    """
+    hold = holds.get(hold_id)
+    if hold is None:
+        raise ToolError(f"no hold {hold_id}")
+    if hold.status != "active":
+        raise ToolError(f"hold {hold_id} was already used")
+    if hold.expires_at is not None and clock > hold.expires_at:
+        raise ToolError(f"hold {hold_id} expired at t={hold.expires_at}; {again}")
+    return hold

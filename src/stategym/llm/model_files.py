@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import NotJSON, json_value
+from stategym.kernel.files import NotJSON, json_value, not_a_file
 
 RECORD_FILE = "stategym_model.json"
 """stategym's record in a model folder: the recipe of ``stategym model init``, or the
@@ -361,3 +361,39 @@ def quiet_loading() -> Iterator[None]:
         logging.set_verbosity(verbosity)
         if bars:
             logging.enable_progress_bar()
+
+
+def check_out(out: Path, *, overwrite: bool = False) -> None:
+    """Refuse to write the model where it would replace something: a non-empty ``out``
+    (a run directory, another model) unless ``overwrite``, or a file.
+
+    Raises:
+        UsageError: ``out`` is a file, or a folder that is not empty (and not ``overwrite``).
+    """
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder")
+    if overwrite:
+        _refuse_unsafe_entries(out)
+        return
+    held = sorted(entry.name for entry in out.iterdir())
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise UsageError(
+            f"--out {out} is not empty ({shown}): the model would overwrite what is there; "
+            "give a new or empty folder, or --overwrite to write over it"
+        )
+
+
+def _refuse_unsafe_entries(out: Path) -> None:
+    """Refuse ``--overwrite`` into a folder holding a link or a file that is not a regular
+    one (a FIFO, a device): the model's files are written in place, so a link there would
+    write through it to another file and a FIFO would hang the write (audit 14e F3)."""
+    for entry in sorted(out.iterdir()):
+        kind = "a link" if entry.is_symlink() else not_a_file(entry)
+        if kind is not None and kind != "a folder":
+            raise UsageError(
+                f"--out {out} holds {entry.name}, {kind}: the model's files are written in "
+                "place and would go through it; remove it or give another folder"
+            )

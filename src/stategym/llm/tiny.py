@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import not_a_file
 from stategym.kernel.knobs import Knobs
-from stategym.llm.model_files import RECORD_FILE
+from stategym.llm.model_files import RECORD_FILE, check_out
 from stategym.llm.prompt import PROMPT_VERSION, Message, first_messages, transcript
 
 if TYPE_CHECKING:
@@ -188,42 +187,6 @@ def check_config(config: TinyConfig) -> None:
         Knobs.parse(config.knobs)
     except ValueError as error:
         raise UsageError(f"--knobs {config.knobs!r}: {error}") from None
-
-
-def check_out(out: Path, *, overwrite: bool = False) -> None:
-    """Refuse to write the model where it would replace something: a non-empty ``out``
-    (a run directory, another model) unless ``overwrite``, or a file.
-
-    Raises:
-        UsageError: ``out`` is a file, or a folder that is not empty (and not ``overwrite``).
-    """
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a folder")
-    if overwrite:
-        _refuse_unsafe_entries(out)
-        return
-    held = sorted(entry.name for entry in out.iterdir())
-    if held:
-        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
-        raise UsageError(
-            f"--out {out} is not empty ({shown}): the model would overwrite what is there; "
-            "give a new or empty folder, or --overwrite to write over it"
-        )
-
-
-def _refuse_unsafe_entries(out: Path) -> None:
-    """Refuse ``--overwrite`` into a folder holding a link or a file that is not a regular
-    one (a FIFO, a device): the model's files are written in place, so a link there would
-    write through it to another file and a FIFO would hang the write (audit 14e F3)."""
-    for entry in sorted(out.iterdir()):
-        kind = "a link" if entry.is_symlink() else not_a_file(entry)
-        if kind is not None and kind != "a folder":
-            raise UsageError(
-                f"--out {out} holds {entry.name}, {kind}: the model's files are written in "
-                "place and would go through it; remove it or give another folder"
-            )
 
 
 def expert_chats(config: TinyConfig) -> list[tuple[list[Message], list[dict[str, Any]]]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from stategym.kernel.errors import ToolError
 from stategym.kernel.tools import Effect, tool
-from stategym.kernel.world import USER_ACCOUNT
+from stategym.kernel.world import USER_ACCOUNT, usable_hold
 
 from .timegrid import CELL, CLOSE, FULL, OPEN, Availability, cells, clock, minutes, option_id, span
 from .world import FACILITIES_ACCOUNT, Hold, Invitation, MeetingsWorld, Person, RoomBooking
@@ -194,13 +194,7 @@ def send_invitation(world: MeetingsWorld, hold_id: str) -> dict[str, Any]:
     Args:
         hold_id: a hold from hold_room that has not expired.
     """
-    hold = world.holds.get(hold_id)
-    if hold is None:
-        raise ToolError(f"no hold {hold_id}")
-    if hold.status != "active":
-        raise ToolError(f"hold {hold_id} was already used")
-    if hold.expires_at is not None and world.clock > hold.expires_at:
-        raise ToolError(f"hold {hold_id} expired at t={hold.expires_at}; hold the room again")
+    hold = usable_hold(world.holds, hold_id, world.clock, "hold the room again")
     cells_ = span(hold.start, hold.start + hold.duration)
     for booking in world.bookings(hold.room_id, hold.day):
         if span(booking.start, booking.end) & cells_:

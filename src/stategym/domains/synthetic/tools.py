@@ -13,7 +13,7 @@ from typing import Any
 
 from stategym.kernel.errors import ToolError
 from stategym.kernel.tools import Effect, Param, Tool, undoable_pairs
-from stategym.kernel.world import USER_ACCOUNT
+from stategym.kernel.world import USER_ACCOUNT, usable_hold
 from stategym.topology.motifs import Spec
 
 from .surface import Surface
@@ -270,7 +270,11 @@ def _buy(spec: Spec, surface: Surface) -> Callable[..., Any]:
     def run(world: SynthWorld, **arguments: Any) -> dict[str, Any]:
         # Every check comes before the first write: a buy that fails leaves the world as it
         # was (its hold still active), as every tool's ToolError must.
-        hold = _usable_hold(world, arguments[arg]) if spec.verifycommit else None
+        hold = (
+            usable_hold(world.holds, arguments[arg], world.clock, "hold again")
+            if spec.verifycommit
+            else None
+        )
         option = _option(world, arguments[arg] if hold is None else hold.option, surface)
         price = option.price if hold is None else hold.price
         if spec.precond and option.id not in world.prepared:
@@ -288,18 +292,6 @@ def _buy(spec: Spec, surface: Surface) -> Callable[..., Any]:
         return {"purchase_id": purchase.id, "option": option.id, "charged": price}
 
     return run
-
-
-def _usable_hold(world: SynthWorld, hold_id: str) -> Hold:
-    """The hold a buy pays with, once it exists, is unused and has not expired."""
-    hold = world.holds.get(hold_id)
-    if hold is None:
-        raise ToolError(f"no hold {hold_id}")
-    if hold.status != "active":
-        raise ToolError(f"hold {hold.id} was already used")
-    if hold.expires_at is not None and world.clock > hold.expires_at:
-        raise ToolError(f"hold {hold.id} expired at t={hold.expires_at}; hold again")
-    return hold
 
 
 def _cancel(world: SynthWorld, purchase_id: str) -> dict[str, Any]:

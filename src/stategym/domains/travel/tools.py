@@ -8,7 +8,7 @@ from typing import Any
 
 from stategym.kernel.errors import ToolError
 from stategym.kernel.tools import Effect, tool
-from stategym.kernel.world import USER_ACCOUNT
+from stategym.kernel.world import USER_ACCOUNT, usable_hold
 
 from .world import AIRLINE_ACCOUNT, Booking, Hold, TravelWorld
 
@@ -115,13 +115,7 @@ def book_and_pay(world: TravelWorld, hold_id: str) -> dict[str, Any]:
     Args:
         hold_id: a hold from hold_fare that has not expired.
     """
-    hold = world.holds.get(hold_id)
-    if hold is None:
-        raise ToolError(f"no hold {hold_id}")
-    if hold.status != "active":
-        raise ToolError(f"hold {hold_id} was already used")
-    if hold.expires_at is not None and world.clock > hold.expires_at:
-        raise ToolError(f"hold {hold_id} expired at t={hold.expires_at}; hold the fare again")
+    hold = usable_hold(world.holds, hold_id, world.clock, "hold the fare again")
     flight = world.flights[hold.flight_id]
     if flight.seats <= 0:
         raise ToolError(f"flight {flight.id} sold out before payment")
