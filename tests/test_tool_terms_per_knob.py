@@ -5,7 +5,7 @@
   full, yet every description said "Payment cannot be undone", "others refund nothing", "a
   restocking fee", "cannot be recalled" under every knob: the model was told the opposite
   of its world in the setting that tests whether it uses reversibility (F1). Now each such
-  sentence is declared with the one that replaces it there (``@tool(undoable=...)``), the
+  sentence is declared with the one that replaces it there (``@tool(when_off=...)``), the
   environment and the renderers offer the same text, and the replacements are checked
   against what the undo tools do.
 * An argument echoed back by another call of the round (``verify_payee(name="")`` beside a
@@ -27,7 +27,7 @@ from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import CallBatch, ToolCall
-from stategym.kernel.tools import Effect, tool
+from stategym.kernel.tools import Effect, Tool, tool
 from stategym.kernel.trajectory import Trajectory
 from stategym.metrics import Kind, score
 from stategym.registry import all_domains
@@ -37,6 +37,11 @@ from stategym.rollout import run_episode
 SYNTH = "synth:chain2+fanout3+askgate+verifycommit+conflict+precond"
 DOMAINS = [*sorted(all_domains()), SYNTH]
 OFF = Knobs(irreversible=False)
+
+
+def _undoable(t: Tool) -> list[tuple[str, str]]:
+    """The ``(said, replacement)`` pairs a tool declares for the ``irreversible`` knob."""
+    return [(said, undone) for knob, said, undone in t.when_off if knob == "irreversible"]
 
 
 def _descriptions(env: Env) -> dict[str, str]:
@@ -58,9 +63,8 @@ def test_no_sentence_true_only_of_an_irreversible_world_is_offered_without_it(
     domain: str,
 ) -> None:
     on, off = _descriptions(Env(domain)), _descriptions(Env(domain, knobs=OFF))
-    undoable = [t for t in Env(domain).domain.tools if t.undoable]
-    for t in undoable:
-        for said, undone in t.undoable:
+    for t in Env(domain).domain.tools:
+        for said, undone in _undoable(t):
             assert said in on[t.name] and said not in off[t.name]
             assert undone in off[t.name]
     for text in off.values():
@@ -71,13 +75,13 @@ def test_no_sentence_true_only_of_an_irreversible_world_is_offered_without_it(
 def test_every_domain_that_commits_money_declares_its_undoable_terms() -> None:
     for domain in ("travel", "bank", "shop", "meetings", SYNTH):
         commits = [t for t in Env(domain).domain.tools if t.effect is Effect.COMMIT]
-        assert any(t.undoable for t in commits), domain
+        assert any(_undoable(t) for t in commits), domain
 
 
 def test_a_sentence_the_docstring_does_not_hold_fails_at_declaration() -> None:
-    with pytest.raises(ValueError, match="not in its description"):
+    with pytest.raises(ValueError, match="not in its text"):
 
-        @tool(effect=Effect.COMMIT, undoable={"Payment is final.": "It is not."})
+        @tool(effect=Effect.COMMIT, when_off={"irreversible": {"Payment is final.": "It is not."}})
         def pay(world: object, amount: int) -> None:
             """Pay. Payment cannot be undone.
 
@@ -194,8 +198,10 @@ def test_the_gym_reset_info_gives_the_instructions_of_its_knobs() -> None:
 
 def test_an_undoable_instruction_the_instructions_do_not_hold_fails_to_build() -> None:
     shop = Env("shop").domain
-    with pytest.raises(ValueError, match="not in its description"):
-        dataclasses.replace(shop, undoable_instructions={"Returns are final.": "They are not."})
+    with pytest.raises(ValueError, match="not in its text"):
+        dataclasses.replace(
+            shop, instructions_when_off={"irreversible": {"Returns are final.": "They are not."}}
+        )
 
 
 # -- the whole prompt, not its parts: every domain, both renderings (audit 14e F1, F2) ------

@@ -24,7 +24,8 @@ def test_tools_and_ending_follow_the_environment(name: str, knobs: Knobs) -> Non
         assert renderer.tools == env.tool_schemas
         prompt = renderer.system_prompt()
         judged = env.domain.judges_answer(knobs)
-        assert (ANSWERED in prompt) is judged and (STATEFUL in prompt) is not judged
+        answered = ANSWERED.format(answer_form=env.domain.answer_form)
+        assert (answered in prompt) is judged and (STATEFUL in prompt) is not judged
 
 
 def test_lookup_is_told_that_finish_needs_an_answer() -> None:

@@ -106,9 +106,13 @@ def test_a_policy_that_diverges_stops_in_one_line(
 ) -> None:
     """The auditor's ``--lr 1e10``: after iteration 1 the weights are finite but their logits
     are not; iteration 2's sampling is refused in one line, and asyncio reports no task
-    that failed again as the loop closed (pytest takes its log records: ``caplog``)."""
+    that failed again as the loop closed (pytest takes its log records: ``caplog``).
+
+    ``--entropy`` gives iteration 1 a gradient whatever its rewards: where every group's
+    episodes score alike, the policy term is zero and nothing moves (prompt version 4's
+    wording gave such an iteration 1, and the divergence came an iteration later)."""
     argv = ["train", "grpo", "--init", str(sft_run), *GRPO, "--lr", "1e10", "--credit", "gigpo",
-            "--out", str(tmp_path / "g")]  # fmt: skip
+            "--entropy", "0.01", "--out", str(tmp_path / "g")]  # fmt: skip
     error = refused(capsys, argv, "logits are not finite")
     assert "lower --lr" in error and "error: iteration 1: " in error
     assert not [r.getMessage() for r in caplog.records if r.name == "asyncio"]

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stategym.kernel.errors import StateGymError, UnknownDomainError
+from stategym.kernel.knob_text import flattened, knob_sentences, text_for
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import DecisionPoint, GoldCall, GoldEdge, Task
-from stategym.kernel.tools import Effect, Tool, undoable_pairs
+from stategym.kernel.tools import OPTION_ANSWER, Effect, Tool, finish_tool_schema
 from stategym.kernel.world import World
 
 if TYPE_CHECKING:
@@ -64,9 +65,17 @@ class Domain:
             decision points rebuilt for another set of best options by the generator's own
             gold-building code (for counterfactual probes); ``None`` where the gold calls name
             the best option ids directly, so rewriting those ids is enough.
-        undoable_instructions: sentences of ``instructions`` true only while the
-            ``irreversible`` knob is on, each mapped to the one that replaces it with the
-            knob off (:meth:`instructions_for`); each must occur in ``instructions``.
+        instructions_when_off: for a knob, the sentences of ``instructions`` true only
+            while it is on, each mapped to the one that replaces it with the knob off
+            (:meth:`instructions_for`; the rules are :mod:`~stategym.kernel.knob_text`'s).
+        answer_instructions: the instructions where the ``stateful`` knob is off: only the
+            look-up tools are offered and the episode is judged on its answer, so steps that
+            hold, pay or send would name tools the model does not have; empty where
+            ``instructions`` already fit (a read-only domain).
+        moves: what changes on the clock where the ``dynamics`` knob is on, as the prompt
+            says it.
+        answer_form: what ``finish(answer=...)`` names where an episode is judged on its
+            answer (:meth:`judges_answer`), as the prompt's ending and ``finish`` say it.
     """
 
     name: str
@@ -81,20 +90,28 @@ class Domain:
     env_id: str = ""
     read_only: bool = False
     regold: Callable[[Task, tuple[str, ...]], GoldGraph] | None = None
-    undoable_instructions: Mapping[str, str] = field(default_factory=dict, hash=False)
+    instructions_when_off: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
+    answer_instructions: str = ""
+    moves: str = "Prices and availability may change and holds may expire."
+    answer_form: str = OPTION_ANSWER
 
     def __post_init__(self) -> None:
-        undoable_pairs(f"{self.name} instructions", self.instructions, self.undoable_instructions)
+        knob_sentences(f"{self.name} instructions", self.instructions, self.instructions_when_off)
 
     def instructions_for(self, knobs: Knobs) -> str:
-        """The domain's part of the system prompt under ``knobs``: with ``irreversible`` off,
-        each sentence of :attr:`undoable_instructions` replaced by its own, as the tools'
-        descriptions are (:meth:`~stategym.kernel.tools.Tool.schema_for`)."""
-        text = self.instructions
-        if not knobs.irreversible:
-            for said, undone in self.undoable_instructions.items():
-                text = text.replace(said, undone)
-        return text
+        """The domain's part of the system prompt under ``knobs``: each sentence of
+        :attr:`instructions_when_off` whose knob is off replaced, as the tools' descriptions
+        are (:meth:`~stategym.kernel.tools.Tool.schema_for`); with ``stateful`` off,
+        :attr:`answer_instructions` where the domain has them."""
+        if not knobs.stateful and self.answer_instructions:
+            return self.answer_instructions
+        return text_for(self.instructions, flattened(self.instructions_when_off), knobs)
+
+    def tool_schemas(self, knobs: Knobs) -> list[dict[str, Any]]:
+        """The schemas an episode under ``knobs`` offers, ``finish`` last: what the
+        environment offers and the renderers show, one list for both."""
+        schemas = [t.schema_for(knobs) for t in self.available_tools(knobs)]
+        return [*schemas, finish_tool_schema(not self.judges_answer(knobs), self.answer_form)]
 
     def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
         """Tools offered under these knobs: read-only tools alone when statefulness is off."""

@@ -40,7 +40,7 @@ from stategym.kernel.provenance import Origin, Provenance, Source
 from stategym.kernel.reward import OutcomeReward, RewardFn, RoundReward, outcome_reward
 from stategym.kernel.snapshot import Ending, EnvSnapshot
 from stategym.kernel.task import SEED_LIMIT, EventKind, Task, Value, check_seed
-from stategym.kernel.tools import Tool, finish_tool_schema
+from stategym.kernel.tools import Tool
 from stategym.kernel.trajectory import (
     TRAJECTORY_VERSION,
     CallRecord,
@@ -148,9 +148,7 @@ class Env:
         tools = self.domain.available_tools(knobs)
         self._tool_knobs = knobs
         self._tools = {t.name: t for t in tools}
-        self._schemas = [t.schema_for(irreversible=knobs.irreversible) for t in tools] + [
-            finish_tool_schema(not self.domain.judges_answer(knobs))
-        ]
+        self._schemas = self.domain.tool_schemas(knobs)
 
     @property
     def agent(self) -> str:

@@ -33,6 +33,8 @@ from enum import StrEnum
 from typing import Any, Literal, get_args, get_origin
 
 from stategym.kernel.errors import AgentFormatError
+from stategym.kernel.knob_text import KnobSentences, knob_sentences, text_for
+from stategym.kernel.knobs import Knobs
 
 
 class Effect(StrEnum):
@@ -119,23 +121,31 @@ class Tool:
     description: str
     params: tuple[Param, ...]
     schema: dict[str, Any]
-    undoable: tuple[tuple[str, str], ...] = ()
+    when_off: KnobSentences = ()
 
-    def schema_for(self, *, irreversible: bool) -> dict[str, Any]:
-        """The schema the model sees in a world whose ``irreversible`` knob is as given: with
-        it off, each ``(said, undone)`` pair of :attr:`undoable` replaces the sentence
-        ``said`` by ``undone`` in the description (a payment that can be undone is not
-        described as final, nor a refund in full as a fee).
-
-        *Why*: the description is all the model knows of the tool's terms, and the knob
-        changes those terms; a text true under one setting only would mislead the agent in
-        exactly the setting that tests whether it uses reversibility (audit 14d F1).
-        """
-        if irreversible or not self.undoable:
+    def schema_for(self, knobs: Knobs) -> dict[str, Any]:
+        """The schema the model sees in a world with ``knobs``: each sentence of
+        :attr:`when_off` whose knob is off replaced, in the description and the arguments'
+        texts (a payment that can be undone is not described as final, a price that cannot
+        move as one that can; :mod:`~stategym.kernel.knob_text`)."""
+        if all(getattr(knobs, knob) for knob, _, _ in self.when_off):
             return self.schema
-        description = _undone(self.description, self.undoable)
-        function = {**self.schema["function"], "description": description}
-        return {**self.schema, "function": function}
+        function = self.schema["function"]
+        parameters = function["parameters"]
+        properties = {
+            name: {**body, "description": text_for(body["description"], self.when_off, knobs)}
+            if "description" in body
+            else body
+            for name, body in parameters["properties"].items()
+        }
+        return {
+            **self.schema,
+            "function": {
+                **function,
+                "description": text_for(self.description, self.when_off, knobs),
+                "parameters": {**parameters, "properties": properties},
+            },
+        }
 
     def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check decoded arguments against the signature and fill defaults.
@@ -188,21 +198,26 @@ def _tool_named(module: str, name: str) -> Tool:
 
 
 def tool(
-    *, effect: Effect, latency: int = 1, undoable: Mapping[str, str] | None = None
+    *,
+    effect: Effect,
+    latency: int = 1,
+    when_off: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool with an effect and a latency (clock ticks).
 
     Args:
         effect: what the tool does to the world.
         latency: clock ticks a call takes.
-        undoable: sentences of the docstring that hold only while the ``irreversible`` knob
-            is on, each mapped to the sentence that replaces it with the knob off
-            (:meth:`Tool.schema_for`); each must occur in the description.
+        when_off: for a knob, the sentences of the docstring (its description or an
+            argument's text) true only while it is on, each
+            mapped to the sentence that replaces it with the knob off
+            (:meth:`Tool.schema_for`, checked by :func:`~stategym.kernel.knob_text.knob_sentences`).
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         description, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
-        pairs = undoable_pairs(fn.__name__, description, undoable)
+        read = "\n".join((description, *arg_docs.values()))  # all the model reads of it
+        sentences = knob_sentences(f"tool {fn.__name__}", read, when_off)
         hints = typing.get_type_hints(fn)
         params = []
         for index, (name, parameter) in enumerate(inspect.signature(fn).parameters.items()):
@@ -230,31 +245,9 @@ def tool(
                 },
             },
         }
-        return Tool(fn.__name__, fn, effect, latency, description, tuple(params), schema, pairs)
+        return Tool(fn.__name__, fn, effect, latency, description, tuple(params), schema, sentences)
 
     return wrap
-
-
-def undoable_pairs(
-    name: str, description: str, undoable: Mapping[str, str] | None
-) -> tuple[tuple[str, str], ...]:
-    """``undoable`` as pairs, once each sentence is seen in ``description`` (so a reworded
-    docstring fails at import, not by silently keeping the final-sounding text).
-
-    Raises:
-        ValueError: a sentence the description does not hold.
-    """
-    pairs = tuple((undoable or {}).items())
-    for said, _ in pairs:
-        if said not in description:
-            raise ValueError(f"tool {name}: {said!r} is not in its description")
-    return pairs
-
-
-def _undone(description: str, pairs: tuple[tuple[str, str], ...]) -> str:
-    for said, undone in pairs:
-        description = description.replace(said, undone)
-    return description
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
@@ -277,13 +270,18 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(head.split()), args
 
 
-def finish_tool_schema(stateful: bool) -> dict[str, Any]:
-    """Schema of the built-in ``finish`` tool."""
+OPTION_ANSWER = "the id of the option you recommend, or 'none' if no option fits"
+"""What ``finish(answer=...)`` names in a domain judged on its answer, unless the domain says
+otherwise (:attr:`~stategym.kernel.domain.Domain.answer_form`)."""
+
+
+def finish_tool_schema(stateful: bool, answer_form: str = OPTION_ANSWER) -> dict[str, Any]:
+    """Schema of the built-in ``finish`` tool; ``answer_form`` says what the answer names
+    where the episode is judged on it (``stateful`` false)."""
     description = (
         "End the episode. Call it once the user's request is done, or when it cannot be done."
         if stateful
-        else "End the episode with your answer: the id of the option you recommend, "
-        "or 'none' if no option fits."
+        else f"End the episode with your answer: {answer_form}."
     )
     return {
         "type": "function",

@@ -40,19 +40,26 @@ from stategym.kernel.protocol import (
     action_to_message,
 )
 from stategym.kernel.task import Task
-from stategym.kernel.tools import finish_tool_schema
 from stategym.kernel.trajectory import Trajectory
 from stategym.kernel.validation import read_action
 from stategym.rendering.base import Message, Renderer, transcript
 
-PROMPT_VERSION = 3
+PROMPT_VERSION = 4
 """Bump on any change to the wording below, to transcripts or to tool rendering.
 
 2: the ending rule (and ``finish``'s schema) follows ``Domain.judges_answer``, so ``lookup``
 with stateful knobs is told that ``finish(answer)`` is required.
 3: tool descriptions say a hold or a cart line sets nothing aside (audit 14a F4); with the
 ``irreversible`` knob off, the stateful ending (:data:`UNDOABLE`), the tools' ``undoable``
-sentences and the domains' ``undoable_instructions`` state the undo terms (audits 14d, 14e)."""
+sentences and the domains' ``undoable_instructions`` state the undo terms (audits 14d, 14e).
+4: every knob's terms (:mod:`~stategym.kernel.knob_text`): with ``dynamics`` off the clock
+line says nothing changes on its own and the tools that said prices move or holds expire say
+otherwise; with ``stateful`` off the domain's ``answer_instructions`` and tools that name no
+tool the model lacks; ``finish`` and the ending name each domain's answer
+(``Domain.answer_form``: lookup's is an entity id or a number); the clock line names what
+moves in the domain (``Domain.moves``); travel's search says a held fare keeps its price;
+synthetic texts take "an" before a vowel ("an option"), and the stateless travel and
+synthetic requests no longer say "the best a flight"."""
 
 PROTOCOL = """\
 How to work:
@@ -60,8 +67,11 @@ How to work:
 - Tool calls in the same reply run together, in parallel: none of them sees another's result. \
 Put calls in one reply only when none needs a value another one returns.
 - A reply without tool calls is sent to the user. Ask the user only for what only they know; \
-look up whatever a tool can tell you.
-- The clock advances every round. Prices and availability may change and holds may expire."""
+look up whatever a tool can tell you."""
+
+STILL = "- Nothing changes on its own: what a tool shows stays so unless you change it."
+"""The clock line where the world does not move: the ``dynamics`` knob is off, or the domain
+is read-only (:func:`clock_line`)."""
 
 STATEFUL = """\
 - Some tools change the world, and some changes cannot be undone (a payment). Observe what a \
@@ -77,8 +87,9 @@ cannot be undone, which there is false (:func:`protocol_ending`)."""
 
 ANSWERED = """\
 - Only look-up tools are available: nothing can be booked or changed.
-- End with finish(answer=...) naming the id of the option you recommend, or 'none' if no \
-option fits."""
+- End with finish(answer=...) giving {answer_form}."""
+"""The ending of an episode judged on its answer; ``answer_form`` is the domain's
+(:attr:`~stategym.kernel.domain.Domain.answer_form`)."""
 
 EXAMPLES_HEADER = (
     "Here are complete example episodes on other tasks. They show the protocol; the facts in "
@@ -91,14 +102,22 @@ def protocol_ending(domain: Domain, knobs: Knobs) -> str:
     ``finish(answer=...)`` where the episode is judged on its answer, else commit once, with
     irreversibility stated only where the knob makes it true."""
     if domain.judges_answer(knobs):
-        return ANSWERED
+        return ANSWERED.format(answer_form=domain.answer_form)
     return STATEFUL if knobs.irreversible else UNDOABLE
+
+
+def clock_line(domain: Domain, knobs: Knobs) -> str:
+    """The protocol's line on what moves: the domain's
+    :attr:`~stategym.kernel.domain.Domain.moves` where the ``dynamics`` knob is on, else that
+    nothing changes on its own (a read-only domain has nothing that moves whatever the knob)."""
+    if knobs.dynamics and not domain.read_only:
+        return f"- The clock advances every round. {domain.moves}"
+    return STILL
 
 
 def offered_tools(domain: Domain, knobs: Knobs) -> list[dict[str, Any]]:
     """The tools an episode offers, ``finish`` last, as the environment offers them."""
-    schemas = [t.schema_for(irreversible=knobs.irreversible) for t in domain.available_tools(knobs)]
-    return [*schemas, finish_tool_schema(not domain.judges_answer(knobs))]
+    return domain.tool_schemas(knobs)
 
 
 class RejectedReply(CallBatch):
@@ -174,7 +193,8 @@ class MessageRenderer:
 
     def system_prompt(self, demonstrations: str = "") -> str:
         ending = protocol_ending(self.domain, self.knobs)
-        parts = [self.domain.instructions_for(self.knobs), PROTOCOL + "\n" + ending]
+        rules = "\n".join((PROTOCOL, clock_line(self.domain, self.knobs), ending))
+        parts = [self.domain.instructions_for(self.knobs), rules]
         if demonstrations:
             parts.append(demonstrations)
         return "\n\n".join(parts)

@@ -207,8 +207,18 @@ DOMAIN = Domain(
         "another currency, get the user's agreement, then send once: sent money cannot be "
         "recalled. A route is an account id followed by STD or EXP (standard or express rail)."
     ),
-    undoable_instructions={
-        "sent money cannot be recalled.": "recall_transfer brings sent money back in full."
+    instructions_when_off={
+        "irreversible": {
+            "sent money cannot be recalled.": "recall_transfer brings sent money back in full."
+        }
     },
+    answer_instructions=(
+        "You are a banking assistant choosing how to pay a supplier's invoice for the user. "
+        "Read the invoice and the accounts, check the payee's name against the account number "
+        "(never recommend paying on a mismatch), compare the rails and exchange rates, ask the "
+        "user only for what only they know, and recommend one route. A route is an account id "
+        "followed by STD or EXP (standard or express rail)."
+    ),
+    answer_form="the route you recommend (like CA17EXP), or 'none' if no route fits",
     env_id="stategym/Bank-v0",
 )

@@ -1,5 +1,5 @@
-"""Bank tools. Each docstring is exactly what the model sees, as its ``undoable``
-sentences change it where the ``irreversible`` knob is off."""
+"""Bank tools. Each docstring is exactly what the model sees, as its ``when_off``
+sentences change it where a knob is off (:mod:`stategym.kernel.knob_text`)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,13 @@ def list_rails(world: BankWorld, iban: str) -> list[dict[str, Any]]:
     return [{"rail": t.rail, "fee": t.fee, "arrives_in_days": t.days} for t in world.base.rails]
 
 
-@tool(effect=Effect.READ)
+@tool(
+    effect=Effect.READ,
+    when_off={
+        "dynamics": {"Rates move": "Rates stay as shown"},
+        "stateful": {"; lock one to pay": ""},
+    },
+)
 def get_fx_rates(world: BankWorld, currency: str) -> list[dict[str, Any]]:
     """Indicative exchange rates for buying a currency: units sold per unit bought, and the
     conversion margin in basis points of the amount bought. Rates move; lock one to pay.
@@ -131,7 +137,7 @@ def get_fx_rates(world: BankWorld, currency: str) -> list[dict[str, Any]]:
     ]
 
 
-@tool(effect=Effect.WRITE)
+@tool(effect=Effect.WRITE, when_off={"dynamics": {", and when it expires": "; it does not expire"}})
 def lock_fx_rate(world: BankWorld, invoice_id: str, account_id: str, rail: Rail) -> dict[str, Any]:
     """Lock the exchange rate for paying an invoice from an account in another currency. The
     quote shows the exact debit and fees, and when it expires.
@@ -183,10 +189,12 @@ def _debit(world: BankWorld, account: Account, rail: str, quote_id: str) -> tupl
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "Sent money cannot be recalled.": (
-            "Sent money can be recalled with recall_transfer, its fees refunded too."
-        )
+    when_off={
+        "irreversible": {
+            "Sent money cannot be recalled.": (
+                "Sent money can be recalled with recall_transfer, its fees refunded too."
+            )
+        }
     },
 )
 def send_transfer(
@@ -230,10 +238,12 @@ def send_transfer(
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "Settled payments usually cannot be recalled.": (
-            "Any sent transfer can be recalled; what it debited, fees included, is refunded."
-        )
+    when_off={
+        "irreversible": {
+            "Settled payments usually cannot be recalled.": (
+                "Any sent transfer can be recalled; what it debited, fees included, is refunded."
+            )
+        }
     },
 )
 def recall_transfer(world: BankWorld, transfer_id: str) -> dict[str, Any]:

@@ -170,5 +170,12 @@ DOMAIN = Domain(
         "take the snapshot the retention policy requires and detach the volume if needed, "
         "check that the deletion is safe in a separate step, then delete once."
     ),
+    answer_instructions=(
+        "You are a cloud operations assistant. Look up what the tools can tell you, ask the "
+        "user only for what only they know, and recommend the one volume that can be deleted "
+        "under the retention policy and the user's needs, without changing anything."
+    ),
+    moves="Instances may start and idle volumes may be used again.",
+    answer_form="the id of the volume you recommend deleting, or 'none' if no volume fits",
     env_id="stategym/Cloud-v0",
 )

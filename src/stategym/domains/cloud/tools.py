@@ -228,8 +228,10 @@ def check_deletion(world: CloudWorld, volume_id: str) -> dict[str, Any]:
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "Deletion is permanent.": "A deleted volume can be brought back with restore_volume."
+    when_off={
+        "irreversible": {
+            "Deletion is permanent.": "A deleted volume can be brought back with restore_volume."
+        }
     },
 )
 def delete_volume(world: CloudWorld, volume_id: str) -> dict[str, Any]:

@@ -122,4 +122,5 @@ DOMAIN = Domain(
     ),
     env_id="stategym/Lookup-v0",
     read_only=True,
+    answer_form="the answer alone: the id of the entity (like T123), or the number",
 )

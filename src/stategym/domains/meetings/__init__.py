@@ -201,5 +201,16 @@ DOMAIN = Domain(
         "the organiser agrees. Send at most one invitation; send none if no time suits "
         "everyone who must attend."
     ),
+    answer_instructions=(
+        "You are an assistant choosing a time and a room for a meeting for the organiser (the "
+        "user). Look up what tools can tell you (the organiser's profile and team directory, "
+        "colleagues' time zones and working hours, calendars, rooms), ask the organiser only "
+        "for what only they know, and recommend the one time and room that suits everyone who "
+        "must attend."
+    ),
+    answer_form=(
+        "the id of the option you recommend (D<day>T<HHMM>M<minutes><ROOM>), or 'none' if no "
+        "time suits everyone who must attend"
+    ),
     env_id="stategym/Meetings-v0",
 )

@@ -1,5 +1,5 @@
-"""Meetings tools. Each docstring is exactly what the model sees, as its ``undoable``
-sentences change it where the ``irreversible`` knob is off."""
+"""Meetings tools. Each docstring is exactly what the model sees, as its ``when_off``
+sentences change it where a knob is off (:mod:`stategym.kernel.knob_text`)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,16 @@ def _check_hold(world: MeetingsWorld, room_id: str, start: str, duration: int) -
     return begin
 
 
-@tool(effect=Effect.WRITE)
+@tool(
+    effect=Effect.WRITE,
+    when_off={
+        "dynamics": {
+            ", and when the hold expires": "",
+            "It keeps nothing aside: sending the invitation fails if someone else books the "
+            "room first.": "It does not expire, and nobody else books rooms here.",
+        }
+    },
+)
 def hold_room(
     world: MeetingsWorld, room_id: str, day: int, start: str, duration: int
 ) -> dict[str, Any]:
@@ -184,7 +193,11 @@ def hold_room(
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={"a late cancellation usually forfeits the fee.": "the room fee is refunded in full."},
+    when_off={
+        "irreversible": {
+            "a late cancellation usually forfeits the fee.": "the room fee is refunded in full."
+        }
+    },
 )
 def send_invitation(world: MeetingsWorld, hold_id: str) -> dict[str, Any]:
     """Book the held room and send the meeting invitation to every attendee. The room fee is
@@ -226,10 +239,12 @@ def send_invitation(world: MeetingsWorld, hold_id: str) -> dict[str, Any]:
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "A late cancellation usually forfeits the room fee; the result shows any refund.": (
-            "The room fee is refunded in full."
-        )
+    when_off={
+        "irreversible": {
+            "A late cancellation usually forfeits the room fee; the result shows any refund.": (
+                "The room fee is refunded in full."
+            )
+        }
     },
 )
 def cancel_invitation(world: MeetingsWorld, invitation_id: str) -> dict[str, Any]:

@@ -191,6 +191,15 @@ DOMAIN = Domain(
         "policy's threshold, get the buyer's agreement, then check out once. Returns cost a "
         "restocking fee."
     ),
-    undoable_instructions={"Returns cost a restocking fee.": "Returns are refunded in full."},
+    instructions_when_off={
+        "irreversible": {"Returns cost a restocking fee.": "Returns are refunded in full."}
+    },
+    answer_instructions=(
+        "You are a purchasing assistant choosing equipment for a company team. Look up what "
+        "tools can tell you (account, purchasing policy, catalog, and for every product its "
+        "offers, shipping quote, stock and specification), ask the buyer only for what only "
+        "they know, compare every offer, and recommend the best one."
+    ),
+    answer_form="the id of the offer you recommend, or 'none' if no offer fits",
     env_id="stategym/Shop-v0",
 )

@@ -1,5 +1,5 @@
-"""Shop tools. Each docstring is exactly what the model sees, as its ``undoable``
-sentences change it where the ``irreversible`` knob is off."""
+"""Shop tools. Each docstring is exactly what the model sees, as its ``when_off``
+sentences change it where a knob is off (:mod:`stategym.kernel.knob_text`)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def get_account(world: ShopWorld) -> dict[str, Any]:
 @tool(effect=Effect.READ)
 def get_purchasing_policy(world: ShopWorld) -> dict[str, Any]:
     """Read the company purchasing policy: the vendors purchases may be made from, and the
-    order total above which checkout needs a purchase approval."""
+    order total above which an order needs a purchase approval."""
     policy = world.base.policy
     return {
         "approved_vendors": list(policy.approved_vendors),
@@ -80,7 +80,7 @@ def _product_offers(world: ShopWorld, product_id: str) -> list[Offer]:
     return [o for o in world.offers.values() if o.product_id == product_id and o.stock > 0]
 
 
-@tool(effect=Effect.READ, latency=2)
+@tool(effect=Effect.READ, latency=2, when_off={"dynamics": {", which can change": ""}})
 def get_offers(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
     """List the vendors' available offers for one product and their unit prices, which can
     change. Shipping and arrival come from get_shipping_quote, units on hand from check_stock.
@@ -121,7 +121,7 @@ def get_shipping_quote(world: ShopWorld, product_id: str, address_id: str) -> li
     ]
 
 
-@tool(effect=Effect.READ)
+@tool(effect=Effect.READ, when_off={"dynamics": {"Stock can change.": ""}})
 def check_stock(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
     """Check the units each vendor has on hand for one product. Stock can change.
 
@@ -134,7 +134,17 @@ def check_stock(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
     ]
 
 
-@tool(effect=Effect.WRITE)
+@tool(
+    effect=Effect.WRITE,
+    when_off={
+        "dynamics": {
+            "A line lasts until its expires_at but sets no stock aside and does not lock the "
+            "price: checkout charges current prices and fails if the offer sells out first.": (
+                "A line does not expire, and prices and stock do not change here."
+            )
+        }
+    },
+)
 def add_to_cart(world: ShopWorld, offer_id: str, quantity: int) -> dict[str, Any]:
     """Put units of an offer in the cart (one open cart; created on the first add). A line
     lasts until its expires_at but sets no stock aside and does not lock the price: checkout
@@ -217,7 +227,16 @@ def _active_lines(world: ShopWorld, cart_id: str) -> list[Line]:
     return [ln for ln in world.lines.values() if ln.cart_id == cart_id and ln.status == "active"]
 
 
-@tool(effect=Effect.READ)
+@tool(
+    effect=Effect.READ,
+    when_off={
+        "dynamics": {" and when it expires": ""},
+        "stateful": {
+            "and the total that checkout would charge": "and its total",
+            "the cart from add_to_cart.": "a cart id (nothing can be put in a cart here).",
+        },
+    },
+)
 def review_cart(world: ShopWorld, cart_id: str) -> dict[str, Any]:
     """Show the cart at current prices and stock: each line, whether its units are still in
     stock, its arrival day and when it expires, and the total that checkout would charge.
@@ -302,8 +321,10 @@ def _check_approval(
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "Returning it later costs a restocking fee.": "Returning it later refunds it in full."
+    when_off={
+        "irreversible": {
+            "Returning it later costs a restocking fee.": "Returning it later refunds it in full."
+        }
     },
 )
 def checkout(world: ShopWorld, cart_id: str, approval_id: str = "") -> dict[str, Any]:
@@ -345,10 +366,12 @@ def checkout(world: ShopWorld, cart_id: str, approval_id: str = "") -> dict[str,
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "The refund is what was paid minus a restocking fee.": (
-            "The refund is everything that was paid."
-        )
+    when_off={
+        "irreversible": {
+            "The refund is what was paid minus a restocking fee.": (
+                "The refund is everything that was paid."
+            )
+        }
     },
 )
 def return_order(world: ShopWorld, order_id: str) -> dict[str, Any]:

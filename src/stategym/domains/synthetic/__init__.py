@@ -20,7 +20,7 @@ from stategym.topology.motifs import Spec
 
 from .expert import synth_expert
 from .generator import generate
-from .surface import Surface, make_surface
+from .surface import Surface, make_surface, with_article
 from .tools import lookup_tools, source_tools, state_tools
 from .world import SynthWorld
 
@@ -125,11 +125,18 @@ def build_domain(spec: Spec) -> Domain:
         commitments=_commitments,
         expert=synth_expert(spec, surface),
         instructions=(
-            f"You are an assistant buying a {noun} for a user. Look up what the tools can "
-            "tell you, in the order their inputs require, ask the user only for what only "
-            f"they know, and buy exactly one {noun} that meets their needs, or none if "
+            f"You are an assistant buying {with_article(noun)} for a user. Look up what the "
+            "tools can tell you, in the order their inputs require, ask the user only for what "
+            f"only they know, and buy exactly one {noun} that meets their needs, or none if "
             "nothing does."
         ),
+        answer_instructions=(
+            f"You are an assistant choosing {with_article(noun)} for a user. Look up what the "
+            "tools can tell you, in the order their inputs require, ask the user only for what "
+            f"only they know, and recommend exactly one {noun} that meets their needs, or none "
+            "if nothing does."
+        ),
+        answer_form=f"the id of the {noun} you recommend, or 'none' if no {noun} fits",
     )
 
 

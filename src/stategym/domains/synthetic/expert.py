@@ -34,7 +34,7 @@ from stategym.topology.motifs import Spec
 
 from .beliefs import Beliefs, View
 from .generator import GATES
-from .surface import Surface
+from .surface import Surface, with_article
 from .tools import input_key, option_field
 
 QUESTIONS = {
@@ -77,7 +77,7 @@ def _script(spec: Spec, surface: Surface, task: Task, style: Style, first: Obser
             spec, surface, beliefs, style, choice, agreement
         ),
         nothing=f"No {surface.noun} meets your needs, so I bought nothing.",
-        give_up=f"I could not complete the purchase of a {surface.noun}.",
+        give_up=f"I could not complete the purchase of {with_article(surface.noun)}.",
     )
     yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
 

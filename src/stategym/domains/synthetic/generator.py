@@ -40,7 +40,7 @@ from stategym.kernel.task import (
 from stategym.topology.motifs import Spec
 
 from .gold import gold_plan
-from .surface import Surface
+from .surface import Surface, with_article
 from .world import Option, SynthBase, SynthWorld
 
 GATES = ("limit", "category", "level")
@@ -319,7 +319,7 @@ def constraint_texts(surface: Surface) -> dict[str, str]:
         "within_limit": "to stay within my budget",
         "right_category": "the right category",
         "grade_ok": "a high enough grade",
-        DONE: f"to get a {surface.noun} at all",
+        DONE: f"to get {with_article(surface.noun)} at all",
         "pref_a": surface.flag_texts[0],
         "pref_b": surface.flag_texts[1],
     }
@@ -344,8 +344,8 @@ def _request_text(
     constraints: tuple[Constraint, ...],
 ) -> str:
     noun = surface.noun
-    verb = "Please buy me" if knobs.stateful else "Please find me the best"
-    parts = [f"Hi! {verb} a {noun}; my reference is {d.ref}."]
+    wanted = f"buy me {with_article(noun)}" if knobs.stateful else f"find me the best {noun}"
+    parts = [f"Hi! Please {wanted}; my reference is {d.ref}."]
     if spec.askgate >= 1:
         parts.append(
             f"My budget is ${given['limit']}." if "limit" in given else "Keep it within my budget."

@@ -97,6 +97,13 @@ class Surface:
         return self.tools[key]
 
 
+def with_article(noun: str) -> str:
+    """``noun`` after its indefinite article, as the words of these surfaces take it: "an
+    option", "an account id", "a listing", "a unit" (every noun drawn here that starts with a
+    vowel letter other than u starts with a vowel sound)."""
+    return f"{'an' if noun[:1] in 'aeio' else 'a'} {noun}"
+
+
 def plain() -> Surface:
     """Surface 0: abstract names that say what each piece is."""
     values = {

@@ -12,11 +12,12 @@ from dataclasses import replace
 from typing import Any
 
 from stategym.kernel.errors import ToolError
-from stategym.kernel.tools import Effect, Param, Tool, undoable_pairs
+from stategym.kernel.knob_text import knob_sentences
+from stategym.kernel.tools import Effect, Param, Tool
 from stategym.kernel.world import USER_ACCOUNT, usable_hold
 from stategym.topology.motifs import Spec
 
-from .surface import Surface
+from .surface import Surface, with_article
 from .world import VENDOR_ACCOUNT, Hold, Prepared, Purchase, SynthBase, SynthWorld
 
 HOLD_TICKS = 4
@@ -31,10 +32,10 @@ def make_tool(
     description: str,
     params: tuple[tuple[str, type, str], ...] = (),
     latency: int = 1,
-    undoable: Mapping[str, str] | None = None,
+    when_off: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Tool:
     """A tool from a function taking ``(world, **arguments)`` and ``(name, type, doc)`` params
-    (``undoable``: as :func:`~stategym.kernel.tools.tool` takes it)."""
+    (``when_off``: as :func:`~stategym.kernel.tools.tool` takes it)."""
     typed = tuple(Param(n, t, True, None, doc) for n, t, doc in params)
     schema = {
         "type": "function",
@@ -57,7 +58,9 @@ def make_tool(
         description,
         typed,
         schema,
-        undoable_pairs(name, description, undoable),
+        knob_sentences(
+            f"tool {name}", "\n".join((description, *(d for _, _, d in params))), when_off
+        ),
     )
 
 
@@ -153,7 +156,8 @@ def lookup_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool(f"link{i}"),
                 _lookup(surface, (previous,), out),
                 Effect.READ,
-                f"Look up the {surface.nouns[out]} that belongs to a {surface.nouns[previous]}.",
+                f"Look up the {surface.nouns[out]} that belongs to "
+                f"{with_article(surface.nouns[previous])}.",
                 (_param(surface, previous, origin),),
             )
         )
@@ -166,7 +170,7 @@ def lookup_tools(spec: Spec, surface: Surface) -> list[Tool]:
                     surface.tool(side),
                     _lookup(surface, (tail,), side),
                     Effect.READ,
-                    f"Look up the {surface.nouns[side]} of a {surface.nouns[tail]}.",
+                    f"Look up the {surface.nouns[side]} of {with_article(surface.nouns[tail])}.",
                     (_param(surface, tail, "an earlier lookup or the request"),),
                 )
             )
@@ -175,7 +179,8 @@ def lookup_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool("merge"),
                 _lookup(surface, ("left", "right"), "merged"),
                 Effect.READ,
-                f"Combine a {surface.nouns['left']} and a {surface.nouns['right']} into the "
+                f"Combine {with_article(surface.nouns['left'])} and "
+                f"{with_article(surface.nouns['right'])} into the "
                 f"{surface.nouns['merged']}.",
                 (
                     _param(surface, "left", surface.tool("left")),
@@ -206,8 +211,9 @@ def _branch_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool(f"via{index}"),
                 _lookup(surface, (key,), "route_key", route=index),
                 Effect.READ,
-                f"Look up the {surface.nouns['route_key']} of a {surface.nouns[key]} on the "
-                f"{surface.routes[index]} route. Fails for the other route.",
+                f"Look up the {surface.nouns['route_key']} of "
+                f"{with_article(surface.nouns[key])} on the {surface.routes[index]} route. "
+                "Fails for the other route.",
                 (_param(surface, key, "an earlier lookup or the request"),),
             )
         )
@@ -222,10 +228,17 @@ def source_tools(spec: Spec, surface: Surface) -> list[Tool]:
             _source(surface, key, i),
             Effect.READ,
             f"List the {surface.noun}s one source offers, with price, category, grade, "
-            f"features and stock. Prices and stock can change until a {surface.noun} is "
-            "bought.",
+            f"features and stock. Prices and stock can change until {with_article(surface.noun)} "
+            "is bought.",
             (_param(surface, key, "an earlier lookup or the request"),),
             latency=SOURCE_LATENCY,
+            when_off={
+                "dynamics": {
+                    f"Prices and stock can change until {with_article(surface.noun)} is bought.": (
+                        "Prices and stock stay as shown."
+                    )
+                }
+            },
         )
         for i in range(1, spec.fanout + 1)
     ]
@@ -323,10 +336,18 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool("hold"),
                 _hold(surface),
                 Effect.WRITE,
-                f"Hold a {noun}'s current price. The hold shows the price you would pay and "
-                f"when it expires; it sets no stock aside, so buying fails if the {noun} sells "
-                "out first.",
+                f"Hold {with_article(noun)}'s current price. The hold shows the price you "
+                f"would pay and when it expires; it sets no stock aside, so buying fails if the "
+                f"{noun} sells out first.",
                 (option_param,),
+                when_off={
+                    "dynamics": {
+                        "and when it expires; it sets no stock aside, so buying fails if the "
+                        f"{noun} sells out first.": (
+                            f"and keeps it; holds do not expire and no {noun} sells out here."
+                        )
+                    }
+                },
             )
         )
     if spec.precond:
@@ -335,8 +356,7 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
                 surface.tool("prepare"),
                 _prepare(surface),
                 Effect.WRITE,
-                f"Prepare a {noun} for purchase. A {noun} must be prepared "
-                "before it can be bought.",
+                f"Prepare {with_article(noun)} for purchase; only a prepared {noun} can be bought.",
                 (option_param,),
             )
         )
@@ -350,12 +370,14 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
             surface.tool("buy"),
             _buy(spec, surface),
             Effect.COMMIT,
-            f"Buy a {noun} and charge the user's account. Payment cannot be undone.",
+            f"Buy {with_article(noun)} and charge the user's account. Payment cannot be undone.",
             (buy_param,),
-            undoable={
-                "Payment cannot be undone.": (
-                    f"Payment can be undone: {surface.tool('cancel')} refunds the whole price."
-                )
+            when_off={
+                "irreversible": {
+                    "Payment cannot be undone.": (
+                        f"Payment can be undone: {surface.tool('cancel')} refunds the whole price."
+                    )
+                }
             },
         )
     )
@@ -366,10 +388,12 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
             Effect.COMMIT,
             "Cancel a purchase. Depending on the terms, the price may not be refunded.",
             (("purchase_id", str, f"a purchase from {surface.tool('buy')}"),),
-            undoable={
-                "Depending on the terms, the price may not be refunded.": (
-                    "The whole price is refunded."
-                )
+            when_off={
+                "irreversible": {
+                    "Depending on the terms, the price may not be refunded.": (
+                        "The whole price is refunded."
+                    )
+                }
             },
         )
     )

@@ -194,5 +194,11 @@ DOMAIN = Domain(
         "can tell you, ask the traveler only for what only they know, hold a fare to see its "
         "current price before paying, get the traveler's agreement, then pay once."
     ),
+    answer_instructions=(
+        "You are a travel assistant choosing a flight for a company traveler. Look up what "
+        "tools can tell you, ask the traveler only for what only they know, and recommend the "
+        "one flight that fits best."
+    ),
+    answer_form="the id of the flight you recommend, or 'none' if no flight fits",
     env_id="stategym/Travel-v0",
 )

@@ -87,9 +87,9 @@ def request_text(
 ) -> str:
     """The traveller's opening message: the trip, what it states, and the priority order."""
     first, last = draw.days[0], draw.days[-1]
-    verb = "Book me" if knobs.stateful else "Find the best"
+    verb = "Book me a" if knobs.stateful else "Find the best"
     parts = [
-        f"Hi! Today is day 1. {verb} a flight from my home airport to {city} ({draw.dest}), "
+        f"Hi! Today is day 1. {verb} flight from my home airport to {city} ({draw.dest}), "
         f"leaving between day {first} and day {last}."
     ]
     parts.append(

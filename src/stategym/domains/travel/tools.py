@@ -1,5 +1,5 @@
-"""Travel tools. Each docstring is exactly what the model sees, as its ``undoable``
-sentences change it where the ``irreversible`` knob is off."""
+"""Travel tools. Each docstring is exactly what the model sees, as its ``when_off``
+sentences change it where a knob is off (:mod:`stategym.kernel.knob_text`)."""
 
 from __future__ import annotations
 
@@ -50,11 +50,18 @@ def get_city_events(world: TravelWorld, airport: str) -> list[dict[str, Any]]:
     ]
 
 
-@tool(effect=Effect.READ, latency=2)
+@tool(
+    effect=Effect.READ,
+    latency=2,
+    when_off={
+        "dynamics": {"Prices shown can change": "Prices stay as shown"},
+        "stateful": {"; a held fare keeps its price": ""},
+    },
+)
 def search_flights(
     world: TravelWorld, origin: str, destination: str, day: int
 ) -> list[dict[str, Any]]:
-    """Search direct flights on one day. Prices shown can change until a fare is held.
+    """Search direct flights on one day. Prices shown can change; a held fare keeps its price.
 
     Args:
         origin: IATA code of the departure airport.
@@ -75,7 +82,17 @@ def search_flights(
     ]
 
 
-@tool(effect=Effect.WRITE)
+@tool(
+    effect=Effect.WRITE,
+    when_off={
+        "dynamics": {
+            "and when it expires; it keeps that price until then but sets no seat aside, so "
+            "payment fails if the flight sells out first.": (
+                "and keeps it; holds do not expire and flights do not sell out here."
+            )
+        }
+    },
+)
 def hold_fare(world: TravelWorld, flight_id: str) -> dict[str, Any]:
     """Hold the current fare. The hold shows the price you would pay and when it expires; it
     keeps that price until then but sets no seat aside, so payment fails if the flight sells
@@ -103,10 +120,12 @@ def hold_fare(world: TravelWorld, flight_id: str) -> dict[str, Any]:
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "Payment cannot be undone.": (
-            "Payment can be undone: cancel_booking refunds the whole price."
-        )
+    when_off={
+        "irreversible": {
+            "Payment cannot be undone.": (
+                "Payment can be undone: cancel_booking refunds the whole price."
+            )
+        }
     },
 )
 def book_and_pay(world: TravelWorld, hold_id: str) -> dict[str, Any]:
@@ -129,10 +148,12 @@ def book_and_pay(world: TravelWorld, hold_id: str) -> dict[str, Any]:
 
 @tool(
     effect=Effect.COMMIT,
-    undoable={
-        "Refundable fares refund the price minus a fee; others refund nothing.": (
-            "Every fare is refunded in full, with no fee."
-        )
+    when_off={
+        "irreversible": {
+            "Refundable fares refund the price minus a fee; others refund nothing.": (
+                "Every fare is refunded in full, with no fee."
+            )
+        }
     },
 )
 def cancel_booking(world: TravelWorld, booking_id: str) -> dict[str, Any]:
