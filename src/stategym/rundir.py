@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 import orjson
 
-from stategym.kernel.files import replace_bytes
+from stategym.kernel.files import read_regular, replace_bytes
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.locks import LOCK, locked
 from stategym.kernel.trajectory import Trajectory, write_jsonl
@@ -225,6 +225,7 @@ class RunDir:
         return document
 
     def read_summary(self) -> dict[str, Any]:
-        """The parsed ``summary.json``."""
-        document: dict[str, Any] = orjson.loads(self.summary.read_bytes())
+        """The parsed ``summary.json`` (a FIFO or a folder in its place is refused:
+        :class:`~stategym.kernel.files.NotAFile`)."""
+        document: dict[str, Any] = orjson.loads(read_regular(self.summary))
         return document

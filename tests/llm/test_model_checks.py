@@ -141,7 +141,7 @@ def test_the_model_folders_the_project_writes_pass_the_check(built: Path, tmp_pa
     """``model init``'s folder, a policy saved by ``Policy.save``, and a run directory (its
     final model) are all accepted as start models."""
     from stategym.llm.model_files import check_model_dir
-    from stategym.train import checkpoint
+    from stategym.train import start
     from stategym.train.policy import Policy
 
     check_model_dir(built)
@@ -152,8 +152,8 @@ def test_the_model_folders_the_project_writes_pass_the_check(built: Path, tmp_pa
     (run / "model").mkdir(parents=True)
     shutil.copytree(saved, run / "model", dirs_exist_ok=True)
     (run / "config.json").write_text(json.dumps({"init": "tiny"}))
-    checkpoint.check_start(str(run), trained=True)
-    checkpoint.check_start(str(saved), trained=False)
+    start.check_start(str(run), trained=True)
+    start.check_start(str(saved), trained=False)
 
 
 def test_a_template_in_tokenizer_config_is_enough(model: Path) -> None:

@@ -107,11 +107,12 @@ def _info(path: Path) -> int:
 
     Raises:
         UsageError: ``path`` does not exist or is not a folder, or its record cannot be read
-            (a parse failing in any way: :func:`~stategym.kernel.files.json_value`) or is
-            not a JSON object (a folder without one is answered on stdout with exit 1).
+            (a parse failing in any way: :func:`~stategym.kernel.files.json_value`; a FIFO
+            or a folder in its place: :class:`~stategym.kernel.files.NotAFile`) or is not a
+            JSON object (a folder without one is answered on stdout with exit 1).
     """
     from stategym.kernel.errors import UsageError
-    from stategym.kernel.files import NotJSON, json_value, not_a_file
+    from stategym.kernel.files import NotJSON, exists_as_file, json_value, not_a_file, read_regular
     from stategym.llm.model_files import RECORD_FILE
 
     if not path.exists():
@@ -119,14 +120,14 @@ def _info(path: Path) -> int:
     if not path.is_dir():
         raise UsageError(f"{path} is {not_a_file(path) or 'a file'}, not a model folder")
     record = path / RECORD_FILE
-    if not record.is_file():  # an answer (exit 1), not an error: the folder is another's
+    if not exists_as_file(record):  # an answer (exit 1), not an error: the folder is another's
         print(
             f"{path} has no {RECORD_FILE}: not made by `stategym model init` or `stategym "
             "train` (it is played in the messages rendering)"
         )
         return 1
     try:
-        data = record.read_bytes()
+        data = read_regular(record)
         value = json_value(data)
     except (OSError, NotJSON) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__

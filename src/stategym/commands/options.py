@@ -213,11 +213,18 @@ def output_path(text: str) -> Path:
 def output_file(text: str) -> Path:
     """A file this command replaces whole (a report, an SQLite index): :func:`output_path`,
     and not an existing device, FIFO or socket, which the rename would replace
-    (:func:`~stategym.kernel.files.not_a_file`). An existing folder is left to the command,
+    (:func:`~stategym.kernel.files.not_a_file`), nor a link that cannot be written through
+    (a dangling link into a missing folder, a loop:
+    :func:`~stategym.kernel.files.written_path`). An existing folder is left to the command,
     which refuses it in its own words (``--out X is a folder``, ``run index X is a folder``)."""
-    from stategym.kernel.files import not_a_file
+    from stategym.kernel.errors import UsageError
+    from stategym.kernel.files import not_a_file, written_path
 
     path = output_path(text)
+    try:
+        written_path(path)
+    except (UsageError, OSError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     kind = not_a_file(path)
     if kind not in (None, "a folder"):
         raise argparse.ArgumentTypeError(

@@ -312,10 +312,19 @@ def _report(console: Console, run: Any, folder: Path) -> dict[str, Any]:
 
 def _rereport(console: Console, folder: Path) -> int:
     """Report a saved run again from its logs alone, refusing a log that is not the one the
-    run wrote (:func:`~stategym.report.protocol_files.read_agent_log`)."""
-    from stategym.report.protocol_files import LOG, agent_folder, read_agent_log, read_cells
+    run wrote (:func:`~stategym.report.protocol_files.read_agent_log`), and a ``cells.json``
+    that is there as anything but a regular file (a FIFO would wait for a writer forever)."""
+    from stategym.kernel.files import exists_as_file
+    from stategym.report.protocol_files import (
+        CELLS,
+        LOG,
+        agent_folder,
+        read_agent_log,
+        read_cells,
+    )
     from stategym.topology.generalisation import ProtocolRun
 
+    exists_as_file(folder / CELLS)  # a FIFO or a folder: refused as what it is
     index = read_cells(folder)
     _refuse_non_files(folder, index.agents)
     reports = {}

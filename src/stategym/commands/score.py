@@ -6,7 +6,9 @@ a cut last line (an interrupted append) is dropped, with a warning naming it; du
 episodes are refused. Each task is regenerated from the trajectory's ``(domain, seed,
 knobs)`` and scored; ``scores.jsonl``, ``scorecard.json`` and ``scorecard.md`` are written
 beside the file and the tables printed (one of them that exists as anything but a regular
-file, a folder or a FIFO, is refused before the log is read).
+file, a folder or a FIFO, is refused before the log is read). A ``trajectories.jsonl`` that
+is there but is not a regular file (a FIFO, which would wait for a writer forever; a
+folder) is refused as what it is, never called missing.
 
 ``--verify`` first replays every episode (:func:`stategym.rollout.refuse_unverified`, one
 replay each) and refuses the file at the first episode whose log is not what replaying its
@@ -43,14 +45,14 @@ def main(args: argparse.Namespace) -> int:
 
     from stategym import __version__
     from stategym.kernel.errors import StateGymError, UsageError
-    from stategym.kernel.files import refuse_non_files
+    from stategym.kernel.files import exists_as_file, refuse_non_files
     from stategym.metrics import report, score
     from stategym.rundir import read_log, refuse_duplicates, refuse_unverified
     from stategym.tables import print_grids
 
     console = Console()
     path = args.run / TRAJECTORIES
-    if not path.is_file():
+    if not exists_as_file(path):  # a FIFO or a folder: refused as what it is
         raise UsageError(f"no {TRAJECTORIES} in {args.run}")
     refuse_non_files(args.run, (report.SCORES, report.SCORECARD, report.SCORECARD_MD))
     log = read_log(path)  # the file is only read: score never rewrites a run's log

@@ -88,7 +88,7 @@ def check_recipe(recipe: Recipe) -> None:
         UsageError: naming the device or the model, in one line.
     """
     from stategym.llm.local import check_device
-    from stategym.train.checkpoint import check_start
+    from stategym.train.start import check_start
 
     check_device(recipe.device)
     check_start(recipe.init, trained=False, option="--model")
@@ -192,9 +192,10 @@ def episodes(
 ) -> list[Played]:
     """The run's final policy played greedily on ``tasks`` ``(domain, seed, knobs)``, in
     order, all in one lock-step batch; each episode scored."""
-    from stategym.train.checkpoint import iteration_generator, model_source
+    from stategym.train.checkpoint import iteration_generator
     from stategym.train.group import Member, Sampling, play
     from stategym.train.policy import Policy
+    from stategym.train.start import model_source
 
     policy = Policy.load(model_source(str(run)), device=recipe.device, dtype=recipe.dtype)
     members = [Member(domain, task_seed, knobs) for domain, task_seed, knobs in tasks]

@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import replace_bytes
+from stategym.kernel.files import exists_as_file, read_regular, replace_bytes
 from stategym.metrics.aggregate import Estimate
 
 RESULTS = "results.json"
@@ -115,7 +115,7 @@ def write_run(
     for name, data in files.items():
         replace_bytes(out / name, data)
     digests = {name: digest(data) for name, data in files.items()}
-    digests |= {f.relative_to(out).as_posix(): digest(f.read_bytes()) for f in figures}
+    digests |= {f.relative_to(out).as_posix(): digest(read_regular(f)) for f in figures}
     stamped = {**results, FILES: digests}
     return [write_json(out / RESULTS, stamped), out / RAW, out / TABLE, *figures]
 
@@ -136,7 +136,7 @@ def _resolved_start(init: str) -> str:
     """A local start model as the trainer reads it: a run directory as its final model
     (``RUN`` and ``RUN/model`` are one start), resolved."""
     from stategym.rundir import resolved
-    from stategym.train.checkpoint import model_source
+    from stategym.train.start import model_source
 
     path = Path(model_source(init))
     return str(resolved(path)) if init != "tiny" and path.exists() else init
@@ -167,7 +167,7 @@ def _held(out: Path) -> dict[str, Any] | None:
     """The plan ``out`` holds: its record, else (a folder written before records) the one
     its ``results.json`` names; ``None`` for a folder with neither and no arms."""
     record = out / RECORD
-    if record.is_file():
+    if exists_as_file(record):
         held = _read(record)
         if held is None:
             raise UsageError(
@@ -188,7 +188,7 @@ def _held(out: Path) -> dict[str, Any] | None:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_regular(path))
     except (OSError, orjson.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else None

@@ -1,4 +1,4 @@
-"""Files written whole and JSON files read back: the two rules every command shares.
+"""Files written whole (through links) and files read back: the rules every command shares.
 
 **Writing.** Every file a command rewrites (a run's summary, an experiment's tables, a
 report, a trainer's settings and metrics) goes through :func:`replace_bytes`: the new bytes
@@ -13,6 +13,26 @@ or rename removes its ``.partial`` and names ``PATH``, the file the user knows, 
 ``.partial``. Writing *through* a path (``topology --draw /dev/stdout``) is another matter:
 nothing is replaced, and those commands do not use this rule.
 
+**Links.** A ``PATH`` that is a symbolic link is written through: the file it names is
+replaced (:func:`written_path`) and the link kept, so ``report --out latest.html``, a link to
+a dated report, updates that report, as an editor saving through a link does. A dangling
+link writes the file it names where that file's folder exists, and is refused
+(:func:`refuse_non_file`) where it does not; a link loop is refused as ``ELOOP``. Only
+the file the link ends at is checked (not a regular file: refused as above).
+
+**Reading.** Every file a command reads goes through :func:`open_regular` (or
+:func:`read_regular`): the path is checked first (a device is never opened), then opened
+with ``O_NONBLOCK`` (a FIFO opens at once) and checked again on the open descriptor
+(``fstat``, so nothing can swap the file between the check and the open) to be a regular
+file. Anything else (a FIFO, whose read waits for a writer forever; a device; a
+socket; a folder where a file is expected) is the one-line :class:`NotAFile`, naming the
+path and what it is, never a hang or a traceback; readers with advice of their own (a
+damaged checkpoint: delete its folder) catch it and add theirs. :func:`exists_as_file` is
+the test of a file that may be absent (absent: ``False``; anything but a regular file:
+refused, never called missing). A folder handed whole to a third-party loader
+(``transformers``' ``from_pretrained``, ``safetensors``, ``torch.load``), which opens files
+with no such check, is first checked entry by entry (:func:`refuse_special_entries`).
+
 **Reading JSON.** :func:`json_value` is the one way stategym parses a JSON file it reads
 with the standard library: every way the parse can fail (bytes that are not UTF-8, text
 that is not JSON, nesting deeper than Python's recursion limit, an integer of more than
@@ -24,6 +44,8 @@ their own (a damaged checkpoint: delete its folder) catch :class:`NotJSON` and a
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import stat
@@ -54,7 +76,9 @@ def not_a_file(path: Path) -> str | None:
 
 
 def refuse_non_file(path: Path, name: str | None = None) -> None:
-    """Refuse to replace ``path`` where it exists and is not a regular file.
+    """Refuse to replace ``path`` where it exists and is not a regular file, or is a link
+    that cannot be written through (:func:`written_path`: a loop, or a dangling link whose
+    target's folder is missing).
 
     Args:
         path: the file a command will write whole.
@@ -62,7 +86,9 @@ def refuse_non_file(path: Path, name: str | None = None) -> None:
 
     Raises:
         UsageError: naming the path, what it is, and what to do.
+        OSError: a link loop (``ELOOP``, naming ``path``).
     """
+    written_path(path)
     kind = not_a_file(path)
     if kind is not None:
         raise UsageError(
@@ -82,37 +108,182 @@ def refuse_non_files(folder: Path, names: tuple[str, ...] | list[str]) -> None:
 def replace_bytes(path: Path, data: bytes) -> Path:
     """Write ``path`` whole or not at all: ``data`` goes to ``PATH.partial``, which then
     replaces ``path`` in one step (:func:`os.replace`), so an interruption leaves the old
-    file or the new one, never a mix of the two. Returns ``path``.
+    file or the new one, never a mix of the two. Returns ``path``. A link is written
+    through, the file it names replaced and the link kept (:func:`written_path`).
 
     A ``.partial`` left by an interrupted write is removed first (never written through:
     a link there would lead the bytes elsewhere), and removed again if this write fails.
 
     Raises:
-        UsageError: ``path`` exists and is not a regular file (:func:`refuse_non_file`).
-        OSError: the write or the rename failed, naming ``path``.
+        UsageError: ``path`` exists and is not a regular file, or is a dangling link into
+            a missing folder (:func:`refuse_non_file`).
+        OSError: the write or the rename failed, or ``path`` is a link loop, naming ``path``.
     """
     refuse_non_file(path)
-    partial = path.with_name(path.name + ".partial")
+    target = written_path(path)
+    partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     try:
         with partial.open("xb") as handle:
             handle.write(data)
-        os.replace(partial, path)
+        os.replace(partial, target)
     except OSError as error:
         partial.unlink(missing_ok=True)
-        raise _naming(error, path) from None
+        raise naming(error, path) from None
     except BaseException:  # Ctrl-C mid-write: the old file stays, and no .partial with it
         partial.unlink(missing_ok=True)
         raise
     return path
 
 
-def _naming(error: OSError, path: Path) -> OSError:
+def written_path(path: Path) -> Path:
+    """The file that writing ``path`` whole replaces: ``path`` itself, or, for a symbolic
+    link, the file it names, every link followed (a dangling link's target too, where that
+    target's folder exists), so the link is kept and the file it names updated.
+
+    Raises:
+        UsageError: a dangling link whose target's folder does not exist.
+        OSError: a link loop (``ELOOP``, naming ``path``).
+    """
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if target.is_symlink():  # realpath stops at a loop and returns a link
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
+    if not target.parent.is_dir():
+        raise UsageError(
+            f"{path} is a link to {target}, whose folder does not exist: stategym writes "
+            "through a link to the file it names; fix the link or give another path"
+        )
+    return target
+
+
+def naming(error: OSError, path: Path) -> OSError:
     """``error`` as raised for ``path`` (the ``.partial`` or the rename is an inner step the
     user never named)."""
     if error.errno is None:
         return error
     return type(error)(error.errno, error.strerror, str(path))
+
+
+def naming_in(error: OSError, inner: Path, outer: Path) -> OSError:
+    """``error``, raised for the temporary folder ``inner`` or a file in it, as raised for
+    ``outer`` (the folder it becomes) or that file in it; an error naming no path is named
+    ``outer``, one naming another path is kept. A checkpoint's ``iter-N.partial`` is an
+    inner step the user never named."""
+    name = str(error.filename or "")
+    if error.errno is None or (name and name != str(inner) and not name.startswith(f"{inner}/")):
+        return error
+    return naming(error, outer / Path(name).relative_to(inner) if name else outer)
+
+
+class NotAFile(UsageError):
+    """A path a command reads exists and is not a regular file (a FIFO, a device, a socket,
+    a folder where a file is expected); ``str()`` is the one-line refusal.
+
+    Args:
+        path: the path as the command names it.
+        kind: what it is, as :func:`not_a_file` names it (``a FIFO (named pipe)``).
+    """
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        reason = " (a FIFO would wait for a writer forever)" if "FIFO" in kind else ""
+        super().__init__(
+            f"{path} is {kind}, not a regular file: stategym reads only regular files{reason}; "
+            "put a regular file there, or give another path"
+        )
+
+    @property
+    def why(self) -> str:
+        """What the path is, for a reader that words its own refusal
+        (``a FIFO (named pipe), not a regular file``)."""
+        return f"{self.kind}, not a regular file"
+
+
+def _kind_of(mode: int) -> str:
+    """What a file of mode ``mode`` is, as :func:`not_a_file` names it."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """``path`` opened for reading in binary, once it is known to be a regular file.
+
+    The file is opened with ``O_NONBLOCK`` (a FIFO then opens at once, never waiting for a
+    writer) and checked on the open descriptor (``fstat``), so it cannot be swapped between
+    a check and the open; a path already known not to be a regular file is never opened (a
+    device is not opened at all). Links are followed.
+
+    Raises:
+        NotAFile: ``path`` exists and is not a regular file.
+        OSError: it cannot be opened (missing: :class:`FileNotFoundError`), naming it.
+    """
+    kind = not_a_file(path)
+    if kind is not None:
+        raise NotAFile(path, kind)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a socket (or a FIFO's other end) put there meanwhile
+            kind = not_a_file(path)
+            if kind is not None:
+                raise NotAFile(path, kind) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotAFile(path, _kind_of(mode))
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`).
+
+    Raises:
+        NotAFile: ``path`` exists and is not a regular file.
+        OSError: it cannot be read (missing: :class:`FileNotFoundError`), naming it.
+    """
+    with open_regular(path) as handle:
+        return handle.read()
+
+
+def exists_as_file(path: Path) -> bool:
+    """Whether a regular file is at ``path`` (links followed): ``False`` where nothing is
+    (a dangling link included), ``True`` for a regular file, and a refusal for anything
+    else, which a reader must never call missing nor open.
+
+    Raises:
+        NotAFile: ``path`` exists and is not a regular file (a folder included).
+    """
+    kind = not_a_file(path)
+    if kind is not None:
+        raise NotAFile(path, kind)
+    return path.is_file()
+
+
+def refuse_special_entries(folder: Path, depth: int = 2) -> None:
+    """Refuse a folder holding a FIFO, a device or a socket (links followed), down to
+    ``depth`` levels, before it is handed whole to a loader that opens its files without
+    :func:`open_regular`'s check (``transformers``' ``from_pretrained``, ``safetensors``,
+    ``torch.load``): a FIFO there would hang the load. Folders and regular files pass (a
+    dangling link too: the loader names it missing).
+
+    Raises:
+        NotAFile: naming the first such entry, in name order.
+    """
+    if depth <= 0 or not folder.is_dir():
+        return
+    for entry in sorted(folder.iterdir()):
+        kind = not_a_file(entry)
+        if kind == "a folder":
+            if not entry.is_symlink():
+                refuse_special_entries(entry, depth - 1)
+        elif kind is not None:
+            raise NotAFile(entry, kind)
 
 
 class NotJSON(ValueError):
@@ -165,10 +336,9 @@ def read_json(path: Path) -> Any:
         UsageError: ``FILE:LINE: why`` where it cannot be parsed, or ``path`` is a folder, a
             device or a FIFO (reading a FIFO would wait for a writer forever).
     """
-    kind = not_a_file(path)
-    if kind is not None:
-        raise UsageError(f"{path} is {kind}, not a JSON file")
     try:
-        return json_value(path.read_bytes())
+        return json_value(read_regular(path))
+    except NotAFile as error:
+        raise UsageError(f"{path} is {error.why}: not a JSON file") from None
     except NotJSON as error:
         raise UsageError(error.where(path)) from None

@@ -30,6 +30,7 @@ import pydantic
 from stategym.kernel.counterfactual import played_task
 from stategym.kernel.domain import installed_registry
 from stategym.kernel.errors import TrajectoryError
+from stategym.kernel.files import open_regular
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import JSON, Action, CallBatch, Say, ToolCall
 from stategym.kernel.provenance import Origin
@@ -393,7 +394,7 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[Trajectory]:
     Raises:
         TrajectoryError: with the file and line number of a broken line (strict mode).
     """
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import AgentStopped
+from stategym.kernel.files import open_regular
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.local import ContextLengthError, Generation, LocalModel, Message, Sampling
 from stategym.llm.parse import parse
@@ -213,7 +214,7 @@ def _digests(
     time, the cache's key)."""
     parts = {"weights": hashlib.sha256(), "tokenizer": hashlib.sha256()}
     for part, name, _, _ in signature:
-        with (folder / name).open("rb") as handle:
+        with open_regular(folder / name) as handle:  # a FIFO swapped in: refused, no hang
             content = hashlib.file_digest(handle, "sha256").hexdigest()
         parts[part].update(f"{name}\0{content}\n".encode())
     return tuple((part, digest.hexdigest()) for part, digest in parts.items())

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import refuse_special_entries
 from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits, greedy
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
 from stategym.rendering.tokens import first_segment
@@ -153,10 +154,12 @@ class ChatTokenizer:
 
         Raises:
             UsageError: ``transformers`` cannot load it (it reads ``config.json`` too, to
-                choose the tokenizer's class), naming the folder.
+                choose the tokenizer's class), naming the folder, or the folder holds a
+                FIFO, a device or a socket, which the loader would wait on (naming it).
         """
         from transformers import AutoTokenizer
 
+        refuse_special_entries(Path(path))
         try:
             with quiet_loading():
                 return cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))

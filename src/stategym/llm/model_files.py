@@ -22,7 +22,11 @@ recorded as ``compact`` (:func:`check_servable`).
 
 Every JSON file of a folder is parsed by one rule (:func:`stategym.kernel.files.json_value`):
 a file nested too deeply or holding a huge integer is refused as damaged, in one line, like
-broken JSON.
+broken JSON. Every file is read only as a regular file
+(:func:`stategym.kernel.files.read_regular`), and a folder holding a FIFO, a device or a
+socket (``config.json``, a tokenizer file, the weights...) is refused, naming it, before
+anything reads or loads it (:func:`stategym.kernel.files.refuse_special_entries`): a loader
+would wait on a FIFO forever.
 
 Not checked here: that the weights' values are usable (a diverged checkpoint whose logits
 are not finite is refused when it loads, by :meth:`stategym.llm.engine.Engine.probe`), and a
@@ -36,7 +40,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import NotJSON, json_value, not_a_file
+from stategym.kernel.files import (
+    NotAFile,
+    NotJSON,
+    exists_as_file,
+    json_value,
+    not_a_file,
+    read_regular,
+    refuse_special_entries,
+)
 
 RECORD_FILE = "stategym_model.json"
 """stategym's record in a model folder: the recipe of ``stategym model init``, or the
@@ -60,8 +72,9 @@ def check_model_dir(path: str | Path) -> None:
     (:func:`_check_config`).
 
     Raises:
-        UsageError: ``path`` is missing, is not a folder, holds no ``config.json``, one of
-            its JSON files (config, tokenizer, generation settings, stategym's record) is not
+        UsageError: ``path`` is missing, is not a folder, holds a FIFO, a device or a socket
+            (:class:`~stategym.kernel.files.NotAFile`, naming it), holds no ``config.json``,
+            one of its JSON files (config, tokenizer, generation settings, stategym's record) is not
             a JSON object, it is a training run directory (named as one, with the folder to
             give), its record names no known rendering, it lacks tokenizer files, readable
             weights or a chat template, or ``transformers`` refuses its config.
@@ -72,14 +85,15 @@ def check_model_dir(path: str | Path) -> None:
         raise UsageError(f"no model folder at {folder}; {hint}")
     if not folder.is_dir():
         raise UsageError(f"{folder} is a file, not a model folder; {hint}")
-    if not (folder / "config.json").is_file():
+    refuse_special_entries(folder)  # a FIFO would hang this check or the loader
+    if not exists_as_file(folder / "config.json"):
         raise UsageError(f"{folder} holds no model (no config.json); {hint}")
     # A cut or damaged file would otherwise fail only when the model loads, after the
     # command has prepared (and maybe played) everything else. Parsing them is cheap next
     # to loading the weights (a tokenizer.json of a few MB: tens of ms).
     for file in sorted(folder.glob("*.json")):
         try:
-            data = json_value(file.read_bytes())
+            data = json_value(read_regular(file))
         except NotJSON as error:
             raise UsageError(
                 f"{file} cannot be read ({_located(error)}); the model folder is damaged"
@@ -116,7 +130,7 @@ def _refuse_run_directory(folder: Path) -> None:
     Raises:
         UsageError: ``folder`` is a training run directory.
     """
-    config = json_value((folder / "config.json").read_bytes())  # an object: checked before
+    config = json_value(read_regular(folder / "config.json"))  # an object: checked before
     subfolders = (folder / "model").is_dir() or (folder / "checkpoints").is_dir()
     if "model_type" in config or not ("kind" in config or subfolders):
         return
@@ -137,16 +151,17 @@ def recorded_rendering(path: str | Path) -> str:
     ``rendering`` (:data:`RECORD_FILE`), else :data:`UNRECORDED` (``messages``).
 
     Raises:
-        UsageError: the record cannot be read, is not a JSON object, or names a rendering
-            stategym does not know.
+        UsageError: the record cannot be read (a FIFO or a folder in its place included:
+            :class:`~stategym.kernel.files.NotAFile`), is not a JSON object, or names a
+            rendering stategym does not know.
     """
     from stategym.rendering import RENDERINGS
 
     record = Path(path) / RECORD_FILE
-    if not record.is_file():
+    if not exists_as_file(record):
         return UNRECORDED
     try:
-        data = json_value(record.read_bytes())
+        data = json_value(read_regular(record))
     except (OSError, NotJSON) as error:
         reason = _located(error) if isinstance(error, NotJSON) else first_line(error)
         raise UsageError(f"{record} cannot be read ({reason}); restore it") from None
@@ -212,7 +227,7 @@ def _check_weights(folder: Path, damaged: str) -> None:
             f"or shard index); {damaged}"
         )
     for index in (name for name in present if name.endswith(".index.json")):
-        weight_map = json_value((folder / index).read_bytes()).get("weight_map")  # an object
+        weight_map = json_value(read_regular(folder / index)).get("weight_map")  # an object
         if not isinstance(weight_map, dict):
             raise UsageError(f"{folder / index} has no weight_map; {damaged}")
         for shard in sorted({str(name) for name in weight_map.values()}):
@@ -230,6 +245,9 @@ def unreadable_weights(folder: Path) -> tuple[Path, BaseException] | None:
     from safetensors import SafetensorError, safe_open
 
     for weights in sorted(folder.glob("*.safetensors")):
+        kind = not_a_file(weights)
+        if kind is not None:  # safe_open would wait on a FIFO
+            return weights, ValueError(NotAFile(weights, kind).why)
         try:
             with safe_open(str(weights), framework="pt"):
                 pass
@@ -314,7 +332,7 @@ def _has_chat_template(folder: Path) -> bool:
     ):
         return True
     config = folder / "tokenizer_config.json"
-    return config.is_file() and bool(json_value(config.read_bytes()).get("chat_template"))
+    return exists_as_file(config) and bool(json_value(read_regular(config)).get("chat_template"))
 
 
 def _located(error: NotJSON) -> str:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from stategym.kernel.errors import UsageError
+from stategym.kernel.files import exists_as_file, read_regular
 from stategym.kernel.task import SEED_LIMIT
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates
@@ -139,7 +140,7 @@ class Index:
 
 def _json_object(path: Path) -> dict[str, Any]:
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_regular(path))
     except orjson.JSONDecodeError as error:
         raise UsageError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
     if not isinstance(data, dict):
@@ -162,7 +163,7 @@ def read_cells(folder: Path) -> Index:
     from stategym.topology.generalisation import ProtocolConfig
 
     path = folder / CELLS
-    if not path.is_file():
+    if not exists_as_file(path):
         raise UsageError(f"no {CELLS} in {folder}: not a protocol run directory")
     saved = _json_object(path)
     try:
@@ -297,7 +298,7 @@ def read_agent_report(folder: Path, agent: str, settings: Mapping[str, Any]) -> 
             an earlier run of another configuration).
     """
     path = folder / REPORT
-    if not path.is_file():
+    if not exists_as_file(path):
         raise UsageError(f"{path} is missing, but {CELLS} lists {agent!r}: run the protocol again")
     report = _json_object(path)
     _check_sections(path, report)
@@ -331,12 +332,12 @@ def refuse_other_settings(out: Path, settings: Mapping[str, Any], agents: Sequen
         UsageError: naming the settings that differ (``agents`` for another list of agents).
     """
     changed: set[str] = set()
-    if (out / CELLS).is_file():
+    if exists_as_file(out / CELLS):
         saved = _json_object(out / CELLS)
         changed |= _changed_but_agent(saved.get("config"), settings)
         if saved.get("agents") != list(agents):
             changed.add("agents")
-    folders = sorted(p for p in out.iterdir() if (p / REPORT).is_file()) if out.is_dir() else []
+    folders = sorted(p for p in out.iterdir() if exists_as_file(p / REPORT)) if out.is_dir() else []
     for folder in folders:
         config = _json_object(folder / REPORT).get("config")
         if not isinstance(config, Mapping) or config.get("agent") not in agents:
@@ -371,7 +372,7 @@ def read_agent_log(
     Raises:
         UsageError: a cut or unreadable line, a duplicated, foreign or missing episode.
     """
-    if not file.is_file():
+    if not exists_as_file(file):
         raise UsageError(f"{file} is missing: run the protocol again")
     log = read_log(file)
     if log.cut_line is not None:

@@ -25,7 +25,10 @@ Four kinds of directory are recognised by the files they hold (nothing is re-run
 in two of them, since the page would show it twice. :func:`refuse_output` keeps the report
 off every file it reads, and off anything that is not a regular file. Every JSON file here
 is parsed by one rule (:func:`stategym.kernel.files.json_value`): deep nesting or a huge
-integer is the same one-line refusal as broken JSON.
+integer is the same one-line refusal as broken JSON. Every file is read only as a regular
+file: one of a run's files that is there as a FIFO (whose read would wait for a writer
+forever), a device, a socket or a folder is refused in one line naming it
+(:class:`~stategym.kernel.files.NotAFile`), never waited on nor taken for a missing file.
 """
 
 from __future__ import annotations
@@ -39,7 +42,14 @@ from typing import Any
 
 from stategym.experiments.output import FILES, PLOTS, RAW, RESULTS, TABLE, digest
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import not_a_file, read_json
+from stategym.kernel.files import (
+    exists_as_file,
+    not_a_file,
+    open_regular,
+    read_json,
+    read_regular,
+    written_path,
+)
 from stategym.kernel.trajectory import Trajectory
 from stategym.rollout.log import read_log, refuse_duplicates, refuse_unverified
 from stategym.rollout.spec import key_words, trajectory_key
@@ -48,6 +58,7 @@ from stategym.rundir import resolved
 from .protocol_files import (
     CELLS,
     LOG,
+    REPORT,
     agent_folder,
     read_agent_log,
     read_agent_report,
@@ -147,11 +158,16 @@ def refuse_output(out: Path, paths: Sequence[Path]) -> None:
     allowed), or it lies inside one of the run directories ``paths`` (links followed) without an
     ``.html`` name: every file of a run (``trajectories.jsonl``, ``summary.json``,
     ``metrics.jsonl``, ``cells.json``, ``results.json``, ...) is named otherwise, so the
-    report can never be written over a file it reads. An earlier report is written over.
+    report can never be written over a file it reads. An earlier report is written over. A
+    link is written through (the file it names is the report:
+    :func:`~stategym.kernel.files.written_path`), so that file is what is checked; a dangling
+    link into a missing folder, or a loop, is refused.
 
     Raises:
         UsageError: naming ``out`` and why.
+        OSError: ``out`` is a link loop (``ELOOP``, naming it).
     """
+    written_path(out)
     kind = not_a_file(out)
     if kind == "a folder":
         raise UsageError(f"--out {out} is a folder; give the HTML file to write")
@@ -161,7 +177,7 @@ def refuse_output(out: Path, paths: Sequence[Path]) -> None:
             "which would replace it; give the HTML file to write"
         )
     if out.is_file():
-        with out.open("rb") as handle:
+        with open_regular(out) as handle:
             start = handle.read(len(REPORT_START))
         if start and start != REPORT_START:
             raise UsageError(
@@ -243,17 +259,18 @@ def read_run(path: Path, *, verify: bool = False) -> Run:
     """The run in ``path``, by the files it holds (``verify``: see :func:`read_runs`).
 
     Raises:
-        UsageError: ``path`` is not a folder, or holds none of the files of a known run.
+        UsageError: ``path`` is not a folder, holds none of the files of a known run, or
+            holds one of them as anything but a regular file (a FIFO, a folder: named).
     """
     if not path.is_dir():
         raise UsageError(f"{path} is not a run directory")
-    if (path / CELLS).is_file():
+    if exists_as_file(path / CELLS):
         return read_protocol(path)
-    if (path / RESULTS).is_file():
+    if exists_as_file(path / RESULTS):
         return read_experiment(path)
-    if (path / TRAJECTORIES).is_file():
+    if exists_as_file(path / TRAJECTORIES):
         return read_episodes(path, verify=verify)
-    if (path / TRAIN_METRICS).is_file():
+    if exists_as_file(path / TRAIN_METRICS):
         return read_training(path)
     raise UsageError(
         f"{path} holds no {TRAJECTORIES}, {TRAIN_METRICS}, {CELLS} or {RESULTS}: "
@@ -323,6 +340,8 @@ def read_protocol(path: Path) -> ProtocolRun:
     episodes: list[EpisodeRun] = []
     for agent in index.agents:
         folder = agent_folder(path, agent)
+        for name in (REPORT, LOG):
+            exists_as_file(folder / name)  # a FIFO is refused as one, never called missing
         reports[agent] = read_agent_report(folder, agent, index.settings)
         config = replace(index.config, agent=agent)
         episodes.append(EpisodeRun(folder, read_agent_log(folder / LOG, config, index.cells)))
@@ -331,10 +350,11 @@ def read_protocol(path: Path) -> ProtocolRun:
 
 def _text(file: Path) -> str:
     """The UTF-8 text of ``file`` (every file stategym writes is UTF-8)."""
+    data = read_regular(file)
     try:
-        return file.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = file.read_bytes()[: error.start].count(b"\n") + 1
+        line = data[: error.start].count(b"\n") + 1
         raise UsageError(f"{file}:{line}: not UTF-8 text (byte {error.start})") from None
 
 
@@ -376,11 +396,11 @@ def read_experiment(path: Path) -> ExperimentRun:
     if not isinstance(results.get("experiment"), str):
         raise UsageError(f"{path / RESULTS} names no experiment: not an experiment run")
     notes = _refuse_other_runs_files(path, results)
-    raw = _json_object(path / RAW) if (path / RAW).is_file() else {}
+    raw = _json_object(path / RAW) if exists_as_file(path / RAW) else {}
     _check_sections(path / RESULTS, results, _RESULTS_SECTIONS)
     _check_sections(path / RAW, raw, _RAW_SECTIONS)
     _refuse_unreadable_estimates(path / RESULTS, results)
-    table = _text(path / TABLE) if (path / TABLE).is_file() else ""
+    table = _text(path / TABLE) if exists_as_file(path / TABLE) else ""
     plots, others = _plot_files(path, results.get(FILES))
     if others:
         notes += (f"{path / PLOTS} also holds {', '.join(others)}, not written by this run",)
@@ -425,7 +445,7 @@ def _refuse_other_runs_files(path: Path, results: Mapping[str, Any]) -> tuple[st
     stale = [
         name
         for name in files
-        if not (path / name).is_file() or digest((path / name).read_bytes()) != files[name]
+        if not exists_as_file(path / name) or digest(read_regular(path / name)) != files[name]
     ]
     if stale:
         named = " and ".join(str(path / name) for name in stale)

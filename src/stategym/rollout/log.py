@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stategym.kernel.errors import TrajectoryError, UsageError
-from stategym.kernel.files import replace_bytes
+from stategym.kernel.files import open_regular, read_regular, replace_bytes
 from stategym.kernel.trajectory import Trajectory, dumps, loads
 from stategym.rollout.spec import key_words, trajectory_key
 
@@ -49,7 +49,7 @@ def read_log(path: Path) -> Log:
     Raises:
         UsageError: ``FILE:LINE: why`` for an unreadable line that is not a cut last line.
     """
-    data = path.read_bytes()
+    data = read_regular(path)  # a FIFO or a folder: refused in one line, never waited on
     lines = data.split(b"\n")
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     kept: list[Trajectory] = []
@@ -97,7 +97,7 @@ def refuse_unverified(path: Path, trajectories: Sequence[Trajectory]) -> None:
 
     # read_log skips blank lines and keeps the others in order: the n-th trajectory is the
     # n-th line that is not blank
-    lines = [n for n, line in enumerate(path.read_bytes().split(b"\n"), 1) if line.strip()]
+    lines = [n for n, line in enumerate(read_regular(path).split(b"\n"), 1) if line.strip()]
     for line, trajectory in zip(lines, trajectories, strict=False):
         found = verify(trajectory)
         if found:
@@ -116,7 +116,7 @@ def load_log(path: Path) -> Log:
     log = read_log(path)
     refuse_duplicates(path, log.trajectories)
     if not _ends_a_line(path):  # read again only then; every other line kept byte for byte
-        data = path.read_bytes()
+        data = read_regular(path)
         ended = data[: data.rfind(b"\n") + 1] if log.cut_line is not None else data + b"\n"
         replace_bytes(path.resolve(), ended)  # through a link, the file it names
     return log
@@ -124,7 +124,7 @@ def load_log(path: Path) -> Log:
 
 def _ends_a_line(path: Path) -> bool:
     """Whether the file is empty or its last byte is a newline (read alone, not the file)."""
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         if handle.seek(0, 2) == 0:
             return True
         handle.seek(-1, 2)
@@ -172,7 +172,7 @@ def put_in_order(path: Path, log: Sequence[Trajectory], first: Sequence[Trajecto
     if order == list(range(len(log))):
         return
     target = path.resolve()
-    lines = [line for line in target.read_bytes().splitlines(keepends=True) if line.strip()]
+    lines = [line for line in read_regular(target).splitlines(keepends=True) if line.strip()]
     if len(lines) != len(log) or not all(line.endswith(b"\n") for line in lines):
         return  # not the file ``log`` was read from: left as it is
     replace_bytes(target, b"".join(lines[i] for i in order))

@@ -5,7 +5,9 @@ writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``run``
 ``protocol``; ``serve`` serves it if it was trained on ``messages``), ``optimizer.pt`` and
 ``trainer_state.json`` (the iteration it ends). A
 checkpoint is written to a temporary folder (``.partial``, never resumed from) and renamed,
-so an interrupted save leaves no half checkpoint behind; :func:`latest` is the last one.
+so an interrupted save leaves no half checkpoint behind, and a failed one no ``.partial``
+either (its error names the checkpoint folder, never the ``.partial``); :func:`latest` is
+the last one.
 ``RUN/model`` is the final policy (a copy of the last checkpoint).
 
 Every checkpoint, and so ``RUN/model``, holds stategym's record of the model
@@ -13,14 +15,13 @@ Every checkpoint, and so ``RUN/model``, holds stategym's record of the model
 :func:`~stategym.train.config.model_record`): the rendering the policy was trained in, which
 ``hf:`` plays it in and ``serve`` checks, and the command and iteration that saved it.
 
-``RUN/start.json`` records what the run started from (:func:`start_model`), written once at
-a fresh start, before anything trains: the start model's config, a digest of its tokenizer
-(vocabulary and chat template) and of its weights, and (SFT from ``run:DIR``) which logged
-episodes it learns from. A resume is checked against it (:func:`resume_point`):
+``RUN/start.json`` records what the run started from (:mod:`stategym.train.start`). A resume
+is checked against it (:func:`resume_point`):
 
 - the last checkpoint must be whole (every file present and readable), its
   ``trainer_state.json`` must state its folder's own iteration, its model must be the run's
-  own (its config, less what saving sets (:data:`VOLATILE`), and its tokenizer equal to the
+  own (its config, less what saving sets (:data:`~stategym.train.start.VOLATILE`), and its
+  tokenizer equal to the
   start model's) and its ``optimizer.pt`` must fit that model's parameters; otherwise
   :class:`CheckpointError` names the folder or file: deleting that folder resumes from the
   checkpoint before it (nothing is skipped or mixed silently). A checkpoint of another run
@@ -36,7 +37,11 @@ episodes it learns from. A resume is checked against it (:func:`resume_point`):
 
 Every JSON file of a checkpoint and of the run is parsed by one rule
 (:func:`stategym.kernel.files.json_value`): deep nesting or a huge integer is refused as
-damage in one line, like broken JSON.
+damage in one line, like broken JSON. Every file is read only as a regular file
+(:func:`stategym.kernel.files.open_regular`), and a checkpoint folder holding a FIFO, a
+device or a socket is refused before any loader opens it
+(:func:`stategym.kernel.files.refuse_special_entries`): damage named in one line, never a
+hang.
 
 The sources of a run are checked against the record on every resume: SFT's ``run:DIR``
 log (:func:`stategym.train.sft.same_demonstrations`) and the ``--init`` model
@@ -51,7 +56,6 @@ model and the optimiser's state are all the state there is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -62,33 +66,39 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import NotJSON, json_value
+from stategym.kernel.files import (
+    NotAFile,
+    NotJSON,
+    exists_as_file,
+    json_value,
+    naming_in,
+    open_regular,
+    read_regular,
+    refuse_special_entries,
+)
 from stategym.llm.model_files import (
     RECORD_FILE,
     check_model_dir,
-    first_line,
-    strict_errors,
     unreadable_weights,
 )
 from stategym.train import runlog
 from stategym.train.config import Config, model_record
 from stategym.train.policy import Policy
+from stategym.train.start import (
+    FINAL,
+    differing,
+    model_config,
+    model_source,
+    read_start,
+    same_start,
+    tokenizer_digest,
+)
 
 CHECKPOINTS = "checkpoints"
-FINAL = "model"
 STATE = "trainer_state.json"
 OPTIMISER = "optimizer.pt"
-START = "start.json"
-"""The record of what the run started from (module docstring)."""
 FOLDER = re.compile(r"iter-(\d+)")
 """A checkpoint folder's name: ``iter-`` and the iteration it ends."""
-VOLATILE = frozenset(
-    ("dtype", "torch_dtype", "transformers_version", "architectures", "_name_or_path",
-     "transformers_weights")
-)  # fmt: skip
-"""Keys of a model's config that saving sets or drops (the weights' dtype, the writer's
-version, the class that saved it, where it was loaded from): not compared with the start
-model's."""
 
 
 class CheckpointError(UsageError):
@@ -96,11 +106,12 @@ class CheckpointError(UsageError):
     model's); the message names it and says what to do."""
 
 
-def unusable(path: Path, what: str) -> CheckpointError:
+def unusable(path: Path, what: str, folder: Path | None = None) -> CheckpointError:
     """The error for a checkpoint's file that cannot be resumed from, with what to do
-    about it: resume from the checkpoint before it."""
+    about it: resume from the checkpoint before it (delete ``folder``, the checkpoint's,
+    by default the file's own folder)."""
     return CheckpointError(
-        f"{path}: {what}; the checkpoint is damaged: delete {path.parent} "
+        f"{path}: {what}; the checkpoint is damaged: delete {folder or path.parent} "
         "to resume from the checkpoint before it"
     )
 
@@ -117,21 +128,32 @@ def folder_of(run: Path, iteration: int) -> Path:
 
 def save(run: Path, iteration: int, policy: Policy, optimiser: Any, config: Config) -> Path:
     """Write the checkpoint after ``iteration`` iterations (atomically) and return it, with
-    the model's record (:func:`model_record`) beside the weights."""
+    the model's record (:func:`model_record`) beside the weights.
+
+    A save that fails in any way (a full disk, the rename refused, an interruption) removes
+    its ``.partial``, and its :class:`OSError` names the checkpoint's folder (or its file),
+    the path the user knows, never the ``.partial``.
+    """
     import torch
 
     folder = folder_of(run, iteration)
     partial = folder.with_name(folder.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    policy.save(partial)
-    record = json.dumps(model_record(config, iteration), indent=2, sort_keys=True)
-    (partial / RECORD_FILE).write_text(record + "\n")
-    torch.save(optimiser.state_dict(), partial / OPTIMISER)
-    (partial / STATE).write_text(json.dumps({"iteration": iteration}) + "\n")
-    if folder.exists():
-        shutil.rmtree(folder)
-    partial.rename(folder)
+    try:
+        policy.save(partial)
+        record = json.dumps(model_record(config, iteration), indent=2, sort_keys=True)
+        (partial / RECORD_FILE).write_text(record + "\n")
+        torch.save(optimiser.state_dict(), partial / OPTIMISER)
+        (partial / STATE).write_text(json.dumps({"iteration": iteration}) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        partial.rename(folder)
+    except BaseException as error:  # Ctrl-C or a library's error too: no half checkpoint left
+        shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise naming_in(error, partial, folder) from None
+        raise
     return folder
 
 
@@ -164,10 +186,8 @@ def iteration_of(folder: Path) -> int:
             iteration number, or states another iteration than its folder's name.
     """
     path = folder / STATE
-    if not path.is_file():
-        raise unusable(path, "missing")
     try:
-        state = json_value(path.read_bytes())
+        state = json_value(_read(path))
     except NotJSON as error:
         raise damaged(path, error) from None
     iteration = state.get("iteration") if isinstance(state, dict) else None
@@ -188,14 +208,17 @@ def check(folder: Path, start_config: Mapping[str, Any] | None = None) -> int:
     Raises:
         CheckpointError: naming the damaged file, or the folder of another model.
     """
+    try:
+        refuse_special_entries(folder)  # a loader would hang on a FIFO
+    except NotAFile as error:
+        raise unusable(error.path, f"unreadable ({error.why})", folder) from None
     iteration = iteration_of(folder)
     for name in (OPTIMISER, "config.json"):
-        if not (folder / name).is_file():
-            raise unusable(folder / name, "missing")
+        _present(folder / name)
     files: dict[str, dict[str, Any]] = {}
     for file in sorted(folder.glob("*.json")):
         try:
-            data = json_value(file.read_bytes())
+            data = json_value(_read(file))
         except NotJSON as error:
             raise damaged(file, error) from None
         if not isinstance(data, dict):
@@ -221,6 +244,34 @@ def check(folder: Path, start_config: Mapping[str, Any] | None = None) -> int:
     return iteration
 
 
+def _present(path: Path) -> None:
+    """Refuse a checkpoint's file that is missing or is not a regular file.
+
+    Raises:
+        CheckpointError: naming the file (a FIFO or a folder as what it is, never missing).
+    """
+    try:
+        there = exists_as_file(path)
+    except NotAFile as error:
+        raise damaged(path, error.why) from None
+    if not there:
+        raise unusable(path, "missing")
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a checkpoint's file.
+
+    Raises:
+        CheckpointError: the file is missing, or is not a regular file (a FIFO, a folder).
+    """
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        raise unusable(path, "missing") from None
+    except NotAFile as error:
+        raise damaged(path, error.why) from None
+
+
 def restore_optimiser(folder: Path, optimiser: Any) -> None:
     """Load a checkpoint's optimiser state into ``optimiser``, once every saved moment is
     known to have its parameter's shape (``load_state_dict`` does not compare shapes: a
@@ -236,12 +287,15 @@ def restore_optimiser(folder: Path, optimiser: Any) -> None:
 
     path = folder / OPTIMISER
     try:
-        state = torch.load(path, weights_only=True)
+        with open_regular(path) as handle:  # a FIFO put there since check(): no hang
+            state = torch.load(handle, weights_only=True)
         misfit = _misfit(state, optimiser)
         if misfit is None:
             optimiser.load_state_dict(state)
     except FileNotFoundError:
         raise unusable(path, "missing") from None
+    except NotAFile as error:
+        raise damaged(path, error.why) from None
     # torch reports a cut archive as RuntimeError, a cut pickle as EOFError/UnpicklingError,
     # and a state of another layout as ValueError/KeyError
     except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, KeyError) as error:
@@ -301,49 +355,6 @@ def resume_point(run: Path, config: Config) -> Resume | None:
     return Resume(folder, iteration, start)
 
 
-def start_model(policy: Policy) -> dict[str, Any]:
-    """The record of a start model: its config (less :data:`VOLATILE`), a digest of its
-    tokenizer (:func:`tokenizer_digest`) and one of its weights (:func:`weights_digest`)."""
-    return {
-        "config": model_config(json.loads(policy.model.config.to_json_string(use_diff=True))),
-        "tokenizer": tokenizer_digest(policy.tokenizer),
-        "weights": weights_digest(policy.model),
-    }
-
-
-def write_start(run: Path, record: Mapping[str, Any]) -> None:
-    """Write ``RUN/start.json`` (atomically)."""
-    runlog.replace_text(run / START, json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-
-def read_start(run: Path) -> dict[str, Any]:
-    """The run's start record, with a model's config and its digests.
-
-    Raises:
-        UsageError: the record is missing or is not one.
-    """
-    path = run / START
-    if not path.is_file():
-        raise UsageError(
-            f"{run} has checkpoints but no {START}, the record of the model (and data) it "
-            "started from (a run made by an older stategym, or the file deleted): its resume "
-            "cannot be checked; start the run again in another --out"
-        )
-    record = runlog.read_object(path, "the record of the run's start")
-    model = record.get("model")
-    if not (
-        isinstance(model, dict)
-        and isinstance(model.get("config"), dict)
-        and all(isinstance(model.get(key), str) for key in ("tokenizer", "weights"))
-    ):
-        raise UsageError(f"{path}: no start model's config and digests in it; restore it")
-    shown = record.get("demonstrations", {"episodes": 0, "digest": ""})
-    count = shown.get("episodes") if isinstance(shown, dict) else None
-    if not (isinstance(count, int) and count >= 0 and isinstance(shown.get("digest"), str)):
-        raise UsageError(f"{path}: its demonstrations have no count and digest; restore it")
-    return record
-
-
 def check_tokenizer(resume: Resume, policy: Policy) -> None:
     """The resumed checkpoint's tokenizer (``policy``'s, loaded from it) is the start
     model's: its vocabulary and chat template are never trained.
@@ -356,22 +367,6 @@ def check_tokenizer(resume: Resume, policy: Policy) -> None:
             f"{resume.folder}: not this run's model (its tokenizer's vocabulary or chat "
             f"template is not the start model's); delete {resume.folder} to resume from the "
             "checkpoint before it"
-        )
-
-
-def same_start(policy: Policy, start: Mapping[str, Any], source: str) -> None:
-    """``policy``, loaded again from the run's start model, is the model the run started
-    from (config and weights).
-
-    Raises:
-        UsageError: naming ``source`` (changed since the run started).
-    """
-    if weights_digest(policy.model) != start["model"]["weights"]:
-        raise UsageError(
-            f"{source}: not the model this run started from (changed since, by a resumed or "
-            "retrained run?); the resumed run would go on from one model under the name of "
-            "another (and anchor its KL term to it); restore it, or start the run again in "
-            "another --out"
         )
 
 
@@ -391,49 +386,6 @@ def load_start(config: Config, resume: Resume) -> Policy | None:
     return policy
 
 
-def model_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A model's config as compared with the start model's (less :data:`VOLATILE`)."""
-    return {key: value for key, value in config.items() if key not in VOLATILE}
-
-
-def differing(saved: Mapping[str, Any], start: Mapping[str, Any]) -> str:
-    """The keys in which a checkpoint's model config differs from the start model's, as
-    ``key VALUE (the run started with VALUE)``, at most three; empty when equal."""
-
-    def shown(config: Mapping[str, Any], key: str) -> str:
-        return json.dumps(config[key]) if key in config else "absent"
-
-    keys = sorted(
-        k
-        for k in set(saved) | set(start)
-        if k not in saved or k not in start or saved[k] != start[k]
-    )
-    parts = [f"{k} {shown(saved, k)} (the run started with {shown(start, k)})" for k in keys[:3]]
-    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
-    return ", ".join(parts) + more
-
-
-def tokenizer_digest(tokenizer: Any) -> str:
-    """A digest of a tokenizer's vocabulary (added tokens included) and chat template."""
-    vocabulary = sorted(tokenizer.get_vocab().items())
-    text = json.dumps([vocabulary, tokenizer.chat_template], ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def weights_digest(model: Any) -> str:
-    """A digest of a model's config (less :data:`VOLATILE`) and of every tensor of its state
-    (name, dtype, shape and bytes): equal for the same model loaded the same way."""
-    import torch
-
-    config = model_config(json.loads(model.config.to_json_string(use_diff=True)))
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
-    for name, tensor in sorted(model.state_dict().items()):
-        data = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
-        digest.update(data.numpy())  # the tensor's own buffer, not a copy of it
-    return digest.hexdigest()
-
-
 def publish(run: Path, folder: Path) -> Path:
     """Copy a checkpoint's model to ``RUN/model`` (the run's final policy).
 
@@ -448,67 +400,6 @@ def publish(run: Path, folder: Path) -> Path:
     return final
 
 
-def model_source(init: str) -> str:
-    """A run directory's final model for ``--init RUN`` (else ``init`` as given)."""
-    path = Path(init)
-    if (path / FINAL / "config.json").is_file():
-        return str(path / FINAL)
-    return init
-
-
-def check_start(init: str, *, trained: bool, option: str = "--init") -> None:
-    """Refuse a start model that cannot load, before the run directory is written (a run
-    directory holding a bad ``--init`` would refuse the corrected command as other settings).
-
-    ``tiny`` is the model SFT builds here (``trained``: the trainer needs one that has
-    learned, as GRPO does); an existing path must hold a saved model, or be a run directory
-    with its final model; any other name is a Hugging Face id whose config must load, from
-    the hub or from its local cache. ``option`` is the flag that gave ``init`` (the
-    experiments take it as ``--model``), named in the refusal.
-
-    Raises:
-        UsageError: what is wrong with ``init``, in one line.
-    """
-    if init == "tiny":
-        if trained:
-            raise UsageError(
-                "GRPO starts from a trained model: give --init an SFT run directory, a model "
-                "folder or a Hugging Face id (`stategym train sft` makes one)"
-            )
-        return
-    source = Path(model_source(init))
-    if source.exists():
-        if not _holds_model_type(source):
-            raise UsageError(
-                f"{option} {init}: holds no saved model (a run directory without its "
-                f"{FINAL}/ folder, or not a model folder); finish the run or give a model folder"
-            )
-        check_model_dir(source)  # tokenizer, readable weights and a chat template too
-        return
-    from transformers import AutoConfig
-
-    refused: tuple[type[BaseException], ...] = (OSError, ValueError, *strict_errors())
-    try:
-        AutoConfig.from_pretrained(init)
-    except refused as error:
-        raise UsageError(
-            f"{option} {init}: no such folder, and no Hugging Face model of that id could be "
-            f"loaded ({first_line(error)})"
-        ) from None
-
-
-def _holds_model_type(source: Path) -> bool:
-    """Whether ``source/config.json`` may be a model's config: false only for a JSON object
-    without ``model_type`` (a run directory's settings), so such a folder is told apart from
-    a damaged model folder; a missing or damaged file is left to :func:`check_model_dir`,
-    which names it."""
-    try:
-        config = json_value((source / "config.json").read_bytes())
-    except (OSError, NotJSON):
-        return True  # missing or damaged: check_model_dir says which, in one line
-    return not isinstance(config, dict) or "model_type" in config
-
-
 def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:
     """A torch generator seeded from ``(seed, iteration, stream)`` only."""
     import torch
@@ -519,8 +410,6 @@ def iteration_generator(seed: int, iteration: int, stream: str = "") -> Any:
 
 __all__ = [
     "CHECKPOINTS",
-    "FINAL",
-    "START",
     "CheckpointError",
     "Resume",
     "check",
@@ -530,13 +419,8 @@ __all__ = [
     "iteration_of",
     "latest",
     "load_start",
-    "model_source",
     "publish",
-    "read_start",
     "restore_optimiser",
     "resume_point",
-    "same_start",
     "save",
-    "start_model",
-    "write_start",
 ]

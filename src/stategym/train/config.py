@@ -325,11 +325,11 @@ def start_rendering(init: str) -> str | None:
         UsageError: the folder's record is damaged or names no known rendering.
     """
     from stategym.llm.model_files import recorded_rendering
-    from stategym.train import checkpoint
+    from stategym.train import start
 
     if init == "tiny":
         return None
-    source = Path(checkpoint.model_source(init))
+    source = Path(start.model_source(init))
     return recorded_rendering(source) if source.is_dir() else "messages"
 
 
@@ -362,10 +362,10 @@ def from_json(path: Path, cls: type[C]) -> C:
         ValueError: the file is not a JSON object (:class:`~stategym.kernel.files.NotJSON`,
             whatever the parse failed on, named ``FILE:LINE``), or holds unknown settings.
     """
-    from stategym.kernel.files import NotJSON, json_value
+    from stategym.kernel.files import NotJSON, json_value, read_regular
 
     try:
-        data = json_value(path.read_bytes())
+        data = json_value(read_regular(path))
     except NotJSON as error:
         raise ValueError(error.where(path)) from None
     if not isinstance(data, dict):

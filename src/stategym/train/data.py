@@ -147,7 +147,7 @@ def run_demonstrations(run: Path) -> list[Demonstration]:
     from stategym.rollout import read_log, refuse_duplicates
 
     path = Path(run) / "trajectories.jsonl"
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a folder is refused by read_log, as what it is
         raise UsageError(f"no trajectories.jsonl in {run} to learn from")
     log = read_log(path)
     refuse_duplicates(path, log.trajectories)

@@ -60,6 +60,7 @@ from stategym.train.config import GRPOConfig, check, guard_size, note_rendering
 from stategym.train.evaluate import evaluate
 from stategym.train.group import Member, Rollout, Sampling, play
 from stategym.train.policy import Policy
+from stategym.train.start import check_start, model_source, start_model, write_start
 from stategym.train.tasks import setting
 from stategym.train.values import mc_advantages
 
@@ -351,7 +352,7 @@ def train(config: GRPOConfig) -> Path:
     if config.group < 2:
         raise UsageError("a group needs at least two episodes to compare")
     check_device(config.device)
-    checkpoint.check_start(config.init, trained=True)
+    check_start(config.init, trained=True)
     check(config)
     note_rendering(config)
     torch.set_num_threads(max(1, config.threads))
@@ -369,9 +370,7 @@ def _reference(config: GRPOConfig, resume: checkpoint.Resume | None) -> Policy |
     if config.kl <= 0:
         return None
     if reference is None:
-        reference = Policy.load(
-            checkpoint.model_source(config.init), device=config.device, dtype=config.dtype
-        )
+        reference = Policy.load(model_source(config.init), device=config.device, dtype=config.dtype)
     reference.model.requires_grad_(False)
     reference.share_prefix = config.share_prefix
     return reference
@@ -383,7 +382,7 @@ def _train(config: GRPOConfig) -> None:
 
     run = runlog.open_run(config)
     resume = checkpoint.resume_point(run, config)
-    source = checkpoint.model_source(config.init) if resume is None else str(resume.folder)
+    source = model_source(config.init) if resume is None else str(resume.folder)
     start = 0 if resume is None else resume.iteration
     policy = Policy.load(source, device=config.device, dtype=config.dtype)
     policy.share_prefix = config.share_prefix
@@ -394,7 +393,7 @@ def _train(config: GRPOConfig) -> None:
     if resume is not None:
         checkpoint.restore_optimiser(resume.folder, optimiser)
     else:
-        checkpoint.write_start(run, {"model": checkpoint.start_model(policy)})
+        write_start(run, {"model": start_model(policy)})
     runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "grpo") as advance:
         for iteration in range(start + 1, config.iterations + 1):

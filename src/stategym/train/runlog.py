@@ -17,6 +17,9 @@ and every line is strict JSON: a number that is not finite is written ``null`` (
 with no must-ask slot to count); older files' ``NaN`` still read. A fresh run that fails
 before its first checkpoint removes what it wrote (:func:`holding`); one that holds
 training output but no checkpoint is not started again over it (:func:`refuse_restart`).
+Every file of the run is read only as a regular file
+(:func:`~stategym.kernel.files.read_regular`): a FIFO or a folder in a file's place is
+refused in one line naming it, never waited on.
 
 :func:`episode_metrics` is the decision-quality summary of a set of scorecards, the same
 numbers ``stategym eval`` aggregates (:func:`stategym.metrics.aggregate.row` means) plus the
@@ -36,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.errors import UsageError
-from stategym.kernel.files import NotJSON, json_value, refuse_non_files, replace_bytes
+from stategym.kernel.files import (
+    NotJSON,
+    json_value,
+    read_regular,
+    refuse_non_files,
+    replace_bytes,
+)
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, Trajectory
 from stategym.metrics.gold import gold_of
@@ -60,7 +69,7 @@ def open_run(config: Config) -> Path:
             ``metrics.jsonl`` or ``start.json`` is there but is not a regular file (a
             folder, a FIFO...: :func:`~stategym.kernel.files.refuse_non_file`).
     """
-    from stategym.train.checkpoint import START
+    from stategym.train.start import START
 
     run = Path(config.out)
     path = run / CONFIG
@@ -146,7 +155,8 @@ def holding(config: Config) -> Iterator[Path]:
 def _written() -> tuple[str, ...]:
     """What a run writes before its first checkpoint: its settings, its metrics, its start
     record and the checkpoints folder (an interrupted first save's ``.partial``)."""
-    from stategym.train.checkpoint import CHECKPOINTS, START
+    from stategym.train.checkpoint import CHECKPOINTS
+    from stategym.train.start import START
 
     return (CONFIG, METRICS, START, CHECKPOINTS)
 
@@ -177,7 +187,8 @@ def refuse_restart(run: Path, config: Config) -> None:
     Raises:
         UsageError: naming what the run holds.
     """
-    from stategym.train.checkpoint import CHECKPOINTS, FINAL
+    from stategym.train.checkpoint import CHECKPOINTS
+    from stategym.train.start import FINAL
 
     first = min(config.save_every, config.iterations)
     held = [f"{FINAL}/"] if (run / FINAL).exists() else []
@@ -231,10 +242,11 @@ def read_object(path: Path, what: str) -> dict[str, Any]:
 
     Raises:
         UsageError: ``FILE: why`` when the file is not valid UTF-8 JSON holding an object
-            (nesting too deep and huge integers included).
+            (nesting too deep and huge integers included), or is not a regular file (a
+            FIFO, a folder: :class:`~stategym.kernel.files.NotAFile`, never a hang).
     """
     try:
-        data = json_value(path.read_bytes())
+        data = json_value(read_regular(path))
     except NotJSON as error:
         where = f"line {error.line}: " if error.line is not None else ""
         raise UsageError(f"{path}: unreadable ({where}{error}); it should hold {what}") from None
@@ -257,12 +269,13 @@ def read_metrics(run: Path) -> list[dict[str, Any]]:
     lines after it.
 
     Raises:
-        UsageError: ``FILE:LINE: why`` for such a line.
+        UsageError: ``FILE:LINE: why`` for such a line; the file is not a regular file (a
+            FIFO, a folder: :class:`~stategym.kernel.files.NotAFile`, never a hang).
     """
     path = run / METRICS
     if not path.exists():
         return []
-    data = path.read_bytes()
+    data = read_regular(path)
     lines = data.split(b"\n")
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     out = []

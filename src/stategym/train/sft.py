@@ -37,6 +37,7 @@ from stategym.train.config import SFTConfig, check, note_rendering
 from stategym.train.data import Demonstration
 from stategym.train.evaluate import evaluate
 from stategym.train.policy import Policy, TinySize, build_tiny
+from stategym.train.start import check_start, model_source, start_model, write_start
 from stategym.train.tasks import setting
 
 
@@ -131,7 +132,7 @@ def make_policy(config: SFTConfig, episodes: Sequence[Demonstration]) -> Policy:
     if config.init == "tiny":
         size = TinySize(config.tiny_vocab, config.tiny_width, 2, 4, 3 * config.tiny_width)
         return build_tiny(data.tokenizer_chats(episodes), config.seed, size)
-    return Policy.load(checkpoint.model_source(config.init), dtype=config.dtype)
+    return Policy.load(model_source(config.init), dtype=config.dtype)
 
 
 def train(config: SFTConfig) -> Path:
@@ -139,7 +140,7 @@ def train(config: SFTConfig) -> Path:
     import torch
 
     check_device(config.device)
-    checkpoint.check_start(config.init, trained=False)
+    check_start(config.init, trained=False)
     check(config)
     note_rendering(config)
     torch.set_num_threads(max(1, config.threads))
@@ -187,8 +188,8 @@ def _train(config: SFTConfig, episodes: list[Demonstration]) -> None:
     if resume is not None:
         checkpoint.restore_optimiser(resume.folder, optimiser)
     else:
-        start_record = {"model": checkpoint.start_model(policy)}
-        checkpoint.write_start(run, {**start_record, **demonstrations_record(config, episodes)})
+        start_record = {"model": start_model(policy)}
+        write_start(run, {**start_record, **demonstrations_record(config, episodes)})
     runlog.truncate_metrics(run, start, config.eval_every)  # once the checkpoint has loaded
     with runlog.progress_bar(config.iterations, start, config.progress, "sft") as advance:
         for iteration in range(start + 1, config.iterations + 1):
