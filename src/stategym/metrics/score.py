@@ -46,6 +46,9 @@ class Scorecard:
         composite: R in [-1, 1].
         outcome: goal, money, rounds and clock.
         events: every per-round event, in round order.
+        sample: which sample of its task the trajectory is (``run.sample``: 0 unless the
+            run played several per task, ``--samples``), so that the lines of a
+            ``scores.jsonl`` of one seed are told apart.
     """
 
     task_id: str
@@ -58,6 +61,7 @@ class Scorecard:
     composite: float
     outcome: OutcomeScore
     events: tuple[Event, ...]
+    sample: int = 0
 
     @property
     def clarification(self) -> Clarification:
@@ -137,7 +141,13 @@ def score(trajectory: Trajectory, task: Task | None = None) -> Scorecard:
     """
     if task is None:
         task = task_of(trajectory)
-    return score_rounds(trajectory.rounds, task, trajectory.outcome, agent=trajectory.agent)
+    return score_rounds(
+        trajectory.rounds,
+        task,
+        trajectory.outcome,
+        agent=trajectory.agent,
+        sample=trajectory.run.sample,
+    )
 
 
 def score_rounds(
@@ -146,12 +156,13 @@ def score_rounds(
     outcome: Outcome | None,
     *,
     agent: str = "",
+    sample: int = 0,
 ) -> Scorecard:
     """Score the rounds played so far; the episode counts as over when ``outcome`` is given."""
     scorer = EpisodeScorer(task)
     for i, record in enumerate(rounds):
         scorer.add(record, last=outcome is not None and i == len(rounds) - 1)
-    return scorer.close(rounds, outcome, agent=agent)
+    return scorer.close(rounds, outcome, agent=agent, sample=sample)
 
 
 class EpisodeScorer:
@@ -181,7 +192,12 @@ class EpisodeScorer:
         return events
 
     def close(
-        self, rounds: Sequence[RoundRecord], outcome: Outcome | None, *, agent: str = ""
+        self,
+        rounds: Sequence[RoundRecord],
+        outcome: Outcome | None,
+        *,
+        agent: str = "",
+        sample: int = 0,
     ) -> Scorecard:
         """The scorecard of the rounds added so far (``rounds``: those same rounds)."""
         task = self.task
@@ -204,4 +220,5 @@ class EpisodeScorer:
             composite_reward(qualities, applicable, harm),
             outcome_from(rounds, outcome),
             tuple(sorted(found, key=lambda e: e.round)),
+            sample,
         )
