@@ -381,3 +381,44 @@ def test_a_null_answer_is_told_it_must_be_a_string_not_that_it_is_missing() -> N
     env = Env("travel")
     env.reset(seed=0)
     assert env.step(calls(call("finish", answer=None))).terminated
+
+
+# -- the kernel's rule, for a domain whose tool breaks it ------------------------------------
+
+
+def test_a_tool_that_writes_then_refuses_leaves_the_world_as_it_found_it() -> None:
+    """A third-party tool may forget to check before it writes: the environment restores
+    the world around a write or commit call that raises ``ToolError`` (kernel.validation),
+    so the agent told "refused" is not left with half a change (a hold, a fee, an id spent)."""
+    import dataclasses
+
+    from stategym.kernel.errors import ToolError
+    from stategym.registry import get_domain
+    from stategym.rollout import run_episode
+
+    travel = get_domain("travel")
+    hold = next(t for t in travel.tools if t.name == "hold_fare")
+
+    def holds_then_refuses(world: Any, **arguments: Any) -> Any:
+        hold.fn(world, **arguments)
+        world.transfer("user", "airline", 5, "a fee it should not keep", "X")
+        raise ToolError("refused after writing")
+
+    careless = dataclasses.replace(hold, fn=holds_then_refuses)
+    domain = dataclasses.replace(
+        travel, tools=tuple(careless if t is hold else t for t in travel.tools)
+    )
+    played = run_episode(Env("travel"), scripted(travel, "expert"), 0)
+    held = next(c for r in played.rounds for c in r.calls if c.name == "hold_fare")
+    env = Env(domain)
+    env.reset(seed=0)
+    before = env.world.snapshot()
+    result = env.step(calls(call("hold_fare", **held.arguments)))
+    assert result.observation.results[0].error == "refused after writing"
+    after = env.world.snapshot()
+    assert (after.tables, after.accounts, after.charges, after.next_id) == (
+        before.tables,
+        before.accounts,
+        before.charges,
+        before.next_id,
+    )

@@ -15,10 +15,13 @@ arguments decoded by the boundary rule and bound to the signature) or into the
 runs: :func:`rejected` logs the well-formed ones as :data:`NOT_RUN`; otherwise
 :func:`run_ready` runs each in turn. A :class:`~stategym.kernel.errors.ToolError` is not a
 format error: it is raised while a well-formed call runs, and fails that call only, leaving
-the world as the call found it. That is each tool's rule (every check before the first
-write), not enforced here: restoring the world around every write or commit call would cost
-each one a world snapshot (8-14 us, against 30-40 us for a whole call), so
-``tests/test_world_truths.py`` probes every domain's tools for it instead.
+the world as the call found it. Each shipped tool checks before its first write
+(``tests/test_world_truths.py`` probes every domain's tools), and :func:`run_ready` makes it
+the kernel's rule too: a write or commit call is run over a snapshot of the world
+(:meth:`~stategym.kernel.world.World.snapshot`), restored if the tool raises
+:class:`ToolError`, so a domain whose tool writes and then refuses cannot leave half a
+change (ids minted by the refused call are given again). Read calls take no snapshot; a
+write or commit call pays for one (``benchmarks/env_speed.py``).
 
 **A log replays its rejections.** The log keeps each call as the environment saw it, so that
 replaying the log rejects every call it rejected in the same way (same kind, same error
@@ -59,7 +62,7 @@ from stategym.kernel.protocol import (
     too_many_calls,
 )
 from stategym.kernel.provenance import Origin, Provenance
-from stategym.kernel.tools import Tool
+from stategym.kernel.tools import Effect, Tool
 from stategym.kernel.trajectory import CallRecord
 from stategym.kernel.world import World
 
@@ -325,14 +328,18 @@ def rejected(checked: Sequence[Ready | CallRecord]) -> tuple[CallRecord, ...]:
 
 
 def run_ready(call: Ready, world: World) -> CallRecord:
-    """Run one checked call on ``world``; a :class:`ToolError` fails this call only."""
+    """Run one checked call on ``world``; a :class:`ToolError` fails this call only, and a
+    write or commit call that raises it leaves the world as it found it (module docstring)."""
     if call.tool is None:
         answer = {"answer": call.arguments.get("answer")}
         return CallRecord(call.id, FINISH, call.arguments, None, answer, None, None, {})
     tool = call.tool
+    before = None if tool.effect is Effect.READ else world.snapshot()
     try:
         content = tool.fn(world, **call.arguments)
     except ToolError as error:
+        if before is not None:
+            world.restore(before)
         return CallRecord(
             call.id, call.name, call.arguments, tool.effect, None, str(error), "tool", call.sources
         )
