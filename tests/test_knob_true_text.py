@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import gymnasium
@@ -27,13 +28,18 @@ from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.knob_text import knob_sentences, text_for
 from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import call, calls
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import make_renderer
-from stategym.rendering.messages import STILL
 from stategym.rollout import run_episode
 
 SPEC = "synth:chain2+fanout3+askgate+verifycommit+conflict+precond"
-SURFACES = [SPEC, *(f"{SPEC}@{surface}" for surface in range(1, 9))]
+BRANCHED = "synth:chain1+fanout2+branch+diamond+askgate+verifycommit+precond+conflict"
+SURFACES = [
+    SPEC,
+    *(f"{SPEC}@{surface}" for surface in range(1, 9)),
+    *(f"{BRANCHED}@{surface}" for surface in range(0, 21)),
+]
 DOMAINS = [*sorted(all_domains()), SPEC, f"{SPEC}@3"]
 KINDS = ["messages", "compact"]
 SETTINGS = [
@@ -61,6 +67,7 @@ MOVING = (
     "may change",
     "may expire",
     "expires",
+    "expired",
     "sells out first",
     "sell out first",
     "rates move",
@@ -80,11 +87,11 @@ def test_nothing_said_to_move_where_nothing_moves(domain: str, kind: str) -> Non
 def test_the_clock_rule_follows_the_knob(domain: str) -> None:
     still = make_renderer(get_domain(domain), Knobs(dynamics=False), "messages")
     moving = make_renderer(get_domain(domain), Knobs(), "messages")
-    assert STILL in still.system_prompt()
-    if get_domain(domain).read_only:
-        assert STILL in moving.system_prompt()  # nothing moves in a read-only corpus
+    assert "Nothing changes on its own" in still.system_prompt()
+    if get_domain(domain).read_only:  # nothing moves in a read-only corpus
+        assert "Nothing changes on its own" in moving.system_prompt()
     else:
-        assert STILL not in moving.system_prompt()
+        assert "Nothing changes on its own" not in moving.system_prompt()
         assert get_domain(domain).moves in moving.system_prompt()
 
 
@@ -165,14 +172,15 @@ def test_lookup_is_asked_for_an_entity_or_a_number_not_an_option() -> None:
 # -- articles -------------------------------------------------------------------------------
 
 WRONG_ARTICLE = re.compile(
-    r"\b[Aa] [aeioAEIO]\w*|\b[Aa]n [b-df-hj-np-tv-zB-DF-HJ-NP-TV-Z]\w*|\bthe \w+ an? \w+"
+    r"(?<!\()\b[Aa] [aeioAEIO]\w*|\b[Aa]n [b-df-hj-np-tv-zB-DF-HJ-NP-TV-Z]\w*|\bthe \w+ an? \w+"
 )
-""""a option", "an package", and an article after "the best" ("the best a flight")."""
+""""a option", "an package", and an article after "the best" ("the best a flight"); not
+the plain surface's route named "a" ("(a or b)")."""
 
 
-def _episode_texts(domain: str, knobs: Knobs, seed: int) -> list[str]:
+def _episode_texts(domain: str, knobs: Knobs, seed: int, agent: str) -> list[str]:
     env = Env(domain, knobs=knobs)
-    trajectory = run_episode(env, scripted(env.domain, "expert"), seed)
+    trajectory = run_episode(env, scripted(env.domain, agent), seed)
     texts = [env.task.request.text]
     for record in trajectory.rounds:
         texts += [record.say or "", record.notice or ""]
@@ -186,8 +194,8 @@ def test_every_article_fits_its_noun(domain: str) -> None:
     for setting in SETTINGS:
         knobs = Knobs.parse(setting)
         texts = [_read(domain, knobs, kind) for kind in KINDS]
-        for seed in range(3):
-            texts += _episode_texts(domain, knobs, seed)
+        for seed, agent in itertools.product(range(3), ("expert", "ask-everything")):
+            texts += _episode_texts(domain, knobs, seed, agent)
         wrong |= {match for text in texts for match in WRONG_ARTICLE.findall(text)}
     assert wrong == set()
 
@@ -222,3 +230,151 @@ def test_an_empty_replacement_leaves_no_double_space_and_the_default_is_untouche
     sentences = knob_sentences("tool t", text, {"dynamics": {"Stock can change.": ""}})
     assert text_for(text, sentences, Knobs(dynamics=False)) == "Check stock. Ask first."
     assert text_for(text, sentences, Knobs()) is text
+
+
+def test_a_sentence_two_of_one_knobs_sentences_share_is_refused() -> None:
+    text = "Prices move and holds expire."
+    overlapping = {"dynamics": {"holds expire": "holds stay", text: "Nothing moves."}}
+    with pytest.raises(ValueError, match="once dynamics is off"):
+        knob_sentences("tool t", text, overlapping)
+
+
+def test_a_replacement_holding_a_declared_sentence_is_refused() -> None:
+    text = "Prices move. Payment is final."
+    when_off = {
+        "irreversible": {"Payment is final.": "Payment can be undone."},
+        "dynamics": {"Prices move.": "Payment is final."},
+    }
+    with pytest.raises(ValueError, match=re.escape("holds 'Payment is final.'")):
+        knob_sentences("tool t", text, when_off)
+
+
+@pytest.mark.parametrize("said", ["", " ", "It expires.\nthe"])
+def test_an_empty_sentence_or_one_across_two_texts_is_refused(said: str) -> None:
+    with pytest.raises(ValueError, match="is empty or spans two texts"):
+        knob_sentences("tool t", "Hold it. It expires.\nthe thing.", {"dynamics": {said: "!"}})
+
+
+# -- the world is what the text says (audit 15a) --------------------------------------------
+
+
+def test_no_prompt_claims_every_change_can_be_undone_and_cloud_says_detach_is_final() -> None:
+    for domain in DOMAINS:
+        for kind in KINDS:
+            text = _read(domain, Knobs(irreversible=False), kind)
+            assert "every change can be undone" not in text
+    assert "No tool attaches it back." in _read("cloud", Knobs(irreversible=False), "messages")
+
+
+def _left_after_undo(domain: str, book: str, undo: str, table: str, count: str) -> list[tuple]:
+    """On the first seeds where the expert commits, with nothing moving and refunds in full:
+    replay the expert up to its commit and undo it (``undo`` of the id ``book`` returned);
+    for each, what the option's row held (``table``'s ``count``: seats, stock) before the
+    commit and after the undo."""
+    knobs = Knobs(irreversible=False, dynamics=False)
+    found = []
+    for seed in range(20):
+        env = Env(domain, knobs=knobs)
+        played = run_episode(env, scripted(env.domain, "expert"), seed)
+        again = Env(domain, knobs=knobs)
+        again.reset(seed=seed)
+        for record in played.rounds:
+            done = [c for c in record.calls if c.name == book and c.error is None]
+            if done:
+                option = done[0].content["option"]
+                rows = getattr(again.world, table)
+                before = getattr(rows[option], count)
+                again.step(record.action())
+                key = next(k for k in done[0].content if k.endswith("_id") and k != "hold_id")
+                again.step(calls(call(undo, **{key: done[0].content[key]})))
+                found.append((before, getattr(rows[option], count)))
+                break
+            again.step(record.action())
+        if len(found) == 3:
+            break
+    assert found, f"the expert commits on none of 20 seeds of {domain}"
+    return found
+
+
+def test_a_cancelled_booking_frees_its_seat() -> None:
+    for before, after in _left_after_undo(
+        "travel", "book_and_pay", "cancel_booking", "flights", "seats"
+    ):
+        assert after == before
+
+
+def test_a_cancelled_purchase_is_back_in_stock() -> None:
+    for before, after in _left_after_undo(
+        SPEC, "buy_option", "cancel_purchase", "options", "stock"
+    ):
+        assert after == before
+
+
+def test_the_compact_rendering_can_write_a_stateless_bank_answer() -> None:
+    """Compact shows every id as a handle and no tool returns a route id: an answer naming
+    the route by its own id would be a handle the model never saw. The expert answers with
+    the account and the rail ("CA93 EXP", compact "D EXP": handles it has seen), which
+    names the route CA93EXP."""
+    knobs = Knobs(stateful=False)
+    reached = 0
+    for seed in range(6):
+        env = Env("bank", knobs=knobs)
+        played = run_episode(env, scripted(env.domain, "expert"), seed)
+        renderer = make_renderer(env.domain, knobs, "compact")
+        again = Env("bank", knobs=knobs)
+        again.reset(seed=seed)
+        renderer.first_messages(again.task)
+        for index, record in enumerate(played.rounds):
+            seen = len(renderer.handles)
+            text = renderer.action_message(record.action(), index)["content"]
+            if record.calls and record.calls[0].name == "finish":
+                assert len(renderer.handles) == seen, text  # no handle it has not seen
+            result = again.step(renderer.parse(text))
+            renderer.observation_messages(result.observation)
+        assert again.outcome().goal_reached == played.outcome.goal_reached
+        reached += played.outcome.goal_reached
+    assert reached >= 3
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_clock_rule_names_nothing_the_model_cannot_have(domain: str) -> None:
+    found = get_domain(domain)
+    for knobs in (Knobs(stateful=False), Knobs.all_off()):
+        assert "expire" not in make_renderer(found, knobs, "messages").system_prompt()
+    if not any(t.name.startswith(("hold", "lock", "freeze", "pin")) for t in found.tools):
+        assert "Holds may expire" not in make_renderer(found, Knobs(), "messages").system_prompt()
+
+
+def test_each_domain_names_what_moves_in_it() -> None:
+    lines = {
+        name: next(
+            line
+            for line in make_renderer(get_domain(name), Knobs(), "messages")
+            .system_prompt()
+            .splitlines()
+            if "clock" in line or "on its own" in line
+        )
+        for name in ("travel", "meetings", "shop", "bank", "cloud")
+    }
+    assert "Calendars" in lines["meetings"] and "Prices" not in lines["meetings"]
+    assert "Exchange rates" in lines["bank"] and "Rate quotes may expire" in lines["bank"]
+    assert "Cart lines may expire" in lines["shop"]
+    assert "snapshot completes" in lines["cloud"]
+    still = make_renderer(get_domain("cloud"), Knobs(dynamics=False), "messages")
+    assert "snapshot completes a moment after it is taken" in still.system_prompt()
+
+
+def test_the_irreversible_terms_are_stated_not_hedged() -> None:
+    for domain in DOMAINS:
+        text = _read(domain, Knobs(), "messages")
+        assert "usually" not in text and "may not be refunded" not in text
+        assert "still holds it" not in text
+
+
+def test_a_schema_edited_by_its_caller_is_its_own_copy() -> None:
+    env = Env("travel")
+    env.tool_schemas[0]["function"]["description"] = "edited"
+    _, info = gymnasium.make("stategym/Travel-v0").reset(seed=0)
+    info["tools"][1]["function"]["description"] = "edited too"
+    fresh = Env("travel").tool_schemas
+    assert "edited" not in orjson.dumps(fresh).decode()

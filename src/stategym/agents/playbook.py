@@ -204,6 +204,8 @@ class Decision(Generic[Choice]):
             :class:`Agreement`) and rule options out.
         nothing: the final answer when nothing fits (stateful tasks).
         give_up: the final answer when the re-decisions run out.
+        answer: a stateless task's answer naming the choice, as the domain's ``answer_form``
+            asks for it (``None``: the choice's id).
     """
 
     question: str
@@ -212,6 +214,7 @@ class Decision(Generic[Choice]):
     attempt: Callable[[Choice, Agreement], Steps[str | None]]
     nothing: str
     give_up: str
+    answer: Callable[[Choice], str] | None = None
 
 
 def decide_and_commit(
@@ -234,7 +237,7 @@ def decide_and_commit(
             yield finish(decision.nothing if stateful else "none")
             return
         if not stateful:
-            yield finish(choice.id)
+            yield finish(choice.id if decision.answer is None else decision.answer(choice))
             return
         beliefs.changed = False
         answer = yield from decision.attempt(choice, agreement)

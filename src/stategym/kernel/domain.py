@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
+
 from stategym.kernel.errors import StateGymError, UnknownDomainError
 from stategym.kernel.knob_text import flattened, knob_sentences, text_for
 from stategym.kernel.knobs import Knobs
@@ -73,7 +75,11 @@ class Domain:
             hold, pay or send would name tools the model does not have; empty where
             ``instructions`` already fit (a read-only domain).
         moves: what changes on the clock where the ``dynamics`` knob is on, as the prompt
-            says it.
+            says it ("Prices and availability may change.").
+        expires: what the domain's write tools make that expires where ``dynamics`` is on
+            ("Holds may expire."), said only where those tools are offered; empty: nothing.
+        settles: what completes on its own after a call started it, whatever ``dynamics``
+            ("a snapshot completes a moment after it is taken"); empty: nothing.
         answer_form: what ``finish(answer=...)`` names where an episode is judged on its
             answer (:meth:`judges_answer`), as the prompt's ending and ``finish`` say it.
     """
@@ -92,7 +98,9 @@ class Domain:
     regold: Callable[[Task, tuple[str, ...]], GoldGraph] | None = None
     instructions_when_off: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
     answer_instructions: str = ""
-    moves: str = "Prices and availability may change and holds may expire."
+    moves: str = "Prices and availability may change."
+    expires: str = ""
+    settles: str = ""
     answer_form: str = OPTION_ANSWER
 
     def __post_init__(self) -> None:
@@ -109,9 +117,13 @@ class Domain:
 
     def tool_schemas(self, knobs: Knobs) -> list[dict[str, Any]]:
         """The schemas an episode under ``knobs`` offers, ``finish`` last: what the
-        environment offers and the renderers show, one list for both."""
+        environment offers and the renderers show, one list for both. Each call gives new
+        objects: a caller that edits them (a Gymnasium ``info["tools"]``) edits its own copy,
+        never the tools' schemas every other environment is built from."""
         schemas = [t.schema_for(knobs) for t in self.available_tools(knobs)]
-        return [*schemas, finish_tool_schema(not self.judges_answer(knobs), self.answer_form)]
+        offered = [*schemas, finish_tool_schema(not self.judges_answer(knobs), self.answer_form)]
+        copied: list[dict[str, Any]] = orjson.loads(orjson.dumps(offered))
+        return copied
 
     def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
         """Tools offered under these knobs: read-only tools alone when statefulness is off."""

@@ -13,9 +13,12 @@ sentence is declared once, beside the text, with its replacement::
 Rules, checked when the text is declared (at import for the shipped domains):
 
 * a knob is named as :class:`~stategym.kernel.knobs.Knobs` names it;
-* each sentence occurs in the text, and still occurs whatever the *other* knobs replaced,
-  so a sentence depends on one knob only and every setting's text is the one declared
-  (two knobs' sentences may not overlap);
+* under every setting of the knobs named, each sentence whose knob is off is found when its
+  turn comes (sentences are replaced in declaration order) and each other sentence is still
+  there, so no two sentences overlap, whether of one knob or of two, and every setting's
+  text is the one declared;
+* a sentence is not empty and lies in one text (a tool's description and its arguments'
+  texts are replaced apart); a replacement holds no declared sentence;
 * a replacement may be empty (the sentence is dropped; spaces are tidied).
 """
 
@@ -40,23 +43,37 @@ def knob_sentences(
     owner: str, text: str, when_off: Mapping[str, Mapping[str, str]] | None
 ) -> KnobSentences:
     """``when_off`` (knob name -> {sentence: replacement}) as triples, once checked against
-    ``text`` (module docstring). ``owner`` names the text in the error ("tool book_and_pay").
+    ``text`` under every setting of the knobs it names (module docstring). ``owner`` names
+    the text in the error ("tool book_and_pay").
 
     Raises:
-        ValueError: an unknown knob, or a sentence ``text`` does not hold under some setting
-            of the other knobs.
+        ValueError: an unknown knob; an empty sentence, or one spanning two of a tool's texts
+            (its description and an argument's are replaced apart); a replacement holding a
+            declared sentence (another setting would replace it); a sentence that some
+            setting's earlier replacements have consumed (two sentences overlap) or that
+            ``text`` does not hold.
     """
     triples = flattened(when_off)
-    for knob, _, _ in triples:
+    for knob, said, replacement in triples:
         if knob not in KNOB_NAMES:
             raise ValueError(f"{owner}: {knob!r} is not a knob (one of {sorted(KNOB_NAMES)})")
+        if not said.strip() or "\n" in said:
+            raise ValueError(f"{owner}: {said!r} is empty or spans two texts")
+        held = [other for _, other, _ in triples if other in replacement]
+        if held:
+            raise ValueError(f"{owner}: the replacement {replacement!r} holds {held[0]!r}")
     knobs = sorted({knob for knob, _, _ in triples})
-    for size in range(len(knobs)):
+    for size in range(len(knobs) + 1):
         for off in itertools.combinations(knobs, size):
-            replaced = _replace(text, [t for t in triples if t[0] in off])
+            where = f" once {', '.join(off)} is off" if off else ""
+            left = text
+            for knob, said, replacement in triples:  # in text_for's order
+                if knob in off:
+                    if said not in left:
+                        raise ValueError(f"{owner}: {said!r} is not in its text{where}")
+                    left = left.replace(said, replacement)
             for knob, said, _ in triples:
-                if knob not in off and said not in replaced:
-                    where = f" once {', '.join(off)} is off" if off else ""
+                if knob not in off and said not in left:
                     raise ValueError(f"{owner}: {said!r} is not in its text{where}")
     return triples
 

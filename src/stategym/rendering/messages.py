@@ -72,6 +72,8 @@ look up whatever a tool can tell you."""
 STILL = "- Nothing changes on its own: what a tool shows stays so unless you change it."
 """The clock line where the world does not move: the ``dynamics`` knob is off, or the domain
 is read-only (:func:`clock_line`)."""
+STILL_ANSWERED = "- Nothing changes on its own: what a tool shows stays so."
+""":data:`STILL` where nothing can be changed either (an episode judged on its answer)."""
 
 STATEFUL = """\
 - Some tools change the world, and some changes cannot be undone (a payment). Observe what a \
@@ -79,11 +81,13 @@ decision depends on first, get the user's agreement, then commit once.
 - Call finish when the request is done, or when it cannot be done."""
 
 UNDOABLE = """\
-- Some tools change the world; here every change can be undone (a payment is refunded in \
-full). Observe what a decision depends on first, get the user's agreement, then commit once.
+- Some tools change the world; here what a change cost is refunded in full when it is undone \
+(a cancelled payment), though not every change has an undo: each tool's description says. \
+Observe what a decision depends on first, get the user's agreement, then commit once.
 - Call finish when the request is done, or when it cannot be done."""
 """The stateful ending where the ``irreversible`` knob is off: :data:`STATEFUL` says changes
-cannot be undone, which there is false (:func:`protocol_ending`)."""
+cannot be undone, which there is false; the knob is about money (a cancellation refunds in
+full), so a change no tool reverses (cloud's detach) stays one (:func:`protocol_ending`)."""
 
 ANSWERED = """\
 - Only look-up tools are available: nothing can be booked or changed.
@@ -108,11 +112,24 @@ def protocol_ending(domain: Domain, knobs: Knobs) -> str:
 
 def clock_line(domain: Domain, knobs: Knobs) -> str:
     """The protocol's line on what moves: the domain's
-    :attr:`~stategym.kernel.domain.Domain.moves` where the ``dynamics`` knob is on, else that
-    nothing changes on its own (a read-only domain has nothing that moves whatever the knob)."""
+    :attr:`~stategym.kernel.domain.Domain.moves` (and, where its write tools are offered,
+    what they make that :attr:`~stategym.kernel.domain.Domain.expires`) where the
+    ``dynamics`` knob is on, else that nothing changes on its own (a read-only domain has
+    nothing that moves whatever the knob); what
+    :attr:`~stategym.kernel.domain.Domain.settles` by itself is said either way."""
+    answered = domain.judges_answer(knobs)
+    settles = domain.settles if not answered else ""
     if knobs.dynamics and not domain.read_only:
-        return f"- The clock advances every round. {domain.moves}"
-    return STILL
+        said = [domain.moves, "" if answered else domain.expires]
+        if settles:
+            said.append(settles[0].upper() + settles[1:] + ".")
+        return " ".join(["- The clock advances every round.", *filter(None, said)])
+    if settles:
+        return (
+            f"- Nothing changes on its own but what you start ({settles}): what a tool shows "
+            "stays so unless you change it."
+        )
+    return STILL_ANSWERED if answered else STILL
 
 
 def offered_tools(domain: Domain, knobs: Knobs) -> list[dict[str, Any]]:

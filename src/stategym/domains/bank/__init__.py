@@ -219,6 +219,11 @@ DOMAIN = Domain(
         "user only for what only they know, and recommend one route. A route is an account id "
         "followed by STD or EXP (standard or express rail)."
     ),
-    answer_form="the route you recommend (like CA17EXP), or 'none' if no route fits",
+    moves="Exchange rates and balances may change.",
+    expires="Rate quotes may expire.",
+    answer_form=(
+        "the route you recommend: the paying account's id, then STD or EXP (like CA17 EXP), "
+        "or 'none' if no route fits"
+    ),
     env_id="stategym/Bank-v0",
 )

@@ -122,8 +122,15 @@ def _choose_and_commit(task: Task, beliefs: Beliefs, style: Style) -> Script:
         attempt=lambda choice, agreement: _attempt(beliefs, style, choice, agreement),
         nothing="No account can pay within your limits, so I paid nothing.",
         give_up="I could not complete the payment.",
+        answer=_answer,
     )
     yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
+
+
+def _answer(route: Route) -> str:
+    """A route as the answer form asks for it: the account's id, a space, the rail's code
+    (``CA17 EXP``), so the compact rendering writes it with the account's handle."""
+    return f"{route.account.id} {route.id.removeprefix(route.account.id)}"
 
 
 def _attempt(

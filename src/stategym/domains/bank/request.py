@@ -118,6 +118,6 @@ def request_text(
     if not knobs.stateful:
         parts.append(
             "Don't send anything: finish with the route you recommend (the account "
-            "id followed by STD or EXP for the rail, e.g. CA17EXP), or 'none'."
+            "id, then STD or EXP for the rail, e.g. CA17 EXP), or 'none'."
         )
     return " ".join(parts)

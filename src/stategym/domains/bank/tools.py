@@ -240,14 +240,15 @@ def send_transfer(
     effect=Effect.COMMIT,
     when_off={
         "irreversible": {
-            "Settled payments usually cannot be recalled.": (
+            "A sent transfer has settled and cannot be recalled.": (
                 "Any sent transfer can be recalled; what it debited, fees included, is refunded."
             )
         }
     },
 )
 def recall_transfer(world: BankWorld, transfer_id: str) -> dict[str, Any]:
-    """Ask the bank to recall a sent transfer. Settled payments usually cannot be recalled.
+    """Ask the bank to recall a sent transfer. A sent transfer has settled and cannot be
+    recalled.
 
     Args:
         transfer_id: the transfer to recall.

@@ -176,6 +176,7 @@ DOMAIN = Domain(
         "under the retention policy and the user's needs, without changing anything."
     ),
     moves="Instances may start and idle volumes may be used again.",
+    settles="a snapshot completes a moment after it is taken",
     answer_form="the id of the volume you recommend deleting, or 'none' if no volume fits",
     env_id="stategym/Cloud-v0",
 )

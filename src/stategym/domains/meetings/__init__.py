@@ -208,6 +208,8 @@ DOMAIN = Domain(
         "for what only they know, and recommend the one time and room that suits everyone who "
         "must attend."
     ),
+    moves="Calendars and room bookings may change.",
+    expires="Holds may expire.",
     answer_form=(
         "the id of the option you recommend (D<day>T<HHMM>M<minutes><ROOM>), or 'none' if no "
         "time suits everyone who must attend"

@@ -200,6 +200,8 @@ DOMAIN = Domain(
         "offers, shipping quote, stock and specification), ask the buyer only for what only "
         "they know, compare every offer, and recommend the best one."
     ),
+    moves="Prices and stock may change.",
+    expires="Cart lines may expire.",
     answer_form="the id of the offer you recommend, or 'none' if no offer fits",
     env_id="stategym/Shop-v0",
 )

@@ -33,7 +33,7 @@ def buyer_slots(
         return SlotKind.MISSING if hidden[name] else SlotKind.GIVEN
 
     facts = (
-        Slot("item", SlotKind.GIVEN, draw.category, "I need a {value}."),
+        Slot("item", SlotKind.GIVEN, draw.category, "I need one {value}."),
         Slot("quantity", SlotKind.GIVEN, draw.quantity, "I need {value} of them."),
         Slot("address", SlotKind.DERIVABLE, draw.account.city, "Ship it to our office in {value}."),
         Slot(

@@ -140,7 +140,8 @@ def check_stock(world: ShopWorld, product_id: str) -> list[dict[str, Any]]:
         "dynamics": {
             "A line lasts until its expires_at but sets no stock aside and does not lock the "
             "price: checkout charges current prices and fails if the offer sells out first.": (
-                "A line does not expire, and prices and stock do not change here."
+                "A line does not expire; prices do not change here, and only your own orders "
+                "take stock."
             )
         }
     },

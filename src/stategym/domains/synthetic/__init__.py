@@ -136,6 +136,8 @@ def build_domain(spec: Spec) -> Domain:
             f"only they know, and recommend exactly one {noun} that meets their needs, or none "
             "if nothing does."
         ),
+        moves="Prices and stock may change.",
+        expires="Holds may expire." if spec.verifycommit else "",
         answer_form=f"the id of the {noun} you recommend, or 'none' if no {noun} fits",
     )
 

@@ -200,8 +200,8 @@ def _branch_tools(spec: Spec, surface: Surface) -> list[Tool]:
             surface.tool("route"),
             _lookup(surface, (key,), "route"),
             Effect.READ,
-            f"Tell which route ({surface.routes[0]} or {surface.routes[1]}) a "
-            f"{surface.nouns[key]} is on.",
+            f"Tell which route ({surface.routes[0]} or {surface.routes[1]}) "
+            f"{with_article(surface.nouns[key])} is on.",
             (_param(surface, key, "an earlier lookup or the request"),),
         )
     ]
@@ -228,14 +228,13 @@ def source_tools(spec: Spec, surface: Surface) -> list[Tool]:
             _source(surface, key, i),
             Effect.READ,
             f"List the {surface.noun}s one source offers, with price, category, grade, "
-            f"features and stock. Prices and stock can change until {with_article(surface.noun)} "
-            "is bought.",
+            "features and stock. Prices and stock can change.",
             (_param(surface, key, "an earlier lookup or the request"),),
             latency=SOURCE_LATENCY,
             when_off={
                 "dynamics": {
-                    f"Prices and stock can change until {with_article(surface.noun)} is bought.": (
-                        "Prices and stock stay as shown."
+                    "Prices and stock can change.": (
+                        "Prices stay as shown, and only purchases take stock."
                     )
                 }
             },
@@ -313,6 +312,8 @@ def _cancel(world: SynthWorld, purchase_id: str) -> dict[str, Any]:
         raise ToolError(f"no active purchase {purchase_id}")
     refund = 0 if world.knobs.irreversible else purchase.price
     world.purchases[purchase_id] = replace(purchase, status="cancelled")
+    option = world.options[purchase.option]
+    world.options[option.id] = replace(option, stock=option.stock + 1)  # back in stock
     if refund:
         world.transfer(VENDOR_ACCOUNT, USER_ACCOUNT, refund, "refund", purchase_id)
     return {"purchase_id": purchase_id, "option": purchase.option, "refund": refund}
@@ -344,7 +345,8 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
                     "dynamics": {
                         "and when it expires; it sets no stock aside, so buying fails if the "
                         f"{noun} sells out first.": (
-                            f"and keeps it; holds do not expire and no {noun} sells out here."
+                            "and keeps it; holds do not expire, and only your own purchases "
+                            "take stock here."
                         )
                     }
                 },
@@ -377,7 +379,8 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
                     "Payment cannot be undone.": (
                         f"Payment can be undone: {surface.tool('cancel')} refunds the whole price."
                     )
-                }
+                },
+                **({"dynamics": {" that has not expired": ""}} if spec.verifycommit else {}),
             },
         )
     )
@@ -386,14 +389,10 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
             surface.tool("cancel"),
             lambda world, **a: _cancel(world, a["purchase_id"]),
             Effect.COMMIT,
-            "Cancel a purchase. Depending on the terms, the price may not be refunded.",
+            f"Cancel a purchase; the {noun} is back in stock. The price is not refunded.",
             (("purchase_id", str, f"a purchase from {surface.tool('buy')}"),),
             when_off={
-                "irreversible": {
-                    "Depending on the terms, the price may not be refunded.": (
-                        "The whole price is refunded."
-                    )
-                }
+                "irreversible": {"The price is not refunded.": "The whole price is refunded."}
             },
         )
     )

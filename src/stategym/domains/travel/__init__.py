@@ -199,6 +199,7 @@ DOMAIN = Domain(
         "tools can tell you, ask the traveler only for what only they know, and recommend the "
         "one flight that fits best."
     ),
+    expires="Holds may expire.",
     answer_form="the id of the flight you recommend, or 'none' if no flight fits",
     env_id="stategym/Travel-v0",
 )

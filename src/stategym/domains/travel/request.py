@@ -42,7 +42,7 @@ def traveller_slots(
         Slot("budget", kind("budget"), draw.budget, "My budget is ${value}."),
         Slot("fare_type", kind("fare_type"), draw.fare_type, "As for the fare type, {value}."),
         Slot("departure", kind("departure"), draw.departure, "As for the departure time, {value}."),
-        Slot("seat", SlotKind.IRRELEVANT, draw.seat, "I like a {value} seat."),
+        Slot("seat", SlotKind.IRRELEVANT, draw.seat, "I like {value} seats."),
     )
     order = priorities_slot(
         prefs,

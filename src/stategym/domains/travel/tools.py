@@ -88,7 +88,7 @@ def search_flights(
         "dynamics": {
             "and when it expires; it keeps that price until then but sets no seat aside, so "
             "payment fails if the flight sells out first.": (
-                "and keeps it; holds do not expire and flights do not sell out here."
+                "and keeps it; holds do not expire, and only your own bookings take seats here."
             )
         }
     },
@@ -125,7 +125,8 @@ def hold_fare(world: TravelWorld, flight_id: str) -> dict[str, Any]:
             "Payment cannot be undone.": (
                 "Payment can be undone: cancel_booking refunds the whole price."
             )
-        }
+        },
+        "dynamics": {" that has not expired": ""},
     },
 )
 def book_and_pay(world: TravelWorld, hold_id: str) -> dict[str, Any]:
@@ -157,7 +158,8 @@ def book_and_pay(world: TravelWorld, hold_id: str) -> dict[str, Any]:
     },
 )
 def cancel_booking(world: TravelWorld, booking_id: str) -> dict[str, Any]:
-    """Cancel a booking. Refundable fares refund the price minus a fee; others refund nothing.
+    """Cancel a booking; its seat is free again. Refundable fares refund the price minus a fee;
+    others refund nothing.
 
     Args:
         booking_id: the booking to cancel.
@@ -172,6 +174,8 @@ def cancel_booking(world: TravelWorld, booking_id: str) -> dict[str, Any]:
     else:
         fee = booking.price
     world.bookings[booking_id] = replace(booking, status="cancelled")
+    flight = world.flights[booking.flight_id]
+    world.flights[flight.id] = replace(flight, seats=flight.seats + 1)  # the seat is free again
     if booking.price - fee > 0:
         world.transfer(AIRLINE_ACCOUNT, USER_ACCOUNT, booking.price - fee, "refund", booking_id)
     return {

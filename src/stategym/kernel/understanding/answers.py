@@ -5,7 +5,10 @@ answer:" (with markdown marks around it: "**Answer:**", a heading "## Answer" on
 own); drop punctuation (a full stop between digits stays: ``3.5`` is not ``35``) and the
 articles ``a``, ``an``, ``the``; squeeze whitespace. ``"The answer is T123."``, ``"t123"`` and
 ``" T123 "`` all read ``t123``; ``"T123 or T124"`` does not, nor does any sentence around the
-answer: the match is still exact, only the formatting is forgiven.
+answer: the match is still exact, only the formatting is forgiven. :func:`match_answer` also
+forgives the spaces inside an answer (option ids hold none): ``"CA17 EXP"`` names the route
+``CA17EXP``, which is how the compact rendering, whose ids are handles, can write one
+(``"D EXP"``, handle ``D`` read back as ``CA17``).
 """
 
 from __future__ import annotations
@@ -41,5 +44,9 @@ def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
     """The option ``answer`` names once both are normalised (``None``: it names none)."""
     if answer is None:
         return None
-    wanted = normalise_answer(answer)
-    return next((o for o in options if normalise_answer(o) == wanted), None)
+    wanted = _spaceless(answer)
+    return next((o for o in options if _spaceless(o) == wanted), None)
+
+
+def _spaceless(text: str) -> str:
+    return normalise_answer(text).replace(" ", "")
