@@ -132,7 +132,6 @@ def test_the_size_cap_is_on_compact_json_bytes() -> None:
         ('{"a": -9223372036854775809}', "bad_value"),
         ('{"a": 1e400}', "malformed_json"),
         ('{"a": NaN}', "malformed_json"),
-        ('{"a": "\\ud800"}', "malformed_json"),  # a lone surrogate escape is not I-JSON
         ("[" * 2000 + "]" * 2000, "malformed_json"),
         ("[" * 40 + "]" * 40, "too_large"),
         ("[" * 1000 + '"1234567890123456789"' + "]" * 1000, "too_large"),
@@ -143,6 +142,67 @@ def test_json_text_is_read_exactly_then_judged_by_the_rule(text: str, kind: str)
     with pytest.raises(AgentFormatError) as caught:
         decode_json(text, "arguments")
     assert caught.value.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"a": "\\ud800"}', {"a": "\ufffd"}),  # what json.dumps writes for a lone surrogate
+        ('{"a": "x\\udc00y"}', {"a": "x\ufffdy"}),
+        ('{"a": "\\udfff\\ud800"}', {"a": "\ufffd\ufffd"}),  # a low then a high: no pair
+        ('{"a": "\\ud83d\\ude00\\ud800"}', {"a": "\U0001f600\ufffd"}),  # the pair is kept
+        ('{"a": "\\\\ud800"}', {"a": "\\ud800"}),  # an escaped backslash, then text
+        ('{"a": "\\ud800", "b": 18446744073709551615}', None),  # then the 64-bit rule
+    ],
+)
+def test_a_lone_surrogate_escape_reads_as_the_rule_reads_a_lone_surrogate(
+    text: str, value: dict[str, str] | None
+) -> None:
+    """Audit 15c F8: the JSON text ``json.dumps`` writes for a lone surrogate was refused
+    whole (``malformed_json``) while the value it was written from played."""
+    if value is None:
+        with pytest.raises(AgentFormatError) as caught:
+            decode_json(text, "arguments")
+        assert caught.value.kind == "bad_value"
+        return
+    assert decode_json(text, "arguments") == value
+    assert decode_json(text, "arguments") == to_json(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": "\\ud800"',  # still not closed
+        '{"a": "\\ud800", "b": NaN}',  # still NaN
+        "\\ud800",  # a backslash outside a string
+        '{"a": "\\ud80"}',  # not an escape
+    ],
+)
+def test_text_with_a_lone_surrogate_escape_is_refused_for_its_other_faults(text: str) -> None:
+    with pytest.raises(AgentFormatError) as caught:
+        decode_json(text, "arguments")
+    assert caught.value.kind == "malformed_json"
+
+
+def test_a_message_and_its_json_dumps_text_play_alike_with_lone_surrogates() -> None:
+    """Audit 15c F8, through the message interface (Gymnasium, verifiers, OpenEnv's text
+    arguments): a message as a dict and as ``json.dumps`` text log the same round, and so do
+    arguments as a mapping and as ``json.dumps`` text."""
+    say = {"role": "assistant", "content": "What is your budget?\ud800"}
+    function = {"name": "get_city_events", "arguments": {"airport": "BER\ud800"}}
+    call = {"role": "assistant", "tool_calls": [{"id": "a", "function": function}]}
+    text_function = {**function, "arguments": json.dumps(function["arguments"])}
+    text_call = {"role": "assistant", "tool_calls": [{"id": "a", "function": text_function}]}
+    for ways in ([say], [call, text_call]):
+        played = []
+        for message in ways:
+            for sent in (message, json.dumps(message), json.dumps(message, ensure_ascii=False)):
+                env = Env("travel")
+                env.reset(seed=1)
+                *_, info = env.step_message(sent)
+                assert "format_errors" not in info, info
+                played.append(dumps(env.trajectory))
+        assert len(set(played)) == 1
 
 
 def test_json_text_keeps_integers_exact() -> None:

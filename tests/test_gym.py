@@ -167,11 +167,44 @@ def test_oversized_observations_are_replaced_inside_the_space() -> None:
     assert observation in env.observation_space and len(observation) < MAX_OBSERVATION // 20
 
 
-def test_reset_without_seed_moves_to_the_next_task() -> None:
+def _seeds_after(seed: int | None, episodes: int) -> list[int]:
     env = StateGymEnv("travel")
-    env.reset(seed=10)
-    _, info = env.reset()
-    assert info["task_id"] == env.core.task.id and env.core.task.seed == 11
+    env.reset(seed=seed)
+    played = [env.core.task.seed]
+    for _ in range(episodes - 1):
+        _, info = env.reset()
+        assert info["task_id"] == env.core.task.id
+        played.append(env.core.task.seed)
+    return played
+
+
+def test_reset_without_seed_draws_the_next_task_from_np_random() -> None:
+    """Gymnasium's convention: ``reset()`` goes on with the environment's random stream, so
+    the tasks after ``reset(seed=s)`` are a function of ``s`` and of nothing else."""
+    after_10 = _seeds_after(10, 6)
+    assert after_10[0] == 10 and after_10 == _seeds_after(10, 6)
+    assert len(set(after_10)) == 6
+    assert not set(after_10) & set(_seeds_after(11, 6))  # 11 is no longer 10's next task
+
+
+def test_vector_environments_never_replay_their_neighbours_tasks() -> None:
+    """Audit 15c F2: Gymnasium seeds sub-environment ``i`` with ``s + i`` and resets it
+    without a seed when its episode ends; each went on with ``s + i + 1``, its neighbour's
+    task, so 4 environments x 8 episodes played 11 tasks. Now each draws its own stream,
+    seeded or not."""
+    finish = '{"tool_calls": [{"function": {"name": "finish", "arguments": "{}"}}]}'
+    for seed in (0, None):
+        envs = gymnasium.make_vec("stategym/Travel-v0", num_envs=4)
+        try:
+            envs.reset(seed=seed)
+            played = []
+            for _ in range(8):
+                played += [env.unwrapped.core.task.seed for env in envs.unwrapped.envs]
+                envs.step([finish] * 4)  # every episode ends
+                envs.step([finish] * 4)  # Gymnasium's next-step autoreset
+        finally:
+            envs.close()
+        assert len(played) == 32 and len(set(played)) == 32, played
 
 
 def test_render_is_none_without_a_render_mode() -> None:
@@ -243,3 +276,31 @@ def test_async_vector_envs_return_the_sync_observations() -> None:
     assert all(text.startswith('[{"role":"user"') for text in (*first, *observations))
     assert list(rewards) == list(played["sync"][2])
     assert list(terminated) == list(played["sync"][3])
+
+
+@pytest.mark.parametrize("knobs", [Knobs(), Knobs.all_off()], ids=lambda k: k.describe())
+def test_reset_info_has_the_system_prompt_every_other_interface_gives(
+    domain: Domain, knobs: Knobs
+) -> None:
+    """Audit 15c F7: ``info`` held the domain's instructions alone, without the protocol's
+    rules (one round a reply, parallel calls, how to end) that the other adapters give."""
+    from stategym.adapters.trl import dataset_rows
+    from stategym.rendering import make_renderer
+
+    env = _make(domain, knobs=knobs)
+    _, info = env.reset(seed=2)
+    prompt = make_renderer(domain, knobs, "messages").system_prompt()
+    assert info["system_prompt"] == prompt
+    assert dataset_rows(domain.name, [2], knobs)[0]["prompt"][0]["content"] == prompt
+    assert info["instructions"] == domain.instructions_for(knobs)
+    assert prompt.startswith(info["instructions"]) and len(prompt) > len(info["instructions"])
+
+
+def test_numpy_bools_are_knob_switches() -> None:
+    """Audit 15c N2: ``dynamics=np.bool_(False)`` was refused as "must be a bool; got bool"."""
+    import numpy as np
+
+    for value in (np.bool_(False), np.False_):
+        env = gymnasium.make("stategym/Travel-v0", dynamics=value)
+        env.reset(seed=0)
+        assert _core(env).task.knobs.dynamics is False

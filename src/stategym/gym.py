@@ -4,7 +4,8 @@ The observation is the JSON text of the round's new OpenAI-style messages (tool 
 the user's words); the action is the JSON text of an OpenAI-style assistant message with
 ``content`` and/or ``tool_calls`` (a dict is accepted too). Text that is not such a message
 becomes a format-error observation, never an exception. At reset the observation is the
-user's request; the tool schemas and the domain's instructions are in ``info``::
+user's request; ``info`` holds the tool schemas, the system prompt every other interface
+gives the model (``"system_prompt"``) and the domain's instructions alone::
 
     import gymnasium
     import stategym  # registers stategym/Travel-v0 and every other domain's id
@@ -30,6 +31,13 @@ Spaces:
   (:data:`stategym.kernel.protocol.MAX_MESSAGE` characters,
   :data:`~stategym.kernel.protocol.MAX_CALLS`
   calls...).
+
+Seeds follow Gymnasium's convention: ``reset(seed=s)`` plays task ``s``, and ``reset()``
+plays a task whose seed is drawn from the environment's ``np_random`` (seeded by the last
+``reset(seed=...)``, from the operating system's entropy if none came). So the environments
+of a vector environment, which Gymnasium seeds ``s, s+1, ...`` and resets without a seed when
+an episode ends, each play a stream of their own: with "the task after the last one", the
+environment seeded ``s`` went on to play ``s+1, s+2, ...``, its neighbours' tasks.
 
 ``reward`` is a :data:`stategym.kernel.reward.RewardFn` or a name in :data:`REWARDS`
 (``"outcome"``, the default, or ``"dense"`` for :func:`stategym.metrics.dense_reward`).
@@ -59,9 +67,9 @@ from gymnasium.vector.utils import (
 )
 
 from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs, switch_value
+from stategym.kernel.knobs import Knobs, as_knobs, switch_value
 from stategym.kernel.reward import RewardFn, outcome_reward
-from stategym.kernel.task import check_seed
+from stategym.kernel.task import SEED_LIMIT, check_seed
 from stategym.kernel.understanding import ReaderSource
 
 CHARSET = "".join(chr(code) for code in range(32, 128))
@@ -203,29 +211,21 @@ def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | str | None])
     """``knobs`` with the switches that are not ``None`` overriding theirs.
 
     Raises:
-        TypeError: ``knobs`` is neither :class:`Knobs`, text nor ``None``; a switch is
-            neither a bool nor text.
+        TypeError: ``knobs`` is neither :class:`Knobs`, text nor ``None``
+            (:func:`~stategym.kernel.knobs.as_knobs`); a switch is neither a bool nor text.
         ValueError: bad knob text, or a switch that is text other than ``on``/``off``.
     """
-    if isinstance(knobs, str):
-        base = Knobs.parse(knobs)
-    elif knobs is None or isinstance(knobs, Knobs):
-        base = knobs or Knobs()
-    else:
-        raise TypeError(
-            "knobs must be Knobs, their text (such as 'dynamics=off') or None; "
-            f"got {type(knobs).__name__} {knobs!r}"
-        )
+    base = as_knobs(knobs)
     values = {name: getattr(base, name) for name in switches}
     values.update({name: _switch(name, v) for name, v in switches.items() if v is not None})
     return Knobs(**values)
 
 
 def _switch(name: str, value: bool | str) -> bool:
-    """One knob's override: a bool, or ``on``/``off`` as :meth:`Knobs.parse` reads them (not
-    ``bool(value)``: ``bool("off")`` is ``True``)."""
-    if isinstance(value, bool):
-        return value
+    """One knob's override: a bool (NumPy's too), or ``on``/``off`` as :meth:`Knobs.parse`
+    reads them (not ``bool(value)``: ``bool("off")`` is ``True``)."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
     if not isinstance(value, str):
         raise TypeError(
             f"{name} must be a bool, 'on' or 'off'; got {type(value).__name__} {value!r}"
@@ -303,10 +303,14 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Start an episode: ``seed`` picks the task (``None``: the task after the last one).
+        """Start an episode: ``seed`` picks the task (``None``: a seed drawn from
+        ``np_random``, see the module docstring).
 
         ``options`` are :meth:`stategym.kernel.env.Env.reset`'s (``{"task": Task}`` plays a
-        given task).
+        given task). ``info``: ``task_id``, ``tools`` (the schemas offered),
+        ``system_prompt`` (the ``messages`` rendering's, what every other interface gives
+        the model: the domain's instructions, then the protocol's rules for these knobs)
+        and ``instructions`` (the domain's alone).
 
         Raises:
             TypeError, ValueError: ``seed`` is no seed (:func:`~stategym.kernel.task.check_seed`:
@@ -314,14 +318,23 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         """
         seed = None if seed is None else check_seed(seed)
         super().reset(seed=seed)
-        observation, core_info = self.core.reset(seed=seed, options=options)
+        given = isinstance(options, Mapping) and options.get("task") is not None
+        played = self._drawn_seed() if seed is None and not given else seed
+        observation, core_info = self.core.reset(seed=played, options=options)
         text = self._observe(observation.to_messages())
+        knobs = self.core.task.knobs
         info = {
             "task_id": core_info["task_id"],
             "tools": list(core_info["tools"]),
-            "instructions": self.core.domain.instructions_for(self.core.task.knobs),
+            "system_prompt": _system_prompt(self.core, knobs),
+            "instructions": self.core.domain.instructions_for(knobs),
         }
         return text, info
+
+    def _drawn_seed(self) -> int:
+        """The next task's seed, drawn from ``np_random`` over every seed (``[0, 2**64)``):
+        Gymnasium's ``reset()`` goes on with the environment's random stream."""
+        return int(self.np_random.integers(SEED_LIMIT, dtype=np.uint64))
 
     def step(self, action: str | Message) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Play one round from an assistant message (JSON text or dict); never raises on it."""
@@ -342,6 +355,14 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
             return None
         lines = [f"{m.get('role')}: {m.get('content')}" for m in orjson.loads(self._last)]
         return "\n".join(lines) + "\n"
+
+
+def _system_prompt(core: Env, knobs: Knobs) -> str:
+    """The system prompt of the ``messages`` rendering, what the other interfaces give."""
+    # imported here: ``import stategym`` imports this module and must load the kernel only
+    from stategym.rendering import make_renderer
+
+    return make_renderer(core.domain, knobs, "messages").system_prompt()
 
 
 def register_envs() -> None:

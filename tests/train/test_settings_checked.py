@@ -216,3 +216,18 @@ def test_a_non_finite_loss_stops_sft_before_a_checkpoint(
     out = tmp_path / "sft"
     refused(capsys, ["train", "sft", "--out", str(out), *SFT], "iteration 1")
     assert not (out / "checkpoints").exists() and not (out / "model").exists()
+
+
+def test_knobs_given_as_an_object_are_kept_as_their_text() -> None:
+    """The adapters hand ``Knobs`` (kernel.knobs.as_knobs); the trainer saves and compares
+    its settings as text. ``EpisodeRollout(GRPOConfig(knobs=Knobs.all_off()))`` failed late
+    with "'Knobs' object has no attribute 'strip'"."""
+    from stategym.kernel.errors import UsageError
+    from stategym.kernel.knobs import Knobs
+    from stategym.train.config import GRPOConfig, check
+
+    config = GRPOConfig(knobs=Knobs.all_off())  # type: ignore[arg-type]
+    assert config.knobs == Knobs.all_off().describe()
+    check(config)
+    with pytest.raises(UsageError, match="--knobs must be Knobs, their text"):
+        check(GRPOConfig(knobs=3))  # type: ignore[arg-type]

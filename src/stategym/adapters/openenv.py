@@ -75,7 +75,7 @@ from pydantic_core import PydanticCustomError
 from stategym.adapters.openenv_wire import MAX_FRAME_DEPTH, FrameGuard, ResetRefused, guard
 from stategym.kernel import protocol
 from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.knobs import Knobs, as_knobs
 from stategym.kernel.reward import RewardFn
 from stategym.kernel.task import check_seed
 from stategym.kernel.trajectory import dumps
@@ -209,9 +209,11 @@ class StategymEnvironment(Environment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own Env; tasks are immutable
 
-    def __init__(self, domain: str, knobs: Knobs | None = None, reward: RewardFn = dense_reward):
+    def __init__(
+        self, domain: str, knobs: Knobs | str | None = None, reward: RewardFn = dense_reward
+    ):
         super().__init__()
-        self.env = Env(domain, knobs=knobs, reward=reward)
+        self.env = Env(domain, knobs=as_knobs(knobs), reward=reward)
         self._episode_id: str | None = None
         self._started = False
         self._scores: Scores | None = None
@@ -359,7 +361,7 @@ class StategymClient(EnvClient):
 
 def build_app(
     domain: str,
-    knobs: Knobs | None = None,
+    knobs: Knobs | str | None = None,
     *,
     max_sessions: int = 64,
     reward: RewardFn = dense_reward,
@@ -373,11 +375,15 @@ def build_app(
     validation or OpenEnv's ``/step`` refuses with a 422 and its errors without their
     inputs, any other ``HTTPException`` with its status, all as ASCII JSON.
 
+    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text or
+    ``None``), read here: knobs no session could play are refused before any session starts.
+
     Raises:
         UnknownDomainError: no such domain.
+        TypeError, ValueError: ``knobs`` in no form :func:`as_knobs` takes.
     """
     get_domain(domain)
-    factory = functools.partial(StategymEnvironment, domain, knobs, reward)
+    factory = functools.partial(StategymEnvironment, domain, as_knobs(knobs), reward)
     app = create_fastapi_app(
         factory, StategymAction, StategymObservation, max_concurrent_envs=max_sessions
     )
@@ -407,8 +413,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--max-sessions", type=int, default=64, help="concurrent sessions (default: %(default)s)"
     )
     args = parser.parse_args(argv)
-    knobs = Knobs.parse(args.knobs) if args.knobs else None
-    app = build_app(args.domain, knobs, max_sessions=args.max_sessions)
+    app = build_app(args.domain, args.knobs, max_sessions=args.max_sessions)
     uvicorn.run(app, host=args.host, port=args.port, ws_max_size=MAX_FRAME_BYTES)
 
 

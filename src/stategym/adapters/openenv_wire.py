@@ -68,8 +68,11 @@ WS_MESSAGES: Mapping[str, type[BaseModel]] = {
     "mcp": WSMCPMessage,
 }
 """The messages OpenEnv 0.3.0's ``/ws`` route reads, by ``type``, as it validates them."""
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
+"""A JSON string, or one bracket. A string that never closes runs to the end of the text:
+the pattern never fails once it has started, so a scan with it takes time linear in the
+text (a pattern that must find the closing quote retried every later quote of an unclosed
+string, each to the end: quadratic in the escaped quotes)."""
 
 
 class FrameGuard:
@@ -177,10 +180,14 @@ def _nested_deeper(text: str, limit: int) -> bool:
     if text.count("[") + text.count("{") <= limit:
         return False
     depth = 0
-    for bracket in _BRACKET.findall(_STRING.sub('""', text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth > limit:
-            return True
+    for token in _TOKEN.finditer(text):
+        first = token.group()[0]
+        if first in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif first in "]}":
+            depth -= 1
     return False
 
 

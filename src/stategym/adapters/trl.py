@@ -58,14 +58,18 @@ token history (the wrapper sees the tokens, not the environment), so a model tha
 rollout, scored truncated. Telling the mark in a tool result from the same text in an
 assistant turn would need the chat template's layout, which the adapter does not assume.
 
-The classes are picklable by reference (``environment_class(domain)`` is
-``stategym.adapters.trl.<Domain>Environment``), which TRL's async trainer needs.
+The classes and their instances pickle, whatever the domain and knobs (TRL's async trainer
+pickles its ``environment_factory``): a class by reference, under a name that says how to
+make it again (``stategym.adapters.trl.TravelEnvironment`` for a registered domain's
+default knobs, ``TravelEnvironment[travel|stateful=off,...]`` otherwise, which the module
+makes on first lookup); an instance as its class and its state (the episode in play).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
@@ -81,12 +85,13 @@ from stategym.adapters.trl_parsing import (
     route_text_to_user,
 )
 from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.errors import StateGymError
+from stategym.kernel.knobs import Knobs, as_knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, ToolCall
 from stategym.kernel.task import check_seed
 from stategym.kernel.validation import NOT_RUN
 from stategym.metrics import score
-from stategym.registry import get_domain
+from stategym.registry import DOMAINS, get_domain
 from stategym.rendering import make_renderer
 from stategym.rendering.base import roles_and_texts
 from stategym.rendering.messages import offered_tools
@@ -292,18 +297,31 @@ def _body(result: Any) -> Any:
 
 
 _CLASSES: dict[tuple[str, Knobs], type[ToolEnvironment]] = {}
+_RECIPE = re.compile(r"[^\[]*\[(?P<domain>[^|\]]*)\|(?P<knobs>[^|\]]*)\]")
+"""A class name's recipe part, ``[<domain>|<knobs text>]`` (see :func:`environment_class`)."""
 
 
-def environment_class(domain: str, knobs: Knobs | None = None) -> type[ToolEnvironment]:
+def environment_class(domain: str, knobs: Knobs | str | None = None) -> type[ToolEnvironment]:
     """The ``environment_factory`` of ``domain``: a :class:`ToolEnvironment` subclass whose
     methods are the domain's tools (``finish`` included) and ``message_user``.
+
+    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text
+    or ``None``). The class is made once per domain and knobs, and named so that pickle
+    finds it in any process: ``TravelEnvironment`` for a registered domain's default knobs,
+    ``TravelEnvironment[travel|stateful=off,...]`` (the domain and the knobs' text) for
+    anything else, a ``synth:`` domain included; this module makes that class when the name
+    is looked up (:func:`__getattr__`).
 
     Example:
         >>> Travel = environment_class("travel")
         >>> Travel.__name__, callable(Travel.search_flights)
         ('TravelEnvironment', True)
+
+    Raises:
+        TypeError, ValueError: ``knobs`` in no form :func:`as_knobs` takes.
+        UnknownDomainError: no such domain.
     """
-    knobs = knobs or Knobs()
+    knobs = as_knobs(knobs)
     found = _CLASSES.get((domain, knobs))
     if found is not None:
         return found
@@ -312,7 +330,9 @@ def environment_class(domain: str, knobs: Knobs | None = None) -> type[ToolEnvir
     }
     if SAY_TOOL in methods:
         raise ValueError(f"domain {domain!r} has a tool named {SAY_TOOL!r}")
-    name = _class_name(domain) if knobs == Knobs() else f"{_class_name(domain)}_{knobs.describe()}"
+    name = _class_name(domain)
+    if domain not in DOMAINS or knobs != Knobs():
+        name = f"{name}[{domain}|{knobs.describe()}]"
     made = type(
         name,
         (ToolEnvironment,),
@@ -327,22 +347,34 @@ def _class_name(domain: str) -> str:
 
 
 def __getattr__(name: str) -> type[ToolEnvironment]:
-    """``<Domain>Environment`` (default knobs), so standard pickle finds the classes."""
-    from stategym.registry import all_domains
+    """The class :func:`environment_class` names ``name`` (made now if it was not), so that
+    standard pickle finds every class, in any process.
 
-    for domain in all_domains():
+    Raises:
+        AttributeError: no class :func:`environment_class` makes has that name.
+    """
+    recipe = _RECIPE.fullmatch(name)
+    if recipe is not None:
+        try:
+            made = environment_class(recipe["domain"], recipe["knobs"])
+        except (StateGymError, ValueError):
+            made = None
+        if made is not None and made.__name__ == name:
+            return made
+    for domain in DOMAINS:
         if _class_name(domain) == name:
             return environment_class(domain)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def dataset_rows(domain: str, seeds: Sequence[int], knobs: Knobs | None = None) -> list[dict]:
+def dataset_rows(domain: str, seeds: Sequence[int], knobs: Knobs | str | None = None) -> list[dict]:
     """Dataset rows for ``GRPOTrainer``: the renderer's first messages and the seed.
 
     ``datasets.Dataset.from_list(dataset_rows(...))`` is a ``train_dataset``; TRL hands
-    each row to ``reset``, whose ``seed`` picks the task the prompt describes.
+    each row to ``reset``, whose ``seed`` picks the task the prompt describes. ``knobs`` as
+    :func:`~stategym.kernel.knobs.as_knobs` reads them.
     """
-    knobs = knobs or Knobs()
+    knobs = as_knobs(knobs)
     return [{"prompt": _first_messages(domain, seed, knobs), "seed": seed} for seed in seeds]
 
 

@@ -48,7 +48,7 @@ import verifiers as vf
 
 from stategym.adapters.trl import dataset_rows
 from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.knobs import Knobs, as_knobs
 from stategym.kernel.trajectory import Trajectory, dumps
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.registry import get_domain
@@ -85,11 +85,13 @@ class DomainEnv(vf.MultiTurnEnv):
 
     Args:
         domain: the domain's registered name (``synth:...`` included).
-        knobs: the knobs of every task.
+        knobs: the knobs of every task, as :func:`~stategym.kernel.knobs.as_knobs` reads
+            them (an object, their text or ``None``).
         **kwargs: ``MultiTurnEnv``'s (``dataset``, ``eval_dataset``, ``max_turns``...).
     """
 
-    def __init__(self, domain: str, knobs: Knobs, **kwargs: Any) -> None:
+    def __init__(self, domain: str, knobs: Knobs | str | None = None, **kwargs: Any) -> None:
+        knobs = as_knobs(knobs)
         tools = [dict(s["function"]) for s in offered_tools(get_domain(domain), knobs)]
         super().__init__(tool_defs=tools, rubric=stategym_rubric(), **kwargs)
         self.domain_name = domain
@@ -237,7 +239,9 @@ def stategym_rubric() -> Any:
     return vf.Rubric(funcs=[composite, *qualities], weights=[1.0] + [0.0] * len(qualities))
 
 
-def task_rows(domain: str, seeds: Sequence[int], knobs: Knobs) -> list[dict[str, Any]]:
+def task_rows(
+    domain: str, seeds: Sequence[int], knobs: Knobs | str | None = None
+) -> list[dict[str, Any]]:
     """The dataset rows: the renderer's first messages as ``prompt``, the seed in ``info``.
 
     In ``info`` because verifiers' env server (what ``vf-eval`` runs) sends a row's
@@ -260,7 +264,9 @@ def load_environment(
         domain: a registered domain, or ``synth:<spec>``.
         seeds: the training dataset's task seeds.
         eval_seeds: the evaluation dataset's; ``None``: verifiers evaluates on ``seeds``.
-        knobs: the tasks' knobs, as an object or as text (``"dynamics=off"``).
+        knobs: the tasks' knobs, as an object, as text (``"dynamics=off"``) or ``None``
+            (:func:`~stategym.kernel.knobs.as_knobs`; ``vf-eval -a '{"knobs":
+            "dynamics=off"}'`` passes text).
         **kwargs: passed to ``MultiTurnEnv`` (``max_turns``, ``sampling_args``...).
 
     Example:
@@ -270,7 +276,7 @@ def load_environment(
     """
     from datasets import Dataset
 
-    chosen = Knobs.parse(knobs) if isinstance(knobs, str) else knobs or Knobs()
+    chosen = as_knobs(knobs)
     train = tuple(seeds)
 
     def rows(picked: Sequence[int]) -> Callable[[], Any]:

@@ -12,6 +12,7 @@ what was rejected is kept in the log as bounded text (:func:`kept_text`, :func:`
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -44,6 +45,13 @@ CUT = "\u2026"
 argument text can never replay as a readable one."""
 
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a surrogate pair
+    r"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"  # a lone surrogate
+    r"|\\.",  # any other escape (``\\\\`` among them), read whole so none is split
+    re.DOTALL,
+)
+_REPLACEMENT_ESCAPE = "\\ufffd"
 _LONG_RUN = b"0" * 19
 _SMALL = 1 << 62
 
@@ -111,17 +119,20 @@ def to_json(value: Any, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
 def read_json(text: str, what: str) -> Any:
     """Decode JSON text exactly; the values are not yet judged by :func:`to_json`.
 
-    Text must be I-JSON (RFC 7493) as orjson reads it: a lone surrogate escape, a number
-    beyond a double's range (an infinity, or an integer of some 310 digits) or nesting past
-    1,024 levels is ``malformed_json``. orjson reads an integer wider than 64 bits as a
-    float, so text with such a long number is read again by the standard library, which
-    keeps every integer exact (for :func:`to_json` to reject).
+    Text must be I-JSON (RFC 7493) as orjson reads it: a number beyond a double's range (an
+    infinity, or an integer of some 310 digits) or nesting past 1,024 levels is
+    ``malformed_json``. One exception: a surrogate, raw or escaped, is read by the rule
+    :func:`to_json` applies to a string (a pair is its character, a lone one U+FFFD), so
+    the JSON text ``json.dumps`` writes for a lone surrogate (``"\\ud800"``, which I-JSON
+    has no room for) reads as the value it was written from would. orjson reads an integer
+    wider than 64 bits as a float, so text with such a long number is read again by the
+    standard library, which keeps every integer exact (for :func:`to_json` to reject).
 
     Raises:
         AgentFormatError: ``malformed_json`` or ``too_large``; ``what`` (such as
             ``"the message"``) starts the message.
     """
-    value = _orjson(text, what)
+    value, text = _orjson(text, what)
     return _exact(text, what) if _long_number(text) else value
 
 
@@ -133,7 +144,7 @@ def decode_json(text: str, what: str, limit: int = MAX_ARGUMENT_BYTES) -> JSON:
     """
     if len(text) > limit:
         raise AgentFormatError("too_large", f"{what} is longer than {limit} characters")
-    value = _orjson(text, what)
+    value, text = _orjson(text, what)
     if _long_number(text):
         value = _exact(text, what)
     elif 5 * len(text) <= limit and text.count("[") + text.count("{") <= MAX_DEPTH:
@@ -156,11 +167,37 @@ def _long_number(text: str) -> bool:
     return _LONG_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
 
 
-def _orjson(text: str, what: str) -> Any:
+def _orjson(text: str, what: str) -> tuple[Any, str]:
+    """What orjson reads in ``text``, and the text it read: ``text`` itself, or, where
+    orjson refused it, ``text`` with its surrogates read by the boundary rule
+    (:func:`_surrogates_read`) if that changed it, tried once more.
+
+    Raises:
+        AgentFormatError: ``malformed_json``, the last reading's error.
+    """
     try:
-        return orjson.loads(text)
+        return orjson.loads(text), text
     except orjson.JSONDecodeError as error:
-        raise AgentFormatError("malformed_json", f"{what} is not valid JSON ({error})") from None
+        failure = error
+    read = _surrogates_read(text)
+    if read != text:
+        try:
+            return orjson.loads(read), read
+        except orjson.JSONDecodeError as error:
+            failure = error
+    raise AgentFormatError("malformed_json", f"{what} is not valid JSON ({failure})") from None
+
+
+def _surrogates_read(text: str) -> str:
+    """``text`` with its surrogates as :func:`to_json` reads a string's: raw ones cleaned
+    (:func:`clean_text`), and each lone surrogate escape (``\\ud800``, not half of a pair)
+    written as the escape of U+FFFD (``\\ufffd``, as long). The escapes are read left to
+    right, each whole, so an escaped backslash before ``ud800`` is not taken for one; a
+    backslash outside a string stays as invalid as it was."""
+    text = clean_text(text)
+    if "\\u" not in text:
+        return text
+    return _ESCAPE.sub(lambda m: _REPLACEMENT_ESCAPE if m.group(1) else m.group(), text)
 
 
 def _exact(text: str, what: str) -> Any:

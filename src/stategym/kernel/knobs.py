@@ -7,6 +7,7 @@ conflicts, nothing moves, and the episode ends with an answer rather than an act
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, fields
 
 
@@ -73,3 +74,33 @@ def switch_value(text: str) -> bool | None:
     """One knob's value as text reads it: ``"on"`` is ``True``, ``"off"`` ``False`` (spaces
     around aside), anything else ``None``."""
     return {"on": True, "off": False}.get(text.strip())
+
+
+def as_knobs(value: Knobs | str | None, name: str = "knobs") -> Knobs:
+    """Knobs given in any of the forms every entry point takes: a :class:`Knobs`, their text
+    (:meth:`Knobs.parse`: ``"dynamics=off"``, ``"all_off"``) or ``None`` (the defaults).
+
+    The one reading of a ``knobs`` argument, so that the Gymnasium, TRL, OpenEnv, verifiers
+    and verl entry points take the same forms and refuse any other in the same words.
+
+    >>> as_knobs("dynamics=off").dynamics, as_knobs(None) == Knobs()
+    (False, True)
+
+    Raises:
+        TypeError: ``value`` is none of those (its type and a short repr are named).
+        ValueError: knob text :meth:`Knobs.parse` refuses (its reason, prefixed by ``name``).
+    """
+    if value is None:
+        return Knobs()
+    if isinstance(value, Knobs):
+        return value
+    if not isinstance(value, str):
+        shown = reprlib.repr(value)
+        raise TypeError(
+            f"{name} must be Knobs, their text (such as 'dynamics=off') or None; "
+            f"got {type(value).__name__} {shown}"
+        )
+    try:
+        return Knobs.parse(value)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None

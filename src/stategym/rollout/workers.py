@@ -58,6 +58,12 @@ manager thread. What the line cannot always say: which worker ended first
 when several did at once (the executor stops the others with SIGTERM as soon as it notices,
 so one killed by SIGTERM itself is named among them by start order), and any exit status
 but a signal's (a fork server that fails reports 255 for its worker).
+
+A pool none of whose workers started (each notes that it has, :func:`_start_worker`) is told
+apart: a worker imports the parent's main module before it starts, so a script that plays
+in workers without ``if __name__ == "__main__":`` ends every worker there (multiprocessing's
+traceback is printed above), and so does a failure of the fork server; nothing was played,
+and running the same thing again would fail the same way. :class:`WorkerDied` then says so.
 """
 
 from __future__ import annotations
@@ -169,10 +175,12 @@ class WorkerTraceback(Exception):
 
 class WorkerDied(StateGymError):
     """A worker process ended in the middle of a run: killed (``kill -9``, the
-    out-of-memory killer) or crashed.
+    out-of-memory killer) or crashed; or the workers ended before any started.
 
     Every episode before the chunk it was playing has been handed over, so a command has
-    written it; the same command again resumes. The message is that one line.
+    written it; the same command again resumes. The message is that one line; where no
+    worker started, it says so instead (the usual cause: a script without
+    ``if __name__ == "__main__":``, see the module docstring).
     """
 
 
@@ -223,7 +231,10 @@ _HELD = (signal.SIGINT, signal.SIGTERM)
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(agents: AgentSource, task_of: TaskOf, reader: ReaderSource | None) -> None:
+def _start_worker(
+    agents: AgentSource, task_of: TaskOf, reader: ReaderSource | None, started: Any
+) -> None:
+    started.value = 1  # this worker got past importing the main module (see WorkerDied)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone handles Ctrl-C
     if hasattr(signal, "pthread_sigmask"):  # born with them held (signals_held): SIGTERM
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # must stop a worker again
@@ -324,31 +335,49 @@ def play_in_processes(
 
     Raises:
         WorkerDied: a worker process ended in the middle (killed, out of memory, crashed),
-            after every episode before its chunk; the other workers are stopped.
+            after every episode before its chunk; the other workers are stopped. Or the
+            workers ended before any of them started (a script without
+            ``if __name__ == "__main__":``), in words that say so.
         Whatever a worker raised, after every episode before the one that raised it.
     """
     watch = Watch()
+    context = _context()
+    started = context.RawValue("b", 0)  # set by any worker that starts (_start_worker)
+    initargs = (agents, task_of, reader, started)
     try:
-        yield from _play_in_pool(specs, (agents, task_of, reader), workers, scorer, watch)
+        yield from _play_in_pool(specs, initargs, workers, scorer, watch, context)
     except BrokenProcessPool:
         if not watch.ended:  # no worker ended: a result the parent could not read, a bug
             raise
+        if not started.value:
+            raise WorkerDied(_none_started(watch.ended[0].pid)) from None
         raise WorkerDied(watch.what_ended()) from None
+
+
+def _none_started(pid: int) -> str:
+    """The line of :class:`WorkerDied` when no worker started (the module docstring)."""
+    return (
+        f"worker process {pid} ended before it started, and no worker started: each worker "
+        "imports the main module first, so a script that plays episodes in workers must do "
+        'so under if __name__ == "__main__": (the error is printed above); nothing was '
+        "played in workers"
+    )
 
 
 def _play_in_pool(
     specs: Sequence[EpisodeSpec],
-    initargs: tuple[AgentSource, TaskOf, ReaderSource | None],
+    initargs: tuple[AgentSource, TaskOf, ReaderSource | None, Any],
     workers: int,
     scorer: Scorer | None,
     watch: Watch,
+    context: Any,
 ) -> Iterator[Scored]:
     """:func:`play_in_processes` on a pool of its own, stopped (:func:`_abort`) unless every
     chunk was handed over."""
     parts = chunks(specs, CHUNK)
     with signals_held():
         executor = ProcessPoolExecutor(
-            workers, mp_context=_context(), initializer=_start_worker, initargs=initargs
+            workers, mp_context=context, initializer=_start_worker, initargs=initargs
         )
     futures: dict[int, Future[Played]] = {}
     submitted = 0

@@ -78,6 +78,14 @@ class Common:
     progress: bool = True
     """Draw a progress bar on stderr."""
 
+    def __post_init__(self) -> None:
+        # Knobs given as an object (the adapters hand them so, kernel.knobs.as_knobs) are
+        # kept as their text: the settings are saved as JSON and compared on every resume.
+        from stategym.kernel.knobs import Knobs
+
+        if isinstance(self.knobs, Knobs):
+            object.__setattr__(self, "knobs", self.knobs.describe())
+
 
 @dataclass(frozen=True, slots=True)
 class SFTConfig(Common):
@@ -269,7 +277,7 @@ def _real(config: Config, name: str, *, above: float | None = None, least: float
 def _task_setting(config: Config) -> None:
     """The family, or the domain and the knobs, name tasks that exist."""
     from stategym.kernel.errors import UsageError
-    from stategym.kernel.knobs import Knobs
+    from stategym.kernel.knobs import Knobs, as_knobs
     from stategym.registry import get_domain
     from stategym.train.tasks import task_family
 
@@ -279,6 +287,11 @@ def _task_setting(config: Config) -> None:
         except KeyError as error:
             raise UsageError(f"--family {config.family}: {error.args[0]}") from None
         return
+    if not isinstance(config.knobs, str):  # neither text nor Knobs (__post_init__)
+        try:
+            as_knobs(config.knobs, "--knobs")
+        except TypeError as error:
+            raise UsageError(str(error)) from None
     try:
         Knobs.parse(config.knobs)
     except ValueError as error:
