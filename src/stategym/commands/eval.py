@@ -181,10 +181,11 @@ def _resume(
     from rich.text import Text
 
     from stategym.kernel.errors import UsageError
+    from stategym.kernel.files import replace_bytes
     from stategym.rundir import load_log, refuse_other_settings
 
     if overwrite or not path.exists():
-        path.write_bytes(b"")
+        replace_bytes(path, b"")  # a link there is replaced as a name, never emptied through
         return []
     log = load_log(path)
     if log.cut_line is not None:

@@ -138,12 +138,17 @@ def main(args: argparse.Namespace) -> int:
 def _refuse_non_files(out: Path, report: bool) -> None:
     """Refuse, before anything plays or trains, a file the run writes in ``out`` that exists
     as anything but a regular file (a folder, a FIFO, a device: it would be replaced, or a
-    FIFO wait forever), and with ``report`` an ``OUT/report.html`` that is no earlier report
+    FIFO wait forever): its records and tables, and the figures an earlier run left in
+    ``plots/`` (which a re-run writes again) or a ``plots`` that is no folder; and with
+    ``report`` an ``OUT/report.html`` that is no earlier report
     (:func:`stategym.commands.report.check_report`)."""
-    from stategym.experiments.output import RAW, RECORD, RESULTS, TABLE
+    from stategym.experiments.output import PLOTS, RAW, RECORD, RESULTS, TABLE
     from stategym.kernel.files import refuse_non_files
 
     refuse_non_files(out, (RECORD, RESULTS, RAW, TABLE))
+    plots = out / PLOTS
+    drawn = sorted(plots.iterdir()) if plots.is_dir() else []
+    refuse_non_files(plots, [path.name for path in drawn if path.suffix in (".png", ".svg")])
     if report:
         from stategym.commands.report import check_report
 

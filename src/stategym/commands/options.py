@@ -233,6 +233,21 @@ def output_file(text: str) -> Path:
     return path
 
 
+def _default_file(path: Path, option: str) -> Path:
+    """``option``'s default ``path``, checked as :func:`output_file` checks a given one
+    (a FIFO there made SQLite fail with ``disk I/O error`` once the run had started).
+
+    Raises:
+        UsageError: naming the path and ``option``.
+    """
+    from stategym.kernel.errors import UsageError
+
+    try:
+        return output_file(str(path))
+    except argparse.ArgumentTypeError as error:
+        raise UsageError(f"{option} (default {path}): {error}") from None
+
+
 def output_dir(text: str) -> Path:
     """A run folder: :func:`output_path`, and not an existing file (or device, FIFO...)."""
     from stategym.kernel.files import not_a_file
@@ -394,7 +409,7 @@ def reader_of(args: argparse.Namespace, out: Path) -> Any:
         raise UsageError(f"--reader needs pip install 'stategym[llm]' ({error})") from None
     if not args.reader_offline:
         check_endpoint(model, args.reader_base_url)
-    cache = args.reader_cache or out / "readings.sqlite"
+    cache = args.reader_cache or _default_file(out / "readings.sqlite", "--reader-cache")
     reading = LLMReading(model, cache, base_url=args.reader_base_url, offline=args.reader_offline)
     if args.reader_rules_break_ties:
         from stategym.kernel.understanding import RulesBreakTies

@@ -7,7 +7,9 @@ an earlier report, and never a folder, device, FIFO or socket, which the rename 
 would replace (:func:`stategym.report.runs.refuse_output`, checked before anything is
 read). Needs matplotlib (``pip install 'stategym[plot]'``). The commands that take
 ``--report`` check ``OUT/report.html`` the same way before they play or train anything
-(:func:`check_report`).
+(:func:`check_report`). An ``--out`` that is a link is written through (the file it names
+replaced, the link kept); ``OUT/report.html`` replaces a link there as a name
+(:mod:`stategym.kernel.files`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main(args: argparse.Namespace) -> int:
     out = write_report(
         args.runs,
         args.out,
+        through_link=True,  # --out is the user's: a link there is written through
         title=args.title,
         viewer_limit=args.viewer_episodes,
         resamples=args.resamples,
@@ -100,13 +103,19 @@ REPORT_FILE = "report.html"
 """The name of the report every ``--report`` flag writes in its run directory."""
 
 
-def write_report(runs: list[Path], out: Path, **changes: Any) -> Path:
+def write_report(
+    runs: list[Path], out: Path, *, through_link: bool = False, **changes: Any
+) -> Path:
     """The report of ``runs`` written to ``out``, with :class:`~stategym.report.Options`
-    fields changed by ``changes``; what ``report`` and every ``--report`` flag run."""
+    fields changed by ``changes``; what ``report`` and every ``--report`` flag run. A link
+    at ``out`` is written through only with ``through_link`` (``report --out``, named by the
+    user); a ``--report`` flag's ``OUT/report.html`` replaces a link as a name
+    (:mod:`stategym.kernel.files`)."""
     require_matplotlib()
     from dataclasses import replace
 
     from stategym import __version__
     from stategym.report import Options, write
 
-    return write(runs, out, replace(Options(version=__version__), **changes))
+    options = replace(Options(version=__version__), **changes)
+    return write(runs, out, options, through_link=through_link)

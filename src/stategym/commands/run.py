@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--index",
         type=options.output_file,
-        default=DEFAULT_INDEX,
+        default=str(DEFAULT_INDEX),  # a string: argparse checks it as it checks a given one
         help=f"the project-wide run index to record the run in (default: {DEFAULT_INDEX})",
     )
     options.add_llm_options(parser)
@@ -226,6 +226,7 @@ def _record(
 ) -> None:
     """Score and summarise the requested episodes, write the files, index the run, print."""
     from stategym import __version__, store
+    from stategym.kernel.files import replace_bytes
     from stategym.metrics import score
     from stategym.rundir import resolved
     from stategym.summary import summarise, summarise_quality, summary_table
@@ -253,7 +254,7 @@ def _record(
     title = f"{run.name}: {config.domain} / {config.agent} / {knobs}"
     grid = summary_table([((), summary, quality)], (), title=title)
     print_grids(console, [grid])
-    run.results.write_text(markdown([grid]))
+    replace_bytes(run.results, markdown([grid]).encode())  # a link there: replaced as a name
     console.print(
         _plain(
             f"wrote {run.trajectories}, {run.summary} and {run.results}; "

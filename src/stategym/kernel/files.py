@@ -1,4 +1,4 @@
-"""Files written whole (through links) and files read back: the rules every command shares.
+"""Files written whole, files read back, entries removed: the rules every command shares.
 
 **Writing.** Every file a command rewrites (a run's summary, an experiment's tables, a
 report, a trainer's settings and metrics) goes through :func:`replace_bytes`: the new bytes
@@ -7,18 +7,44 @@ the old file or the new one. A rename replaces whatever the name held, so a ``PA
 exists and is not a regular file (a folder, a device such as ``/dev/null``, a FIFO, a
 socket: :func:`not_a_file`) is refused (:func:`refuse_non_file`), never replaced: run as
 root, renaming a page over ``/dev/null`` once replaced the machine's null device. Commands
-make the same check up front, on every path they will replace, before anything is read or
-played; :func:`replace_bytes` makes it again as the last line of defence. A failed write
-or rename removes its ``.partial`` and names ``PATH``, the file the user knows, not the
+make the same check up front, on every path they will replace (and on the folder they
+write them in: :func:`refuse_non_files`), before anything is read or played;
+:func:`replace_bytes` makes it again as the last line of defence. A failed write or rename
+removes its ``.partial`` and names ``PATH``, the file the user knows, not the
 ``.partial``. Writing *through* a path (``topology --draw /dev/stdout``) is another matter:
 nothing is replaced, and those commands do not use this rule.
 
-**Links.** A ``PATH`` that is a symbolic link is written through: the file it names is
-replaced (:func:`written_path`) and the link kept, so ``report --out latest.html``, a link to
-a dated report, updates that report, as an editor saving through a link does. A dangling
-link writes the file it names where that file's folder exists, and is refused
-(:func:`refuse_non_file`) where it does not; a link loop is refused as ``ELOOP``. Only
-the file the link ends at is checked (not a regular file: refused as above).
+**Links.** Two rules, by who named the path (``through_link``):
+
+- A file a command writes under a name of its own inside a folder it keeps (a run's
+  ``summary.json``, ``scores.jsonl``, ``scorecard.md``; a protocol's ``cells.json`` and
+  ``protocol.md``; an experiment's tables and plots; a trainer's ``config.json``,
+  ``start.json`` and ``metrics.jsonl``; a ``--report`` flag's ``OUT/report.html``) replaces
+  a link there *as a name*: the link becomes a regular file and what it named is never
+  touched (the default). A run directory may come from elsewhere (a tar keeps links) or
+  be a symlink data manager's (git-annex, DVC), where every file is a link into a shared
+  store: written through, ``scorecard.md -> trajectories.jsonl`` destroyed the log it
+  scores, ``summary.json -> ../notes.txt`` a file outside the run, and one object of the
+  store every other link to it (audit 15b F1). A link to something that is not a regular
+  file (a folder, a FIFO) is still refused: its maker meant it to lead there. One file is
+  not written whole but appended to: a run's ``trajectories.jsonl``, which is opened (read,
+  appended, and rewritten when a cut line is dropped or its lines put in order:
+  :mod:`stategym.rollout.log`) where a link there leads.
+- A file the user names on the command line (``report --out latest.html``) is written
+  *through* a link (``through_link=True``): the file it names is replaced
+  (:func:`written_path`) and the link kept, as an editor saving through a link does, so a
+  link to a dated report updates that report. A dangling link writes the file it names
+  where that file's folder exists, and is refused (:func:`refuse_non_file`) where it does
+  not; a link loop is refused as ``ELOOP``. Only the file the link ends at is checked (not
+  a regular file: refused as above). The other files a user names (``--index``,
+  ``--reader-cache``) are SQLite databases, opened (through links) and changed in place
+  by SQLite, never replaced whole; they are refused up front by the same check.
+
+**Removing.** An entry stategym replaces as a whole (a checkpoint's folder, ``RUN/model``,
+an interrupted save's ``.partial``) is removed by :func:`remove_entry`, which never opens
+anything but a real folder: ``shutil.rmtree`` opens the path it is given, so a FIFO there
+waited for a writer forever, and it refuses a link with a traceback. A link, a FIFO, a
+file, a socket or a device is unlinked as a name (what a link names is never touched).
 
 **Reading.** Every file a command reads goes through :func:`open_regular` (or
 :func:`read_regular`): the path is checked first (a device is never opened), then opened
@@ -32,6 +58,12 @@ the test of a file that may be absent (absent: ``False``; anything but a regular
 refused, never called missing). A folder handed whole to a third-party loader
 (``transformers``' ``from_pretrained``, ``safetensors``, ``torch.load``), which opens files
 with no such check, is first checked entry by entry (:func:`refuse_special_entries`).
+That check comes before the loader's open, so it holds against what is in the folder, not
+against a process that swaps a file for a FIFO between the check and the load (audit 15b
+F4): the loader then waits on it. Where stategym opens a file for a loader itself (a
+checkpoint's ``optimizer.pt``; each safetensors header it checks, handed over as the open
+descriptor: :func:`descriptor_path`), no swap can reach it; ``transformers`` opens a
+folder's files by name, which stategym cannot pass a descriptor for.
 
 **Reading JSON.** :func:`json_value` is the one way stategym parses a JSON file it reads
 with the standard library: every way the parse can fail (bytes that are not UTF-8, text
@@ -49,6 +81,8 @@ import io
 import json
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,52 +109,80 @@ def not_a_file(path: Path) -> str | None:
     return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
 
 
-def refuse_non_file(path: Path, name: str | None = None) -> None:
-    """Refuse to replace ``path`` where it exists and is not a regular file, or is a link
-    that cannot be written through (:func:`written_path`: a loop, or a dangling link whose
-    target's folder is missing).
+def refuse_non_file(path: Path, name: str | None = None, *, through_link: bool = False) -> None:
+    """Refuse to replace ``path`` where it exists and is not a regular file (a link: where
+    the file it names is not one), or, ``through_link``, is a link that cannot be written
+    through (:func:`written_path`: a loop, or a dangling link whose target's folder is
+    missing). Without ``through_link`` a dangling link or a loop is replaced as a name.
 
     Args:
         path: the file a command will write whole.
         name: how the message names it (``--out report.html``); ``path`` by default.
+        through_link: ``path`` is written through a link (a path the user named: module
+            docstring), not replaced as a name.
 
     Raises:
         UsageError: naming the path, what it is, and what to do.
-        OSError: a link loop (``ELOOP``, naming ``path``).
+        OSError: ``through_link`` and a link loop (``ELOOP``, naming ``path``).
     """
-    written_path(path)
+    if through_link:
+        written_path(path)
     kind = not_a_file(path)
-    if kind is not None:
+    if kind is None:
+        return
+    if path.is_symlink() and not through_link:
         raise UsageError(
-            f"{name or path} is {kind}, not a regular file: stategym writes {path.name} whole, "
-            f"by renaming a new file over it, which would replace {kind}; move it away or "
-            "give another path"
+            f"{name or path} is a link to {kind}: stategym writes {path.name} whole, as a "
+            "regular file in place of the link; move the link away or give another path"
         )
+    raise UsageError(
+        f"{name or path} is {kind}, not a regular file: stategym writes {path.name} whole, "
+        f"by renaming a new file over it, which would replace {kind}; move it away or "
+        "give another path"
+    )
 
 
 def refuse_non_files(folder: Path, names: tuple[str, ...] | list[str]) -> None:
-    """:func:`refuse_non_file` for each of the files ``names`` a command writes in ``folder``
-    (called before the command reads or plays anything)."""
+    """:func:`refuse_non_file` for each of the files ``names`` a command writes under its
+    own names in ``folder`` (called before the command reads or plays anything; a link is
+    replaced as a name), and ``folder`` itself where it exists and is not a folder (a FIFO
+    there would otherwise let every file in it pass as missing).
+
+    Raises:
+        UsageError: naming the folder or the file, and what it is.
+    """
+    if folder.exists() and not folder.is_dir():
+        kind = not_a_file(folder) or "a file"
+        what = ", ".join(names) or "files"
+        raise UsageError(
+            f"{folder} is {kind}, not a folder: stategym writes {what} in it; move it away "
+            "or give another path"
+        )
     for name in names:
         refuse_non_file(folder / name)
 
 
-def replace_bytes(path: Path, data: bytes) -> Path:
+def replace_bytes(path: Path, data: bytes, *, through_link: bool = False) -> Path:
     """Write ``path`` whole or not at all: ``data`` goes to ``PATH.partial``, which then
     replaces ``path`` in one step (:func:`os.replace`), so an interruption leaves the old
-    file or the new one, never a mix of the two. Returns ``path``. A link is written
-    through, the file it names replaced and the link kept (:func:`written_path`).
+    file or the new one, never a mix of the two. Returns ``path``.
+
+    A link at ``path`` is replaced as a name, what it names never touched; with
+    ``through_link`` (only for a path the user named: module docstring) it is written
+    through instead, the file it names replaced and the link kept (:func:`written_path`).
 
     A ``.partial`` left by an interrupted write is removed first (never written through:
     a link there would lead the bytes elsewhere), and removed again if this write fails.
 
     Raises:
-        UsageError: ``path`` exists and is not a regular file, or is a dangling link into
-            a missing folder (:func:`refuse_non_file`).
-        OSError: the write or the rename failed, or ``path`` is a link loop, naming ``path``.
+        UsageError: ``path`` exists and is not a regular file (a link to one included), or
+            is a dangling link into a missing folder written through
+            (:func:`refuse_non_file`).
+        OSError: the write or the rename failed, or ``path`` is a link loop written
+            through, naming ``path``.
     """
-    refuse_non_file(path)
-    target = written_path(path)
+    refuse_non_file(path, through_link=through_link)
+    target = written_path(path) if through_link else path
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     try:
@@ -134,6 +196,30 @@ def replace_bytes(path: Path, data: bytes) -> Path:
         partial.unlink(missing_ok=True)
         raise
     return path
+
+
+def remove_entry(path: Path) -> None:
+    """Remove whatever is at ``path`` (nothing there: nothing to do), never opening it
+    unless it is a real folder (``lstat``): a folder is removed with everything in it, a
+    link (to a folder too), a FIFO, a file, a socket or a device is unlinked as a name, so
+    nothing waits on a FIFO (``shutil.rmtree`` opens the path it is given) and what a link
+    names is never touched (``rmtree`` refuses a link with a traceback). Only a process
+    that swaps a folder there for a FIFO between this ``lstat`` and ``rmtree``'s own open
+    could still make it wait (the race of the module docstring's **Reading**).
+
+    Raises:
+        OSError: the entry could not be removed, naming it.
+    """
+    import shutil
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)  # it opens only folders, and unlinks every other entry by name
+    else:
+        path.unlink()
 
 
 def written_path(path: Path) -> Path:
@@ -251,6 +337,23 @@ def read_regular(path: Path) -> bytes:
         return handle.read()
 
 
+@contextmanager
+def descriptor_path(path: Path) -> Iterator[str]:
+    """A path naming the regular file ``path`` as :func:`open_regular` opened it (its open
+    descriptor's ``/proc/self/fd/N``, or ``/dev/fd/N``), for a loader that takes only a path
+    (``safetensors``' ``safe_open``): the file checked is the file it opens, whatever is
+    renamed into ``path`` meanwhile (audit 15b F4). Where neither folder exists it is
+    ``path`` itself, checked just before.
+
+    Raises:
+        NotAFile: ``path`` exists and is not a regular file.
+        OSError: it cannot be opened (missing: :class:`FileNotFoundError`), naming it.
+    """
+    with open_regular(path) as handle:
+        folder = next((f for f in ("/proc/self/fd", "/dev/fd") if os.path.isdir(f)), None)
+        yield f"{folder}/{handle.fileno()}" if folder is not None else str(path)
+
+
 def exists_as_file(path: Path) -> bool:
     """Whether a regular file is at ``path`` (links followed): ``False`` where nothing is
     (a dangling link included), ``True`` for a regular file, and a refusal for anything
@@ -258,10 +361,17 @@ def exists_as_file(path: Path) -> bool:
 
     Raises:
         NotAFile: ``path`` exists and is not a regular file (a folder included).
+        OSError: ``path`` is a link loop (``ELOOP``, naming it).
     """
     kind = not_a_file(path)
     if kind is not None:
         raise NotAFile(path, kind)
+    if path.is_symlink() and not path.exists():
+        try:
+            path.stat()
+        except OSError as error:
+            if error.errno == errno.ELOOP:  # a loop is no file, and no absence either
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
     return path.is_file()
 
 

@@ -2,9 +2,11 @@
 (``stategym run``, ``eval``, ``protocol`` and the trainers).
 
 The lock file is stategym's own, so it is opened as one: never through a link (a link there
-would lead the process id over the file it names) and never as anything but a regular file
-(a FIFO, a device or a folder named ``.lock`` is refused in one line, naming it), never a
-hang or a traceback.
+would lead the process id over the file it names), never as a file with another name (a
+hard link: writing the process id truncated the other name's contents, audit 15b F5; two
+folders sharing one ``.lock``, a ``cp -al`` copy, would also hold each other) and never as
+anything but a regular file (a FIFO, a device or a folder named ``.lock`` is refused in one
+line, naming it), never a hang or a traceback.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def locked(folder: Path) -> Iterator[None]:
 
     Raises:
         UsageError: another process holds the directory (its process id named), or its
-            ``.lock`` is a link or not a regular file.
+            ``.lock`` is a link (a hard link too) or not a regular file.
     """
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK
@@ -79,7 +81,8 @@ def _open_lock(path: Path) -> int:
     descriptor (nothing swapped in between) to be a regular file.
 
     Raises:
-        UsageError: ``path`` is a link, a FIFO, a device, a socket or a folder.
+        UsageError: ``path`` is a link, a FIFO, a device, a socket or a folder, or a file
+            with other names (hard links: ``st_nlink`` above one).
     """
     kind = "a link" if path.is_symlink() else not_a_file(path)
     if kind is not None:  # checked before the open too: a device is never opened
@@ -94,9 +97,16 @@ def _open_lock(path: Path) -> int:
         if kind is not None:
             raise _not_a_lock(path, kind) from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
         raise _not_a_lock(path, not_a_file(path) or "not a regular file")
+    if status.st_nlink > 1:  # checked before anything is written to it
+        os.close(fd)
+        others = status.st_nlink - 1
+        raise _not_a_lock(
+            path, f"a file with {others} other name{'s' * (others > 1)} (a hard link)"
+        )
     return fd
 
 

@@ -30,7 +30,8 @@ would wait on a FIFO forever.
 
 Not checked here: that the weights' values are usable (a diverged checkpoint whose logits
 are not finite is refused when it loads, by :meth:`stategym.llm.engine.Engine.probe`), and a
-hub id's config beyond what its loader raises.
+hub id's config and weights beyond what their loaders raise (its tokenizer and chat
+template are: :func:`check_hub_tokenizer`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from stategym.kernel.errors import UsageError
 from stategym.kernel.files import (
     NotAFile,
     NotJSON,
+    descriptor_path,
     exists_as_file,
     json_value,
     not_a_file,
@@ -84,7 +86,9 @@ def check_model_dir(path: str | Path) -> None:
     if not folder.exists():
         raise UsageError(f"no model folder at {folder}; {hint}")
     if not folder.is_dir():
-        raise UsageError(f"{folder} is a file, not a model folder; {hint}")
+        raise UsageError(
+            f"{folder} is {not_a_file(folder) or 'a file'}, not a model folder; {hint}"
+        )
     refuse_special_entries(folder)  # a FIFO would hang this check or the loader
     if not exists_as_file(folder / "config.json"):
         raise UsageError(f"{folder} holds no model (no config.json); {hint}")
@@ -103,8 +107,8 @@ def check_model_dir(path: str | Path) -> None:
     _refuse_run_directory(folder)
     recorded_rendering(folder)  # a record naming no known rendering is refused here
     damaged = "the model folder is damaged"
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES) and not all(
-        (folder / name).is_file() for name in BPE_FILES
+    if not any(exists_as_file(folder / name) for name in TOKENIZER_FILES) and not all(
+        exists_as_file(folder / name) for name in BPE_FILES
     ):
         raise UsageError(
             f"{folder} has no tokenizer.json (nor tokenizer.model, nor vocab.json and "
@@ -118,6 +122,37 @@ def check_model_dir(path: str | Path) -> None:
             f"{damaged}, or give a chat model's folder"
         )
     _check_config(folder)
+
+
+def check_hub_tokenizer(model_id: str, name: str) -> None:
+    """Refuse a Hugging Face id whose tokenizer does not load, or has no chat template:
+    what :func:`check_model_dir` checks of a folder's tokenizer, for a model ``transformers``
+    fetches by id (from the hub, or from its local cache) and that no folder check sees. A
+    base model from the hub (no template) was a traceback at its first rendering, where the
+    same files as a folder were one line (audit 15b F3).
+
+    Args:
+        model_id: the id, e.g. ``Qwen/Qwen2.5-0.5B-Instruct``.
+        name: how the refusal names it (``--init ID``).
+
+    Raises:
+        UsageError: the tokenizer cannot be loaded, or has no chat template.
+    """
+    from transformers import AutoTokenizer
+
+    refused: tuple[type[BaseException], ...] = (*loader_errors(), TypeError, AttributeError)
+    try:
+        with quiet_loading():
+            tokenizer = AutoTokenizer.from_pretrained(model_id)
+    except refused as error:
+        raise UsageError(
+            f"{name}: its tokenizer cannot be loaded ({short_reason(error)})"
+        ) from None
+    if not tokenizer.chat_template:
+        raise UsageError(
+            f"{name} has no chat template (none in its tokenizer's files): the conversation "
+            "and tools cannot be rendered; give a chat model"
+        )
 
 
 def _refuse_run_directory(folder: Path) -> None:
@@ -220,7 +255,7 @@ WEIGHT_FILES = (
 def _check_weights(folder: Path, damaged: str) -> None:
     """Weights are there: a single file or an index whose shards all exist, and every
     safetensors file's header opens (a cut file fails here, not deep in the loader)."""
-    present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
+    present = [name for name in WEIGHT_FILES if exists_as_file(folder / name)]
     if not present:
         raise UsageError(
             f"{folder} has no weights (no {', '.join(WEIGHT_FILES[:1] + WEIGHT_FILES[2:3])} "
@@ -231,7 +266,7 @@ def _check_weights(folder: Path, damaged: str) -> None:
         if not isinstance(weight_map, dict):
             raise UsageError(f"{folder / index} has no weight_map; {damaged}")
         for shard in sorted({str(name) for name in weight_map.values()}):
-            if not (folder / shard).is_file():
+            if not exists_as_file(folder / shard):
                 raise UsageError(f"{folder / index} names {shard}, which is missing; {damaged}")
     unreadable = unreadable_weights(folder)
     if unreadable is not None:
@@ -245,12 +280,13 @@ def unreadable_weights(folder: Path) -> tuple[Path, BaseException] | None:
     from safetensors import SafetensorError, safe_open
 
     for weights in sorted(folder.glob("*.safetensors")):
-        kind = not_a_file(weights)
-        if kind is not None:  # safe_open would wait on a FIFO
-            return weights, ValueError(NotAFile(weights, kind).why)
         try:
-            with safe_open(str(weights), framework="pt"):
+            # opened here, checked on the descriptor and handed over as it: a FIFO renamed
+            # in after a check of the path would make safe_open wait for a writer (15b F4)
+            with descriptor_path(weights) as opened, safe_open(opened, framework="pt"):
                 pass
+        except NotAFile as error:
+            return weights, ValueError(error.why)
         except (SafetensorError, OSError) as error:
             return weights, error
     return None
@@ -325,7 +361,9 @@ def short_reason(error: BaseException) -> str:
 
 def _has_chat_template(folder: Path) -> bool:
     """A chat template in any of the places ``transformers`` reads one from."""
-    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
+    if exists_as_file(folder / "chat_template.jinja") or exists_as_file(
+        folder / "chat_template.json"
+    ):
         return True
     if (folder / "additional_chat_templates").is_dir() and any(
         (folder / "additional_chat_templates").glob("*.jinja")

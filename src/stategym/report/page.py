@@ -280,14 +280,18 @@ def _document(
     )
 
 
-def write(paths: Sequence[Path], out: Path, options: Options = Options()) -> Path:
+def write(
+    paths: Sequence[Path], out: Path, options: Options = Options(), *, through_link: bool = False
+) -> Path:
     """Write the report of ``paths`` to ``out`` (its folder is created); returns ``out``.
 
     ``out`` is checked before anything is read (:func:`~.runs.refuse_output`: never a file
     of a run or any file but an earlier report) and replaced whole
     (:func:`~stategym.kernel.files.replace_bytes`): an interrupted report leaves the old one.
+    A link at ``out`` is replaced as a name, or with ``through_link`` (``report --out``, a
+    path the user named) written through, the file it names replaced and the link kept.
     """
-    refuse_output(out, paths)
+    refuse_output(out, paths, through_link=through_link)
     page = build(paths, options)
     out.parent.mkdir(parents=True, exist_ok=True)
-    return replace_bytes(out, page.encode("utf-8"))
+    return replace_bytes(out, page.encode("utf-8"), through_link=through_link)

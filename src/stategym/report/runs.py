@@ -149,7 +149,7 @@ REPORT_SUFFIXES = frozenset({".html", ".htm"})
 """The names a report may have inside a run directory: no file of a run ends so."""
 
 
-def refuse_output(out: Path, paths: Sequence[Path]) -> None:
+def refuse_output(out: Path, paths: Sequence[Path], *, through_link: bool = False) -> None:
     """Refuse, before anything is read, to write the report of ``paths`` to ``out`` where
     that could destroy a file: ``out`` is a folder, exists and is not a regular file (a
     device such as ``/dev/null``, a FIFO, a socket: the page is renamed over ``out``, which
@@ -158,16 +158,20 @@ def refuse_output(out: Path, paths: Sequence[Path]) -> None:
     allowed), or it lies inside one of the run directories ``paths`` (links followed) without an
     ``.html`` name: every file of a run (``trajectories.jsonl``, ``summary.json``,
     ``metrics.jsonl``, ``cells.json``, ``results.json``, ...) is named otherwise, so the
-    report can never be written over a file it reads. An earlier report is written over. A
-    link is written through (the file it names is the report:
-    :func:`~stategym.kernel.files.written_path`), so that file is what is checked; a dangling
-    link into a missing folder, or a loop, is refused.
+    report can never be written over a file it reads. An earlier report is written over.
+    A link that ``through_link`` (``report --out``, a path the user named) is written through
+    (the file it names is the report: :func:`~stategym.kernel.files.written_path`), so that
+    file is what is checked; a dangling link into a missing folder, or a loop, is refused.
+    Otherwise (a ``--report`` flag's ``OUT/report.html``) a link is replaced as a name
+    (:func:`~stategym.kernel.files.replace_bytes`), and still refused where what it names is
+    no earlier report.
 
     Raises:
         UsageError: naming ``out`` and why.
-        OSError: ``out`` is a link loop (``ELOOP``, naming it).
+        OSError: ``through_link`` and ``out`` is a link loop (``ELOOP``, naming it).
     """
-    written_path(out)
+    if through_link:
+        written_path(out)
     kind = not_a_file(out)
     if kind == "a folder":
         raise UsageError(f"--out {out} is a folder; give the HTML file to write")
@@ -184,7 +188,7 @@ def refuse_output(out: Path, paths: Sequence[Path]) -> None:
                 f"--out {out} exists and is not an HTML report (it does not start with "
                 f"{REPORT_START.decode()}); writing the report would destroy it: give another path"
             )
-    target = resolved(out)
+    target = resolved(out) if through_link else resolved(out.parent) / out.name
     for path in paths:
         if target.suffix.lower() not in REPORT_SUFFIXES and target.is_relative_to(resolved(path)):
             raise UsageError(

@@ -7,8 +7,11 @@ writes them (so ``hf:RUN/checkpoints/iter-NNNNNN`` plays it in ``eval``, ``run``
 checkpoint is written to a temporary folder (``.partial``, never resumed from) and renamed,
 so an interrupted save leaves no half checkpoint behind, and a failed one no ``.partial``
 either (its error names the checkpoint folder, never the ``.partial``); :func:`latest` is
-the last one.
-``RUN/model`` is the final policy (a copy of the last checkpoint).
+the last one (a last ``iter-NNNNNN`` that is no folder is refused, naming it, never
+skipped). ``RUN/model`` is the final policy (a copy of the last checkpoint). What a save or
+a publish replaces (``iter-N``, ``iter-N.partial``, ``RUN/model``) is removed without being
+opened or followed (:func:`stategym.kernel.files.remove_entry`): a FIFO there is no hang, a
+link no traceback, and what a link names is never touched.
 
 Every checkpoint, and so ``RUN/model``, holds stategym's record of the model
 (:data:`~stategym.llm.model_files.RECORD_FILE`,
@@ -61,6 +64,7 @@ import re
 import shutil
 import zlib
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,9 +76,11 @@ from stategym.kernel.files import (
     exists_as_file,
     json_value,
     naming_in,
+    not_a_file,
     open_regular,
     read_regular,
     refuse_special_entries,
+    remove_entry,
 )
 from stategym.llm.model_files import (
     RECORD_FILE,
@@ -132,25 +138,27 @@ def save(run: Path, iteration: int, policy: Policy, optimiser: Any, config: Conf
 
     A save that fails in any way (a full disk, the rename refused, an interruption) removes
     its ``.partial``, and its :class:`OSError` names the checkpoint's folder (or its file),
-    the path the user knows, never the ``.partial``.
+    the path the user knows, never the ``.partial``. What is at ``iter-N`` or
+    ``iter-N.partial`` before the save is removed without being opened or followed
+    (:func:`~stategym.kernel.files.remove_entry`: a FIFO there hung the save, a link to a
+    folder was a traceback).
     """
     import torch
 
     folder = folder_of(run, iteration)
     partial = folder.with_name(folder.name + ".partial")
-    if partial.exists():
-        shutil.rmtree(partial)
     try:
+        remove_entry(partial)  # an interrupted save's, or anything else there: never opened
         policy.save(partial)
         record = json.dumps(model_record(config, iteration), indent=2, sort_keys=True)
         (partial / RECORD_FILE).write_text(record + "\n")
         torch.save(optimiser.state_dict(), partial / OPTIMISER)
         (partial / STATE).write_text(json.dumps({"iteration": iteration}) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
+        remove_entry(folder)
         partial.rename(folder)
     except BaseException as error:  # Ctrl-C or a library's error too: no half checkpoint left
-        shutil.rmtree(partial, ignore_errors=True)
+        with suppress(OSError):
+            remove_entry(partial)
         if isinstance(error, OSError):
             raise naming_in(error, partial, folder) from None
         raise
@@ -158,22 +166,49 @@ def save(run: Path, iteration: int, policy: Policy, optimiser: Any, config: Conf
 
 
 def latest(run: Path) -> Path | None:
-    """The run's last checkpoint (the highest ``iter-NNNNNN`` folder), or ``None``.
+    """The run's last checkpoint (the highest ``iter-NNNNNN`` entry), or ``None``.
 
     Whole or not: a save is renamed into place whole, so a folder missing its files was
     damaged afterwards, and :func:`check` refuses it, naming it, rather than this falling
-    back to the one before without a word. A ``.partial`` folder is an interrupted save,
-    never a checkpoint.
+    back to the one before without a word; so is the last ``iter-NNNNNN`` entry where it is
+    no folder (a file, a FIFO, a dangling link; a link to a folder is read as one), and
+    ``checkpoints`` itself where it is no folder (refused before anything trains). A
+    ``.partial`` entry is an interrupted save, never a checkpoint.
+
+    Raises:
+        CheckpointError: ``checkpoints`` or the last ``iter-NNNNNN`` in it is not a folder.
     """
     root = run / CHECKPOINTS
-    if not root.is_dir():
+    if root.is_symlink() or root.exists():
+        if not root.is_dir():
+            raise CheckpointError(
+                f"{root} is {_what(root)}, not the folder of the run's checkpoints: move it "
+                "away to train the run afresh"
+            )
+    else:
         return None
     found = [
         (int(named.group(1)), path)
         for path in root.iterdir()
-        if path.is_dir() and (named := FOLDER.fullmatch(path.name))
+        if (named := FOLDER.fullmatch(path.name))
     ]
-    return max(found)[1] if found else None
+    if not found:
+        return None
+    last = max(found)[1]
+    if not last.is_dir():
+        raise CheckpointError(
+            f"{last} is {_what(last)}, not a checkpoint folder; the checkpoint is damaged: "
+            f"delete {last} to resume from the checkpoint before it"
+        )
+    return last
+
+
+def _what(path: Path) -> str:
+    """What an entry that is not a folder is: as :func:`~stategym.kernel.files.not_a_file`
+    names it, ``a file``, or ``a dangling link`` (a loop included)."""
+    if not path.exists():
+        return "a dangling link"
+    return not_a_file(path) or "a file"
 
 
 def iteration_of(folder: Path) -> int:
@@ -389,13 +424,11 @@ def load_start(config: Config, resume: Resume) -> Policy | None:
 def publish(run: Path, folder: Path) -> Path:
     """Copy a checkpoint's model to ``RUN/model`` (the run's final policy).
 
-    A link or a file at ``RUN/model`` is removed as a name, never followed: what a link
-    points to is the user's, and ``rmtree`` refuses links (a traceback, audit 14e F4)."""
+    What is at ``RUN/model`` is removed without being opened or followed
+    (:func:`~stategym.kernel.files.remove_entry`): what a link points to is the user's, and
+    ``rmtree`` refuses a link (a traceback, audit 14e F4) and waits on a FIFO (15b F2)."""
     final = run / FINAL
-    if final.is_symlink() or final.is_file():
-        final.unlink()
-    elif final.exists():
-        shutil.rmtree(final)
+    remove_entry(final)
     shutil.copytree(folder, final, ignore=shutil.ignore_patterns(OPTIMISER, STATE))
     return final
 

@@ -12,7 +12,7 @@ history lost. It is read strictly (:func:`read_metrics`, also the report's reade
 cut last line, what an interrupted append leaves, is dropped; any other unreadable line is
 an error naming ``FILE:LINE``, never a reason to cut the file short. Both files are
 rewritten atomically (a temporary file renamed over them, never over a folder, a device or
-a FIFO: :func:`stategym.kernel.files.replace_bytes`),
+a FIFO, and over a link as a name, never through it: :func:`stategym.kernel.files.replace_bytes`),
 and every line is strict JSON: a number that is not finite is written ``null`` (an ask rate
 with no must-ask slot to count); older files' ``NaN`` still read. A fresh run that fails
 before its first checkpoint removes what it wrote (:func:`holding`); one that holds
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -44,6 +43,7 @@ from stategym.kernel.files import (
     json_value,
     read_regular,
     refuse_non_files,
+    remove_entry,
     replace_bytes,
 )
 from stategym.kernel.task import Task
@@ -166,16 +166,17 @@ def _unwrite(run: Path, found: set[str]) -> None:
     unless it saved a checkpoint (then it resumes)."""
     from stategym.train.checkpoint import latest
 
-    if latest(run) is not None:
+    try:
+        saved = latest(run) is not None
+    except UsageError:  # checkpoints/ or its last entry no folder: refused before training
+        saved = False
+    if saved:
         return
     for name in _written():
         (run / f"{name}.partial").unlink(missing_ok=True)  # an interrupted rewrite's
         if name not in found:
-            path = run / name
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+            with suppress(OSError):  # removed as a name: never opened, never followed
+                remove_entry(run / name)
 
 
 def refuse_restart(run: Path, config: Config) -> None:

@@ -22,7 +22,12 @@ from typing import Any
 
 from stategym.kernel.errors import UsageError
 from stategym.kernel.files import NotJSON, exists_as_file, json_value, read_regular
-from stategym.llm.model_files import check_model_dir, first_line, strict_errors
+from stategym.llm.model_files import (
+    check_hub_tokenizer,
+    check_model_dir,
+    first_line,
+    strict_errors,
+)
 from stategym.train import runlog
 from stategym.train.policy import Policy
 
@@ -142,10 +147,16 @@ def weights_digest(model: Any) -> str:
 
 
 def model_source(init: str) -> str:
-    """A run directory's final model for ``--init RUN`` (else ``init`` as given)."""
+    """A run directory's final model for ``--init RUN`` (else ``init`` as given): ``RUN/model``
+    where it holds a ``config.json``, or where it is there in any form (a FIFO, a file, a
+    folder whose ``config.json`` is a FIFO) and ``init`` is not itself a model folder, so the
+    check of it names what is wrong there rather than calling the run's model missing."""
     path = Path(init)
-    if (path / FINAL / "config.json").is_file():
-        return str(path / FINAL)
+    final = path / FINAL
+    if (final / "config.json").is_file():
+        return str(final)
+    if final.exists() and not _holds_model_type(path):
+        return str(final)
     return init
 
 
@@ -156,8 +167,10 @@ def check_start(init: str, *, trained: bool, option: str = "--init") -> None:
     ``tiny`` is the model SFT builds here (``trained``: the trainer needs one that has
     learned, as GRPO does); an existing path must hold a saved model, or be a run directory
     with its final model; any other name is a Hugging Face id whose config must load, from
-    the hub or from its local cache. ``option`` is the flag that gave ``init`` (the
-    experiments take it as ``--model``), named in the refusal.
+    the hub or from its local cache, and whose tokenizer must load with a chat template
+    (:func:`~stategym.llm.model_files.check_hub_tokenizer`), as a folder's must. ``option``
+    is the flag that gave ``init`` (the experiments take it as ``--model``), named in the
+    refusal.
 
     Raises:
         UsageError: what is wrong with ``init``, in one line.
@@ -188,6 +201,7 @@ def check_start(init: str, *, trained: bool, option: str = "--init") -> None:
             f"{option} {init}: no such folder, and no Hugging Face model of that id could be "
             f"loaded ({first_line(error)})"
         ) from None
+    check_hub_tokenizer(init, f"{option} {init}")  # a chat template, as a folder must have
 
 
 def _holds_model_type(source: Path) -> bool:
