@@ -908,3 +908,47 @@ def test_a_fifo_among_an_experiments_plots_is_refused_before_it_plays(
     fifo = fifo_maker(tmp_path / "e" / "plots" / "figure.svg")
     argv = ["experiment", "e0", "--smoke", "--seeds", "0", "--out", str(tmp_path / "e")]
     fails(argv, capsys, str(fifo), "FIFO")
+
+
+# -- audit 15d -------------------------------------------------------------------------------
+
+
+def test_a_linked_file_of_one_unended_line_is_refused_not_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run folder whose ``trajectories.jsonl`` links to a file of notes, one line with no
+    newline: the run read that line as an interrupted append, rewrote the file without it
+    (the notes lost) and appended its episodes. A cut line starts as every line stategym
+    writes does (``{``); anything else is refused and left as it is."""
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"my precious notes, one line")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trajectories.jsonl").symlink_to(notes)
+    argv = ["run", "--domain", "lookup", "--episodes", "2", "--out", str(run)]
+    fails([*argv, "--index", str(tmp_path / "i.sqlite")], capsys, f"{run / 'trajectories.jsonl'}:1")
+    assert notes.read_bytes() == b"my precious notes, one line"
+
+
+def test_a_run_started_with_knobs_as_an_object_resumes_from_their_text(tmp_path: Path) -> None:
+    """``GRPOConfig(knobs=Knobs(dynamics=False))`` keeps the knobs as their long text; a
+    resume from the command line spells them ``dynamics=off``: the same knobs."""
+    from stategym.kernel.knobs import Knobs
+    from stategym.train.config import SFTConfig
+    from stategym.train.runlog import open_run
+
+    out = str(tmp_path / "r")
+    open_run(SFTConfig(out=out, knobs=Knobs(dynamics=False)))  # type: ignore[arg-type]
+    open_run(SFTConfig(out=out, knobs="dynamics=off"))  # no refusal: the same knobs
+    with pytest.raises(UsageError, match="knobs"):
+        open_run(SFTConfig(out=out, knobs="stateful=off"))
+
+
+def test_editing_gymnasium_tools_leaves_the_next_episode_alone() -> None:
+    import gymnasium
+
+    env = gymnasium.make("stategym/Travel-v0")
+    _, info = env.reset(seed=0)
+    info["tools"][0]["function"]["description"] = "edited"
+    _, again = env.reset(seed=1)
+    assert again["tools"][0]["function"]["description"] != "edited"

@@ -325,7 +325,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         knobs = self.core.task.knobs
         info = {
             "task_id": core_info["task_id"],
-            "tools": list(core_info["tools"]),
+            "tools": orjson.loads(orjson.dumps(core_info["tools"])),  # the caller's own copy
             "system_prompt": _system_prompt(self.core, knobs),
             "instructions": self.core.domain.instructions_for(knobs),
         }

@@ -168,7 +168,9 @@ class Env:
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The tools offered this episode, in OpenAI function format (``finish`` last)."""
+        """The tools offered this episode, in OpenAI function format (``finish`` last): the
+        environment's own list (as ``reset``'s ``info["tools"]``), to read; copy it to edit
+        (``Domain.tool_schemas`` gives a new one)."""
         return self._schemas
 
     @property

@@ -42,9 +42,11 @@ class Log:
 def read_log(path: Path) -> Log:
     """Read a trajectories file strictly, except for a cut last line.
 
-    A last line that does not end in a newline and cannot be read is what an interrupted
-    append leaves: it is dropped and its number returned. Any other unreadable line is
-    corruption, not an interruption.
+    A last line that does not end in a newline, cannot be read and starts as every line
+    stategym writes starts (``{``) is what an interrupted append leaves: it is dropped and
+    its number returned. Any other unreadable line is corruption, not an interruption, and
+    is never dropped: a log is rewritten without its cut line, so a last line of someone
+    else's text (a file of notes a link named ``trajectories.jsonl`` led to) would be lost.
 
     Raises:
         UsageError: ``FILE:LINE: why`` for an unreadable line that is not a cut last line.
@@ -59,7 +61,7 @@ def read_log(path: Path) -> Log:
         try:
             kept.append(loads(line))
         except TrajectoryError as error:
-            if index == last and not data.endswith(b"\n"):
+            if index == last and not data.endswith(b"\n") and line.lstrip().startswith(b"{"):
                 return Log(kept, index + 1)
             raise UsageError(f"{path}:{index + 1}: {error}") from None
     return Log(kept, None)

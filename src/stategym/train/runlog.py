@@ -88,7 +88,9 @@ def open_run(config: Config) -> Path:
             # checks what it holds (stategym.train.checkpoint.load_start)
             ignored |= {"init"}
         changed = sorted(
-            k for k in set(old) | set(new) if k not in ignored and old.get(k) != new.get(k)
+            k
+            for k in set(old) | set(new)
+            if k not in ignored and _compared(k, old.get(k)) != _compared(k, new.get(k))
         )
         if changed:
             shown = "; ".join(
@@ -107,6 +109,20 @@ def open_run(config: Config) -> Path:
     run.mkdir(parents=True, exist_ok=True)
     replace_text(path, to_json(config))
     return run
+
+
+def _compared(key: str, value: object) -> object:
+    """A setting as a resume compares it: knobs by what they switch, not by how they were
+    spelt ("default", "dynamics=off", or the long text a ``Knobs`` object is kept as), so a
+    run started from Python resumes from the command line."""
+    if key != "knobs" or not isinstance(value, str):
+        return value
+    from stategym.kernel.knobs import Knobs
+
+    try:
+        return Knobs.parse(value)
+    except ValueError:
+        return value
 
 
 def _shown(value: object) -> str:
