@@ -299,6 +299,8 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         self.observation_space = ObservationText(MAX_OBSERVATION, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(MAX_ACTION, min_length=0, charset=CHARSET)
         self._last = ""
+        self._prompts: dict[Knobs, str] = {}
+        """The system prompt per knobs: made once, not at every reset."""
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -326,10 +328,21 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         info = {
             "task_id": core_info["task_id"],
             "tools": orjson.loads(orjson.dumps(core_info["tools"])),  # the caller's own copy
-            "system_prompt": _system_prompt(self.core, knobs),
+            "system_prompt": self._system_prompt(knobs),
             "instructions": self.core.domain.instructions_for(knobs),
         }
         return text, info
+
+    def _system_prompt(self, knobs: Knobs) -> str:
+        """The system prompt of the ``messages`` rendering, what the other interfaces give."""
+        prompt = self._prompts.get(knobs)
+        if prompt is None:
+            # imported here: ``import stategym`` imports this module and must load the kernel
+            from stategym.rendering import make_renderer
+
+            prompt = make_renderer(self.core.domain, knobs, "messages").system_prompt()
+            self._prompts[knobs] = prompt
+        return prompt
 
     def _drawn_seed(self) -> int:
         """The next task's seed, drawn from ``np_random`` over every seed (``[0, 2**64)``):
@@ -355,14 +368,6 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
             return None
         lines = [f"{m.get('role')}: {m.get('content')}" for m in orjson.loads(self._last)]
         return "\n".join(lines) + "\n"
-
-
-def _system_prompt(core: Env, knobs: Knobs) -> str:
-    """The system prompt of the ``messages`` rendering, what the other interfaces give."""
-    # imported here: ``import stategym`` imports this module and must load the kernel only
-    from stategym.rendering import make_renderer
-
-    return make_renderer(core.domain, knobs, "messages").system_prompt()
 
 
 def register_envs() -> None:

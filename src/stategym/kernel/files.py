@@ -101,11 +101,25 @@ def not_a_file(path: Path) -> str | None:
     """What ``path`` is when it exists and is not a regular file (``"a folder"``, ``"a FIFO
     (named pipe)"``, ``"a character device"``, ...); ``None`` for a regular file or a path
     that does not exist. Links are followed: a link to ``/dev/null`` is a device."""
-    if not path.exists() or path.is_file():  # exists(): a dangling link or a loop is absent
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        if error.errno in _ABSENT:  # a dangling link or a loop is absent, as exists() has it
+            return None
+        raise
+    except ValueError:  # a name no file can have (a NUL in it)
         return None
-    if path.is_dir():
+    return None if stat.S_ISREG(mode) else _kind_of(mode)
+
+
+_ABSENT = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP))
+"""The errors of ``stat`` that mean nothing is there (``Path.exists`` reads them so)."""
+
+
+def _kind_of(mode: int) -> str:
+    """What a file of mode ``mode`` is, as :func:`not_a_file` names it."""
+    if stat.S_ISDIR(mode):
         return "a folder"
-    mode = path.stat().st_mode
     return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
 
 
@@ -286,13 +300,6 @@ class NotAFile(UsageError):
         """What the path is, for a reader that words its own refusal
         (``a FIFO (named pipe), not a regular file``)."""
         return f"{self.kind}, not a regular file"
-
-
-def _kind_of(mode: int) -> str:
-    """What a file of mode ``mode`` is, as :func:`not_a_file` names it."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
 
 
 def open_regular(path: Path) -> io.BufferedReader:

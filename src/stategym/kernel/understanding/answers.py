@@ -48,5 +48,8 @@ def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
     return next((o for o in options if _spaceless(o) == wanted), None)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _spaceless(text: str) -> str:
+    """:func:`normalise_answer` without its spaces; memoised like it (scoring reads every
+    option of a task against the answer)."""
     return normalise_answer(text).replace(" ", "")
