@@ -3,8 +3,11 @@
 A damaged model folder is refused in one line (exit 2) by every command that takes one,
 before anything loads or plays: no tokenizer files (``transformers`` would quietly build a
 tokenizer of two tokens), missing or cut weights, no chat template, a config whose sizes
-are not the weights'. Also: ``serve --port 0`` prints the port it bound, and ``--temperature
-inf`` is refused by the option parser.
+are not the weights'; and, as soon as its tokenizer loads, a tokenizer whose turns cannot be
+cut into token segments (no ``tokenizer_config.json``, no end-of-sequence token, a template
+that closes no turn with it), which was a traceback at the first observation. Also:
+``serve --port 0`` prints the port it bound, and ``--temperature inf`` is refused by the
+option parser.
 
 ``stategym model init`` checks its settings and its ``--out`` before any work: a bad
 value is one line naming the option (exit 2) and writes nothing; a non-empty ``--out`` (a
@@ -67,6 +70,20 @@ def no_template(folder: Path) -> None:
     (folder / "chat_template.jinja").unlink()
 
 
+def no_tokenizer_config(folder: Path) -> None:
+    (folder / "tokenizer_config.json").unlink()  # the tokenizer falls back to another eos
+
+
+def no_eos(folder: Path) -> None:
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "eos_token": None}))
+
+
+def turns_unclosed(folder: Path) -> None:
+    template = folder / "chat_template.jinja"
+    template.write_text(template.read_text().replace("<|im_end|>", ""))
+
+
 def other_sizes(folder: Path) -> None:
     config = json.loads((folder / "config.json").read_text())
     config["hidden_size"] = 64  # the weights are 32 wide
@@ -90,6 +107,9 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "no weights": (no_weights, "no weights"),
     "cut weights": (cut_weights, "model.safetensors cannot be read"),
     "no chat template": (no_template, "no chat template"),
+    "no tokenizer_config.json": (no_tokenizer_config, "has no tokenizer_config.json"),
+    "no end-of-sequence token": (no_eos, "names no end-of-sequence token"),
+    "a template that closes no turn": (turns_unclosed, "writes no end-of-turn marker"),
     "config and weights of other sizes": (other_sizes, "cannot load the model at"),
     "a config transformers refuses": (layers_edited, "config.json is refused by transformers"),
     "a config whose model cannot be built": (no_heads, "config.json is refused by transformers"),
@@ -164,6 +184,17 @@ def test_a_template_in_tokenizer_config_is_enough(model: Path) -> None:
     config = json.loads((model / "tokenizer_config.json").read_text())
     (model / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": template}))
     check_model_dir(model)
+
+
+@pytest.mark.parametrize("damage", [no_tokenizer_config, no_eos, turns_unclosed])
+def test_a_tokenizer_read_alone_is_checked_too(damage: Callable[[Path], None], model: Path) -> None:
+    """What an ``openai:`` agent's ``tokenizer`` setting loads (token-in-token-out)."""
+    from stategym.kernel.errors import UsageError
+    from stategym.llm.local import ChatTokenizer
+
+    damage(model)
+    with pytest.raises(UsageError, match=f"cannot use the model at {model}: "):
+        ChatTokenizer.load(model)
 
 
 def test_policy_load_names_the_folder_it_cannot_load(model: Path) -> None:

@@ -35,7 +35,7 @@ from stategym.kernel.errors import UsageError
 from stategym.kernel.files import refuse_special_entries
 from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits, greedy
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
-from stategym.rendering.tokens import first_segment
+from stategym.rendering.tokens import AssistantTurns, first_segment, observation_segment
 
 if TYPE_CHECKING:
     import torch
@@ -155,16 +155,49 @@ class ChatTokenizer:
         Raises:
             UsageError: ``transformers`` cannot load it (it reads ``config.json`` too, to
                 choose the tokenizer's class), naming the folder, or the folder holds a
-                FIFO, a device or a socket, which the loader would wait on (naming it).
+                FIFO, a device or a socket, which the loader would wait on (naming it), or
+                its turns cannot be cut into token segments (:meth:`check`).
         """
         from transformers import AutoTokenizer
 
         refuse_special_entries(Path(path))
         try:
             with quiet_loading():
-                return cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))
+                chat = cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))
         except loader_errors() as error:
             raise load_failed(path, error) from None
+        chat.check(path)
+        return chat
+
+    def check(self, source: str | Path) -> None:
+        """Refuse a tokenizer whose turns cannot be cut into token segments
+        (:mod:`~stategym.rendering.tokens`), when it loads rather than at an episode's
+        first observation: one that names no end-of-sequence token (a folder without
+        ``tokenizer_config.json`` loads that way), or a template that does not close a turn
+        with it, or renders a turn differently once messages follow it.
+
+        Raises:
+            UsageError: naming ``source`` and what the tokenizer lacks.
+        """
+        if self.tokenizer.eos_token is None:
+            raise UsageError(
+                f"cannot use the model at {source}: its tokenizer names no end-of-sequence "
+                "token (eos_token, in tokenizer_config.json), which closes an assistant turn"
+            )
+        try:
+            AssistantTurns(self, []).segment({"role": "assistant", "content": "Hello"})
+            observation_segment(self, GREETING, [], closed=True)
+        except ValueError as error:
+            folder = Path(source)
+            hint = (
+                "; the folder has no tokenizer_config.json, which names it"
+                if folder.is_dir() and not (folder / "tokenizer_config.json").exists()
+                else ""
+            )
+            raise UsageError(
+                f"cannot use the model at {source}: {error} (a turn must end with the "
+                f"tokenizer's end-of-sequence token, here {self.end_of_turn!r}{hint})"
+            ) from None
 
     @property
     def end_of_turn(self) -> str:
@@ -296,7 +329,8 @@ class LocalModel:
 
     Raises:
         UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, a
-            model ``transformers`` cannot load, or one whose logits are not finite
+            model ``transformers`` cannot load, a tokenizer whose turns cannot be cut
+            (:meth:`ChatTokenizer.check`), or a model whose logits are not finite
             (:class:`~stategym.llm.engine.NonFiniteLogits`), each naming the folder.
     """
 
@@ -323,6 +357,7 @@ class LocalModel:
         self._stops = _stop_ids(self.tokenizer, self.model)
         self.chat = ChatTokenizer(self.tokenizer)
         """The chat template and tokenizer (token segments are cut from it)."""
+        self.chat.check(self.path)
         self._lock = threading.Lock()  # one decode at a time: the model is not re-entrant
         pad = self.tokenizer.pad_token_id
         self.engine = Engine(self.model, self._stops, int(pad if pad is not None else 0))

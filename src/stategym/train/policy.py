@@ -90,7 +90,8 @@ class Policy:
         Raises:
             UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, or a
                 model that ``transformers`` cannot load (naming it and the first line of
-                the reason).
+                the reason), or a tokenizer whose turns cannot be cut into token segments
+                (:meth:`~stategym.llm.local.ChatTokenizer.check`).
             NonFiniteLogits: the model's logits are not finite (a diverged checkpoint).
         """
         import torch
@@ -109,6 +110,7 @@ class Policy:
         except loader_errors() as error:
             raise load_failed(source, error) from None
         policy = cls(model, tokenizer, device)
+        policy.chat.check(source)
         try:
             policy.probe()
         except NonFiniteLogits:
