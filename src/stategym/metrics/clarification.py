@@ -5,8 +5,9 @@ Formula (``docs/metrics.md``)::
     Q_clar = TP / (TP + FN + FP)            (1 when all three are 0)
 
 TP: must-ask slots asked before their first use. A slot is *used* by the first call that may
-stand for a gold node its answer gates (whatever the call's arguments), or, when no call
-does, by the episode's final decision; a slot the user volunteered (a change of mind
+stand for a gold node its answer gates (whatever the call's arguments), or by the first
+proposal of an option (a choice every must-ask slot bears on), or, when neither comes, by
+the episode's final decision; a slot the user volunteered (a change of mind
 announced) before its use, unasked, drops out of M*. FN = |M*| - TP. FP: the weight of
 needless questions: 1 for a slot that is given, irrelevant or already known (asked or
 volunteered before), 1 for a repeated proposal (the same option again with no change of mind
@@ -159,19 +160,32 @@ class ClarificationScorer:
         for call in calls:
             if call.ok and call.effect is _COMMIT:
                 self.commits.append(call.round)
-            for slot in self.gold.gated_by(call.candidates):
-                if slot in self.uses:
-                    continue
-                self.uses[slot] = call.round
-                # a slot revealed before its use but not asked in time was volunteered
-                if slot in self.asked_in_time or tr.revealed.get(slot, call.round) < call.round:
-                    continue
-                event = Event(call.round, DIM, _MISSED, -1.0, -self.norm, slot, call=call.position)
-                self.missed[slot] = event
-                new.append(event)
+            new += self._use(tr, self.gold.gated_by(call.candidates), call.round, call.position)
+        return new
+
+    def _use(self, tr: Trace, slots: Sequence[str], at: int, position: int | None) -> list[Event]:
+        """Record round ``at`` as the first use of each of ``slots`` not used before; the
+        events of those that were neither asked in time nor volunteered (``position``: the
+        using call's, ``None`` for a proposal)."""
+        new: list[Event] = []
+        for slot in slots:
+            if slot in self.uses:
+                continue
+            self.uses[slot] = at
+            # a slot revealed before its use but not asked in time was volunteered
+            if slot in self.asked_in_time or tr.revealed.get(slot, at) < at:
+                continue
+            event = Event(at, DIM, _MISSED, -1.0, -self.norm, slot, call=position)
+            self.missed[slot] = event
+            new.append(event)
         return new
 
     def _say(self, tr: Trace, say: SayView) -> list[Event]:
+        # A proposal names the choice, which every must-ask slot bears on: it uses each slot
+        # no call used before it, so a question put with it or after it is late. (Audit 16B
+        # F1: proposing a guess and asking after the user's yes scored the expert's 1.0
+        # whenever the guess was accepted, and a rejected guess cost only the rejection.)
+        used = self._use(tr, self.gold.must_ask, say.round, None) if say.proposed else []
         # the last round of an episode that is over is the use of every slot not used yet
         end = tr.end if tr.done else None
         found = _read_say(
@@ -192,7 +206,7 @@ class ClarificationScorer:
             if event.kind is Kind.ASK_NEEDLESS:
                 self.fp -= event.value
         self.said += new
-        return new
+        return used + new
 
     def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Clarification, list[Event]]:
         gold = self.gold
