@@ -29,6 +29,10 @@ def main(args: argparse.Namespace) -> int:
         domains.add_row(domain.name, domain.env_id, str(len(domain.tools)), domain.title)
     console.print(domains)
     console.print("Agents: " + ", ".join(agent_names()))
+    console.print(
+        "  and ask-pP, P in [0, 1]: the expert asking each must-ask fact with probability P "
+        "(ask-p0.3; the exploration-guard teacher)"
+    )
     knobs = Table(title="Knobs (--knobs NAME=on|off,... or all_off)")
     knobs.add_column("knob")
     knobs.add_column("default")

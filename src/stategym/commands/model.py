@@ -96,8 +96,9 @@ def main(args: argparse.Namespace) -> int:
     meta = read_json(out / RECORD_FILE)  # the record init_model just wrote
     warm = meta["warm_up"]
     print(
-        f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, "
-        f"loss {warm['first_loss']:.3f} -> {warm['final_loss']:.3f}, {meta['seconds']:.0f} s"
+        f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, loss "
+        f"{warm['first_loss']:.3f} -> {warm['final_loss']:.3f} (the last 10 steps' mean), "
+        f"{meta['seconds']:.0f} s"
     )
     return 0
 

@@ -235,7 +235,8 @@ def check_servable(path: str | Path) -> None:
         raise UsageError(
             f"{path} was trained on the {rendering} rendering ({Path(path) / RECORD_FILE}), "
             "but serve speaks OpenAI messages through the chat template: play it with "
-            f"--agent hf:{path} (eval, run), or train it with --rendering messages to serve it"
+            f"hf:{path} (run --agent, eval --agents), or train it with --rendering messages "
+            "to serve it"
         )
 
 
