@@ -253,7 +253,7 @@ def test_a_deeply_nested_message_is_kept_bounded() -> None:
     env = Env("travel")
     env.reset(seed=0)
     messages, _, _, _, info = env.step_message({"role": "assistant", "content": _nested(100_000)})
-    assert info["format_errors"] == ("empty_action",)
+    assert info["format_errors"] == ("bad_message",)  # content that is no text parts
     assert messages and len(env.rounds[-1].raw) <= RAW_LIMIT + 1
     _check_log(env)
 

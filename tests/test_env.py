@@ -340,7 +340,12 @@ def test_unknown_tool_error_lists_the_available_tools(domain: Domain) -> None:
         ({"role": "assistant", "tool_calls": ["finish"]}, "bad_message"),
         ({"role": "assistant", "content": "   "}, "empty_action"),
         ({"role": "assistant", "content": None, "tool_calls": []}, "empty_action"),
-        ({"role": "assistant", "content": ["a", "list"]}, "empty_action"),
+        ({"role": "assistant", "content": ["a", "list"]}, "bad_message"),
+        ({"role": "assistant", "content": [{"type": "image_url"}]}, "bad_message"),
+        ({"role": "assistant", "content": 5}, "bad_message"),
+        ({"role": "assistant", "content": True}, "bad_message"),
+        ({"role": "assistant", "content": []}, "empty_action"),
+        ({"role": "assistant", "content": [{"type": "text", "text": " "}]}, "empty_action"),
     ],
 )
 def test_unusable_messages_are_format_errors(domain: Domain, message: Any, kind: str) -> None:
@@ -443,3 +448,44 @@ def test_a_stopped_episode_is_logged_truncated_with_its_outcome_so_far() -> None
     assert (env.trajectory.truncated, env.trajectory.outcome) == (False, None)
     env.step(calls(call("finish", answer="")))
     assert env.done and env.stopped_trajectory() == env.trajectory
+
+
+def test_content_parts_are_their_joined_text() -> None:
+    """OpenAI's assistant ``content`` may be a list of text parts; it was an empty action
+    ("the message has neither tool calls nor text"), which was false (audit 15C N1)."""
+    parts = [{"type": "text", "text": "What is "}, {"type": "text", "text": "your budget?"}]
+    as_parts, as_text = Env("travel"), Env("travel")
+    as_parts.reset(seed=3)
+    as_text.reset(seed=3)
+    told_parts = as_parts.step_message({"role": "assistant", "content": parts})
+    told_text = as_text.step_message({"role": "assistant", "content": "What is your budget?"})
+    assert told_parts == told_text
+    assert as_parts.rounds == as_text.rounds and as_parts.rounds[0].kind == "say"
+
+
+def test_an_empty_action_is_told_the_same_through_both_interfaces() -> None:
+    """The typed ``step`` said "empty action: send tool calls or a message to the user",
+    ``step_message`` "empty_action: the message has neither tool calls nor text", which
+    did not say what to send (audit 15C N5); now both say the kind and what to send."""
+    typed, messaged = Env("travel"), Env("travel")
+    typed.reset(seed=0)
+    messaged.reset(seed=0)
+    typed.step(CallBatch(()))
+    messaged.step_message({"role": "assistant", "content": None})
+    assert typed.rounds[0].error == messaged.rounds[0].error
+    assert typed.rounds[0].error == "empty_action: send tool calls or a message to the user"
+
+
+def test_a_log_of_an_empty_action_written_before_the_new_words_still_verifies() -> None:
+    from stategym.kernel.env import OLD_EMPTY_ACTION
+    from stategym.kernel.verify import verify
+
+    env = Env("travel")
+    env.reset(seed=0)
+    env.step(CallBatch(()))
+    env.step(calls(call("finish", answer="done")))
+    (empty, finish) = env.trajectory.rounds
+    old = replace(env.trajectory, rounds=(replace(empty, error=OLD_EMPTY_ACTION), finish))
+    assert verify(old) == []
+    told = replace(env.trajectory, rounds=(replace(empty, error="empty action: hello"), finish))
+    assert verify(told) != []

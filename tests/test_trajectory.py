@@ -208,5 +208,5 @@ def test_invalid_rounds_log_the_error_the_agent_saw() -> None:
     first, second = env.trajectory.rounds
     assert messages[-1]["content"] == f"[environment] {first.error}"
     assert first.error.startswith("malformed_json: ") and first.raw == "{broken"
-    assert second.error == "empty action: send tool calls or a message to the user"
+    assert second.error == "empty_action: send tool calls or a message to the user"
     assert loads(dumps(env.trajectory)).rounds == (first, second)

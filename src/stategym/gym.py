@@ -66,8 +66,8 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
-from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs, as_knobs, switch_value
+from stategym.kernel.env import Env, check_max_rounds
+from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs, read_switch
 from stategym.kernel.reward import RewardFn, outcome_reward
 from stategym.kernel.task import SEED_LIMIT, check_seed
 from stategym.kernel.understanding import ReaderSource
@@ -207,7 +207,7 @@ def reward_function(reward: RewardFn | str) -> RewardFn:
     raise ValueError(f"reward must be a function or one of {', '.join(REWARDS)}; got {reward!r}")
 
 
-def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | str | None]) -> Knobs:
+def _knobs(knobs: KnobsGiven, switches: Mapping[str, bool | str | None]) -> Knobs:
     """``knobs`` with the switches that are not ``None`` overriding theirs.
 
     Raises:
@@ -217,23 +217,8 @@ def _knobs(knobs: Knobs | str | None, switches: Mapping[str, bool | str | None])
     """
     base = as_knobs(knobs)
     values = {name: getattr(base, name) for name in switches}
-    values.update({name: _switch(name, v) for name, v in switches.items() if v is not None})
+    values.update({name: read_switch(name, v) for name, v in switches.items() if v is not None})
     return Knobs(**values)
-
-
-def _switch(name: str, value: bool | str) -> bool:
-    """One knob's override: a bool (NumPy's too), or ``on``/``off`` as :meth:`Knobs.parse`
-    reads them (not ``bool(value)``: ``bool("off")`` is ``True``)."""
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if not isinstance(value, str):
-        raise TypeError(
-            f"{name} must be a bool, 'on' or 'off'; got {type(value).__name__} {value!r}"
-        )
-    read = switch_value(value)
-    if read is None:
-        raise ValueError(f"{name} must be a bool, 'on' or 'off'; got {value!r}")
-    return read
 
 
 class StateGymEnv(gymnasium.Env[str, str | Message]):
@@ -241,7 +226,8 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
 
     Args:
         domain: the domain's registered name.
-        knobs: knobs as an object or as text (``"dynamics=off,hidden_info=off"``).
+        knobs: knobs as an object, as text (``"dynamics=off,hidden_info=off"``) or as a
+            mapping (``{"dynamics": False}``).
         stateful: override one knob (likewise the four after it): a bool, or ``"on"`` or
             ``"off"``; ``None`` keeps ``knobs``. Anything else is a ``TypeError`` (a
             ``ValueError`` for other text): ``dynamics="off"`` never turns dynamics on.
@@ -251,11 +237,19 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         dynamics: see :class:`~stategym.kernel.knobs.Knobs`.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the last round as text).
         reward: a reward function or its name (:data:`REWARDS`); default ``"outcome"``.
-
-    Raises:
-        TypeError, ValueError: a knob, ``knobs`` or ``reward`` of the wrong type or value.
         reader: what reads the agent's messages for the simulated user (default: the
             rule-based intent model; an LLM: :class:`stategym.llm.reading.LLMReading`).
+        max_rounds: stop every episode after this many steps (the core's ``max_rounds``
+            reset option): the last is truncated by the environment itself, so the reward
+            settles there. Give a step limit here rather than as ``gymnasium.make``'s
+            ``max_episode_steps``: Gymnasium's ``TimeLimit`` stops the episode outside the
+            environment, which never learns of it, so the stopped episode's settlement is
+            never paid (the dense rewards do not sum to R, the outcome reward pays nothing).
+            ``None``: the task's own round budget.
+
+    Raises:
+        TypeError, ValueError: a knob, ``knobs``, ``reward`` or ``max_rounds`` of the wrong
+            type or value.
 
     Attributes:
         core: the wrapped :class:`stategym.kernel.env.Env` (trajectory, outcome, state key).
@@ -269,7 +263,7 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         self,
         domain: str = "travel",
         *,
-        knobs: Knobs | str | None = None,
+        knobs: KnobsGiven = None,
         stateful: bool | str | None = None,
         irreversible: bool | str | None = None,
         hidden_info: bool | str | None = None,
@@ -278,9 +272,11 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         render_mode: str | None = None,
         reward: RewardFn | str = "outcome",
         reader: ReaderSource | None = None,
+        max_rounds: int | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.max_rounds = None if max_rounds is None else check_max_rounds(max_rounds)
         switches = {
             "stateful": stateful,
             "irreversible": irreversible,
@@ -309,7 +305,8 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         ``np_random``, see the module docstring).
 
         ``options`` are :meth:`stategym.kernel.env.Env.reset`'s (``{"task": Task}`` plays a
-        given task). ``info``: ``task_id``, ``tools`` (the schemas offered),
+        given task; ``{"max_rounds": N}`` stops it after N steps, as the ``max_rounds``
+        argument does for every episode). ``info``: ``task_id``, ``tools`` (the schemas offered),
         ``system_prompt`` (the ``messages`` rendering's, what every other interface gives
         the model: the domain's instructions, then the protocol's rules for these knobs)
         and ``instructions`` (the domain's alone).
@@ -322,6 +319,8 @@ class StateGymEnv(gymnasium.Env[str, str | Message]):
         super().reset(seed=seed)
         given = isinstance(options, Mapping) and options.get("task") is not None
         played = self._drawn_seed() if seed is None and not given else seed
+        if self.max_rounds is not None and (options is None or isinstance(options, Mapping)):
+            options = {"max_rounds": self.max_rounds, **(options or {})}
         observation, core_info = self.core.reset(seed=played, options=options)
         text = self._observe(observation.to_messages())
         knobs = self.core.task.knobs

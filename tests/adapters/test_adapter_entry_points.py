@@ -8,7 +8,8 @@
   kill or out-of-memory, because it had no ``if __name__ == "__main__":``.
 - F5: the knobs were an object for TRL and OpenEnv, an object or text for Gymnasium and
   verifiers; a wrong form failed deep inside (``'str' object has no attribute``) or, for
-  OpenEnv, in every session.
+  OpenEnv, in every session. Since stop 42 a mapping (``{"dynamics": False}``, what JSON
+  arguments such as ``vf-eval -a`` give) is a form every entry point takes too.
 - F6: a TRL class (and so its instances) for a ``synth:`` domain or non-default knobs did
   not pickle.
 """
@@ -153,10 +154,20 @@ def test_as_knobs_reads_every_form_and_names_a_wrong_one() -> None:
     assert as_knobs(None) == Knobs() == as_knobs("default")
     assert as_knobs(Knobs.all_off()) == Knobs.all_off() == as_knobs("all_off")
     assert as_knobs("dynamics=off") == Knobs(dynamics=False)
-    with pytest.raises(TypeError, match=r"knobs must be Knobs, their text .* got dict \{"):
-        as_knobs({"dynamics": False})  # type: ignore[arg-type]
+    assert as_knobs({"dynamics": False}) == Knobs(dynamics=False) == as_knobs({"dynamics": "off"})
+    assert as_knobs({}) == Knobs()
+    with pytest.raises(TypeError, match=r"knobs must be Knobs, their text .* got list \["):
+        as_knobs(["dynamics=off"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="knobs: bad knob 'gravity=off'"):
         as_knobs("gravity=off")
+    with pytest.raises(ValueError, match=r"knobs: no knob 'gravity'; the knobs are \["):
+        as_knobs({"gravity": False})
+    with pytest.raises(
+        TypeError, match=r"knobs\.dynamics must be a bool, 'on' or 'off'; got int 0"
+    ):
+        as_knobs({"dynamics": 0})  # 0 is not False: JSON's false is
+    with pytest.raises(ValueError, match=r"knobs\.dynamics must be a bool, 'on' or 'off'"):
+        as_knobs({"dynamics": "no"})
 
 
 def _entry_points() -> dict[str, Any]:
@@ -236,14 +247,18 @@ def _session_knobs(app: Any) -> Knobs:
 
 
 @pytest.mark.parametrize("point", sorted(_entry_points()))
-def test_every_entry_point_takes_knobs_as_an_object_or_as_text(point: str) -> None:
+def test_every_entry_point_takes_knobs_as_an_object_text_or_a_mapping(point: str) -> None:
     make = _entry_points()[point]
     assert make(Knobs.all_off()) == Knobs.all_off() == make("all_off")
     assert make(None) == Knobs()
+    mapped = {"stateful": False, "irreversible": "off", "hidden_info": False}
+    assert make({**mapped, "priorities": "off", "dynamics": False}) == Knobs.all_off()
     with pytest.raises(TypeError, match="knobs must be Knobs, their text"):
-        make({"dynamics": False})
+        make(3)
     with pytest.raises(ValueError, match="bad knob"):
         make("gravity=off")
+    with pytest.raises(ValueError, match="no knob 'gravity'"):
+        make({"gravity": False})
 
 
 # --- F6: every TRL class and instance pickles ---------------------------------------------

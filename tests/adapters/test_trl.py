@@ -26,8 +26,11 @@ from stategym.adapters.trl import (
     environment_class,
     route_text_to_user,
 )
+from stategym.kernel.env import Env
+from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import RoundKind
 from stategym.metrics import score
+from stategym.registry import all_domains
 
 
 def message(*coroutines: Any) -> list[str]:
@@ -532,3 +535,30 @@ def test_a_row_must_name_its_task_and_a_method_needs_a_reset_first() -> None:
         env.reset(prompt=row["prompt"], seed=8)
     env.reset(**Dataset.from_list(dataset_rows("travel", [7, 8]))[1])  # as TRL hands it
     assert env.env.task.seed == 8
+
+
+@pytest.mark.parametrize("knobs", [Knobs(), Knobs.all_off()], ids=["default", "all-off"])
+@pytest.mark.parametrize("domain", [*all_domains(), "synth:chain2+fanout3+askgate+verifycommit"])
+def test_the_schema_trl_derives_is_the_environments_but_for_extra_arguments(
+    domain: str, knobs: Knobs
+) -> None:
+    """TRL renders each method through transformers' ``get_json_schema``: names, texts, types
+    and required arguments are the environment's; it cannot say that other arguments are
+    refused (``additionalProperties: false``), which docs/integrations.md states."""
+    from transformers.utils import get_json_schema
+
+    cls = environment_class(domain, knobs)
+    for offered in Env(domain, knobs=knobs).tool_schemas:
+        function = offered["function"]
+        parameters = {
+            k: v for k, v in function["parameters"].items() if k != "additionalProperties"
+        }
+        if parameters.get("required") == []:
+            del parameters["required"]
+        assert function["parameters"].get("additionalProperties") is False
+        derived = get_json_schema(getattr(cls, function["name"]))["function"]
+        assert {key: derived.get(key) for key in ("name", "description", "parameters")} == {
+            "name": function["name"],
+            "description": function["description"],
+            "parameters": parameters,
+        }

@@ -361,3 +361,33 @@ def _one_row_env(info: dict[str, Any]) -> DomainEnv:
 
     (row,) = task_rows("travel", [3], Knobs())
     return DomainEnv("travel", Knobs(), dataset=lambda: Dataset.from_list([{**row, "info": info}]))
+
+
+def test_a_call_after_the_episode_ended_is_told_so() -> None:
+    """verifiers' own loop stops at the final response; a caller that goes on got
+    ``{"error": null}`` for each call, as if it had run."""
+    from stategym.adapters.verifiers import EPISODE_KEY
+    from stategym.kernel.env import EPISODE_OVER
+
+    env = load_environment("travel", seeds=[1])
+
+    def call(name: str, arguments: str, id: str) -> Any:
+        return vf.ToolCall(id=id, name=name, arguments=arguments)
+
+    async def play() -> list[Any]:
+        state = await env.setup_state({"info": {"seed": 1}, "model": "m", "trajectory": []})
+        finish = vf.AssistantMessage(content=None, tool_calls=[call("finish", "{}", "f")])
+        await env.env_response([finish], state)
+        assert state[EPISODE_KEY].env.done and "final_env_response" in state
+        rounds = len(state[EPISODE_KEY].env.rounds)
+        late = [call("get_profile", "{}", "a"), call("get_profile", "{}", "b")]
+        answer = await env.env_response([vf.AssistantMessage(content=None, tool_calls=late)], state)
+        assert len(state[EPISODE_KEY].env.rounds) == rounds  # nothing was played
+        return list(answer)
+
+    answer = asyncio.run(play())
+    told = json.dumps({"error": EPISODE_OVER}, separators=(",", ":"))
+    assert [(m.tool_call_id, m.content) for m in answer if m.role == "tool"] == [
+        ("a", told),
+        ("b", told),
+    ]

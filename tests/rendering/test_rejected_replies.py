@@ -3,7 +3,7 @@ the model, as ``Env.step_message`` logs and explains the same message.
 
 Regression (audit 9, F6): ``MessageRenderer.parse`` turned every rejected reply into an empty
 batch, so a reply with 65 tool calls, or a tool name that is not text, was logged
-``empty_action`` and the model told "empty action: send tool calls or a message to the user",
+``empty_action`` and the model told "empty_action: send tool calls or a message to the user",
 while ``Env.step_message`` said ``too_large`` or ``bad_message`` and why.
 """
 

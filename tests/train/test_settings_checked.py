@@ -231,3 +231,8 @@ def test_knobs_given_as_an_object_are_kept_as_their_text() -> None:
     check(config)
     with pytest.raises(UsageError, match="--knobs must be Knobs, their text"):
         check(GRPOConfig(knobs=3))  # type: ignore[arg-type]
+    mapped = GRPOConfig(knobs={"dynamics": False})  # type: ignore[arg-type]
+    assert mapped.knobs == Knobs(dynamics=False).describe()
+    check(mapped)
+    with pytest.raises(UsageError, match="--knobs: no knob 'gravity'"):
+        check(GRPOConfig(knobs={"gravity": False}))  # type: ignore[arg-type]

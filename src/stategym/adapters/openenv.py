@@ -75,7 +75,7 @@ from pydantic_core import PydanticCustomError
 from stategym.adapters.openenv_wire import MAX_FRAME_DEPTH, FrameGuard, ResetRefused, guard
 from stategym.kernel import protocol
 from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs, as_knobs
+from stategym.kernel.knobs import KnobsGiven, as_knobs
 from stategym.kernel.reward import RewardFn
 from stategym.kernel.task import check_seed
 from stategym.kernel.trajectory import dumps
@@ -209,9 +209,7 @@ class StategymEnvironment(Environment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own Env; tasks are immutable
 
-    def __init__(
-        self, domain: str, knobs: Knobs | str | None = None, reward: RewardFn = dense_reward
-    ):
+    def __init__(self, domain: str, knobs: KnobsGiven = None, reward: RewardFn = dense_reward):
         super().__init__()
         self.env = Env(domain, knobs=as_knobs(knobs), reward=reward)
         self._episode_id: str | None = None
@@ -361,7 +359,7 @@ class StategymClient(EnvClient):
 
 def build_app(
     domain: str,
-    knobs: Knobs | str | None = None,
+    knobs: KnobsGiven = None,
     *,
     max_sessions: int = 64,
     reward: RewardFn = dense_reward,
@@ -375,8 +373,9 @@ def build_app(
     validation or OpenEnv's ``/step`` refuses with a 422 and its errors without their
     inputs, any other ``HTTPException`` with its status, all as ASCII JSON.
 
-    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text or
-    ``None``), read here: knobs no session could play are refused before any session starts.
+    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text, a
+    mapping or ``None``), read here: knobs no session could play are refused before any
+    session starts.
 
     Raises:
         UnknownDomainError: no such domain.

@@ -86,7 +86,7 @@ from stategym.adapters.trl_parsing import (
 )
 from stategym.kernel.env import Env
 from stategym.kernel.errors import StateGymError
-from stategym.kernel.knobs import Knobs, as_knobs
+from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
 from stategym.kernel.protocol import CallBatch, Observation, Say, ToolCall
 from stategym.kernel.task import check_seed
 from stategym.kernel.validation import NOT_RUN
@@ -301,12 +301,12 @@ _RECIPE = re.compile(r"[^\[]*\[(?P<domain>[^|\]]*)\|(?P<knobs>[^|\]]*)\]")
 """A class name's recipe part, ``[<domain>|<knobs text>]`` (see :func:`environment_class`)."""
 
 
-def environment_class(domain: str, knobs: Knobs | str | None = None) -> type[ToolEnvironment]:
+def environment_class(domain: str, knobs: KnobsGiven = None) -> type[ToolEnvironment]:
     """The ``environment_factory`` of ``domain``: a :class:`ToolEnvironment` subclass whose
     methods are the domain's tools (``finish`` included) and ``message_user``.
 
-    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text
-    or ``None``). The class is made once per domain and knobs, and named so that pickle
+    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text,
+    a mapping or ``None``). The class is made once per domain and knobs, and named so that pickle
     finds it in any process: ``TravelEnvironment`` for a registered domain's default knobs,
     ``TravelEnvironment[travel|stateful=off,...]`` (the domain and the knobs' text) for
     anything else, a ``synth:`` domain included; this module makes that class when the name
@@ -367,7 +367,7 @@ def __getattr__(name: str) -> type[ToolEnvironment]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def dataset_rows(domain: str, seeds: Sequence[int], knobs: Knobs | str | None = None) -> list[dict]:
+def dataset_rows(domain: str, seeds: Sequence[int], knobs: KnobsGiven = None) -> list[dict]:
     """Dataset rows for ``GRPOTrainer``: the renderer's first messages and the seed.
 
     ``datasets.Dataset.from_list(dataset_rows(...))`` is a ``train_dataset``; TRL hands

@@ -47,8 +47,8 @@ import orjson
 import verifiers as vf
 
 from stategym.adapters.trl import dataset_rows
-from stategym.kernel.env import Env
-from stategym.kernel.knobs import Knobs, as_knobs
+from stategym.kernel.env import EPISODE_OVER, Env
+from stategym.kernel.knobs import KnobsGiven, as_knobs
 from stategym.kernel.trajectory import Trajectory, dumps
 from stategym.metrics import DIMENSIONS, Dimension, Scorecard, score
 from stategym.registry import get_domain
@@ -86,11 +86,11 @@ class DomainEnv(vf.MultiTurnEnv):
     Args:
         domain: the domain's registered name (``synth:...`` included).
         knobs: the knobs of every task, as :func:`~stategym.kernel.knobs.as_knobs` reads
-            them (an object, their text or ``None``).
+            them (an object, their text, a mapping or ``None``).
         **kwargs: ``MultiTurnEnv``'s (``dataset``, ``eval_dataset``, ``max_turns``...).
     """
 
-    def __init__(self, domain: str, knobs: Knobs | str | None = None, **kwargs: Any) -> None:
+    def __init__(self, domain: str, knobs: KnobsGiven = None, **kwargs: Any) -> None:
         knobs = as_knobs(knobs)
         tools = [dict(s["function"]) for s in offered_tools(get_domain(domain), knobs)]
         super().__init__(tool_defs=tools, rubric=stategym_rubric(), **kwargs)
@@ -162,14 +162,17 @@ def _play_reply(env: Env, reply: Message) -> _PlayedReply:
     """
     rounds = len(env.rounds)
     messages, *_ = env.step_message(reply)
-    refused = env.rounds[-1].error if len(env.rounds) > rounds else None
+    # No round after the episode's end: each call is told so (verifiers' own loop stops
+    # at the final response, but a caller of env_response may not).
+    refused = env.rounds[-1].error if len(env.rounds) > rounds else EPISODE_OVER
     return _PlayedReply(messages, refused)
 
 
 @dataclass(frozen=True, slots=True)
 class _PlayedReply:
     """One played reply: the observation's messages, and the round's error if the core
-    refused the reply whole (an invalid round, none of its calls run)."""
+    refused the reply whole (an invalid round, none of its calls run), or
+    :data:`~stategym.kernel.env.EPISODE_OVER` if the episode had ended (no round played)."""
 
     messages: Sequence[Message]
     refused: str | None
@@ -239,9 +242,7 @@ def stategym_rubric() -> Any:
     return vf.Rubric(funcs=[composite, *qualities], weights=[1.0] + [0.0] * len(qualities))
 
 
-def task_rows(
-    domain: str, seeds: Sequence[int], knobs: Knobs | str | None = None
-) -> list[dict[str, Any]]:
+def task_rows(domain: str, seeds: Sequence[int], knobs: KnobsGiven = None) -> list[dict[str, Any]]:
     """The dataset rows: the renderer's first messages as ``prompt``, the seed in ``info``.
 
     In ``info`` because verifiers' env server (what ``vf-eval`` runs) sends a row's
@@ -255,7 +256,7 @@ def load_environment(
     domain: str = "travel",
     seeds: Iterable[int] = TRAIN_SEEDS,
     eval_seeds: Iterable[int] | None = None,
-    knobs: Knobs | str | None = None,
+    knobs: KnobsGiven = None,
     **kwargs: Any,
 ) -> DomainEnv:
     """A verifiers environment over ``domain``: one row per task seed.
@@ -264,9 +265,9 @@ def load_environment(
         domain: a registered domain, or ``synth:<spec>``.
         seeds: the training dataset's task seeds.
         eval_seeds: the evaluation dataset's; ``None``: verifiers evaluates on ``seeds``.
-        knobs: the tasks' knobs, as an object, as text (``"dynamics=off"``) or ``None``
-            (:func:`~stategym.kernel.knobs.as_knobs`; ``vf-eval -a '{"knobs":
-            "dynamics=off"}'`` passes text).
+        knobs: the tasks' knobs, as an object, as text (``"dynamics=off"``), as a mapping
+            (``{"dynamics": False}``) or ``None`` (:func:`~stategym.kernel.knobs.as_knobs`;
+            ``vf-eval -a '{"knobs": {"dynamics": false}}'`` passes a mapping).
         **kwargs: passed to ``MultiTurnEnv`` (``max_turns``, ``sampling_args``...).
 
     Example:

@@ -68,7 +68,7 @@ from verl.experimental.agent_loop.agent_loop import (
 from stategym.adapters.trl import dataset_rows as prompt_rows
 from stategym.kernel.env import Env
 from stategym.kernel.errors import AgentStopped
-from stategym.kernel.knobs import Knobs, as_knobs
+from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
 from stategym.kernel.task import Task, check_seed
 from stategym.kernel.trajectory import ModelTurn, Trajectory, summarise_rounds
 from stategym.llm.agent import ChatAgent, Reply, Turn, finite_number
@@ -384,15 +384,15 @@ def response_logprobs(turns: Sequence[ModelTurn], start: int, end: int) -> list[
     return values
 
 
-def dataset_rows(domain: str, seeds: Sequence[int], knobs: Knobs | str | None = None) -> list[dict]:
+def dataset_rows(domain: str, seeds: Sequence[int], knobs: KnobsGiven = None) -> list[dict]:
     """verl dataset rows (write them to parquet): one per task seed.
 
     Each row has verl's ``prompt`` (the renderer's first messages, as
     :func:`stategym.adapters.trl.dataset_rows` makes them; the loop renders the same again
     from the task), ``data_source`` (``stategym/<domain>``), ``agent_name``
     (:data:`AGENT_NAME`) and ``extra_info`` naming the task (domain, seed, knobs, index).
-    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text
-    or ``None``).
+    ``knobs`` as :func:`~stategym.kernel.knobs.as_knobs` reads them (an object, their text,
+    a mapping or ``None``).
     """
     knobs = as_knobs(knobs)
     return [

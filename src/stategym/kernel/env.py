@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from numbers import Integral
 from typing import Any, NamedTuple
 
 from stategym.kernel.boundary import decode_message, raw_text
+from stategym.kernel.counterfactual import FLIP, flip_priorities
 from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.outcome import judge
 from stategym.kernel.protocol import (
+    EMPTY_REASON,
     FINISH,
     JSON,
     Action,
@@ -42,11 +45,13 @@ from stategym.kernel.snapshot import Ending, EnvSnapshot
 from stategym.kernel.task import SEED_LIMIT, EventKind, Task, Value, check_seed
 from stategym.kernel.tools import Tool
 from stategym.kernel.trajectory import (
+    GIVEN_TASK,
     TRAJECTORY_VERSION,
     CallRecord,
     Outcome,
     RoundKind,
     RoundRecord,
+    RunRecord,
     Trajectory,
 )
 from stategym.kernel.understanding import ReaderSource
@@ -63,7 +68,12 @@ from stategym.kernel.validation import (
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
-EMPTY_ACTION = "empty action: send tool calls or a message to the user"
+EMPTY_ACTION = f"empty_action: {EMPTY_REASON}"
+"""What an empty action or message is told (``KIND: reason``, as every invalid round)."""
+OLD_EMPTY_ACTION = "empty action: send tool calls or a message to the user"
+"""What an empty typed action was told in logs written before stop 42 (``verify`` takes it)."""
+EPISODE_OVER = "the episode is over"
+"""What a step after the episode's end is told (no round is played)."""
 GIVE_UP_AFTER = 3
 """The user ends the conversation after this many messages in a row it cannot understand."""
 
@@ -208,23 +218,39 @@ class Env:
                 next seed after the previous episode's.
             options: ``{"task": Task}`` plays a given task (of this domain) instead of
                 generating one; ``None``, ``{}`` and ``{"task": None}`` generate one.
+                ``{"max_rounds": N}`` stops the episode after its N-th round, as a limit
+                from outside does (Gymnasium's ``max_episode_steps``): that round is
+                truncated, so the reward settles there (the dense rewards sum to R, the
+                outcome reward pays the outcome), and R is that of the episode stopped
+                there from outside (:meth:`stopped_trajectory`): the task's own budget
+                still prices the rounds not played. ``None``: the task's budget alone.
 
         Raises:
             TypeError: the seed (or the given task's) is not an integer, or is a bool;
-                ``options`` is not a mapping, or its ``task`` not a :class:`Task`.
+                ``options`` is not a mapping, its ``task`` not a :class:`Task`, or its
+                ``max_rounds`` not an integer.
             ValueError: the seed (or the given task's) is outside ``[0, 2**64)``;
-                ``options`` has another key than ``task``, or the task is another domain's.
+                ``options`` has another key than ``task`` and ``max_rounds``, the task is
+                another domain's, or ``max_rounds`` is below 1.
             Each is raised before anything changes: the previous episode stays as it was.
         """
         task = _given_task(options, self.domain.name)
+        stop_after = _stop_after(options)
+        played_as: tuple[str | None, bool] = (None, False)
         if task is None:
             seed = check_seed(self._next_seed if seed is None else seed)
             task = installed_registry().cached_task(self.domain.name, seed, self.knobs)
         elif type(task.seed) is not int or check_seed(task.seed) != task.seed:
             raise TypeError(f"a given task's seed must be a plain int, got {task.seed!r}")
+        else:
+            played_as = self._played_as(task)
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
+        self._probe, self._given = played_as
+        self._round_limit = (
+            task.max_rounds if stop_after is None else min(task.max_rounds, stop_after)
+        )
         self._judges = self.domain.judges_answer(task.knobs)
         self._pay = self.reward_fn(task)
         self._next_seed = (task.seed + 1) % SEED_LIMIT
@@ -303,9 +329,7 @@ class Env:
         """
         self._require_episode()
         if self._terminated or self._truncated:
-            observation = Observation(
-                len(self.rounds) - 1, self.world.clock, error="the episode is over"
-            )
+            observation = Observation(len(self.rounds) - 1, self.world.clock, error=EPISODE_OVER)
             return StepResult(
                 observation,
                 0.0,
@@ -320,7 +344,7 @@ class Env:
         played = play(index, *args)
         record = self._end_round(index, played, charges_before)
         self.rounds.append(record)
-        if not self._terminated and index + 1 >= self.task.max_rounds:
+        if not self._terminated and index + 1 >= self._round_limit:
             self._truncated = True
         done = self._terminated or self._truncated
         paid = self._pay(record, self.outcome() if done else None)
@@ -445,11 +469,28 @@ class Env:
             self._confused,
             Ending(self._terminated, self._truncated, self._answer),
             self._copy_reward(self._pay),
+            self.task.id,
         )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
-        """Return to ``snapshot`` (taken in this episode); it can be restored again later."""
+        """Return to ``snapshot`` (taken in this episode); it can be restored again later.
+
+        Raises:
+            ValueError: the snapshot was taken in an episode of another task (its world and
+                user would be put under this task: audit 16C F4), or holds more rounds
+                than this episode has played; nothing changes.
+        """
         self._require_episode()
+        if snapshot.task and snapshot.task != self.task.id:
+            raise ValueError(
+                f"the snapshot was taken in an episode of {snapshot.task}; this episode "
+                f"plays {self.task.id}"
+            )
+        if snapshot.rounds > len(self.rounds):
+            raise ValueError(
+                f"the snapshot was taken after round {snapshot.rounds - 1}; this episode has "
+                f"played {len(self.rounds)} rounds (a snapshot of another episode)"
+            )
         self.world.restore(snapshot.world)
         self.user.restore(snapshot.user)
         self.provenance.first = dict(snapshot.provenance)
@@ -508,8 +549,25 @@ class Env:
         outside: a rollout limit, an agent that gave up)."""
         return self.trajectory if self.done else self._log(True, self.outcome())
 
+    def _played_as(self, task: Task) -> tuple[str | None, bool]:
+        """How a log names a task given to :meth:`reset`: ``(probe, given)``. The task its
+        ``(domain, seed, knobs)`` generate needs nothing; their counterfactual probe is
+        named as the protocol names it (``run.probe``); any other task is *given* (its log
+        says so in ``meta["task"]``), since nothing in the log can regenerate it: replay
+        and scoring then need the task itself (audit 16C F1: such a log replayed and scored
+        against the seed's task, the expert's perfect play as harmful)."""
+        generated = installed_registry().cached_task(self.domain.name, task.seed, task.knobs)
+        if task is generated or task == generated:
+            return None, False
+        if task == flip_priorities(generated, self.domain):
+            return FLIP, False
+        return None, True
+
     def _log(self, truncated: bool, outcome: Outcome | None) -> Trajectory:
         task = self.task
+        meta: dict[str, Any] = {} if self.reader_name is None else {"reader": self.reader_name}
+        if self._given:
+            meta["task"] = GIVEN_TASK
         return Trajectory(
             TRAJECTORY_VERSION,
             task.domain,
@@ -521,12 +579,34 @@ class Env:
             truncated,
             outcome,
             self.state_key(),
-            meta={} if self.reader_name is None else {"reader": self.reader_name},
+            run=RunRecord(probe=self._probe),
+            meta=meta,
         )
 
 
 def _join(first: str | None, second: str) -> str:
     return second if first is None else f"{first} {second}"
+
+
+def _stop_after(options: Mapping[str, Any] | None) -> int | None:
+    """The round limit ``reset``'s options set from outside (``None``: none), checked
+    before the reset changes anything (after :func:`_given_task`, which checks the mapping)."""
+    limit = None if options is None else options.get("max_rounds")
+    return None if limit is None else check_max_rounds(limit, "options['max_rounds']")
+
+
+def check_max_rounds(limit: object, name: str = "max_rounds") -> int:
+    """A round limit given from outside (``reset``'s ``max_rounds`` option), as an ``int``.
+
+    Raises:
+        TypeError: ``limit`` is not an integer (a bool is not one).
+        ValueError: ``limit`` is below 1.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, Integral):
+        raise TypeError(f"{name} must be an integer, got {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise ValueError(f"{name} must be at least 1, got {limit}")
+    return int(limit)
 
 
 def _given_task(options: Any, domain: str) -> Task | None:
@@ -541,9 +621,11 @@ def _given_task(options: Any, domain: str) -> Task | None:
         return None
     if not isinstance(options, Mapping):
         raise TypeError(f"options must be a mapping such as {{'task': task}}, got {options!r}")
-    unknown = sorted(map(repr, set(options) - {"task"}))
+    unknown = sorted(map(repr, set(options) - {"task", "max_rounds"}))
     if unknown:
-        raise ValueError(f"unknown reset options: {', '.join(unknown)} (the only one is 'task')")
+        raise ValueError(
+            f"unknown reset options: {', '.join(unknown)} (they are 'task' and 'max_rounds')"
+        )
     task = options.get("task")
     if task is not None and not isinstance(task, Task):
         raise TypeError(f"options['task'] must be a Task, got {type(task).__name__} {task!r}")

@@ -50,6 +50,7 @@ from stategym.kernel.errors import AgentFormatError
 
 __all__ = [
     "CUT",
+    "EMPTY_REASON",
     "FINISH",
     "INT_RANGE",
     "JSON",
@@ -83,6 +84,8 @@ __all__ = [
 
 FINISH = "finish"
 """Name of the built-in tool that ends an episode."""
+EMPTY_REASON = "send tool calls or a message to the user"
+"""What an empty action (no calls, no text) is told to do instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +248,39 @@ def _action_from_message(message: Mapping[str, Any]) -> Action:
             call_id = call_id if issubclass(type(call_id), str) else ""
             parsed.append(ToolCall(str.__str__(name), arguments, call_id))
         return CallBatch(tuple(parsed))
-    content: Any = message.get("content")
-    if issubclass(type(content), str) and str.__str__(content).strip():
-        return Say(str.__str__(content))
-    raise AgentFormatError("empty_action", "the message has neither tool calls nor text")
+    text = _content_text(message.get("content"))
+    if text.strip():
+        return Say(text)
+    raise AgentFormatError("empty_action", EMPTY_REASON)
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: its ``content`` string, or the joined texts of OpenAI's content
+    parts (``[{"type": "text", "text": "..."}]``); ``None`` is no text.
+
+    Raises:
+        AgentFormatError: ``bad_message``, content of another type, or a part that is not a
+            text part.
+    """
+    if content is None:
+        return ""
+    if issubclass(type(content), str):
+        return str.__str__(content)
+    shape = 'a string or a list of text parts ({"type": "text", "text": ...})'
+    if type(content) is not list:
+        raise AgentFormatError(
+            "bad_message", f"content must be {shape}; got {type(content).__name__}"
+        )
+    texts: list[str] = []
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        text = part.get("text") if kind == "text" else None
+        if not issubclass(type(text), str):
+            raise AgentFormatError(
+                "bad_message", f"content[{index}] is not a text part; content must be {shape}"
+            )
+        texts.append(str.__str__(text))
+    return "".join(texts)
 
 
 def action_to_message(action: Action) -> dict[str, Any]:

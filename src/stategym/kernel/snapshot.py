@@ -38,6 +38,7 @@ class EnvSnapshot:
         reward: a copy of the episode's round reward, with whatever it keeps between rounds
             (the dense reward's running score), so the rounds after a restore are paid as
             they were the first time.
+        task: the id of the task played (a snapshot restores only into an episode of it).
     """
 
     world: WorldSnapshot
@@ -48,3 +49,4 @@ class EnvSnapshot:
     confused: int
     done: Ending
     reward: RoundReward
+    task: str = ""

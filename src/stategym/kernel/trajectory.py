@@ -152,7 +152,8 @@ class RunRecord:
     """What a run played an episode for; the probe decides which task is scored.
 
     Attributes:
-        sample: which of the ``n`` samples of its task this episode is (resume key).
+        sample: which of the ``n`` samples of its task this episode is (resume key), from 0
+            (a log line with a negative one is refused).
         role: what the episode is for in a protocol run (``plan``, ``reference``, ``agent``,
             ``probe``); ``None`` in a plain run.
         probe: for a counterfactual probe, which task of the pair was played
@@ -160,7 +161,7 @@ class RunRecord:
             otherwise. Scoring regenerates the task accordingly.
     """
 
-    sample: int = 0
+    sample: Annotated[int, pydantic.Field(ge=0)] = 0
     role: str | None = None
     probe: str | None = None
 
@@ -300,7 +301,31 @@ def loads(line: bytes | str) -> Trajectory:
     try:
         return _ADAPTER.validate_json(line, strict=True)
     except pydantic.ValidationError as error:
-        raise TrajectoryError(f"invalid trajectory: {error}") from None
+        raise TrajectoryError(f"invalid trajectory: {_problems(error)}") from None
+
+
+def _problems(error: pydantic.ValidationError, shown: int = 3) -> str:
+    """What a line lacks, one clause per field: ``rounds.1.calls.0.arguments: Input should be
+    a valid dictionary or Input should be a valid string``. The alternatives of a field that
+    takes several types are joined under the field (pydantic names each in the path, and
+    links its docs: neither is the line's problem)."""
+    found: dict[str, list[str]] = {}
+    for problem in error.errors(include_url=False):
+        path = ".".join(str(part) for part in problem["loc"] if not _alternative(part))
+        said = found.setdefault(path or "(the line)", [])
+        if problem["msg"] not in said:
+            said.append(problem["msg"])
+    clauses = [f"{path}: {' or '.join(said)}" for path, said in found.items()]
+    more = f"; and {len(clauses) - shown} more" if len(clauses) > shown else ""
+    return "; ".join(clauses[:shown]) + more
+
+
+def _alternative(part: object) -> bool:
+    """A path part that names one type of a union (``dict[str,any]``, ``str``), not a field."""
+    return isinstance(part, str) and (part in _TYPE_NAMES or "[" in part)
+
+
+_TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tuple"})
 
 
 MODEL_META_KEYS = {
@@ -405,20 +430,39 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[Trajectory]:
                     raise TrajectoryError(f"{path}:{number}: {error}") from None
 
 
+GIVEN_TASK = "given"
+"""``meta["task"]`` of an episode played on a task given to ``Env.reset`` that its
+``(domain, seed, knobs)`` do not generate (nor their probe): the log cannot regenerate it."""
+
+
 def task_of(trajectory: Trajectory) -> Task:
     """The task ``trajectory`` was played on: the one of its ``(domain, seed, knobs)``, or,
     for a counterfactual probe, the flipped task ``run.probe`` names (:func:`played_task`);
-    the task it is scored against and replayed on."""
+    the task it is scored against and replayed on.
+
+    Raises:
+        TrajectoryError: the episode played a task given to ``Env.reset``
+            (``meta["task"]`` is :data:`GIVEN_TASK`), which no log can regenerate.
+    """
+    if trajectory.meta.get("task") == GIVEN_TASK:
+        raise TrajectoryError(
+            f"this {trajectory.domain} episode (seed {trajectory.seed}) played a task given "
+            "to Env.reset (options['task']) that its domain, seed and knobs do not generate; "
+            "score or replay it with that task: score(trajectory, task), "
+            "replay(trajectory, task=task)"
+        )
     task = installed_registry().cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
     return played_task(task, trajectory.run.probe)
 
 
-def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
+def replay(trajectory: Trajectory, env: Env | None = None, task: Task | None = None) -> Env:
     """Feed the trajectory's actions to a fresh environment; returns the environment.
 
     The episode is replayed on the task it was played on: the one of ``(domain, seed,
     knobs)``, or, for a counterfactual probe, the flipped task ``run.probe`` names
-    (:func:`~stategym.kernel.counterfactual.played_task`). The returned environment's
+    (:func:`~stategym.kernel.counterfactual.played_task`), or ``task`` if given (an episode
+    played on a task given to ``Env.reset``, which the log cannot regenerate). The returned
+    environment's
     ``state_key()`` equals ``trajectory.digest`` when the environment is deterministic (it
     is: this is tested for every domain). The digest covers the world and the user's state
     only, not the logged results, user turns or outcome the metrics read:
@@ -428,7 +472,10 @@ def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
         TrajectoryError: the trajectory's user read messages with another reader
             (``meta["reader"]``, an LLM) than ``env`` does: replayed with the rule-based
             reader, its say rounds would be read differently. Pass an environment made
-            with the same reader (its cached answers replay the episode exactly).
+            with the same reader (its cached answers replay the episode exactly). Also:
+            ``env`` plays another domain or other knobs than the trajectory's, ``task``
+            is not of the trajectory's domain, seed and knobs, or the episode played a
+            given task and ``task`` is not passed (:func:`task_of`).
     """
     from stategym.kernel.env import Env
 
@@ -439,9 +486,22 @@ def replay(trajectory: Trajectory, env: Env | None = None) -> Env:
             "replay it on an environment made with the same reader "
             "(Env(domain, knobs=..., reader=...))"
         )
+    logged = f"{trajectory.domain} / {trajectory.knobs.describe()}"
+    if env is not None and (env.domain.name, env.knobs) != (trajectory.domain, trajectory.knobs):
+        raise TrajectoryError(
+            f"the environment given plays {env.domain.name} / {env.knobs.describe()}; this "
+            f"trajectory is {logged}: replay it on Env(domain, knobs=...) of its own"
+        )
+    if task is not None and (task.domain, task.seed, task.knobs) != (
+        trajectory.domain,
+        trajectory.seed,
+        trajectory.knobs,
+    ):
+        raise TrajectoryError(
+            f"the task given is {task.id}; this trajectory is seed {trajectory.seed} of {logged}"
+        )
     env = env or Env(trajectory.domain, knobs=trajectory.knobs)
-    task = installed_registry().cached_task(env.domain.name, trajectory.seed, env.knobs)
-    env.reset(options={"task": played_task(task, trajectory.run.probe, env.domain)})
+    env.reset(options={"task": task if task is not None else task_of(trajectory)})
     for record in trajectory.rounds:
         if record.kind is RoundKind.INVALID:
             env.step(CallBatch(()))

@@ -26,8 +26,9 @@ from typing import Any
 
 import orjson
 
-from stategym.kernel.env import EMPTY_ACTION, Env
+from stategym.kernel.env import OLD_EMPTY_ACTION, Env
 from stategym.kernel.errors import StateGymError
+from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory, replay
 
 UNCLOSED = "unclosed_tool_call"
@@ -57,7 +58,7 @@ SHOWN = 160
 """Characters of a differing value an error message shows."""
 
 
-def verify(trajectory: Trajectory, env: Env | None = None) -> list[str]:
+def verify(trajectory: Trajectory, env: Env | None = None, task: Task | None = None) -> list[str]:
     """Replay ``trajectory`` and say where its log differs from what the replay gives.
 
     Costs one replay. Rounds are compared in order and the first round that differs is
@@ -69,12 +70,14 @@ def verify(trajectory: Trajectory, env: Env | None = None) -> list[str]:
         env: an environment to replay on (needed for a trajectory whose user read messages
             with another reader, as :func:`~stategym.kernel.trajectory.replay` explains);
             default: a fresh one of the trajectory's domain and knobs.
+        task: the task it was played on, for an episode played on a task given to
+            ``Env.reset`` (:func:`~stategym.kernel.trajectory.replay`).
 
     Returns:
         The mismatches in words, the first first (``"round 3: calls[0].content: logged
         {...}, replayed {...}"``); empty when the log is exactly its replay. A trajectory
-        that cannot be replayed (a domain this installation does not know, another reader)
-        is one mismatch saying why.
+        that cannot be replayed (a domain this installation does not know, another reader,
+        an environment of other knobs, a given task not passed) is one mismatch saying why.
 
     Example:
         >>> from stategym import Env, run_episode
@@ -85,7 +88,7 @@ def verify(trajectory: Trajectory, env: Env | None = None) -> list[str]:
         []
     """
     try:
-        played = replay(trajectory, env)
+        played = replay(trajectory, env, task)
     except StateGymError as error:  # an unknown domain (a KeyError: args[0] is unquoted)
         return [f"cannot be replayed: {error.args[0] if error.args else error}"]
     # An episode stopped from outside (a rollout limit) is logged truncated before its end.
@@ -161,11 +164,11 @@ def _invalid_form(format_errors: list[str], error: str | None) -> str | None:
         kinds = ", ".join(sorted(INVALID_KINDS))
         return f"format_errors: an invalid round logs one of {kinds}, got {_shown(format_errors)}"
     kind = format_errors[0]
-    # None: version 1 did not log the text; "empty_action: ...": an empty assistant message
+    # None: version 1 did not log the text; OLD_EMPTY_ACTION: an empty action before stop 42
     if (
         error is None
         or error.startswith(f"{kind}: ")
-        or (kind == "empty_action" and error == EMPTY_ACTION)
+        or (kind == "empty_action" and error == OLD_EMPTY_ACTION)
     ):
         return None
     return f"error: an invalid round of kind {kind} cannot have been told {_shown(error)}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from stategym.kernel.env import OLD_EMPTY_ACTION
 from stategym.kernel.protocol import Action, CallBatch, Observation, ToolResult
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory
@@ -24,8 +25,9 @@ from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory
 Message = dict[str, Any]
 """One OpenAI-style chat message."""
 
-EMPTY_ACTION_ERROR = "empty action: send tool calls or a message to the user"
-"""The error of an invalid round in a version 1 log, which did not record the text."""
+EMPTY_ACTION_ERROR = OLD_EMPTY_ACTION
+"""The error of an invalid round in a version 1 log, which did not record the text (version 1
+invalid rounds were empty actions, told this)."""
 GOODBYE = "I'll handle this myself. Goodbye."
 """What the user adds when it gives up (``stategym.kernel.env.GIVE_UP_AFTER`` confusing
 messages)."""

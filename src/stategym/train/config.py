@@ -16,11 +16,13 @@ trained in another rendering than its start model's says so in one line
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import itertools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -79,12 +81,14 @@ class Common:
     """Draw a progress bar on stderr."""
 
     def __post_init__(self) -> None:
-        # Knobs given as an object (the adapters hand them so, kernel.knobs.as_knobs) are
+        # Knobs given as an object or a mapping (the forms kernel.knobs.as_knobs reads) are
         # kept as their text: the settings are saved as JSON and compared on every resume.
-        from stategym.kernel.knobs import Knobs
+        # A mapping as_knobs refuses is kept as given, for check() to refuse in words.
+        from stategym.kernel.knobs import Knobs, as_knobs
 
-        if isinstance(self.knobs, Knobs):
-            object.__setattr__(self, "knobs", self.knobs.describe())
+        if isinstance(self.knobs, Knobs | Mapping):
+            with contextlib.suppress(TypeError, ValueError):
+                object.__setattr__(self, "knobs", as_knobs(self.knobs).describe())
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,10 +291,10 @@ def _task_setting(config: Config) -> None:
         except KeyError as error:
             raise UsageError(f"--family {config.family}: {error.args[0]}") from None
         return
-    if not isinstance(config.knobs, str):  # neither text nor Knobs (__post_init__)
+    if not isinstance(config.knobs, str):  # not text, Knobs or a good mapping (__post_init__)
         try:
             as_knobs(config.knobs, "--knobs")
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise UsageError(str(error)) from None
     try:
         Knobs.parse(config.knobs)

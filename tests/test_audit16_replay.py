@@ -1,0 +1,168 @@
+"""Audit 16C (determinism and replay) and 16B F3 (a stop from outside), each pinned.
+
+- F1: an episode played on a task given to ``reset`` was logged as the seed's task; replay
+  played another task (``verify`` blamed a round) and ``score`` rebuilt the wrong one (the
+  expert's perfect play on the flipped-priority probe scored -1.0, harmful).
+- F2: ``Knobs`` took any value: ``Knobs(dynamics="off")`` played with dynamics on, and a
+  ``0`` wrote a log no reader takes.
+- F3: ``replay``/``verify`` with an ``env`` of another domain or knobs played that env's task.
+- F4: ``restore`` took a snapshot of another task's episode (a bare ``zip()`` error across
+  domains).
+- 16B F3: a step limit the environment never saw (Gymnasium's ``TimeLimit``) left the
+  stopped episode's settlement unpaid; ``max_rounds`` tells the environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+
+import stategym  # noqa: F401  (registers the Gymnasium ids)
+from stategym.agents import scripted
+from stategym.kernel.counterfactual import FLIP, flip_priorities
+from stategym.kernel.env import Env
+from stategym.kernel.errors import TrajectoryError
+from stategym.kernel.knobs import Knobs
+from stategym.kernel.protocol import Say, call, calls
+from stategym.kernel.trajectory import GIVEN_TASK, dumps, loads, replay
+from stategym.kernel.verify import verify
+from stategym.metrics import dense_reward, score
+
+
+def _play(env: Env, task: Any) -> Any:
+    observation, _ = env.reset(options={"task": task})
+    agent = scripted(env.domain, "expert")(env.task)
+    while not env.done:
+        observation = env.step(agent.act(observation)).observation
+    return loads(dumps(env.trajectory))
+
+
+def test_the_flipped_probe_played_by_hand_is_logged_as_the_probe() -> None:
+    env = Env("travel")
+    env.reset(seed=7)
+    flipped = flip_priorities(env.task)
+    assert flipped is not None
+    trajectory = _play(env, flipped)
+    assert trajectory.run.probe == FLIP and "task" not in trajectory.meta
+    assert replay(trajectory).state_key() == trajectory.digest and verify(trajectory) == []
+    assert score(trajectory).composite == score(trajectory, flipped).composite == 1.0
+
+
+def test_a_task_no_seed_generates_is_marked_and_needs_the_task() -> None:
+    env = Env("travel")
+    env.reset(seed=7)
+    given = replace(env.task, max_rounds=env.task.max_rounds - 1)
+    trajectory = _play(env, given)
+    assert trajectory.meta["task"] == GIVEN_TASK and trajectory.run.probe is None
+    for needs_the_task in (lambda: score(trajectory), lambda: replay(trajectory)):
+        with pytest.raises(TrajectoryError, match=r"played a task given to Env\.reset"):
+            needs_the_task()
+    assert verify(trajectory)[0].startswith("cannot be replayed: ")
+    assert replay(trajectory, task=given).state_key() == trajectory.digest
+    assert verify(trajectory, task=given) == []
+    assert score(trajectory, given).composite == 1.0
+
+
+def test_the_seeds_own_task_given_back_is_not_marked() -> None:
+    env = Env("bank")
+    env.reset(seed=2)
+    trajectory = _play(env, env.task)
+    assert "task" not in trajectory.meta and trajectory.run.probe is None
+    assert verify(trajectory) == []
+
+
+@pytest.mark.parametrize(
+    "other", [Env("shop"), Env("travel", knobs=Knobs(dynamics=False))], ids=["domain", "knobs"]
+)
+def test_replay_refuses_an_environment_of_another_task(other: Env) -> None:
+    env = Env("travel")
+    env.reset(seed=2)
+    trajectory = _play(env, env.task)
+    with pytest.raises(TrajectoryError, match=r"the environment given plays .*; this trajectory"):
+        replay(trajectory, other)
+    assert verify(trajectory, other)[0].startswith("cannot be replayed: the environment given")
+    with pytest.raises(TrajectoryError, match="the task given is shop/"):
+        replay(trajectory, task=_task(Env("shop"), 2))
+
+
+def _task(env: Env, seed: int) -> Any:
+    """Task ``seed`` of ``env`` (which it resets to it)."""
+    env.reset(seed=seed)
+    return env.task
+
+
+@pytest.mark.parametrize("value", ["off", 0, 1, None, 0.0], ids=repr)
+def test_a_knob_is_a_bool(value: Any) -> None:
+    with pytest.raises(TypeError, match=r"Knobs\.dynamics must be True or False"):
+        Knobs(dynamics=value)
+
+
+def test_numpy_bools_are_read_as_bools() -> None:
+    knobs = Knobs(dynamics=np.False_, stateful=np.True_)
+    assert knobs == Knobs(dynamics=False) and type(knobs.dynamics) is bool
+    env = Env("travel", knobs=knobs)
+    trajectory = _play(env, _task(env, 3))
+    assert loads(dumps(trajectory)) == trajectory
+
+
+def test_a_snapshot_restores_only_into_an_episode_of_its_task() -> None:
+    env = Env("shop")
+    env.reset(seed=4)
+    env.step(Say("What is your budget?"))
+    snapshot = env.snapshot()
+    env.reset(seed=5)
+    key = env.state_key()
+    with pytest.raises(ValueError, match="the snapshot was taken in an episode of shop/4/"):
+        env.restore(snapshot)
+    assert env.state_key() == key
+    travel = Env("travel")
+    travel.reset(seed=4)
+    with pytest.raises(ValueError, match="an episode of shop/4/"):
+        travel.restore(snapshot)
+    env.reset(seed=4)
+    with pytest.raises(ValueError, match="after round 0; this episode has played 0 rounds"):
+        env.restore(snapshot)
+    env.step(Say("What is your budget?"))
+    env.restore(snapshot)  # the same task, as many rounds: taken back
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5])
+def test_a_round_limit_the_environment_is_told_settles_the_reward(limit: int) -> None:
+    env = gymnasium.make("stategym/Travel-v0", reward="dense", max_rounds=limit)
+    env.reset(seed=3)
+    actions = [
+        {"role": "assistant", "content": "What is your budget for this flight?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "get_profile", "arguments": "{}"}}
+        ]},
+    ] * 3  # fmt: skip
+    total, steps, truncated = 0.0, 0, False
+    for action in actions:
+        _, reward, terminated, truncated, _ = env.step(action)
+        total += reward
+        steps += 1
+        if terminated or truncated:
+            break
+    core = env.unwrapped.core  # type: ignore[attr-defined]
+    assert truncated and steps == limit == len(core.rounds)
+    stopped = score(core.trajectory, core.task).composite
+    assert total == pytest.approx(stopped, abs=1e-9)
+    assert stopped == score(core.stopped_trajectory(), core.task).composite
+
+
+def test_a_round_limit_is_checked_before_anything_changes() -> None:
+    env = Env("travel", reward=dense_reward)
+    env.reset(seed=1)
+    key = env.state_key()
+    for bad, error in (("3", TypeError), (True, TypeError), (0, ValueError), (2.0, TypeError)):
+        with pytest.raises(error, match="max_rounds"):
+            env.reset(seed=2, options={"max_rounds": bad})
+        assert env.state_key() == key
+    with pytest.raises(ValueError, match="max_rounds must be at least 1"):
+        gymnasium.make("stategym/Travel-v0", max_rounds=0)
+    env.reset(seed=2, options={"max_rounds": 100})  # above the task's budget: the budget
+    assert env.step(calls(call("finish", answer="done"))).terminated
