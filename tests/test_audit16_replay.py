@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
@@ -109,9 +110,10 @@ def test_numpy_bools_are_read_as_bools() -> None:
     assert loads(dumps(trajectory)) == trajectory
 
 
-def test_a_snapshot_restores_only_into_an_episode_of_its_task() -> None:
+def test_a_snapshot_restores_only_into_the_episode_it_was_taken_in() -> None:
     env = Env("shop")
     env.reset(seed=4)
+    copy_before = copy.deepcopy(env)  # the same episode, no round played yet
     env.step(Say("What is your budget?"))
     snapshot = env.snapshot()
     env.reset(seed=5)
@@ -123,11 +125,67 @@ def test_a_snapshot_restores_only_into_an_episode_of_its_task() -> None:
     travel.reset(seed=4)
     with pytest.raises(ValueError, match="an episode of shop/4/"):
         travel.restore(snapshot)
-    env.reset(seed=4)
-    with pytest.raises(ValueError, match="after round 0; this episode has played 0 rounds"):
-        env.restore(snapshot)
+    env.reset(seed=4)  # the same task, a later episode (16D F3)
     env.step(Say("What is your budget?"))
-    env.restore(snapshot)  # the same task, as many rounds: taken back
+    with pytest.raises(ValueError, match="taken in episode 1 of this environment; it now plays"):
+        env.restore(snapshot)
+    with pytest.raises(ValueError, match="after round 0; this episode has played 0 rounds"):
+        copy_before.restore(snapshot)
+    copy_before.step(Say("What is your budget?"))
+    copy_before.restore(snapshot)  # a copy is in the same episode: taken back
+    assert copy_before.state_key() == snapshot_key(snapshot, "shop", 4)
+
+
+def snapshot_key(snapshot: Any, domain: str, seed: int) -> str:
+    """The state key of a fresh episode of ``domain`` seed ``seed`` after the one round the
+    snapshot test plays."""
+    env = Env(domain)
+    env.reset(seed=seed)
+    env.step(Say("What is your budget?"))
+    return env.state_key()
+
+
+def test_a_snapshot_of_the_original_task_is_refused_in_its_probe() -> None:
+    """The flipped probe has the original's id; the user's values would be the original's."""
+    env = Env("travel")
+    env.reset(seed=7)
+    original = env.task
+    env.step(Say("Which of your wishes matters most?"))
+    snapshot = env.snapshot()
+    env.reset(options={"task": flip_priorities(original)})
+    env.step(Say("What is your budget?"))
+    with pytest.raises(ValueError, match="taken in episode 1 of this environment"):
+        env.restore(snapshot)
+    assert verify(env.trajectory) == []
+
+
+def test_the_core_env_takes_knobs_in_every_form() -> None:
+    """Its own knobs too: text and a mapping were an AttributeError (16D F7)."""
+    wanted = Knobs(dynamics=False)
+    for given in (wanted, "dynamics=off", {"dynamics": False}, {"dynamics": "off"}):
+        assert Env("travel", knobs=given).knobs == wanted
+    with pytest.raises(TypeError, match="knobs must be Knobs, their text"):
+        Env("travel", knobs=3)  # type: ignore[arg-type]
+
+
+def test_sft_refuses_an_episode_of_a_given_task(tmp_path: Any) -> None:
+    """It learned the episode against the seed's task, which score refuses (16D F4); a probe
+    is learned against its flipped task."""
+    from stategym.kernel.errors import UsageError
+    from stategym.kernel.trajectory import write_jsonl
+    from stategym.train.data import run_demonstrations
+
+    env = Env("travel")
+    env.reset(seed=7)
+    flipped = flip_priorities(env.task)
+    probe = _play(env, flipped)
+    write_jsonl(tmp_path / "trajectories.jsonl", [probe])
+    ((_, task),) = run_demonstrations(tmp_path)
+    assert task == flipped
+    given = _play(env, replace(env.task, max_rounds=env.task.max_rounds - 1))
+    write_jsonl(tmp_path / "trajectories.jsonl", [probe, given])
+    with pytest.raises(UsageError, match=r"episode 2: .*played a task given to Env\.reset"):
+        run_demonstrations(tmp_path)
 
 
 @pytest.mark.parametrize("limit", [1, 2, 5])

@@ -84,6 +84,34 @@ def turns_unclosed(folder: Path) -> None:
     template.write_text(template.read_text().replace("<|im_end|>", ""))
 
 
+def last_turn_differs(folder: Path) -> None:
+    """As Qwen3's template does: the last assistant turn is written with a thinking block the
+    same turn lacks once a message follows it."""
+    template = folder / "chat_template.jinja"
+    opening = "'<|im_start|>assistant\\n' }}"
+    text = template.read_text()
+    assert opening in text
+    thinking = "{% if message == messages[-1] %}<think></think>{% endif %}"
+    template.write_text(text.replace(opening, opening + thinking))
+
+
+def no_system_role(folder: Path) -> None:
+    """As Gemma's template does: a system message raises."""
+    template = folder / "chat_template.jinja"
+    refuse = (
+        "{%- if messages and messages[0].role == 'system' -%}"
+        "{{ raise_exception('System role not supported') }}{%- endif -%}"
+    )
+    template.write_text(refuse + template.read_text())
+
+
+def no_user_role(folder: Path) -> None:
+    """A template no conversation renders through: it raises on a user's message."""
+    template = folder / "chat_template.jinja"
+    refuse = "{%- if messages[-1].role == 'user' -%}{{ raise_exception('No users') }}{%- endif -%}"
+    template.write_text(refuse + template.read_text())
+
+
 def other_sizes(folder: Path) -> None:
     config = json.loads((folder / "config.json").read_text())
     config["hidden_size"] = 64  # the weights are 32 wide
@@ -107,20 +135,30 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "no weights": (no_weights, "no weights"),
     "cut weights": (cut_weights, "model.safetensors cannot be read"),
     "no chat template": (no_template, "no chat template"),
-    "no tokenizer_config.json": (no_tokenizer_config, "has no tokenizer_config.json"),
-    "no end-of-sequence token": (no_eos, "names no end-of-sequence token"),
-    "a template that closes no turn": (turns_unclosed, "writes no end-of-turn marker"),
+    "a template that renders no greeting": (no_user_role, "No users"),
     "config and weights of other sizes": (other_sizes, "cannot load the model at"),
     "a config transformers refuses": (layers_edited, "config.json is refused by transformers"),
     "a config whose model cannot be built": (no_heads, "config.json is refused by transformers"),
 }
+"""Damage every command that takes a model folder refuses."""
+
+UNCUT: dict[str, tuple[Callable[[Path], None], str]] = {
+    "no tokenizer_config.json": (no_tokenizer_config, "has no tokenizer_config.json"),
+    "no end-of-sequence token": (no_eos, "names no end-of-sequence token"),
+    "a template that closes no turn": (turns_unclosed, "writes no end-of-turn marker"),
+    "a last turn written differently": (last_turn_differs, "renders a turn differently"),
+    "a template that refuses a system message": (no_system_role, "System role not supported"),
+}
+"""Tokenizers whose turns cannot be cut into token segments: refused by what cuts them (an
+``hf:`` agent, the trainer, an ``openai:`` agent's tokenizer), not by ``serve``, which
+renders each request whole (audit 16D F1: Qwen3's template was refused)."""
 
 
-@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+@pytest.mark.parametrize("damage", [*DAMAGE, *UNCUT])
 def test_run_refuses_a_damaged_hf_folder(
     damage: str, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    harm, said = DAMAGE[damage]
+    harm, said = {**DAMAGE, **UNCUT}[damage]
     harm(model)
     out = tmp_path / "run"
     argv = ["run", "--agent", f"hf:{model}", "--episodes", "1", "--out", str(out)]
@@ -146,11 +184,11 @@ def test_serve_refuses_a_damaged_folder_at_start(
     refused(capsys, ["serve", "--model", str(model), "--port", "0"], said)
 
 
-@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+@pytest.mark.parametrize("damage", [*DAMAGE, *UNCUT])
 def test_sft_refuses_a_damaged_init_folder(
     damage: str, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    harm, said = DAMAGE[damage]
+    harm, said = {**DAMAGE, **UNCUT}[damage]
     harm(model)
     out = tmp_path / "sft"
     refused(capsys, ["train", "sft", "--init", str(model), "--out", str(out), *SFT], said)
@@ -186,15 +224,32 @@ def test_a_template_in_tokenizer_config_is_enough(model: Path) -> None:
     check_model_dir(model)
 
 
-@pytest.mark.parametrize("damage", [no_tokenizer_config, no_eos, turns_unclosed])
-def test_a_tokenizer_read_alone_is_checked_too(damage: Callable[[Path], None], model: Path) -> None:
+@pytest.mark.parametrize("damage", [*UNCUT, "no chat template"])
+def test_a_tokenizer_read_alone_is_checked_too(damage: str, model: Path) -> None:
     """What an ``openai:`` agent's ``tokenizer`` setting loads (token-in-token-out)."""
     from stategym.kernel.errors import UsageError
     from stategym.llm.local import ChatTokenizer
 
-    damage(model)
-    with pytest.raises(UsageError, match=f"cannot use the model at {model}: "):
+    harm, said = {**UNCUT, "no chat template": (no_template, "has no chat template")}[damage]
+    harm(model)
+    with pytest.raises(UsageError, match=f"cannot use the model at {model}: ") as refusal:
         ChatTokenizer.load(model)
+    assert said in str(refusal.value) and "\n" not in str(refusal.value)
+    assert "huggingface.co" not in str(refusal.value)  # transformers' own long message
+
+
+@pytest.mark.parametrize("damage", [no_tokenizer_config, last_turn_differs, no_system_role])
+def test_serve_takes_a_model_whose_turns_cannot_be_cut(
+    damage: Callable[[Path], None], model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` renders each request whole and stops at the ids generation_config names: it
+    served these before the check, and must still (audit 16D F1)."""
+    import stategym.llm.serve
+
+    served: list[object] = []
+    monkeypatch.setattr(stategym.llm.serve, "run_server", lambda m, **kw: served.append(m))
+    damage(model)
+    assert main(["serve", "--model", str(model), "--port", "0"]) == 0 and served
 
 
 def test_policy_load_names_the_folder_it_cannot_load(model: Path) -> None:

@@ -97,7 +97,8 @@ def main(args: argparse.Namespace) -> int:
     warm = meta["warm_up"]
     print(
         f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, loss "
-        f"{warm['first_loss']:.3f} -> {warm['final_loss']:.3f} (the last 10 steps' mean), "
+        f"{warm['first_loss']:.3f} -> {warm['final_loss']:.3f} (the mean of the last "
+        f"{min(10, warm['steps'])} steps), "
         f"{meta['seconds']:.0f} s"
     )
     return 0

@@ -27,7 +27,7 @@ from stategym.kernel.counterfactual import FLIP, flip_priorities
 from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.frozen import quick_constructor
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
 from stategym.kernel.outcome import judge
 from stategym.kernel.protocol import (
     EMPTY_REASON,
@@ -114,7 +114,8 @@ class Env:
     Args:
         domain: a domain, or its name (resolved by the registry ``import stategym``
             installs: :func:`stategym.kernel.domain.lookup`).
-        knobs: which properties generated tasks have.
+        knobs: which properties generated tasks have: :class:`Knobs`, their text or a
+            mapping (:func:`~stategym.kernel.knobs.as_knobs`); ``None``: the defaults.
         reward: per-round reward function (default: sparse outcome reward).
         agent: the agent's name, stamped on trajectories.
         reader: what reads the agent's messages for the simulated user; ``None`` (the
@@ -134,7 +135,7 @@ class Env:
         self,
         domain: str | Domain,
         *,
-        knobs: Knobs | None = None,
+        knobs: KnobsGiven = None,
         reward: RewardFn = outcome_reward,
         agent: str = "",
         reader: ReaderSource | None = None,
@@ -142,11 +143,14 @@ class Env:
         self.domain = lookup(domain) if isinstance(domain, str) else domain
         self.reader_name = reader.name if reader is not None else None
         self._reader = reader.reader(self.domain.slot_phrases) if reader is not None else None
-        self.knobs = knobs or Knobs()
+        self.knobs = as_knobs(knobs)
         self.reward_fn = reward
         self._pay: RoundReward = OutcomeReward()
         self.agent = agent  # checked by the property: a trajectory's agent is a str
         self._next_seed = 0
+        self._episode = 0
+        """How many episodes this environment (or the one it was copied from) has started:
+        a snapshot restores only into the episode it was taken in."""
         self._tools: dict[str, Tool] = {}
         self._schemas: list[dict[str, Any]] = []
         self._set_tools(self.knobs)
@@ -247,6 +251,7 @@ class Env:
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
+        self._episode += 1
         self._probe, self._given = played_as
         self._round_limit = (
             task.max_rounds if stop_after is None else min(task.max_rounds, stop_after)
@@ -470,21 +475,30 @@ class Env:
             Ending(self._terminated, self._truncated, self._answer),
             self._copy_reward(self._pay),
             self.task.id,
+            self._episode,
         )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
         """Return to ``snapshot`` (taken in this episode); it can be restored again later.
 
         Raises:
-            ValueError: the snapshot was taken in an episode of another task (its world and
-                user would be put under this task: audit 16C F4), or holds more rounds
-                than this episode has played; nothing changes.
+            ValueError: the snapshot was taken in another episode: one of another task (its
+                world and user would be put under this task: audit 16C F4), an earlier
+                episode of this environment (of the same task, or of its probe, whose id is
+                the same: audit 16D F3), or one of more rounds than this episode has played;
+                nothing changes. A copy of the environment (``copy.deepcopy``, pickle) is
+                in the same episode as the original until either is reset.
         """
         self._require_episode()
         if snapshot.task and snapshot.task != self.task.id:
             raise ValueError(
                 f"the snapshot was taken in an episode of {snapshot.task}; this episode "
                 f"plays {self.task.id}"
+            )
+        if snapshot.episode >= 0 and snapshot.episode != self._episode:
+            raise ValueError(
+                f"the snapshot was taken in episode {snapshot.episode} of this environment; "
+                f"it now plays episode {self._episode}"
             )
         if snapshot.rounds > len(self.rounds):
             raise ValueError(

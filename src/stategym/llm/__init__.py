@@ -202,6 +202,7 @@ def _hf_backend(path: str, options: dict[str, Any]) -> Backend:
         "hf",
     )
     model = LocalModel(path, device=options.get("device", "cpu"), threads=options.get("threads"))
+    model.chat.check(path)  # the agent cuts token segments; serve, which does not, never checks
     sampling = Sampling(
         **{k: options[k] for k in ("temperature", "top_p", "max_tokens") if k in options}
     )

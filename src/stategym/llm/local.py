@@ -34,7 +34,13 @@ import orjson
 from stategym.kernel.errors import UsageError
 from stategym.kernel.files import refuse_special_entries
 from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits, greedy
-from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
+from stategym.llm.model_files import (
+    check_model_dir,
+    first_line,
+    load_failed,
+    loader_errors,
+    quiet_loading,
+)
 from stategym.rendering.tokens import AssistantTurns, first_segment, observation_segment
 
 if TYPE_CHECKING:
@@ -171,32 +177,47 @@ class ChatTokenizer:
 
     def check(self, source: str | Path) -> None:
         """Refuse a tokenizer whose turns cannot be cut into token segments
-        (:mod:`~stategym.rendering.tokens`), when it loads rather than at an episode's
-        first observation: one that names no end-of-sequence token (a folder without
-        ``tokenizer_config.json`` loads that way), or a template that does not close a turn
-        with it, or renders a turn differently once messages follow it.
+        (:mod:`~stategym.rendering.tokens`), when it loads rather than at an episode's first
+        observation: one with no chat template or no end-of-sequence token, or whose template
+        fails on a plain conversation, does not close an assistant turn with that token (a
+        folder without ``tokenizer_config.json`` can load with another one), or renders a
+        turn differently once messages follow it (Qwen3's, which drops the thinking block of
+        every turn but the last). Run by what cuts segments (``hf:`` agents, the trainer, an
+        ``openai:`` agent's ``tokenizer``), not by ``serve``, which renders each request whole.
 
         Raises:
             UsageError: naming ``source`` and what the tokenizer lacks.
         """
+        from jinja2 import TemplateError
+
+        refused = f"cannot use the model at {source}"
+        if not self.tokenizer.chat_template:
+            raise UsageError(f"{refused}: its tokenizer has no chat template")
         if self.tokenizer.eos_token is None:
             raise UsageError(
-                f"cannot use the model at {source}: its tokenizer names no end-of-sequence "
-                "token (eos_token, in tokenizer_config.json), which closes an assistant turn"
+                f"{refused}: its tokenizer names no end-of-sequence token (eos_token, in "
+                "tokenizer_config.json), which closes an assistant turn"
             )
         try:
-            AssistantTurns(self, []).segment({"role": "assistant", "content": "Hello"})
+            try:
+                AssistantTurns(self, []).segment({"role": "assistant", "content": "Hello"})
+            except ValueError as error:
+                folder = Path(source)
+                missing = folder.is_dir() and not (folder / "tokenizer_config.json").exists()
+                hint = (
+                    "; the folder has no tokenizer_config.json, which names it" if missing else ""
+                )
+                raise UsageError(
+                    f"{refused}: {error} (a turn must end with the tokenizer's end-of-sequence "
+                    f"token, here {self.end_of_turn!r}{hint})"
+                ) from None
             observation_segment(self, GREETING, [], closed=True)
         except ValueError as error:
-            folder = Path(source)
-            hint = (
-                "; the folder has no tokenizer_config.json, which names it"
-                if folder.is_dir() and not (folder / "tokenizer_config.json").exists()
-                else ""
-            )
+            raise UsageError(f"{refused}: {error}") from None
+        except TemplateError as error:
             raise UsageError(
-                f"cannot use the model at {source}: {error} (a turn must end with the "
-                f"tokenizer's end-of-sequence token, here {self.end_of_turn!r}{hint})"
+                f"{refused}: its chat template fails on a plain conversation "
+                f"({type(error).__name__}: {first_line(error)})"
             ) from None
 
     @property
@@ -329,8 +350,7 @@ class LocalModel:
 
     Raises:
         UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, a
-            model ``transformers`` cannot load, a tokenizer whose turns cannot be cut
-            (:meth:`ChatTokenizer.check`), or a model whose logits are not finite
+            model ``transformers`` cannot load, or a model whose logits are not finite
             (:class:`~stategym.llm.engine.NonFiniteLogits`), each naming the folder.
     """
 
@@ -357,17 +377,23 @@ class LocalModel:
         self._stops = _stop_ids(self.tokenizer, self.model)
         self.chat = ChatTokenizer(self.tokenizer)
         """The chat template and tokenizer (token segments are cut from it)."""
-        self.chat.check(self.path)
         self._lock = threading.Lock()  # one decode at a time: the model is not re-entrant
         pad = self.tokenizer.pad_token_id
         self.engine = Engine(self.model, self._stops, int(pad if pad is not None else 0))
         """Batched decoding with each session's cache kept across its turns."""
+        from jinja2 import TemplateError
+
         try:
             probe_greeting(self.engine, self.chat)
         except NonFiniteLogits:
             raise NonFiniteLogits(
                 f"cannot use the model at {self.path}: {DIVERGED}; give a model saved before "
                 "it diverged"
+            ) from None
+        except TemplateError as error:  # a template that cannot render a user's "Hello"
+            raise UsageError(
+                f"cannot use the model at {self.path}: its chat template fails on a greeting "
+                f"({type(error).__name__}: {first_line(error)})"
             ) from None
 
     @property

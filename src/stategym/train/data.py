@@ -137,13 +137,19 @@ def run_demonstrations(run: Path) -> list[Demonstration]:
     The log is only read, never rewritten (it is another run's, perhaps still being
     appended to): a cut last line is left in place and skipped, with a warning on stderr.
 
+    Each episode is paired with the task it was played on
+    (:func:`~stategym.kernel.trajectory.task_of`: a probe's flipped task; an episode played on
+    a task given to ``Env.reset`` is refused, as ``score`` refuses it, since no log can
+    regenerate that task: it was learned against the seed's task, audit 16D F4).
+
     Raises:
-        UsageError: no log in ``run``, an unreadable line, or a duplicated episode.
+        UsageError: no log in ``run``, an unreadable line, a duplicated episode, or an
+            episode played on a given task.
     """
     import sys
 
-    from stategym.kernel.errors import UsageError
-    from stategym.registry import cached_task
+    from stategym.kernel.errors import TrajectoryError, UsageError
+    from stategym.kernel.trajectory import task_of
     from stategym.rollout import read_log, refuse_duplicates
 
     path = Path(run) / "trajectories.jsonl"
@@ -153,7 +159,13 @@ def run_demonstrations(run: Path) -> list[Demonstration]:
     refuse_duplicates(path, log.trajectories)
     if log.cut_line is not None:
         print(f"warning: ignored {path}:{log.cut_line}, a cut last line", file=sys.stderr)
-    return [(t, cached_task(t.domain, t.seed, t.knobs)) for t in log.trajectories]
+    demonstrations: list[Demonstration] = []
+    for number, trajectory in enumerate(log.trajectories, start=1):
+        try:
+            demonstrations.append((trajectory, task_of(trajectory)))
+        except TrajectoryError as error:
+            raise UsageError(f"{path}: episode {number}: {error}") from None
+    return demonstrations
 
 
 def sequences(
