@@ -127,8 +127,13 @@ def test_a_snapshot_restores_only_into_the_episode_it_was_taken_in() -> None:
         travel.restore(snapshot)
     env.reset(seed=4)  # the same task, a later episode (16D F3)
     env.step(Say("What is your budget?"))
-    with pytest.raises(ValueError, match="taken in episode 1 of this environment; it now plays"):
+    with pytest.raises(ValueError, match="taken in another episode"):
         env.restore(snapshot)
+    other = Env("shop")  # the same task in another environment (16E F1)
+    other.reset(seed=4)
+    other.step(Say("What is your budget?"))
+    with pytest.raises(ValueError, match="taken in another episode"):
+        other.restore(snapshot)
     with pytest.raises(ValueError, match="after round 0; this episode has played 0 rounds"):
         copy_before.restore(snapshot)
     copy_before.step(Say("What is your budget?"))
@@ -154,9 +159,63 @@ def test_a_snapshot_of_the_original_task_is_refused_in_its_probe() -> None:
     snapshot = env.snapshot()
     env.reset(options={"task": flip_priorities(original)})
     env.step(Say("What is your budget?"))
-    with pytest.raises(ValueError, match="taken in episode 1 of this environment"):
+    with pytest.raises(ValueError, match="taken in another episode"):
         env.restore(snapshot)
     assert verify(env.trajectory) == []
+
+
+def test_a_task_refused_at_reset_leaves_the_episode_as_it_was() -> None:
+    """A given task with an event on a table the world lacks changed the task (and the
+    episode's token) before it was refused (16E F3)."""
+    from stategym.kernel.task import Event, EventKind
+
+    env = Env("travel")
+    env.reset(seed=2)
+    env.step(Say("What is your budget?"))
+    snapshot, key, task = env.snapshot(), env.state_key(), env.task
+    event = Event(1, EventKind.SET, "no_such_table", "k", "f", 1)
+    with pytest.raises(ValueError, match="no table 'no_such_table'"):
+        env.reset(options={"task": replace(task, events=(event,))})
+    assert env.task is task and env.state_key() == key
+    env.restore(snapshot)
+    env.step(Say("Which fare type would you like?"))
+    assert verify(env.trajectory) == []
+
+
+def test_an_environment_and_a_snapshot_pickled_before_stop_42_still_play() -> None:
+    """Their state had no episode token, probe mark or round limit (16E F4)."""
+    env = Env("travel")
+    env.reset(seed=2)
+    env.step(Say("What is your budget?"))
+    snapshot = copy.copy(env.snapshot())
+    object.__delattr__(snapshot, "episode")
+    object.__delattr__(snapshot, "task")
+    state = env.__getstate__()
+    for name in ("_episode", "_probe", "_given", "_round_limit"):
+        del state[name]
+    old = Env.__new__(Env)
+    old.__setstate__(state)
+    old.step(Say("Which fare type would you like?"))
+    old.restore(snapshot)
+    old.step(Say("Which fare type would you like?"))
+    assert verify(old.trajectory) == []
+    old.reset(seed=3)  # and starts new episodes
+    assert old.snapshot().episode
+
+
+def test_a_mapping_of_knobs_is_one_setting_not_a_schedule() -> None:
+    """``run_many(knobs={"dynamics": False})`` played with every knob on (16E F5)."""
+    from stategym.rollout.spec import episode_specs, knobs_for
+
+    off = Knobs(dynamics=False)
+    for given in ({"dynamics": False}, "dynamics=off", off):
+        assert {s.knobs for s in episode_specs("travel", "expert", [0, 1], given)} == {off}
+    schedule = knobs_for({1: off})
+    assert (schedule(0), schedule(1)) == (Knobs(), off)
+    with pytest.raises(ValueError, match="no knob 1"):
+        knobs_for({1: off, "dynamics": False})
+    with pytest.raises(TypeError, match="a knob schedule maps seeds to Knobs"):
+        knobs_for({1: "dynamics=off"})
 
 
 def test_the_core_env_takes_knobs_in_every_form() -> None:
@@ -184,7 +243,7 @@ def test_sft_refuses_an_episode_of_a_given_task(tmp_path: Any) -> None:
     assert task == flipped
     given = _play(env, replace(env.task, max_rounds=env.task.max_rounds - 1))
     write_jsonl(tmp_path / "trajectories.jsonl", [probe, given])
-    with pytest.raises(UsageError, match=r"episode 2: .*played a task given to Env\.reset"):
+    with pytest.raises(UsageError, match=r"episode 2 \(travel, seed 7\) played a task given"):
         run_demonstrations(tmp_path)
 
 

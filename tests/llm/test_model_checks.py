@@ -112,6 +112,29 @@ def no_user_role(folder: Path) -> None:
     template.write_text(refuse + template.read_text())
 
 
+def greeting_type_error(folder: Path) -> None:
+    """A template whose own expression fails on a user's message (a Python TypeError)."""
+    template = folder / "chat_template.jinja"
+    fails = "{%- if messages[-1].role == 'user' -%}{{ messages[-1].content + 1 }}{%- endif -%}"
+    template.write_text(fails + template.read_text())
+
+
+def system_type_error(folder: Path) -> None:
+    """As :func:`greeting_type_error`, on a system message only."""
+    template = folder / "chat_template.jinja"
+    fails = "{%- if messages[0].role == 'system' -%}{{ messages[0].content + 1 }}{%- endif -%}"
+    template.write_text(fails + template.read_text())
+
+
+def no_stop_token(folder: Path) -> None:
+    """Nothing names a token that ends a reply."""
+    no_eos(folder)
+    for name in ("config.json", "generation_config.json"):
+        config = json.loads((folder / name).read_text())
+        config.pop("eos_token_id", None)
+        (folder / name).write_text(json.dumps(config))
+
+
 def other_sizes(folder: Path) -> None:
     config = json.loads((folder / "config.json").read_text())
     config["hidden_size"] = 64  # the weights are 32 wide
@@ -136,6 +159,7 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "cut weights": (cut_weights, "model.safetensors cannot be read"),
     "no chat template": (no_template, "no chat template"),
     "a template that renders no greeting": (no_user_role, "No users"),
+    "a template that fails on a greeting": (greeting_type_error, "TypeError: can only"),
     "config and weights of other sizes": (other_sizes, "cannot load the model at"),
     "a config transformers refuses": (layers_edited, "config.json is refused by transformers"),
     "a config whose model cannot be built": (no_heads, "config.json is refused by transformers"),
@@ -148,6 +172,7 @@ UNCUT: dict[str, tuple[Callable[[Path], None], str]] = {
     "a template that closes no turn": (turns_unclosed, "writes no end-of-turn marker"),
     "a last turn written differently": (last_turn_differs, "renders a turn differently"),
     "a template that refuses a system message": (no_system_role, "System role not supported"),
+    "a template that fails on a system message": (system_type_error, "TypeError: can only"),
 }
 """Tokenizers whose turns cannot be cut into token segments: refused by what cuts them (an
 ``hf:`` agent, the trainer, an ``openai:`` agent's tokenizer), not by ``serve``, which
@@ -238,7 +263,20 @@ def test_a_tokenizer_read_alone_is_checked_too(damage: str, model: Path) -> None
     assert "huggingface.co" not in str(refusal.value)  # transformers' own long message
 
 
-@pytest.mark.parametrize("damage", [no_tokenizer_config, last_turn_differs, no_system_role])
+def test_serve_refuses_a_model_that_names_no_stop_token(
+    model: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every reply would run to max_tokens (audit 16E F6)."""
+    import stategym.llm.serve
+
+    monkeypatch.setattr(stategym.llm.serve, "run_server", lambda m, **kw: None)
+    no_stop_token(model)
+    refused(capsys, ["serve", "--model", str(model), "--port", "0"], "names no token that ends")
+
+
+@pytest.mark.parametrize(
+    "damage", [no_tokenizer_config, last_turn_differs, no_system_role, system_type_error]
+)
 def test_serve_takes_a_model_whose_turns_cannot_be_cut(
     damage: Callable[[Path], None], model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

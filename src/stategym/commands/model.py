@@ -97,8 +97,7 @@ def main(args: argparse.Namespace) -> int:
     warm = meta["warm_up"]
     print(
         f"wrote {out}: {meta['parameters']:,} parameters, {warm['steps']} steps, loss "
-        f"{warm['first_loss']:.3f} -> {warm['final_loss']:.3f} (the mean of the last "
-        f"{min(10, warm['steps'])} steps), "
+        f"{warm['first_loss']:.3f} -> {warm['final_loss']:.3f} ({_averaged(warm['steps'])}), "
         f"{meta['seconds']:.0f} s"
     )
     return 0
@@ -183,3 +182,10 @@ class ProgressBar:
         self.progress.update(
             self.task, completed=step.done, loss=f"{step.loss:.3f}", rate=f"{rate:,.0f}"
         )
+
+
+def _averaged(steps: int) -> str:
+    """What the final loss is the mean of (the warm-up's last 10 steps, or all of them)."""
+    if steps <= 1:
+        return "one step"
+    return f"the mean of the last {min(10, steps)} steps"

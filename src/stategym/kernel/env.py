@@ -18,6 +18,7 @@ into an observation.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable, Mapping
 from numbers import Integral
 from typing import Any, NamedTuple
@@ -148,9 +149,10 @@ class Env:
         self._pay: RoundReward = OutcomeReward()
         self.agent = agent  # checked by the property: a trajectory's agent is a str
         self._next_seed = 0
-        self._episode = 0
-        """How many episodes this environment (or the one it was copied from) has started:
-        a snapshot restores only into the episode it was taken in."""
+        self._episode = ""
+        """The episode's token, drawn at each reset and shared by copies of the environment
+        (``copy.deepcopy``, pickle): a snapshot restores only into the episode it was taken
+        in. Random, and never logged: trajectories and state keys do not depend on it."""
         self._tools: dict[str, Tool] = {}
         self._schemas: list[dict[str, Any]] = []
         self._set_tools(self.knobs)
@@ -248,22 +250,27 @@ class Env:
             raise TypeError(f"a given task's seed must be a plain int, got {task.seed!r}")
         else:
             played_as = self._played_as(task)
+        # Everything a task can be refused for is built before anything changes (a hand-made
+        # task's events on a table its world lacks: audit 16E F3).
+        world = self.domain.new_world(task)
+        type(world).check_events(task.events)  # a hand-made task fails here, not mid-episode
+        user = SimulatedUser(
+            task, self.domain.slot_phrases, judges=not self.domain.read_only, reader=self._reader
+        )
+        pay = self.reward_fn(task)
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
-        self._episode += 1
+        self._episode = uuid.uuid4().hex
         self._probe, self._given = played_as
         self._round_limit = (
             task.max_rounds if stop_after is None else min(task.max_rounds, stop_after)
         )
         self._judges = self.domain.judges_answer(task.knobs)
-        self._pay = self.reward_fn(task)
+        self._pay = pay
         self._next_seed = (task.seed + 1) % SEED_LIMIT
-        self.world = self.domain.new_world(task)
-        type(self.world).check_events(task.events)  # a hand-made task fails here, not mid-episode
-        self.user = SimulatedUser(
-            task, self.domain.slot_phrases, judges=not self.domain.read_only, reader=self._reader
-        )
+        self.world = world
+        self.user = user
         self.provenance = Provenance()
         request_origin = Origin(Source.REQUEST, -1, "")
         for value in (*task.request.given.values(), *task.request.implied):
@@ -490,15 +497,16 @@ class Env:
                 in the same episode as the original until either is reset.
         """
         self._require_episode()
-        if snapshot.task and snapshot.task != self.task.id:
+        if getattr(snapshot, "task", "") not in ("", self.task.id):
             raise ValueError(
                 f"the snapshot was taken in an episode of {snapshot.task}; this episode "
                 f"plays {self.task.id}"
             )
-        if snapshot.episode >= 0 and snapshot.episode != self._episode:
+        episode = getattr(snapshot, "episode", "")  # a snapshot pickled before stop 42 has none
+        if episode and episode != self._episode:
             raise ValueError(
-                f"the snapshot was taken in episode {snapshot.episode} of this environment; "
-                f"it now plays episode {self._episode}"
+                "the snapshot was taken in another episode (before a reset, or in another "
+                "environment than this one or its copies)"
             )
         if snapshot.rounds > len(self.rounds):
             raise ValueError(
@@ -534,6 +542,14 @@ class Env:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        # An environment pickled before stop 42: its episode has no token, no probe mark and
+        # no round limit of its own.
+        self.__dict__.setdefault("_episode", "")
+        self.__dict__.setdefault("_probe", None)
+        self.__dict__.setdefault("_given", False)
+        task = self.__dict__.get("_task")
+        if "_round_limit" not in self.__dict__ and task is not None:
+            self._round_limit = task.max_rounds
         self._set_tools(self._tool_knobs)
 
     @property

@@ -39,8 +39,8 @@ class EnvSnapshot:
             (the dense reward's running score), so the rounds after a restore are paid as
             they were the first time.
         task: the id of the task played (a snapshot restores only into an episode of it).
-        episode: which episode of its environment it was taken in (``-1``: unknown, a
-            snapshot made by hand).
+        episode: the token of the episode it was taken in (drawn at each reset, shared by
+            the environment's copies; ``""``: unknown, a snapshot made by hand).
     """
 
     world: WorldSnapshot
@@ -52,4 +52,4 @@ class EnvSnapshot:
     done: Ending
     reward: RoundReward
     task: str = ""
-    episode: int = -1
+    episode: str = ""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stategym.kernel.domain import Domain
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
 from stategym.kernel.trajectory import Trajectory
 from stategym.llm.agent import ChatAgent
 from stategym.rollout import FixedAgent, episode_specs, load_log, pending, play_concurrently
@@ -48,7 +48,7 @@ async def run_many(
     make_agent: ChatAgentFactory,
     seeds: Iterable[int],
     *,
-    knobs: Knobs | None = None,
+    knobs: KnobsGiven = None,
     samples: int = 1,
     concurrency: int = 8,
     out: Path | None = None,
@@ -61,7 +61,8 @@ async def run_many(
         domain: domain name or registered domain.
         make_agent: builds the agent of one episode (``agent_factory(...)``).
         seeds: task seeds.
-        knobs: task knobs (default: all on).
+        knobs: task knobs, in any form :func:`~stategym.kernel.knobs.as_knobs` reads
+            (default: all on).
         samples: episodes per seed (``n`` for pass^k); each has its own sampling seed.
         concurrency: most episodes in flight at once.
         out: JSONL file to append finished trajectories to; episodes already in it are
@@ -78,7 +79,7 @@ async def run_many(
     """
     if samples < 1:
         raise ValueError("samples must be at least 1")
-    knobs = knobs or Knobs()
+    knobs = as_knobs(knobs)
     name = domain if isinstance(domain, str) else domain.name
     agent = str(getattr(make_agent, "name", "agent"))
     specs = episode_specs(name, agent, sorted(set(seeds)), knobs, samples=samples)

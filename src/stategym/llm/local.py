@@ -63,6 +63,16 @@ GREETING: tuple[Message, ...] = ({"role": "user", "content": "Hello"},)
 (:meth:`~stategym.llm.engine.Engine.probe`): any chat template renders it."""
 
 
+def template_errors() -> tuple[type[Exception], ...]:
+    """What a chat template raises on a conversation it cannot render: Jinja's errors
+    (``raise_exception`` too), and Python's from the expressions it evaluates (a ``+`` of
+    a string and a number, a missing key). ``serve`` answers a request so with a 400; a
+    model loaded for an agent or the trainer is refused so."""
+    from jinja2 import TemplateError
+
+    return (TemplateError, TypeError, KeyError, IndexError, AttributeError)
+
+
 def probe_greeting(engine: Engine, chat: ChatTokenizer) -> None:
     """One forward of :data:`GREETING` through ``engine``.
 
@@ -188,15 +198,13 @@ class ChatTokenizer:
         Raises:
             UsageError: naming ``source`` and what the tokenizer lacks.
         """
-        from jinja2 import TemplateError
-
         refused = f"cannot use the model at {source}"
         if not self.tokenizer.chat_template:
             raise UsageError(f"{refused}: its tokenizer has no chat template")
-        if self.tokenizer.eos_token is None:
+        if not self.tokenizer.eos_token:
             raise UsageError(
                 f"{refused}: its tokenizer names no end-of-sequence token (eos_token, in "
-                "tokenizer_config.json), which closes an assistant turn"
+                "tokenizer_config.json, is missing or empty), which closes an assistant turn"
             )
         try:
             try:
@@ -214,7 +222,7 @@ class ChatTokenizer:
             observation_segment(self, GREETING, [], closed=True)
         except ValueError as error:
             raise UsageError(f"{refused}: {error}") from None
-        except TemplateError as error:
+        except template_errors() as error:
             raise UsageError(
                 f"{refused}: its chat template fails on a plain conversation "
                 f"({type(error).__name__}: {first_line(error)})"
@@ -381,8 +389,12 @@ class LocalModel:
         pad = self.tokenizer.pad_token_id
         self.engine = Engine(self.model, self._stops, int(pad if pad is not None else 0))
         """Batched decoding with each session's cache kept across its turns."""
-        from jinja2 import TemplateError
-
+        if not self._stops:
+            raise UsageError(
+                f"cannot use the model at {self.path}: it names no token that ends a reply "
+                "(no eos_token in its tokenizer, no eos_token_id in generation_config.json), "
+                "so every reply would run to max_tokens"
+            )
         try:
             probe_greeting(self.engine, self.chat)
         except NonFiniteLogits:
@@ -390,7 +402,7 @@ class LocalModel:
                 f"cannot use the model at {self.path}: {DIVERGED}; give a model saved before "
                 "it diverged"
             ) from None
-        except TemplateError as error:  # a template that cannot render a user's "Hello"
+        except template_errors() as error:  # a template that cannot render a user's "Hello"
             raise UsageError(
                 f"cannot use the model at {self.path}: its chat template fails on a greeting "
                 f"({type(error).__name__}: {first_line(error)})"

@@ -356,7 +356,7 @@ class WarmUp:
     Attributes:
         steps: optimiser steps.
         first_loss: the first step's loss.
-        final_loss: the mean loss of the last 10 steps.
+        final_loss: the mean loss of the last 10 steps (of every step, if fewer).
         seconds: wall time.
         tokens: tokens processed (padding included).
         cpu_seconds: CPU time of this process (wall time on a shared machine overstates

@@ -11,11 +11,11 @@ of a run are already in its file" is one comparison (:func:`pending`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stategym.kernel.knobs import Knobs
+from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
 from stategym.kernel.trajectory import Trajectory
 
 RUNNER_OPTIONS = frozenset({"concurrency", "samples"})
@@ -75,11 +75,38 @@ class EpisodeSpec:
         )
 
 
+KnobSchedule = KnobsGiven | Mapping[int, Knobs]
+"""Knobs for a set of seeds: one setting in any form :func:`~stategym.kernel.knobs.as_knobs`
+reads, or each seed's (a mapping from seeds to :class:`Knobs`, a family's schedule)."""
+
+
+def knobs_for(knobs: KnobSchedule) -> Callable[[int], Knobs]:
+    """Each seed's knobs: a schedule's (all on for a seed it leaves out), or the one setting.
+
+    A mapping is a schedule when its keys are seeds (ints); otherwise it is one setting read
+    by :func:`~stategym.kernel.knobs.as_knobs` (``{"dynamics": False}``), which a schedule's
+    reading played with every knob on (audit 16E F5).
+
+    Raises:
+        TypeError, ValueError: one setting :func:`~stategym.kernel.knobs.as_knobs` refuses,
+            or a schedule whose values are not :class:`Knobs`.
+    """
+    if isinstance(knobs, Mapping) and knobs and all(type(seed) is int for seed in knobs):
+        schedule: dict[int, Knobs] = {}
+        for seed, value in knobs.items():
+            if not isinstance(value, Knobs):
+                raise TypeError(f"a knob schedule maps seeds to Knobs; got {value!r}")
+            schedule[int(seed)] = value
+        return lambda seed: schedule.get(seed, Knobs())
+    setting = as_knobs(knobs)  # type: ignore[arg-type]
+    return lambda seed: setting
+
+
 def episode_specs(
     domain: str,
     agent: str,
     seeds: Iterable[int],
-    knobs: Knobs | Mapping[int, Knobs] | None = None,
+    knobs: KnobSchedule = None,
     *,
     samples: int = 1,
     options: Mapping[str, Any] | None = None,
@@ -90,15 +117,16 @@ def episode_specs(
         domain: domain name.
         agent: agent spec as written.
         seeds: task seeds.
-        knobs: one setting, or the setting of each seed (a knob schedule); default all on.
+        knobs: one setting, or the setting of each seed (a knob schedule: :func:`knobs_for`);
+            default all on.
         samples: episodes per seed.
         options: agent options (engine options and ``None`` values are left out).
     """
     pairs = plain_options(options or {})
+    setting = knobs_for(knobs)
     specs = []
     for seed in seeds:
-        setting = knobs.get(seed, Knobs()) if isinstance(knobs, Mapping) else knobs or Knobs()
-        specs += [EpisodeSpec(domain, seed, agent, setting, pairs, i) for i in range(samples)]
+        specs += [EpisodeSpec(domain, seed, agent, setting(seed), pairs, i) for i in range(samples)]
     return specs
 
 

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
 from stategym.rendering import RENDERINGS, make_renderer
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
     from stategym.llm.local import ChatTokenizer
+    from stategym.rollout.spec import KnobSchedule
     from stategym.train.batching import Sample
     from stategym.train.policy import Chat
 
@@ -108,7 +108,7 @@ def play_demonstrations(
     domain: str,
     agents: str | Mixture,
     seeds: Sequence[int],
-    knobs: Knobs | Mapping[int, Knobs] | None = None,
+    knobs: KnobSchedule = None,
     *,
     seed: int = 0,
 ) -> list[Demonstration]:
@@ -118,16 +118,19 @@ def play_demonstrations(
         domain: domain name or ``synth:<spec>``.
         agents: a mixture, as text (:func:`parse_mixture`) or parsed.
         seeds: task seeds, one episode each.
-        knobs: one setting, or each seed's (a family's schedule); default all on.
+        knobs: one setting, or each seed's (a family's schedule:
+            :func:`~stategym.rollout.spec.knobs_for`); default all on.
         seed: seeds the assignment of demonstrators to task seeds.
     """
     from stategym.rollout import Agents, EpisodeSpec, play_in_order, spec_task
+    from stategym.rollout.spec import knobs_for
 
     mixture = parse_mixture(agents) if isinstance(agents, str) else agents
-    specs = []
-    for task_seed, name in assign(mixture, seeds, seed):
-        setting = knobs.get(task_seed, Knobs()) if isinstance(knobs, Mapping) else knobs
-        specs.append(EpisodeSpec(domain, task_seed, name, setting or Knobs()))
+    setting = knobs_for(knobs)
+    specs = [
+        EpisodeSpec(domain, task_seed, name, setting(task_seed))
+        for task_seed, name in assign(mixture, seeds, seed)
+    ]
     return [(t, spec_task(spec)) for spec, t in play_in_order(specs, Agents())]
 
 
@@ -149,7 +152,7 @@ def run_demonstrations(run: Path) -> list[Demonstration]:
     import sys
 
     from stategym.kernel.errors import TrajectoryError, UsageError
-    from stategym.kernel.trajectory import task_of
+    from stategym.kernel.trajectory import GIVEN_TASK, task_of
     from stategym.rollout import read_log, refuse_duplicates
 
     path = Path(run) / "trajectories.jsonl"
@@ -164,7 +167,13 @@ def run_demonstrations(run: Path) -> list[Demonstration]:
         try:
             demonstrations.append((trajectory, task_of(trajectory)))
         except TrajectoryError as error:
-            raise UsageError(f"{path}: episode {number}: {error}") from None
+            if trajectory.meta.get("task") != GIVEN_TASK:
+                raise UsageError(f"{path}: episode {number}: {error}") from None
+            raise UsageError(
+                f"{path}: episode {number} ({trajectory.domain}, seed {trajectory.seed}) played "
+                "a task given to Env.reset, which no log can regenerate, so it cannot be "
+                "learned from; learn from a log without it"
+            ) from None
     return demonstrations
 
 
