@@ -66,8 +66,9 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
-from stategym.kernel.env import Env, check_max_rounds
+from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs, read_switch
+from stategym.kernel.reset_options import check_max_rounds
 from stategym.kernel.reward import RewardFn, outcome_reward
 from stategym.kernel.task import SEED_LIMIT, check_seed
 from stategym.kernel.understanding import ReaderSource

@@ -20,11 +20,9 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from numbers import Integral
 from typing import Any, NamedTuple
 
 from stategym.kernel.boundary import decode_message, raw_text
-from stategym.kernel.counterfactual import FLIP, flip_priorities
 from stategym.kernel.domain import Commitment, Domain, installed_registry, lookup
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.frozen import quick_constructor
@@ -41,6 +39,7 @@ from stategym.kernel.protocol import (
     action_from_message,
 )
 from stategym.kernel.provenance import Origin, Provenance, Source
+from stategym.kernel.reset_options import named_as, read_options
 from stategym.kernel.reward import OutcomeReward, RewardFn, RoundReward, outcome_reward
 from stategym.kernel.snapshot import Ending, EnvSnapshot
 from stategym.kernel.task import SEED_LIMIT, EventKind, Task, Value, check_seed
@@ -240,8 +239,7 @@ class Env:
                 another domain's, or ``max_rounds`` is below 1.
             Each is raised before anything changes: the previous episode stays as it was.
         """
-        task = _given_task(options, self.domain.name)
-        stop_after = _stop_after(options)
+        task, stop_after = read_options(options, self.domain.name)
         played_as: tuple[str | None, bool] = (None, False)
         if task is None:
             seed = check_seed(self._next_seed if seed is None else seed)
@@ -249,7 +247,7 @@ class Env:
         elif type(task.seed) is not int or check_seed(task.seed) != task.seed:
             raise TypeError(f"a given task's seed must be a plain int, got {task.seed!r}")
         else:
-            played_as = self._played_as(task)
+            played_as = named_as(task, self.domain)
         # Everything a task can be refused for is built before anything changes (a hand-made
         # task's events on a table its world lacks: audit 16E F3).
         world = self.domain.new_world(task)
@@ -579,20 +577,6 @@ class Env:
         outside: a rollout limit, an agent that gave up)."""
         return self.trajectory if self.done else self._log(True, self.outcome())
 
-    def _played_as(self, task: Task) -> tuple[str | None, bool]:
-        """How a log names a task given to :meth:`reset`: ``(probe, given)``. The task its
-        ``(domain, seed, knobs)`` generate needs nothing; their counterfactual probe is
-        named as the protocol names it (``run.probe``); any other task is *given* (its log
-        says so in ``meta["task"]``), since nothing in the log can regenerate it: replay
-        and scoring then need the task itself (audit 16C F1: such a log replayed and scored
-        against the seed's task, the expert's perfect play as harmful)."""
-        generated = installed_registry().cached_task(self.domain.name, task.seed, task.knobs)
-        if task is generated or task == generated:
-            return None, False
-        if task == flip_priorities(generated, self.domain):
-            return FLIP, False
-        return None, True
-
     def _log(self, truncated: bool, outcome: Outcome | None) -> Trajectory:
         task = self.task
         meta: dict[str, Any] = {} if self.reader_name is None else {"reader": self.reader_name}
@@ -616,49 +600,3 @@ class Env:
 
 def _join(first: str | None, second: str) -> str:
     return second if first is None else f"{first} {second}"
-
-
-def _stop_after(options: Mapping[str, Any] | None) -> int | None:
-    """The round limit ``reset``'s options set from outside (``None``: none), checked
-    before the reset changes anything (after :func:`_given_task`, which checks the mapping)."""
-    limit = None if options is None else options.get("max_rounds")
-    return None if limit is None else check_max_rounds(limit, "options['max_rounds']")
-
-
-def check_max_rounds(limit: object, name: str = "max_rounds") -> int:
-    """A round limit given from outside (``reset``'s ``max_rounds`` option), as an ``int``.
-
-    Raises:
-        TypeError: ``limit`` is not an integer (a bool is not one).
-        ValueError: ``limit`` is below 1.
-    """
-    if isinstance(limit, bool) or not isinstance(limit, Integral):
-        raise TypeError(f"{name} must be an integer, got {type(limit).__name__} {limit!r}")
-    if limit < 1:
-        raise ValueError(f"{name} must be at least 1, got {limit}")
-    return int(limit)
-
-
-def _given_task(options: Any, domain: str) -> Task | None:
-    """The task ``reset``'s options give (``None``: generate one), checked before the reset
-    changes anything.
-
-    Raises:
-        TypeError: ``options`` is not a mapping, or its ``task`` not a :class:`Task`.
-        ValueError: a key other than ``task``, or a task of another domain.
-    """
-    if options is None:
-        return None
-    if not isinstance(options, Mapping):
-        raise TypeError(f"options must be a mapping such as {{'task': task}}, got {options!r}")
-    unknown = sorted(map(repr, set(options) - {"task", "max_rounds"}))
-    if unknown:
-        raise ValueError(
-            f"unknown reset options: {', '.join(unknown)} (they are 'task' and 'max_rounds')"
-        )
-    task = options.get("task")
-    if task is not None and not isinstance(task, Task):
-        raise TypeError(f"options['task'] must be a Task, got {type(task).__name__} {task!r}")
-    if task is not None and task.domain != domain:
-        raise ValueError(f"options['task'] is a task of {task.domain!r}; this env plays {domain!r}")
-    return task
