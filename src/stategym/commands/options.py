@@ -228,7 +228,7 @@ def output_file(text: str) -> Path:
     kind = not_a_file(path)
     if kind not in (None, "a folder"):
         raise argparse.ArgumentTypeError(
-            f"{text!r} is {kind}, not a regular file: it would be replaced; give a file path"
+            f"{text!r} is {kind}, not a regular file, which this command writes; give a file path"
         )
     return path
 
