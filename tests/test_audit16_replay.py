@@ -283,3 +283,45 @@ def test_a_round_limit_is_checked_before_anything_changes() -> None:
         gymnasium.make("stategym/Travel-v0", max_rounds=0)
     env.reset(seed=2, options={"max_rounds": 100})  # above the task's budget: the budget
     assert env.step(calls(call("finish", answer="done"))).terminated
+
+
+def test_a_reset_refused_late_leaves_the_tools_and_the_task_as_they_were() -> None:
+    """A given task of other knobs with a request value that cannot be hashed was refused
+    after its tools, task and episode token were set (16F F1)."""
+    env = Env("travel")
+    env.reset(seed=7)
+    env.step(Say("What is your budget?"))
+    snapshot, task, tools = env.snapshot(), env.task, env.tool_schemas
+    stateless = _task(Env("travel", knobs=Knobs(stateful=False)), 7)
+    request = replace(stateless.request, given={**stateless.request.given, "seat": {"aisle"}})
+    with pytest.raises(TypeError, match="unhashable"):
+        env.reset(options={"task": replace(stateless, request=request)})
+    too_long = replace(task, max_rounds="5")
+    with pytest.raises(TypeError):
+        env.reset(options={"task": too_long, "max_rounds": 3})
+    assert env.task is task and env.tool_schemas == tools
+    env.restore(snapshot)
+    env.step(Say("Which fare type would you like?"))
+    assert verify(env.trajectory) == []
+
+
+def test_a_schedule_keyed_by_numpy_seeds_is_a_schedule() -> None:
+    from stategym.rollout.spec import episode_specs
+
+    off = Knobs(dynamics=False)
+    specs = episode_specs("travel", "expert", [1, 2], {np.int64(1): off})
+    assert [(s.seed, s.knobs) for s in specs] == [(1, off), (2, Knobs())]
+
+
+def test_an_environment_unpickled_from_before_the_token_gets_its_own() -> None:
+    """Else every such environment shared the empty token, and took another's snapshots."""
+    env = Env("travel")
+    env.reset(seed=7)
+    state = env.__getstate__()
+    del state["_episode"]
+    old = Env.__new__(Env)
+    old.__setstate__(state)
+    other = Env("travel")
+    other.reset(seed=7)
+    with pytest.raises(ValueError, match="taken in another episode"):
+        other.restore(old.snapshot())

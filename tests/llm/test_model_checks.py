@@ -126,6 +126,13 @@ def system_type_error(folder: Path) -> None:
     template.write_text(fails + template.read_text())
 
 
+def greeting_zero_division(folder: Path) -> None:
+    """A template whose arithmetic fails on a user's message."""
+    template = folder / "chat_template.jinja"
+    fails = "{%- if messages[-1].role == 'user' -%}{{ 1 / 0 }}{%- endif -%}"
+    template.write_text(fails + template.read_text())
+
+
 def no_stop_token(folder: Path) -> None:
     """Nothing names a token that ends a reply."""
     no_eos(folder)
@@ -160,6 +167,7 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "no chat template": (no_template, "no chat template"),
     "a template that renders no greeting": (no_user_role, "No users"),
     "a template that fails on a greeting": (greeting_type_error, "TypeError: can only"),
+    "a template that divides by zero": (greeting_zero_division, "ZeroDivisionError"),
     "config and weights of other sizes": (other_sizes, "cannot load the model at"),
     "a config transformers refuses": (layers_edited, "config.json is refused by transformers"),
     "a config whose model cannot be built": (no_heads, "config.json is refused by transformers"),

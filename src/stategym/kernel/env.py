@@ -256,23 +256,24 @@ class Env:
             task, self.domain.slot_phrases, judges=not self.domain.read_only, reader=self._reader
         )
         pay = self.reward_fn(task)
+        limit = task.max_rounds if stop_after is None else min(task.max_rounds, stop_after)
+        judges = self.domain.judges_answer(task.knobs)
+        provenance = Provenance()
+        request_origin = Origin(Source.REQUEST, -1, "")
+        for value in (*task.request.given.values(), *task.request.implied):
+            provenance.observe(value, request_origin)  # an unhashable value fails here
         if task.knobs != self._tool_knobs:
             self._set_tools(task.knobs)
         self._task = task
         self._episode = uuid.uuid4().hex
         self._probe, self._given = played_as
-        self._round_limit = (
-            task.max_rounds if stop_after is None else min(task.max_rounds, stop_after)
-        )
-        self._judges = self.domain.judges_answer(task.knobs)
+        self._round_limit = limit
+        self._judges = judges
         self._pay = pay
         self._next_seed = (task.seed + 1) % SEED_LIMIT
         self.world = world
         self.user = user
-        self.provenance = Provenance()
-        request_origin = Origin(Source.REQUEST, -1, "")
-        for value in (*task.request.given.values(), *task.request.implied):
-            self.provenance.observe(value, request_origin)
+        self.provenance = provenance
         self.rounds: list[RoundRecord] = []
         self._fired = 0
         self._confused = 0
@@ -542,7 +543,8 @@ class Env:
         self.__dict__.update(state)
         # An environment pickled before stop 42: its episode has no token, no probe mark and
         # no round limit of its own.
-        self.__dict__.setdefault("_episode", "")
+        if not self.__dict__.get("_episode"):  # a token of its own, as at a reset
+            self._episode = uuid.uuid4().hex
         self.__dict__.setdefault("_probe", None)
         self.__dict__.setdefault("_given", False)
         task = self.__dict__.get("_task")

@@ -41,7 +41,12 @@ from stategym.llm.model_files import (
     loader_errors,
     quiet_loading,
 )
-from stategym.rendering.tokens import AssistantTurns, first_segment, observation_segment
+from stategym.rendering.tokens import (
+    NO_END_OF_TURN,
+    AssistantTurns,
+    first_segment,
+    observation_segment,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -63,14 +68,16 @@ GREETING: tuple[Message, ...] = ({"role": "user", "content": "Hello"},)
 (:meth:`~stategym.llm.engine.Engine.probe`): any chat template renders it."""
 
 
-def template_errors() -> tuple[type[Exception], ...]:
+def template_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
     """What a chat template raises on a conversation it cannot render: Jinja's errors
     (``raise_exception`` too), and Python's from the expressions it evaluates (a ``+`` of
-    a string and a number, a missing key). ``serve`` answers a request so with a 400; a
-    model loaded for an agent or the trainer is refused so."""
+    a string and a number, a missing key, a division by zero, a range too big). A model
+    whose template fails on the greeting or the check's conversation is refused at load;
+    ``serve`` answers a request whose conversation fails so with a 400. ``more``: other
+    errors the caller reads so (``ValueError``)."""
     from jinja2 import TemplateError
 
-    return (TemplateError, TypeError, KeyError, IndexError, AttributeError)
+    return (TemplateError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, *more)
 
 
 def probe_greeting(engine: Engine, chat: ChatTokenizer) -> None:
@@ -210,6 +217,8 @@ class ChatTokenizer:
             try:
                 AssistantTurns(self, []).segment({"role": "assistant", "content": "Hello"})
             except ValueError as error:
+                if not str(error).startswith(NO_END_OF_TURN):  # the template's own error
+                    raise
                 folder = Path(source)
                 missing = folder.is_dir() and not (folder / "tokenizer_config.json").exists()
                 hint = (
@@ -402,7 +411,7 @@ class LocalModel:
                 f"cannot use the model at {self.path}: {DIVERGED}; give a model saved before "
                 "it diverged"
             ) from None
-        except template_errors() as error:  # a template that cannot render a user's "Hello"
+        except template_errors(ValueError) as error:  # it cannot render a user's "Hello"
             raise UsageError(
                 f"cannot use the model at {self.path}: its chat template fails on a greeting "
                 f"({type(error).__name__}: {first_line(error)})"

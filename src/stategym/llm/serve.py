@@ -59,6 +59,7 @@ from stategym.llm.local import (
     InvalidRequestError,
     LocalModel,
     Sampling,
+    template_errors,
 )
 from stategym.llm.model_files import check_servable
 from stategym.llm.parse import parse
@@ -252,8 +253,6 @@ def _prompt(model: LocalModel, body: ChatRequest) -> tuple[int, ...]:
     """
     if body.prompt_token_ids is not None:
         return tuple(body.prompt_token_ids)
-    import jinja2
-
     messages = [m.model_dump(exclude_unset=True) for m in body.messages]  # as the client sent
     tools = [t.model_dump(exclude_unset=True) for t in body.tools or []]
     try:
@@ -264,7 +263,7 @@ def _prompt(model: LocalModel, body: ChatRequest) -> tuple[int, ...]:
         return tuple(model.render(messages, tools))
     # The template runs on the client's data: its TypeError (a join over a number where it
     # expects a list) is the request's fault, as its raise_exception is.
-    except (jinja2.TemplateError, TypeError, ValueError) as error:
+    except template_errors(ValueError) as error:
         raise InvalidRequestError(f"the chat template cannot render them: {error}") from None
 
 

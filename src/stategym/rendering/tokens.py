@@ -57,6 +57,8 @@ POLICY, OBSERVATION, USER = "p", "o", "u"
 environment wrote, one of the simulated user's words."""
 _MARK = "stategym-turn-7f3a"
 """The content of the stand-in assistant turn a segment is cut after."""
+NO_END_OF_TURN = "the chat template writes no end-of-turn marker for the turn"
+"""Why a template's turns cannot be cut: the turn does not end with the end-of-turn token."""
 _BASE: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 """The fixed short conversation a turn or a segment is cut after."""
 
@@ -205,7 +207,7 @@ class AssistantTurns:
         end = len(after.text) - len(tail)
         closed = after.text.endswith(tail) and after.text[:end].endswith(chat.end_of_turn)
         if not closed or end - len(chat.end_of_turn) < len(before):
-            raise ValueError("the chat template writes no end-of-turn marker for the turn")
+            raise ValueError(NO_END_OF_TURN)
         turn = after.tail(len(before))  # the turn's own marker ends it: no text is quoted there
         text = turn.text[: end - len(before)]
         ids, _ = _tokenize(chat, text, [span for span in turn.quoted if span[1] <= len(text)])
@@ -219,7 +221,7 @@ def _after_turn(chat: ChatTemplate, tools: Sequence[dict[str, Any]]) -> str:
     start = reference.rfind(_MARK)
     cut = reference.find(chat.end_of_turn, start) if start >= 0 else -1
     if cut < 0:
-        raise ValueError("the chat template writes no end-of-turn marker for the turn")
+        raise ValueError(NO_END_OF_TURN)
     return reference[cut + len(chat.end_of_turn) :]
 
 

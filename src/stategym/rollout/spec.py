@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
@@ -91,7 +92,7 @@ def knobs_for(knobs: KnobSchedule) -> Callable[[int], Knobs]:
         TypeError, ValueError: one setting :func:`~stategym.kernel.knobs.as_knobs` refuses,
             or a schedule whose values are not :class:`Knobs`.
     """
-    if isinstance(knobs, Mapping) and knobs and all(type(seed) is int for seed in knobs):
+    if isinstance(knobs, Mapping) and knobs and all(_is_seed(seed) for seed in knobs):
         schedule: dict[int, Knobs] = {}
         for seed, value in knobs.items():
             if not isinstance(value, Knobs):
@@ -100,6 +101,11 @@ def knobs_for(knobs: KnobSchedule) -> Callable[[int], Knobs]:
         return lambda seed: schedule.get(seed, Knobs())
     setting = as_knobs(knobs)  # type: ignore[arg-type]
     return lambda seed: setting
+
+
+def _is_seed(key: object) -> bool:
+    """An integer (NumPy's too), not a bool: a key of a knob schedule."""
+    return isinstance(key, Integral) and not isinstance(key, bool)
 
 
 def episode_specs(
