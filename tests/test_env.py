@@ -477,7 +477,7 @@ def test_an_empty_action_is_told_the_same_through_both_interfaces() -> None:
 
 
 def test_a_log_of_an_empty_action_written_before_the_new_words_still_verifies() -> None:
-    from stategym.kernel.env import OLD_EMPTY_ACTION
+    from stategym.kernel.protocol import OLD_EMPTY_ACTION
     from stategym.kernel.verify import verify
 
     env = Env("travel")

@@ -95,42 +95,36 @@ def last_turn_differs(folder: Path) -> None:
     template.write_text(text.replace(opening, opening + thinking))
 
 
+def _put_first(folder: Path, condition: str, body: str) -> None:
+    """Put ``{% if condition %}body{% endif %}`` before the folder's chat template."""
+    template = folder / "chat_template.jinja"
+    template.write_text(f"{{%- if {condition} -%}}{body}{{%- endif -%}}" + template.read_text())
+
+
 def no_system_role(folder: Path) -> None:
     """As Gemma's template does: a system message raises."""
-    template = folder / "chat_template.jinja"
-    refuse = (
-        "{%- if messages and messages[0].role == 'system' -%}"
-        "{{ raise_exception('System role not supported') }}{%- endif -%}"
-    )
-    template.write_text(refuse + template.read_text())
+    raises = "{{ raise_exception('System role not supported') }}"
+    _put_first(folder, "messages and messages[0].role == 'system'", raises)
 
 
 def no_user_role(folder: Path) -> None:
     """A template no conversation renders through: it raises on a user's message."""
-    template = folder / "chat_template.jinja"
-    refuse = "{%- if messages[-1].role == 'user' -%}{{ raise_exception('No users') }}{%- endif -%}"
-    template.write_text(refuse + template.read_text())
+    _put_first(folder, "messages[-1].role == 'user'", "{{ raise_exception('No users') }}")
 
 
 def greeting_type_error(folder: Path) -> None:
     """A template whose own expression fails on a user's message (a Python TypeError)."""
-    template = folder / "chat_template.jinja"
-    fails = "{%- if messages[-1].role == 'user' -%}{{ messages[-1].content + 1 }}{%- endif -%}"
-    template.write_text(fails + template.read_text())
+    _put_first(folder, "messages[-1].role == 'user'", "{{ messages[-1].content + 1 }}")
 
 
 def system_type_error(folder: Path) -> None:
     """As :func:`greeting_type_error`, on a system message only."""
-    template = folder / "chat_template.jinja"
-    fails = "{%- if messages[0].role == 'system' -%}{{ messages[0].content + 1 }}{%- endif -%}"
-    template.write_text(fails + template.read_text())
+    _put_first(folder, "messages[0].role == 'system'", "{{ messages[0].content + 1 }}")
 
 
 def greeting_zero_division(folder: Path) -> None:
     """A template whose arithmetic fails on a user's message."""
-    template = folder / "chat_template.jinja"
-    fails = "{%- if messages[-1].role == 'user' -%}{{ 1 / 0 }}{%- endif -%}"
-    template.write_text(fails + template.read_text())
+    _put_first(folder, "messages[-1].role == 'user'", "{{ 1 / 0 }}")
 
 
 def no_stop_token(folder: Path) -> None:

@@ -29,7 +29,8 @@ from stategym.kernel.frozen import quick_constructor
 from stategym.kernel.knobs import Knobs, KnobsGiven, as_knobs
 from stategym.kernel.outcome import judge
 from stategym.kernel.protocol import (
-    EMPTY_REASON,
+    EMPTY_ACTION,
+    EPISODE_OVER,
     FINISH,
     JSON,
     Action,
@@ -68,12 +69,6 @@ from stategym.kernel.validation import (
 
 USER_LATENCY = 1
 """Clock ticks one message to the user costs."""
-EMPTY_ACTION = f"empty_action: {EMPTY_REASON}"
-"""What an empty action or message is told (``KIND: reason``, as every invalid round)."""
-OLD_EMPTY_ACTION = "empty action: send tool calls or a message to the user"
-"""What an empty typed action was told in logs written before stop 42 (``verify`` takes it)."""
-EPISODE_OVER = "the episode is over"
-"""What a step after the episode's end is told (no round is played)."""
 GIVE_UP_AFTER = 3
 """The user ends the conversation after this many messages in a row it cannot understand."""
 

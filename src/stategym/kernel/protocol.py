@@ -50,7 +50,9 @@ from stategym.kernel.errors import AgentFormatError
 
 __all__ = [
     "CUT",
+    "EMPTY_ACTION",
     "EMPTY_REASON",
+    "EPISODE_OVER",
     "FINISH",
     "INT_RANGE",
     "JSON",
@@ -60,6 +62,7 @@ __all__ = [
     "MAX_ID",
     "MAX_MESSAGE",
     "MAX_TEXT",
+    "OLD_EMPTY_ACTION",
     "RAW_LIMIT",
     "Action",
     "CallBatch",
@@ -86,6 +89,12 @@ FINISH = "finish"
 """Name of the built-in tool that ends an episode."""
 EMPTY_REASON = "send tool calls or a message to the user"
 """What an empty action (no calls, no text) is told to do instead."""
+EMPTY_ACTION = f"empty_action: {EMPTY_REASON}"
+"""What an empty action or message is told (``KIND: reason``, as every invalid round)."""
+OLD_EMPTY_ACTION = "empty action: send tool calls or a message to the user"
+"""What an empty typed action was told in logs written before stop 42 (``verify`` takes it)."""
+EPISODE_OVER = "the episode is over"
+"""What a step after the episode's end is told (no round is played)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,9 @@ from typing import Any
 
 import orjson
 
-from stategym.kernel.env import OLD_EMPTY_ACTION, Env
+from stategym.kernel.env import Env
 from stategym.kernel.errors import StateGymError
+from stategym.kernel.protocol import OLD_EMPTY_ACTION
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory, replay
 

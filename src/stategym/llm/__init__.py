@@ -195,6 +195,7 @@ def _openai_backend(model: str, options: dict[str, Any]) -> Backend:
 def _hf_backend(path: str, options: dict[str, Any]) -> Backend:
     from stategym.llm.hf_agent import HFBackend
     from stategym.llm.local import LocalModel, Sampling
+    from stategym.llm.turns import check_turns
 
     _check(
         options,
@@ -202,7 +203,7 @@ def _hf_backend(path: str, options: dict[str, Any]) -> Backend:
         "hf",
     )
     model = LocalModel(path, device=options.get("device", "cpu"), threads=options.get("threads"))
-    model.chat.check(path)  # the agent cuts token segments; serve, which does not, never checks
+    check_turns(model.chat, path)  # the agent cuts token segments (serve does not: no check)
     sampling = Sampling(
         **{k: options[k] for k in ("temperature", "top_p", "max_tokens") if k in options}
     )

@@ -41,12 +41,8 @@ from stategym.llm.model_files import (
     loader_errors,
     quiet_loading,
 )
-from stategym.rendering.tokens import (
-    NO_END_OF_TURN,
-    AssistantTurns,
-    first_segment,
-    observation_segment,
-)
+from stategym.llm.turns import GREETING, check_turns, template_errors
+from stategym.rendering.tokens import first_segment
 
 if TYPE_CHECKING:
     import torch
@@ -63,21 +59,6 @@ takes any 64-bit number, but the CPU generator (a Mersenne Twister) keeps only i
 its own generator state on every device (CUDA's keeps 64 bits), and a seed is given to torch
 as it is, so a seed samples as it did before the range was narrowed. Others are refused
 (:meth:`LocalModel.check`), not folded into it."""
-GREETING: tuple[Message, ...] = ({"role": "user", "content": "Hello"},)
-"""The conversation a model's logits are probed on when it loads
-(:meth:`~stategym.llm.engine.Engine.probe`): any chat template renders it."""
-
-
-def template_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
-    """What a chat template raises on a conversation it cannot render: Jinja's errors
-    (``raise_exception`` too), and Python's from the expressions it evaluates (a ``+`` of
-    a string and a number, a missing key, a division by zero, a range too big). A model
-    whose template fails on the greeting or the check's conversation is refused at load;
-    ``serve`` answers a request whose conversation fails so with a 400. ``more``: other
-    errors the caller reads so (``ValueError``)."""
-    from jinja2 import TemplateError
-
-    return (TemplateError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, *more)
 
 
 def probe_greeting(engine: Engine, chat: ChatTokenizer) -> None:
@@ -179,7 +160,8 @@ class ChatTokenizer:
             UsageError: ``transformers`` cannot load it (it reads ``config.json`` too, to
                 choose the tokenizer's class), naming the folder, or the folder holds a
                 FIFO, a device or a socket, which the loader would wait on (naming it), or
-                its turns cannot be cut into token segments (:meth:`check`).
+                its turns cannot be cut into token segments
+                (:func:`~stategym.llm.turns.check_turns`).
         """
         from transformers import AutoTokenizer
 
@@ -189,53 +171,8 @@ class ChatTokenizer:
                 chat = cls(AutoTokenizer.from_pretrained(Path(path), local_files_only=True))
         except loader_errors() as error:
             raise load_failed(path, error) from None
-        chat.check(path)
+        check_turns(chat, path)
         return chat
-
-    def check(self, source: str | Path) -> None:
-        """Refuse a tokenizer whose turns cannot be cut into token segments
-        (:mod:`~stategym.rendering.tokens`), when it loads rather than at an episode's first
-        observation: one with no chat template or no end-of-sequence token, or whose template
-        fails on a plain conversation, does not close an assistant turn with that token (a
-        folder without ``tokenizer_config.json`` can load with another one), or renders a
-        turn differently once messages follow it (Qwen3's, which drops the thinking block of
-        every turn but the last). Run by what cuts segments (``hf:`` agents, the trainer, an
-        ``openai:`` agent's ``tokenizer``), not by ``serve``, which renders each request whole.
-
-        Raises:
-            UsageError: naming ``source`` and what the tokenizer lacks.
-        """
-        refused = f"cannot use the model at {source}"
-        if not self.tokenizer.chat_template:
-            raise UsageError(f"{refused}: its tokenizer has no chat template")
-        if not self.tokenizer.eos_token:
-            raise UsageError(
-                f"{refused}: its tokenizer names no end-of-sequence token (eos_token, in "
-                "tokenizer_config.json, is missing or empty), which closes an assistant turn"
-            )
-        try:
-            try:
-                AssistantTurns(self, []).segment({"role": "assistant", "content": "Hello"})
-            except ValueError as error:
-                if not str(error).startswith(NO_END_OF_TURN):  # the template's own error
-                    raise
-                folder = Path(source)
-                missing = folder.is_dir() and not (folder / "tokenizer_config.json").exists()
-                hint = (
-                    "; the folder has no tokenizer_config.json, which names it" if missing else ""
-                )
-                raise UsageError(
-                    f"{refused}: {error} (a turn must end with the tokenizer's end-of-sequence "
-                    f"token, here {self.end_of_turn!r}{hint})"
-                ) from None
-            observation_segment(self, GREETING, [], closed=True)
-        except ValueError as error:
-            raise UsageError(f"{refused}: {error}") from None
-        except template_errors() as error:
-            raise UsageError(
-                f"{refused}: its chat template fails on a plain conversation "
-                f"({type(error).__name__}: {first_line(error)})"
-            ) from None
 
     @property
     def end_of_turn(self) -> str:

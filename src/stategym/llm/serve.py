@@ -59,11 +59,11 @@ from stategym.llm.local import (
     InvalidRequestError,
     LocalModel,
     Sampling,
-    template_errors,
 )
 from stategym.llm.model_files import check_servable
 from stategym.llm.parse import parse
 from stategym.llm.requests import ChatRequest
+from stategym.llm.turns import template_errors
 
 if TYPE_CHECKING:
     import uvicorn

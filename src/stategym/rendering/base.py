@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from stategym.kernel.env import OLD_EMPTY_ACTION
-from stategym.kernel.protocol import Action, CallBatch, Observation, ToolResult
+from stategym.kernel.protocol import OLD_EMPTY_ACTION, Action, CallBatch, Observation, ToolResult
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import RoundKind, RoundRecord, Trajectory
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from stategym.llm.engine import DIVERGED, Engine, NonFiniteLogits
 from stategym.llm.local import ChatTokenizer, probe_greeting
 from stategym.llm.model_files import check_model_dir, load_failed, loader_errors, quiet_loading
+from stategym.llm.turns import check_turns
 
 if TYPE_CHECKING:
     import torch
@@ -91,7 +92,7 @@ class Policy:
             UsageError: a folder :func:`~stategym.llm.model_files.check_model_dir` refuses, or a
                 model that ``transformers`` cannot load (naming it and the first line of
                 the reason), or a tokenizer whose turns cannot be cut into token segments
-                (:meth:`~stategym.llm.local.ChatTokenizer.check`).
+                (:func:`~stategym.llm.turns.check_turns`).
             NonFiniteLogits: the model's logits are not finite (a diverged checkpoint).
         """
         import torch
@@ -110,7 +111,7 @@ class Policy:
         except loader_errors() as error:
             raise load_failed(source, error) from None
         policy = cls(model, tokenizer, device)
-        policy.chat.check(source)
+        check_turns(policy.chat, source)
         try:
             policy.probe()
         except NonFiniteLogits:

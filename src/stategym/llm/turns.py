@@ -1,0 +1,80 @@
+"""Whether a tokenizer's turns can be cut into token segments, checked when it loads.
+
+What cuts segments (:mod:`~stategym.rendering.tokens`: ``hf:`` agents, the trainer, an
+``openai:`` agent's ``tokenizer``) needs a chat template that closes an assistant turn with
+the tokenizer's end-of-sequence token and renders a turn the same once messages follow it;
+without them an episode failed at its first observation. ``serve`` renders each request whole
+and does not need them (Qwen3's own template drops the thinking block of every turn but the
+last, and is served).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stategym.kernel.errors import UsageError
+from stategym.llm.model_files import first_line
+from stategym.rendering.tokens import NO_END_OF_TURN, AssistantTurns, observation_segment
+
+if TYPE_CHECKING:
+    from stategym.llm.local import ChatTokenizer
+
+GREETING: tuple[dict[str, Any], ...] = ({"role": "user", "content": "Hello"},)
+"""The conversation a model's logits are probed on when it loads
+(:meth:`~stategym.llm.engine.Engine.probe`), and an observation of the turn check: any chat
+template renders it."""
+
+
+def template_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
+    """What a chat template raises on a conversation it cannot render: Jinja's errors
+    (``raise_exception`` too), and Python's from the expressions it evaluates (a ``+`` of
+    a string and a number, a missing key, a division by zero, a range too big). A model
+    whose template fails on the greeting or the check's conversation is refused at load;
+    ``serve`` answers a request whose conversation fails so with a 400. ``more``: other
+    errors the caller reads so (``ValueError``)."""
+    from jinja2 import TemplateError
+
+    return (TemplateError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, *more)
+
+
+def check_turns(chat: ChatTokenizer, source: str | Path) -> None:
+    """Refuse a tokenizer whose turns cannot be cut into token segments: one with no chat
+    template or no end-of-sequence token, or whose template fails on a plain conversation,
+    does not close an assistant turn with that token (a folder without
+    ``tokenizer_config.json`` can load with another one), or renders a turn differently once
+    messages follow it.
+
+    Raises:
+        UsageError: naming ``source`` and what the tokenizer lacks.
+    """
+    refused = f"cannot use the model at {source}"
+    if not chat.tokenizer.chat_template:
+        raise UsageError(f"{refused}: its tokenizer has no chat template")
+    if not chat.tokenizer.eos_token:
+        raise UsageError(
+            f"{refused}: its tokenizer names no end-of-sequence token (eos_token, in "
+            "tokenizer_config.json, is missing or empty), which closes an assistant turn"
+        )
+    try:
+        AssistantTurns(chat, []).segment({"role": "assistant", "content": "Hello"})
+        observation_segment(chat, GREETING, [], closed=True)
+    except ValueError as error:
+        raise UsageError(f"{refused}: {error}{_end_of_turn_hint(chat, source, error)}") from None
+    except template_errors() as error:
+        raise UsageError(
+            f"{refused}: its chat template fails on a plain conversation "
+            f"({type(error).__name__}: {first_line(error)})"
+        ) from None
+
+
+def _end_of_turn_hint(chat: ChatTokenizer, source: str | Path, error: ValueError) -> str:
+    """What a turn must end with, where that is why it cannot be cut (not for a template's
+    own ``ValueError``, nor for a turn rendered differently once messages follow it)."""
+    if str(error) != NO_END_OF_TURN:
+        return ""
+    folder = Path(source)
+    missing = folder.is_dir() and not (folder / "tokenizer_config.json").exists()
+    named = "; the folder has no tokenizer_config.json, which names it" if missing else ""
+    token = chat.end_of_turn
+    return f" (a turn must end with the tokenizer's end-of-sequence token, here {token!r}{named})"
