@@ -313,15 +313,26 @@ def test_a_schedule_keyed_by_numpy_seeds_is_a_schedule() -> None:
     assert [(s.seed, s.knobs) for s in specs] == [(1, off), (2, Knobs())]
 
 
-def test_an_environment_unpickled_from_before_the_token_gets_its_own() -> None:
-    """Else every such environment shared the empty token, and took another's snapshots."""
-    env = Env("travel")
-    env.reset(seed=7)
-    state = env.__getstate__()
-    del state["_episode"]
-    old = Env.__new__(Env)
-    old.__setstate__(state)
+@pytest.mark.parametrize("counter", [None, 1], ids=["no token", "86e6525's counter"])
+def test_an_environment_unpickled_from_before_the_token_gets_its_own(counter: int | None) -> None:
+    """Else every such environment shared the empty token, or one counter value (86e6525
+    counted resets from 1 in every environment), and took another's snapshots."""
+    olds = []
+    for _ in range(2):
+        env = Env("travel")
+        env.reset(seed=7)
+        state = env.__getstate__()
+        if counter is None:
+            del state["_episode"]
+        else:
+            state["_episode"] = counter
+        old = Env.__new__(Env)
+        old.__setstate__(state)
+        olds.append(old)
     other = Env("travel")
     other.reset(seed=7)
     with pytest.raises(ValueError, match="taken in another episode"):
-        other.restore(old.snapshot())
+        other.restore(olds[0].snapshot())
+    with pytest.raises(ValueError, match="taken in another episode"):
+        olds[1].restore(olds[0].snapshot())
+    olds[0].restore(olds[0].snapshot())

@@ -12,6 +12,7 @@ its ``AgentLoopWorker.generate_sequences``, and the trainer's ``extract_reward``
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import random
 import warnings
@@ -356,6 +357,25 @@ def test_a_row_without_a_task_and_a_prompt_too_long_are_refused(tokenizer: Any) 
         adapter.episode_of({"index": 0})
     with pytest.raises(ValueError, match="prompt_length"):
         play(ScriptedServer([]), tokenizer, prompt_length=8)
+
+
+@pytest.mark.parametrize("damage", ["no end-of-turn marker", "no end-of-sequence token"])
+def test_a_tokenizer_whose_turns_cannot_be_cut_is_refused_before_sampling(
+    tokenizer: Any, damage: str
+) -> None:
+    from stategym.kernel.errors import UsageError
+
+    damaged = copy.deepcopy(tokenizer)
+    if damage == "no end-of-turn marker":
+        damaged.chat_template = tokenizer.chat_template.replace("<|im_end|>", "")
+    else:
+        damaged.eos_token = None
+    damaged.name_or_path = "models/damaged"
+    server = ScriptedServer([])
+    with pytest.raises(UsageError, match=r"^cannot use the model at models/damaged: ") as refused:
+        play(server, damaged)
+    assert "end-of" in str(refused.value) and "\n" not in str(refused.value)
+    assert server.prompts == []
 
 
 def test_dataset_rows_name_the_task_and_hold_the_renderers_prompt() -> None:

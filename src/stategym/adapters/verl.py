@@ -32,6 +32,11 @@ the parsing and the rounds are the ones every stategym LLM agent has:
   ``data_source``, when given, ``stategym/<domain>``. Any other row is refused with an error
   naming the field, before anything is sampled: verl would filter and log one task while
   the reward came from another.
+- **The tokenizer is checked** before anything is sampled, as every stategym agent that
+  cuts token segments checks it at load (:func:`~stategym.llm.turns.check_turns`, about a
+  millisecond a sample): a chat template that does not close an assistant turn with the
+  end-of-sequence token stops the sample with one line naming the model's path, not an
+  error at the first observation.
 - **The server's output is read by type.** Token ids must be ints in ``[0, 2**32)``: any
   other is no sample (a negative id is no embedding index), a broken server, and stops the
   sample with a one-line :class:`ServerOutputError`; an id past the tokenizer's vocabulary
@@ -74,6 +79,7 @@ from stategym.kernel.trajectory import ModelTurn, Trajectory, summarise_rounds
 from stategym.llm.agent import ChatAgent, Reply, Turn, finite_number
 from stategym.llm.local import ChatTokenizer, Message
 from stategym.llm.parse import parse
+from stategym.llm.turns import check_turns
 from stategym.metrics import credit, score
 from stategym.rendering.base import roles_and_texts
 from stategym.rendering.tokens import POLICY, TokenStream
@@ -111,6 +117,7 @@ class ServerBackend:
         self.sampling = dict(sampling)
         self.chat = ChatTokenizer(tokenizer)
         """The chat template the agent cuts observation tokens from."""
+        check_turns(self.chat, getattr(tokenizer, "name_or_path", "") or "verl's policy")  # ~1 ms
         self.request_id = uuid4().hex  # one per episode: verl routes a session to one server
         self.prompt_length = int(rollout.prompt_length)
         self.response_length = int(rollout.response_length)

@@ -536,9 +536,10 @@ class Env:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        # An environment pickled before stop 42: its episode has no token, no probe mark and
-        # no round limit of its own.
-        if not self.__dict__.get("_episode"):  # a token of its own, as at a reset
+        # An environment pickled before stop 42: its episode has no token (or 86e6525's
+        # counter, the same in every environment), no probe mark and no round limit of its own.
+        episode = self.__dict__.get("_episode")
+        if not episode or not isinstance(episode, str):  # a token of its own, as at a reset
             self._episode = uuid.uuid4().hex
         self.__dict__.setdefault("_probe", None)
         self.__dict__.setdefault("_given", False)
