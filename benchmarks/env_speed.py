@@ -36,6 +36,7 @@ import orjson
 
 import stategym
 from stategym.agents import scripted
+from stategym.kernel.counterfactual import generated_probe
 from stategym.kernel.domain import Domain
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import Action, CallBatch, action_to_message
@@ -120,7 +121,7 @@ def record(domain: Domain, agent: str, seeds: range) -> list[Episode]:
 # -- the measurements ------------------------------------------------------------------------
 
 
-def resets(domain: Domain, count: int, repeat: int) -> tuple[Figure, Figure]:
+def resets(domain: Domain, count: int, repeat: int) -> list[Figure]:
     env = Env(domain)
     first = [NEW_SEEDS]
 
@@ -140,9 +141,18 @@ def resets(domain: Domain, count: int, repeat: int) -> tuple[Figure, Figure]:
             env.reset(seed=seed)
         return clock() - began, count
 
+    probes = [t for t in (generated_probe(domain.name, s, env.knobs) for s in range(count)) if t]
+
+    def probe_tasks() -> tuple[float, int]:
+        """As the protocol resets a probe episode: the flipped task given to ``reset``."""
+        began = clock()
+        for task in probes:
+            env.reset(options={"task": task})
+        return clock() - began, len(probes)
+
     fresh = median_of(repeat, new_tasks)
     warm = median_of(repeat, cached)
-    return (
+    figures = [
         Figure(
             "reset, new task (generation included)",
             fresh[0] / fresh[1] * 1e3,
@@ -163,7 +173,22 @@ def resets(domain: Domain, count: int, repeat: int) -> tuple[Figure, Figure]:
             warm[1],
             spread(warm, _ms),
         ),
-    )
+    ]
+    if probes:
+        flipped = median_of(repeat, probe_tasks)
+        figures.append(
+            Figure(
+                "reset, a probe's flipped task",
+                flipped[0] / flipped[1] * 1e3,
+                "ms",
+                "lower",
+                1.0,
+                None,
+                flipped[1],
+                spread(flipped, _ms),
+            )
+        )
+    return figures
 
 
 def tool_calls(domain: Domain, episodes: list[Episode], label: str, repeat: int) -> Figure:

@@ -24,11 +24,13 @@ search for probe pairs is the protocol's (:mod:`stategym.topology.probes`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import replace
 
-from stategym.kernel.domain import Domain, GoldGraph, lookup
+from stategym.kernel.domain import Domain, GoldGraph, installed_registry, lookup
 from stategym.kernel.errors import TrajectoryError
+from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import (
     SlotKind,
     Task,
@@ -128,18 +130,29 @@ def flip_priorities(task: Task, domain: Domain | None = None) -> Task | None:
     return replace(task, slots=slots, priority=priority, truth=new_truth)
 
 
-def played_task(task: Task, probe: str | None, domain: Domain | None = None) -> Task:
-    """The task a trajectory whose ``run.probe`` is ``probe`` played, from ``task``, the one
-    its ``(domain, seed, knobs)`` generate: the flipped task for :data:`FLIP`, else ``task``
-    itself (no probe, ``"original"``, or a name stategym defines no task for).
+@functools.lru_cache(maxsize=4096, typed=True)
+def generated_probe(domain: str, seed: int, knobs: Knobs) -> Task | None:
+    """The flipped twin (:func:`flip_priorities`) of the task ``(domain, seed, knobs)``
+    generate, computed once as that task is (the registry's ``cached_task``, with the same
+    bound and typed keys): a probe episode's task is rebuilt where the rollout makes it,
+    where ``reset`` names it (:func:`~stategym.kernel.reset_options.named_as`) and where it
+    is scored, and the flip costs a few times a reset."""
+    return flip_priorities(installed_registry().cached_task(domain, seed, knobs))
+
+
+def played_task(domain: str, seed: int, knobs: Knobs, probe: str | None) -> Task:
+    """The task a trajectory of ``(domain, seed, knobs)`` whose ``run.probe`` is ``probe``
+    played: the flipped task (:func:`generated_probe`) for :data:`FLIP`, else the task they
+    generate (no probe, ``"original"``, or a name stategym defines no task for).
 
     Raises:
-        TrajectoryError: ``probe`` is :data:`FLIP` but ``task`` gives no probe (no trajectory
+        TrajectoryError: ``probe`` is :data:`FLIP` but the task gives no probe (no trajectory
             played by ``stategym protocol`` can say so).
     """
     if probe != FLIP:
-        return task
-    flipped = flip_priorities(task, domain)
+        return installed_registry().cached_task(domain, seed, knobs)
+    flipped = generated_probe(domain, seed, knobs)
     if flipped is None:
+        task = installed_registry().cached_task(domain, seed, knobs)
         raise TrajectoryError(f"{task.id} has no {FLIP} probe, yet run.probe names it")
     return flipped

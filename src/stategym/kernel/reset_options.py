@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from numbers import Integral
 from typing import Any
 
-from stategym.kernel.counterfactual import FLIP, flip_priorities
+from stategym.kernel.counterfactual import FLIP, generated_probe
 from stategym.kernel.domain import Domain, installed_registry
 from stategym.kernel.task import Task
 
@@ -71,8 +71,13 @@ def named_as(task: Task, domain: Domain) -> tuple[str | None, bool]:
     play as harmful).
     """
     generated = installed_registry().cached_task(domain.name, task.seed, task.knobs)
-    if task is generated or task == generated:
+    if task is generated:
         return None, False
-    if task == flip_priorities(generated, domain):
+    flipped = generated_probe(domain.name, task.seed, task.knobs)
+    if task is flipped:  # the rollout's probe: the same object, no deep comparison
+        return FLIP, False
+    if task == generated:
+        return None, False
+    if task == flipped:
         return FLIP, False
     return None, True

@@ -28,7 +28,6 @@ import orjson
 import pydantic
 
 from stategym.kernel.counterfactual import played_task
-from stategym.kernel.domain import installed_registry
 from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.files import open_regular
 from stategym.kernel.knobs import Knobs
@@ -451,8 +450,7 @@ def task_of(trajectory: Trajectory) -> Task:
             "score or replay it with that task: score(trajectory, task), "
             "replay(trajectory, task=task)"
         )
-    task = installed_registry().cached_task(trajectory.domain, trajectory.seed, trajectory.knobs)
-    return played_task(task, trajectory.run.probe)
+    return played_task(trajectory.domain, trajectory.seed, trajectory.knobs, trajectory.run.probe)
 
 
 def replay(trajectory: Trajectory, env: Env | None = None, task: Task | None = None) -> Env:

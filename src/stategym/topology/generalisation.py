@@ -31,7 +31,7 @@ from stategym.kernel.env import Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.task import SEED_LIMIT, Task
 from stategym.kernel.trajectory import Trajectory
-from stategym.registry import cached_task, get_domain
+from stategym.registry import get_domain
 from stategym.rollout import Agents, EpisodeSpec, plain_options, requested, run_episode, stream
 from stategym.rollout.workers import Spread
 from stategym.topology.distance import EXPANSION_BUDGET
@@ -130,7 +130,7 @@ def agent_shots(config: ProtocolConfig) -> tuple[int, ...]:
 
 def spec_task_of(spec: EpisodeSpec) -> Task:
     """The task a protocol spec plays (a probe's is the flipped task)."""
-    return played_task(cached_task(spec.domain, spec.seed, spec.knobs), spec.probe)
+    return played_task(spec.domain, spec.seed, spec.knobs, spec.probe)
 
 
 def _specs(
