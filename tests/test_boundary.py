@@ -37,7 +37,8 @@ from stategym.kernel.protocol import (
     to_json,
 )
 from stategym.kernel.trajectory import dumps, loads, read_jsonl, replay, write_jsonl
-from stategym.kernel.validation import NOT_RUN
+from stategym.kernel.validation import MAX_REASON, NOT_RUN
+from stategym.kernel.verify import verify
 from stategym.metrics import score
 from stategym.rollout import run_episode
 
@@ -142,6 +143,38 @@ def test_json_text_is_read_exactly_then_judged_by_the_rule(text: str, kind: str)
     with pytest.raises(AgentFormatError) as caught:
         decode_json(text, "arguments")
     assert caught.value.kind == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"day": 8, "day": 9}',
+        '{"t": "09:00", "x": {"a": 1, "a": 1}}',  # colons in strings: the slow reading
+        '[{"a": 1}, {"b": "c:d", "b": 2}]',
+        '{"\\u0061": 1, "a": 2}',  # one name, written two ways
+    ],
+)
+def test_json_text_that_names_a_member_twice_is_malformed(text: str) -> None:
+    """Audit 17A F6: orjson kept the last value, so a call naming day 8 and day 9 ran as day
+    9 (I-JSON forbids repeated names; the compact rendering's keywords refuse them too)."""
+    with pytest.raises(AgentFormatError, match="twice in one object") as caught:
+        decode_json(text, "arguments")
+    assert caught.value.kind == "malformed_json"
+    env = gymnasium.make("stategym/Travel-v0")
+    env.reset(seed=0)
+    call = {"id": "a", "function": {"name": "search_flights", "arguments": text}}
+    message = {"role": "assistant", "tool_calls": [call]}
+    *_, info = env.step(orjson.dumps(message).decode())
+    assert info["format_errors"] == ("malformed_json",)
+    twice = '{"role": "assistant", "content": "a", "content": "b"}'
+    assert env.step(twice)[4]["format_errors"] == ("malformed_json",)
+
+
+@pytest.mark.parametrize(
+    "text", ['{"t": "09:00", "u": "a:b:c"}', '[{"a": 1}, {"a": 2}]', '{"a": {"a": {"a": 1}}}']
+)
+def test_json_text_with_each_name_once_per_object_reads(text: str) -> None:
+    assert decode_json(text, "arguments") == orjson.loads(text)
 
 
 @pytest.mark.parametrize(
@@ -482,3 +515,20 @@ def _number(value: Any) -> bool:
 
 def _extreme(value: Any, extreme: float) -> Any:
     return extreme if _number(value) else value
+
+
+def test_a_tool_error_quoting_a_long_argument_is_told_cut() -> None:
+    """Audit 17B F6: a tool error quoted its 16 KB argument whole, so 64 such calls sent
+    1 MB back to the model each round and into the log."""
+    env = Env("meetings")
+    env.reset(seed=0)
+    long_id, short_id = "x" * 16_000, "nobody"
+    result = env.step(
+        calls(call("lookup_person", person_id=long_id), call("lookup_person", person_id=short_id))
+    )
+    long, short = result.observation.results
+    assert long.error_kind == short.error_kind == "tool"
+    assert long.error is not None and len(long.error) == MAX_REASON + 1
+    assert long.error.endswith(CUT) and long.error[:-1] in f"no person {long_id!r}"
+    assert short.error is not None and short_id in short.error and not short.error.endswith(CUT)
+    assert verify(env.trajectory) == []

@@ -124,6 +124,47 @@ def test_no_tool_the_model_lacks_is_named(domain: str, kind: str) -> None:
         assert named == set(), setting
 
 
+OWN_WRITES = {
+    "bank": {"list_transfers"},
+    "cloud": set(),  # list_snapshots also lists the snapshots the account started with
+    "lookup": set(),
+    "meetings": {"list_invitations"},
+    "shop": {"list_orders", "review_cart"},
+    "travel": {"list_bookings"},
+}
+"""The READ tools that list only what the episode's own writes made: nothing can fill them
+with ``stateful`` off."""
+
+
+@pytest.mark.parametrize("name", sorted(OWN_WRITES))
+def test_a_stateless_episode_is_offered_no_tool_that_lists_its_own_writes(name: str) -> None:
+    """Once offered: the order list (always empty) and shop's ``review_cart``, whose
+    argument is a cart id nothing can make."""
+    domain = get_domain(name)
+    for setting in ("stateful=off", "all_off"):
+        knobs = Knobs.parse(setting)
+        reads = {t.name for t in domain.tools if t.effect.name == "READ"}
+        offered = {t.name for t in domain.available_tools(knobs)}
+        assert offered == reads - OWN_WRITES[name], setting
+        env = Env(name, knobs=knobs)
+        env.reset(seed=1)
+        assert {s["function"]["name"] for s in env.tool_schemas} == offered | {"finish"}
+        for tool in OWN_WRITES[name]:
+            arguments = {"cart_id": "C1"} if tool == "review_cart" else {}
+            step = env.step(calls(call(tool, **arguments)))
+            assert step.info["format_errors"] == ("unknown_tool",), tool
+    stateful = {t.name for t in domain.available_tools(Knobs())}
+    assert OWN_WRITES[name] <= stateful
+
+
+def test_a_stateless_synthetic_episode_is_offered_no_purchase_list() -> None:
+    domain = get_domain(SPEC)
+    purchases = {t.name for t in domain.tools if t.reads_own_writes}
+    assert purchases == {"list_purchases"}
+    assert purchases <= {t.name for t in domain.available_tools(Knobs())}
+    assert not purchases & {t.name for t in domain.available_tools(Knobs(stateful=False))}
+
+
 COMMITTING = (
     "pay once",
     "check out once",

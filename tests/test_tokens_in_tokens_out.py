@@ -24,7 +24,7 @@ from stategym.llm import LLMAgentFactory
 from stategym.llm.agent import Reply, Turn
 from stategym.llm.parse import parse
 from stategym.registry import all_domains, get_domain
-from stategym.rendering.tokens import OBSERVATION, POLICY, USER
+from stategym.rendering.tokens import OBSERVATION, POLICY, USER, first_segment
 from stategym.rollout import FixedAgent, episode_specs, play_in_order, run_episode
 
 DOMAINS = [*all_domains(), "synth:chain2+fanout3+askgate+verifycommit"]
@@ -176,6 +176,24 @@ def test_the_mask_marks_exactly_the_sampled_ids_and_the_users_words(domain: str)
         # every run of user tokens is one thing the user said, whole
         assert runs and all(run in said for run in runs)
         assert len(runs) == len(said)
+
+
+def test_in_a_long_conversation_the_mask_marks_each_users_words() -> None:
+    """The mask is read by bisection over the users' contents (audit 17B F1: a scan of every
+    content for every token was quadratic); it marks what the scan marked."""
+    chat = WordChat()
+    said = [f"user words {n}" for n in range(300)]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "rules"}]
+    for n, words in enumerate(said):
+        messages += [{"role": "user", "content": words}, {"role": "assistant", "content": "ok"}]
+        if n % 3 == 0:
+            messages.append({"role": "tool", "content": f"user words {n} quoted by a tool"})
+    segment = first_segment(chat, messages, [])
+    runs = [
+        "".join(chat.words[i] for i in run) for run in _runs(list(segment.ids), segment.mask, USER)
+    ]
+    assert runs == said
+    assert set(segment.mask) == {USER, OBSERVATION}
 
 
 def _runs(ids: list[int], mask: str, letter: str) -> list[list[int]]:

@@ -284,6 +284,27 @@ def test_a_normalised_answer_still_matches_exactly() -> None:
     assert match_answer(None, options) is None
 
 
+def test_long_answers_are_read_alike_and_not_kept() -> None:
+    """Audit 17B F2: every distinct answer was memoised, 16 KB each, for the process's life
+    (up to 65,536 of them); options and short answers still are."""
+    import tracemalloc
+
+    options = ("T123", "T124")
+    answers = [f"The answer is T12{n} " + "because " * 2000 for n in range(40)]
+    match_answer(answers[0], options)  # the options' readings are memoised once
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for answer in answers:
+            assert match_answer(answer, options) is None
+            assert normalise_answer(answer).startswith("t12")
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 100_000, f"{kept} bytes kept after 40 answers of 16 KB"
+    assert match_answer("the answer is   T123." + " " * 60, options) == "T123"
+
+
 def test_the_user_understands_the_first_set() -> None:
     """The first held-out set is training data now (``questions.json``), so this is a floor on
     fitting it, not a measure of understanding (the blind set's floors are in

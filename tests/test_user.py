@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -658,3 +659,37 @@ def test_an_option_that_sells_out_later_is_judged_while_it_is_on_offer(
     assert sold.key not in task.truth.satisfaction and sold.at > 1
     (reply,) = _first_proposal(env, seed, f"I propose {sold.key}. Shall I book it?")
     assert reply.startswith("No, X does not work for me: the most important thing it misses")
+
+
+def _left_by_scan(sentence: Any) -> list[str]:
+    """``proposals._left`` as it was before audit 17B F3: every option scanned for every
+    rejection (quadratic), kept as the reference the bisection must agree with."""
+    from stategym.kernel.proposals import _REJECTING
+
+    line = " ".join(sentence.words)
+    rejected = set()
+    for match in _REJECTING.finditer(line):
+        first, last = line.count(" ", 0, match.start()), line.count(" ", 0, match.end())
+        _, _, at = min(
+            (first - at, 1, at) if at < first else (at - last, 0, at) for _, at, _ in sentence.named
+        )
+        rejected.add(at)
+    return list(
+        dict.fromkeys(o for o, at, context in sentence.named if not (context or at in rejected))
+    )
+
+
+_WORDS = ["i", "pick", "aq1", "aq2", "aq3", "misses", "not", "a", "good", "fit", "too", "late"]
+
+
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=40), st.data())
+def test_the_option_nearest_a_rejection_is_found_as_the_scan_found_it(
+    words: list[str], data: st.DataObject
+) -> None:
+    from stategym.kernel.proposals import _left, _Sentence
+
+    named = [(w, at, data.draw(st.booleans())) for at, w in enumerate(words) if w[:2] == "aq"]
+    if not named:
+        return
+    sentence = _Sentence(" ".join(words), tuple(words), tuple(named))
+    assert _left(sentence) == _left_by_scan(sentence)

@@ -206,7 +206,8 @@ def test_knobs_are_respected(name: str) -> None:
     env = Env(name, knobs=Knobs(stateful=False))
     env.reset(seed=0)
     offered = {s["function"]["name"] for s in env.tool_schemas}
-    assert offered == {t.name for t in domain.tools if t.effect is Effect.READ} | {"finish"}
+    reads = {t.name for t in domain.tools if t.effect is Effect.READ and not t.reads_own_writes}
+    assert offered == reads | {"finish"}
 
 
 @pytest.mark.parametrize("name", DOMAINS)

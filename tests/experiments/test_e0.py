@@ -106,8 +106,10 @@ def e0_knobs(seed: int) -> Any:
 def test_the_same_seeds_give_the_same_numbers() -> None:
     config = E0Config("smoke", tasks=7, resamples=50, domains=("shop",), agents=("serial", "spray"))
     first, second = e0.run(config, (0, 1)), e0.run(config, (0, 1))
-    assert first.estimates == second.estimates
-    assert first.correlations == second.correlations
+    # Compared as text: every float's repr is exact, and a rho that is undefined (the two
+    # agents tie on goal rate, as they do here) is NaN in both, which == never equals.
+    assert repr(first.estimates) == repr(second.estimates)
+    assert repr(first.correlations) == repr(second.correlations)
 
 
 def test_every_experiment_is_wired_to_what_it_needs() -> None:

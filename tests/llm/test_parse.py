@@ -12,11 +12,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stategym.kernel.boundary import MAX_CALLS
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import CallBatch, Say, action_from_message
 from stategym.kernel.trajectory import dumps, loads
 from stategym.llm import parse as parse_module
-from stategym.llm.parse import REPAIRED, UNCLOSED, UNCLOSED_THINK, Parsed, ParsedCall, parse
+from stategym.llm.parse import (
+    REPAIR_LIMIT,
+    REPAIRED,
+    UNCLOSED,
+    UNCLOSED_THINK,
+    Parsed,
+    ParsedCall,
+    parse,
+)
 
 
 def parse_message(call: ParsedCall) -> dict[str, Any]:
@@ -80,6 +89,77 @@ def test_broken_arguments_reach_the_environment_raw() -> None:
     env.reset(seed=0)
     result = env.step(action_from_message(parsed.to_message()))
     assert tuple(result.info["format_errors"]) == ("malformed_json",)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "search_flights" "arguments": {"origin": "LHR", "day": 9}}',
+        '{"name": "search_flights", "id": , "arguments": {"origin": "LHR", "day": 9}}',
+        "{'name': 'search_flights' 'arguments': {\"origin\": \"LHR\", \"day\": 9}}",
+    ],
+)
+def test_a_call_read_out_of_broken_json_is_counted(body: str) -> None:
+    """Audit 17A F4: a missing comma around readable arguments ran with no format error."""
+    parsed = parse(f"<tool_call>{body}</tool_call>")
+    assert parsed.calls == (ParsedCall("search_flights", '{"origin": "LHR", "day": 9}'),)
+    assert parsed.errors == (REPAIRED,)
+
+
+def test_a_name_inside_the_arguments_is_no_call_name() -> None:
+    parsed = parse(
+        '<tool_call>{"name" "send_transfer", "arguments": '
+        '{"name": "verify_payee", "iban": "GB00"}}</tool_call>'
+    )
+    (call,) = parsed.calls
+    assert call.name == "" and parsed.errors == ()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "search_flights", "arguments": {"day": 8, "day": 9}}',
+        "{'name': 'search_flights', 'arguments': {'day': 8, 'day': 9}}",
+        '{"name": "get_profile", "name": "search_flights", "arguments": {}}',
+    ],
+)
+def test_a_call_that_names_a_member_twice_runs_nothing(body: str) -> None:
+    """Audit 17A F6: the last of two values (or of two tool names) ran, uncounted."""
+    env = Env("travel")
+    env.reset(seed=0)
+    parsed = parse(f"<tool_call>{body}</tool_call>")
+    result = env.step(action_from_message(parsed.to_message()))
+    assert REPAIRED not in parsed.errors
+    assert result.info["format_errors"] in (("malformed_json",), ("unknown_tool",))
+    assert all(r.content is None for r in result.observation.results)
+
+
+def test_a_reply_of_more_calls_than_a_round_takes_is_read_no_further() -> None:
+    """Audit 17B F4: a 1 MB reply was read whole, ~95,000 calls, though the environment
+    refuses a round of more than MAX_CALLS."""
+    call = '<tool_call>{"name": "get_profile", "arguments": {}}</tool_call>'
+    assert len(parse(call * 1000).calls) == MAX_CALLS + 1
+    bare = "[" + ", ".join(['{"name": "get_profile", "arguments": {}}'] * 1000) + "]"
+    assert len(parse(bare).calls) == MAX_CALLS + 1
+    env = Env("travel")
+    env.reset(seed=0)
+    *_, info = env.step_message(parse(call * 1000).to_message())
+    assert info["format_errors"] == ("too_large",)
+
+
+def test_only_text_within_the_repair_limit_is_repaired() -> None:
+    """Audit 17B F4: repairing 1 MB (a trailing comma) took 1.5 s and 500 MB."""
+    items = ", ".join(["1"] * (REPAIR_LIMIT // 3))
+    long = '<tool_call>{"name": "get_profile", "arguments": {"a": [' + items + ",]}}</tool_call>"
+    parsed = parse(long)
+    (call,) = parsed.calls
+    assert call.name == "get_profile" and REPAIRED not in parsed.errors
+    env = Env("travel")
+    env.reset(seed=0)
+    result = env.step(action_from_message(parsed.to_message()))
+    assert result.info["format_errors"] == ("too_large",)
+    short = '<tool_call>{"name": "get_profile", "arguments": {"a": [1, 2,]}}</tool_call>'
+    assert parse(short).errors == (REPAIRED,)
 
 
 def test_garbage_inside_tags_is_an_unknown_tool() -> None:

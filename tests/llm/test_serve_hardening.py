@@ -128,6 +128,29 @@ def test_a_body_over_the_limit_is_a_413_before_it_is_read(origin: str) -> None:
     assert _post(origin, {"messages": HI, "max_tokens": 3}).status_code == 200
 
 
+def test_more_messages_than_the_context_has_tokens_are_refused_unrendered(
+    model: LocalModel, origin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit 17B F1: 50,000 short messages were rendered for minutes before the context
+    check refused them."""
+    rendered: list[int] = []
+    render = model.render
+
+    def counted(messages: Any, tools: Any) -> list[int]:
+        rendered.append(len(messages))
+        return render(messages, tools)
+
+    monkeypatch.setattr(model, "render", counted)
+    many = [{"role": "user", "content": "hi"}] * (model.context + 1)
+    reply = _post(origin, {"messages": many, "max_tokens": 3})
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["code"] == "context_length_exceeded" and "messages" in error["message"]
+    assert rendered == []
+    assert _post(origin, {"messages": HI, "max_tokens": 3}).status_code == 200
+    assert rendered == [len(HI)]
+
+
 def test_hostile_requests_among_good_ones_fail_alone(origin: str) -> None:
     good = [{"messages": HI, "max_tokens": 5, "seed": seed} for seed in range(3)]
     alone = [_post(origin, body).json()["choices"][0]["message"] for body in good]

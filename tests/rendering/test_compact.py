@@ -16,7 +16,7 @@ from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall, call, cal
 from stategym.metrics import score
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, MessageRenderer
-from stategym.rendering.handles import Handles, is_entity
+from stategym.rendering.handles import WORDS, Handles, is_entity
 from stategym.rollout import run_episode
 
 DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
@@ -173,14 +173,69 @@ def test_lines_look_like_the_issue_says() -> None:
         calls(call("search_flights", origin="LHR", destination="HND", day=8))
     ) == ("search_flights LHR HND 8")
     hold = calls(call("hold_fare", flight_id="AQ449"), call("hold_fare", flight_id="TK204"))
-    assert renderer.render(hold) == "hold_fare A\nhold_fare B"
-    assert renderer.parse("hold_fare B\n\nhold_fare A") == calls(
+    assert renderer.render(hold) == "hold_fare B\nhold_fare C"  # no handle A: it is a word
+    assert renderer.parse("hold_fare C\n\nhold_fare B") == calls(
         call("hold_fare", flight_id="TK204"), call("hold_fare", flight_id="AQ449")
     )
-    assert renderer.parse("Shall I book A?") == Say("Shall I book AQ449?")
+    assert renderer.parse("Shall I book B?") == Say("Shall I book AQ449?")
     assert renderer.render(Say("finish me")) == "\\finish me"
-    assert renderer.parse('hold_fare "A') == CallBatch((ToolCall("hold_fare", '"A'),))
+    assert renderer.parse('hold_fare "B') == CallBatch((ToolCall("hold_fare", '"B'),))
     assert renderer.parse("   ") == CallBatch(())
+
+
+def test_a_sentence_the_model_starts_with_a_is_a_sentence() -> None:
+    """Audit 17A F1: "A" was the first id's handle, so "A quick question first: ..." was a
+    proposal of that id, which the user rejected without answering the question."""
+    env = Env("travel")
+    observation, _ = env.reset(seed=0)
+    renderer = CompactRenderer(env.domain, env.task.knobs)
+    renderer.first_messages(env.task)
+    expert = scripted(env.domain, "expert")(env.task)
+    while not renderer.handles:  # the expert's reads, until an id has a handle
+        observation = env.step(expert.act(observation)).observation
+        renderer.observation_messages(observation)
+    question = "A quick question first: what is your budget? OK, I can wait until 5 PM."
+    assert renderer.parse(question) == Say(question)
+    env.step(renderer.parse(question))
+    heard = env.rounds[-1].user
+    assert heard is not None and heard.proposed is None
+
+
+def test_words_and_units_the_model_writes_in_capitals_are_never_handles() -> None:
+    handles = Handles()
+    names = [handles.handle(f"X{n}") for n in range(700)]
+    assert {"A", "I", "OK", "NO", "PM", "GB", "USD", "UTC"}.isdisjoint(names)
+    assert not any(set(name) & set("AI") for name in names)
+    assert WORDS.isdisjoint(names) and len(set(names)) == 700
+
+
+def test_a_time_zone_offset_the_user_says_stays_readable() -> None:
+    """Audit 17A F2: "UTC-5" mixed letters and digits, so the model read "on A"."""
+    handles = Handles()
+    text = "Nia Aziz is on UTC-5; Raj Park is on UTC+2 and GMT-11; book K1-5304."
+    assert handles.encode(text) == "Nia Aziz is on UTC-5; Raj Park is on UTC+2 and GMT-11; book B."
+
+
+def test_tool_and_argument_names_stay_as_written_in_what_the_model_reads() -> None:
+    """Audit 17A F3: a synthetic domain's ``get_key_1`` became a handle in an error's list of
+    tools, a name the model cannot call."""
+    name = "synth:chain2+fanout3"
+    env = Env(name)
+    env.reset(seed=0)
+    renderer = CompactRenderer(env.domain, env.task.knobs)
+    renderer.first_messages(env.task)
+    tools = [t.name for t in env.domain.available_tools(env.task.knobs)]
+    assert any(is_entity(tool) for tool in tools)
+    step = env.step(calls(call("no_such_tool")))
+    (text,) = [m["content"] for m in renderer.observation_messages(step.observation)]
+    assert all(re.search(rf"\b{tool}\b", text) for tool in tools), text
+
+
+def test_a_tab_after_the_tool_name_ends_the_name() -> None:
+    renderer = CompactRenderer(TRAVEL, Knobs())
+    assert renderer.parse("search_flights\tLHR HND 8") == calls(
+        call("search_flights", origin="LHR", destination="HND", day=8)
+    )
 
 
 @pytest.mark.parametrize("name", DOMAINS)

@@ -120,13 +120,14 @@ def read_json(text: str, what: str) -> Any:
     """Decode JSON text exactly; the values are not yet judged by :func:`to_json`.
 
     Text must be I-JSON (RFC 7493) as orjson reads it: a number beyond a double's range (an
-    infinity, or an integer of some 310 digits) or nesting past 1,024 levels is
-    ``malformed_json``. One exception: a surrogate, raw or escaped, is read by the rule
-    :func:`to_json` applies to a string (a pair is its character, a lone one U+FFFD), so
-    the JSON text ``json.dumps`` writes for a lone surrogate (``"\\ud800"``, which I-JSON
-    has no room for) reads as the value it was written from would. orjson reads an integer
-    wider than 64 bits as a float, so text with such a long number is read again by the
-    standard library, which keeps every integer exact (for :func:`to_json` to reject).
+    infinity, or an integer of some 310 digits), nesting past 1,024 levels or an object that
+    names a member twice (:class:`RepeatedNameError`) is ``malformed_json``. One exception:
+    a surrogate, raw or escaped, is read by the rule :func:`to_json` applies to a string (a
+    pair is its character, a lone one U+FFFD), so the JSON text ``json.dumps`` writes for a
+    lone surrogate (``"\\ud800"``, which I-JSON has no room for) reads as the value it was
+    written from would. orjson reads an integer wider than 64 bits as a float, so text with
+    such a long number is read again by the standard library, which keeps every integer
+    exact (for :func:`to_json` to reject).
 
     Raises:
         AgentFormatError: ``malformed_json`` or ``too_large``; ``what`` (such as
@@ -176,16 +177,69 @@ def _orjson(text: str, what: str) -> tuple[Any, str]:
         AgentFormatError: ``malformed_json``, the last reading's error.
     """
     try:
-        return orjson.loads(text), text
+        return _once_each(orjson.loads(text), text, what), text
     except orjson.JSONDecodeError as error:
         failure = error
     read = _surrogates_read(text)
     if read != text:
         try:
-            return orjson.loads(read), read
+            return _once_each(orjson.loads(read), read, what), read
         except orjson.JSONDecodeError as error:
             failure = error
     raise AgentFormatError("malformed_json", f"{what} is not valid JSON ({failure})") from None
+
+
+def _once_each(value: Any, text: str, what: str) -> Any:
+    """``value``, read from ``text``, if no object of ``text`` names a member twice (I-JSON
+    forbids it, and orjson keeps the last silently: ``{"day": 8, "day": 9}`` ran as day 9,
+    audit 17A F6). Every member is written with a colon, so text with no more colons than
+    ``value`` has keys repeats none; other text (colons inside strings) is read again by the
+    standard library, which sees each member.
+
+    Raises:
+        AgentFormatError: ``malformed_json``, naming the repeated member.
+    """
+    if text.count(":") <= _key_count(value):
+        return value
+    try:
+        json.loads(text, object_pairs_hook=_no_repeated_name)
+    except _RepeatedName as repeated:
+        raise RepeatedNameError(
+            "malformed_json", f"{what} names {repeated.args[0]!r} twice in one object"
+        ) from None
+    except RecursionError:  # deeper than the standard library reads: too deep for the rule
+        pass
+    return value
+
+
+class RepeatedNameError(AgentFormatError):
+    """``malformed_json``: an object names a member twice, which no repair can settle."""
+
+
+class _RepeatedName(Exception):
+    """A JSON object that names a member twice (its name is the argument)."""
+
+
+def _no_repeated_name(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise _RepeatedName(name)
+        seen.add(name)
+    return dict(pairs)
+
+
+def _key_count(value: Any) -> int:
+    """Members of every object in ``value`` (a JSON reading), counted without recursion."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return count
 
 
 def _surrogates_read(text: str) -> str:

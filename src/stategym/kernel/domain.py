@@ -126,10 +126,12 @@ class Domain:
         return copied
 
     def available_tools(self, knobs: Knobs) -> tuple[Tool, ...]:
-        """Tools offered under these knobs: read-only tools alone when statefulness is off."""
+        """Tools offered under these knobs: with statefulness off, the READ tools alone, less
+        those that list only what the episode's writes made (:attr:`Tool.reads_own_writes`:
+        an order list, a cart), which nothing can fill."""
         if knobs.stateful:
             return self.tools
-        return tuple(t for t in self.tools if t.effect is Effect.READ)
+        return tuple(t for t in self.tools if t.effect is Effect.READ and not t.reads_own_writes)
 
     def judges_answer(self, knobs: Knobs) -> bool:
         """Episodes are judged on the ``finish`` answer (stateless or read-only), not on what

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -272,15 +273,20 @@ def _left(sentence: _Sentence) -> list[str]:
     """The options ``sentence`` names as the choice: not in a clause of context, nor the one
     nearest a rejection ("I recommend AQ449 because AQ348 misses one of your wishes")."""
     line = " ".join(sentence.words)
+    spaces = [i for i, character in enumerate(line) if character == " "]
+    places = sorted({at for _, at, _ in sentence.named})
     rejected = set()
     for match in _REJECTING.finditer(line):
-        first, last = line.count(" ", 0, match.start()), line.count(" ", 0, match.end())
+        first, last = bisect_left(spaces, match.start()), bisect_left(spaces, match.end())
         # words away from the rejection, the option after it first on a tie ("I didn't
-        # pick AQ348" governs what follows)
-        _, _, at = min(
-            (first - at, 1, at) if at < first else (at - last, 0, at) for _, at, _ in sentence.named
-        )
-        rejected.add(at)
+        # pick AQ348" governs what follows): the nearest before it or the nearest from it on,
+        # found by bisection (a scan of every option for every rejection was quadratic:
+        # a 16 KB message took 0.3 s to read, audit 17B F3)
+        index = bisect_left(places, first)
+        nearest = [(first - places[index - 1], 1, places[index - 1])] if index else []
+        if index < len(places):
+            nearest.append((places[index] - last, 0, places[index]))
+        rejected.add(min(nearest)[2])
     return list(
         dict.fromkeys(o for o, at, context in sentence.named if not (context or at in rejected))
     )

@@ -122,6 +122,14 @@ class Tool:
     params: tuple[Param, ...]
     schema: dict[str, Any]
     when_off: KnobSentences = ()
+    reads_own_writes: bool = False
+    """A READ tool over what the episode's own writes made (orders, bookings, a cart): not
+    offered where ``stateful`` is off, where nothing can be written
+    (:meth:`~stategym.kernel.domain.Domain.available_tools`)."""
+
+    def __post_init__(self) -> None:
+        if self.reads_own_writes and self.effect is not Effect.READ:
+            raise ValueError(f"tool {self.name}: only a READ tool reads what writes made")
 
     def schema_for(self, knobs: Knobs) -> dict[str, Any]:
         """The schema the model sees in a world with ``knobs``: each sentence of
@@ -202,6 +210,7 @@ def tool(
     effect: Effect,
     latency: int = 1,
     when_off: Mapping[str, Mapping[str, str]] | None = None,
+    reads_own_writes: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool with an effect and a latency (clock ticks).
 
@@ -212,6 +221,8 @@ def tool(
             argument's text) true only while it is on, each
             mapped to the sentence that replaces it with the knob off
             (:meth:`Tool.schema_for`, checked by :func:`~stategym.kernel.knob_text.knob_sentences`).
+        reads_own_writes: a READ tool that lists only what the episode's writes made
+            (:attr:`Tool.reads_own_writes`): offered only where ``stateful`` is on.
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
@@ -245,7 +256,17 @@ def tool(
                 },
             },
         }
-        return Tool(fn.__name__, fn, effect, latency, description, tuple(params), schema, sentences)
+        return Tool(
+            fn.__name__,
+            fn,
+            effect,
+            latency,
+            description,
+            tuple(params),
+            schema,
+            sentences,
+            reads_own_writes,
+        )
 
     return wrap
 

@@ -340,8 +340,11 @@ def run_ready(call: Ready, world: World) -> CallRecord:
     except ToolError as error:
         if before is not None:
             world.restore(before)
+        told = str(error)  # it may quote an argument of 16 KB: told cut, as a rejection is
+        if len(told) > MAX_REASON:  # (64 such calls sent 1 MB back a round: audit 17B F6)
+            told = told[:MAX_REASON] + CUT
         return CallRecord(
-            call.id, call.name, call.arguments, tool.effect, None, str(error), "tool", call.sources
+            call.id, call.name, call.arguments, tool.effect, None, told, "tool", call.sources
         )
     return _new_call_record(
         call.id, call.name, call.arguments, tool.effect, content, None, None, call.sources

@@ -24,7 +24,9 @@ leaves out when it compares a round with its replay.
 Dropped without an error (the runner logs the raw text): text between calls or after the last
 ``</tool_call>`` (narration is the text before the first call).
 
-Parsing takes time linear in the text's length, whatever the text: no regular expression here
+Parsing reads at most ``MAX_CALLS + 1`` calls (the environment refuses a round of more, whole)
+and repairs at most :data:`REPAIR_LIMIT` characters. It takes time linear in the text's
+length, whatever the text: no regular expression here
 has a lazy group next to a whitespace run (such a pattern backtracks cubically over the run:
 an unclosed fence before 16,000 spaces took an hour); the fence and the arguments are cut by
 hand (:func:`_unfence`, :func:`_raw_arguments`).
@@ -40,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from stategym.kernel.boundary import MAX_CALLS, RepeatedNameError
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.protocol import read_json
 
@@ -55,6 +58,11 @@ _FENCE_LABELS = ("json", "tool_call")
 _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']*)["']""")
 _ARGUMENTS_KEY = re.compile(r"""["'](?:arguments|parameters)["']\s*:\s*""")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+REPAIR_LIMIT = 1 << 16
+"""Characters of JSON the parser repairs (a Python literal, a trailing comma): Python's own
+parser holds about 500 bytes per character (a 1 MB reply took 1.5 s and 500 MB: audit 17B
+F4), and a longer call holds arguments past the environment's cap anyway. Longer text that
+is not JSON is passed on as it is, for the environment to refuse."""
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _BARE_LITERAL = re.compile(r"\b(true|false|null)\b")
 
@@ -167,6 +175,8 @@ def _tagged(text: str) -> Parsed:
     calls: list[ParsedCall] = []
     errors: list[str] = []
     for match in _CALL.finditer(text):
+        if len(calls) > MAX_CALLS:  # the environment refuses the round whole: read no more
+            break
         if not text.startswith(CLOSE, match.end(1)):
             errors.append(UNCLOSED)
         call, repaired = _call(_unfence(match.group(1).strip()))
@@ -182,16 +192,34 @@ def _plain_json(text: str) -> tuple[tuple[ParsedCall, ...], tuple[str, ...]]:
     items = value if isinstance(value, list) else [value]
     if not items or not all(isinstance(i, dict) and _name_of(i) is not None for i in items):
         return (), ()
-    calls = tuple(_from_object(item, text) for item in items)
+    calls = tuple(_from_object(item, text) for item in items[: MAX_CALLS + 1])
     return calls, (REPAIRED,) if repaired else ()
 
 
 def _call(body: str) -> tuple[ParsedCall, bool]:
+    """The call a body names, and whether reading it took a repair. A body that is no JSON
+    object is read by hand: its name is the first ``"name": "..."`` before the arguments (one
+    inside them is an argument: audit 17A F4), its arguments their text as written; a call
+    so read whose arguments are JSON counts as repaired: it runs, and the broken JSON around
+    them was counted nowhere (arguments that are not JSON are the environment's
+    ``malformed_json``)."""
     value, repaired = _decode(body)
     if isinstance(value, dict):
         return _from_object(value, _raw_arguments(body)), repaired
-    name = _NAME.search(body)
-    return ParsedCall(name.group(1) if name else "", _raw_arguments(body)), False
+    key = _ARGUMENTS_KEY.search(body)
+    names = _NAME.findall(body, 0, len(body) if key is None else key.start())
+    arguments = _raw_arguments(body)
+    if len(names) != 1:  # none, or two the model may have meant
+        return ParsedCall("", arguments), False
+    return ParsedCall(names[0], arguments), _is_object(arguments)
+
+
+def _is_object(text: str) -> bool:
+    """Whether ``text`` is a JSON object as the environment reads arguments."""
+    try:
+        return isinstance(read_json(text, "the arguments"), dict)
+    except AgentFormatError:
+        return False
 
 
 def _raw_arguments(body: str) -> str:
@@ -232,17 +260,34 @@ def _decode(text: str) -> tuple[Any, bool]:
     """Decode JSON exactly; else a repaired reading (Python literals, trailing commas), flagged."""
     try:
         return read_json(text, "the call"), False
+    except RepeatedNameError:  # which of the two the model meant, no repair can tell
+        return None, False
     except AgentFormatError:
         pass
+    if len(text) > REPAIR_LIMIT:
+        return None, False
     candidate = _TRAILING_COMMA.sub(r"\1", text)
     candidate = _BARE_LITERAL.sub(lambda m: _LITERALS[m.group(1)], candidate)
     try:
-        value = ast.literal_eval(candidate)
+        tree = ast.parse(candidate, mode="eval")
+        value = ast.literal_eval(tree)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None, False
+    if _repeats_a_name(tree):  # Python keeps the last silently; which was meant, none can say
         return None, False
     if _encode(value, strict=True) is None:
         return None, False
     return value, True
+
+
+def _repeats_a_name(tree: ast.AST) -> bool:
+    """Whether a literal's dict names a key twice (``{'day': 8, 'day': 9}``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            if len(set(keys)) != len(keys):
+                return True
+    return False
 
 
 def _encode(value: Any, *, strict: bool = False) -> str | None:

@@ -43,7 +43,8 @@ def check_turns(chat: ChatTokenizer, source: str | Path) -> None:
     template or no end-of-sequence token, or whose template fails on a plain conversation,
     does not close an assistant turn with that token (a folder without
     ``tokenizer_config.json`` can load with another one), or renders a turn differently once
-    messages follow it.
+    messages follow it; or one that matches a special token in text its normaliser rewrote
+    (:func:`forged_special`).
 
     Raises:
         UsageError: naming ``source`` and what the tokenizer lacks.
@@ -56,6 +57,15 @@ def check_turns(chat: ChatTokenizer, source: str | Path) -> None:
             f"{refused}: its tokenizer names no end-of-sequence token (eos_token, in "
             "tokenizer_config.json, is missing or empty), which closes an assistant turn"
         )
+    forged = forged_special(chat.tokenizer)
+    if forged is not None:
+        look_alike, special = forged
+        raise UsageError(
+            f"{refused}: its tokenizer matches the special token {special!r} after its "
+            f"normaliser rewrites text, so a tool result or a user quoting {look_alike!r} "
+            "would hold a real turn marker; save it with normalized=false on its special "
+            "tokens (tokenizer.json's added_tokens)"
+        )
     try:
         AssistantTurns(chat, []).segment({"role": "assistant", "content": "Hello"})
         observation_segment(chat, GREETING, [], closed=True)
@@ -66,6 +76,35 @@ def check_turns(chat: ChatTokenizer, source: str | Path) -> None:
             f"{refused}: its chat template fails on a plain conversation "
             f"({type(error).__name__}: {first_line(error)})"
         ) from None
+
+
+_FULL_WIDTH = {code: code + 0xFEE0 for code in range(0x21, 0x7F)}
+"""ASCII's printable characters to their full-width forms (NFKC maps them back)."""
+
+
+def forged_special(tokenizer: Any) -> tuple[str, str] | None:
+    """A look-alike of one of ``tokenizer``'s special tokens that its normaliser turns into
+    that token (``(look-alike, special)``), or ``None``. Special tokens whose added-token
+    entry says ``normalized`` are matched in the normalised text, where the pattern that keeps
+    the conversation's texts from holding a marker
+    (:attr:`~stategym.llm.local.ChatTokenizer.specials`) matches the raw text: with NFKC,
+    a tool result quoting ``<|im_end|>`` in full-width letters held a real one (audit
+    17A F5). The look-alikes tried: the token's full-width, upper-case, lower-case and
+    swapped-case spellings."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = getattr(backend, "normalizer", None)
+    if normalizer is None:
+        return None
+    added = getattr(tokenizer, "added_tokens_decoder", {}).values()
+    for token in added:
+        special = str(token.content)
+        if not (token.special and getattr(token, "normalized", False) and special):
+            continue
+        spellings = (special.translate(_FULL_WIDTH), special.upper(), special.lower())
+        for look_alike in (*spellings, special.swapcase()):
+            if look_alike != special and special in normalizer.normalize_str(look_alike):
+                return look_alike, special
+    return None
 
 
 def _end_of_turn_hint(chat: ChatTokenizer, source: str | Path, error: ValueError) -> str:

@@ -56,7 +56,7 @@ How to work:
 - Each reply is one round: tool calls, one per line, or one message to the user.
 - A call is its tool's name, then the arguments in order, separated by spaces.
 - Calls in one reply run together: none sees another's result.
-- Capital letters (A, B, ...) name things; use them as they are."""
+- Capital letters (B, C, ...) name things; use them as they are."""
 
 _KEYWORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _BARE = re.compile(r"[^\s\"=\[\]{}]+")
@@ -73,7 +73,11 @@ class CompactRenderer:
     def __init__(self, domain: Domain, knobs: Knobs) -> None:
         self.domain = domain
         self.knobs = knobs
-        self.handles = Handles()
+        # The tools' own names and their arguments' stay as written wherever a text quotes
+        # them (an error's "available: get_key_1, ..."): the model calls them by name.
+        self.handles = Handles(
+            frozenset(name for t in domain.tools for name in (t.name, *(p.name for p in t.params)))
+        )
         self._tools = offered_tools(domain, knobs)
         self._params = {
             t["function"]["name"]: list(t["function"]["parameters"]["properties"])
@@ -159,8 +163,8 @@ class CompactRenderer:
         return " ".join(words)
 
     def _read_call(self, line: str) -> ToolCall:
-        name, _, rest = line.partition(" ")
-        rest = rest.strip()
+        name, *more = line.split(maxsplit=1)  # the name ends at any space, as _is_call reads it
+        rest = more[0].strip() if more else ""
         try:
             tokens = _tokens(rest)
             if len(tokens) == 1 and tokens[0][0] is None and tokens[0][1].startswith("{"):

@@ -44,7 +44,7 @@ from stategym.kernel.trajectory import Trajectory
 from stategym.kernel.validation import read_action
 from stategym.rendering.base import Message, Renderer, transcript
 
-PROMPT_VERSION = 4
+PROMPT_VERSION = 5
 """Bump on any change to the wording below, to transcripts or to tool rendering.
 
 2: the ending rule (and ``finish``'s schema) follows ``Domain.judges_answer``, so ``lookup``
@@ -59,7 +59,14 @@ tool the model lacks; ``finish`` and the ending name each domain's answer
 (``Domain.answer_form``: lookup's is an entity id or a number); the clock line names what
 moves in the domain (``Domain.moves``); travel's search says a held fare keeps its price;
 synthetic texts take "an" before a vowel ("an option"), and the stateless travel and
-synthetic requests no longer say "the best a flight"."""
+synthetic requests no longer say "the best a flight".
+5: with ``stateful`` off, the READ tools that list only what the episode's own writes made
+(:attr:`~stategym.kernel.tools.Tool.reads_own_writes`: shop's ``review_cart`` and
+``list_orders``, travel's ``list_bookings``, bank's ``list_transfers``, meetings'
+``list_invitations``, the synthetic purchase lists) are no longer offered. The compact
+rendering's handles start at ``B``: none holds ``A`` or ``I``, nor is a capitalised word or
+unit (:data:`~stategym.rendering.handles.WORDS`); time-zone offsets (``UTC-5``) and the tools'
+own names and arguments' (a synthetic ``get_key_1``) are no longer handles (audit 17A)."""
 
 PROTOCOL = """\
 How to work:

@@ -46,6 +46,7 @@ is its own).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -339,10 +340,15 @@ def _segment(
     ``USER``."""
     ids, spans = _tokenize(chat, rendered.text, rendered.quoted)
     users = _user_contents(rendered.text, messages, offset)
-    mask = "".join(
-        USER if any(a <= begin < b for a, b in users) else OBSERVATION for begin, _ in spans
-    )
-    return Segment(tuple(ids), mask)
+    # Each content is found after the last, so the ranges are in order and apart: a token
+    # finds its range by bisection (a scan of every range per token was quadratic: 2,000
+    # short user messages took a second to render, audit 17B F1).
+    starts = [start for start, _ in users]
+    mask = []
+    for begin, _ in spans:
+        index = bisect_right(starts, begin) - 1
+        mask.append(USER if index >= 0 and begin < users[index][1] else OBSERVATION)
+    return Segment(tuple(ids), "".join(mask))
 
 
 def _tokenize(

@@ -267,7 +267,7 @@ def recall_transfer(world: BankWorld, transfer_id: str) -> dict[str, Any]:
     return {"transfer_id": transfer_id, "option": transfer.route, "refunded": transfer.debit}
 
 
-@tool(effect=Effect.READ)
+@tool(effect=Effect.READ, reads_own_writes=True)
 def list_transfers(world: BankWorld) -> list[dict[str, Any]]:
     """List the transfers sent in this session and their status."""
     return [

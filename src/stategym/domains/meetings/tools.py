@@ -265,7 +265,7 @@ def cancel_invitation(world: MeetingsWorld, invitation_id: str) -> dict[str, Any
     }
 
 
-@tool(effect=Effect.READ)
+@tool(effect=Effect.READ, reads_own_writes=True)
 def list_invitations(world: MeetingsWorld) -> list[dict[str, Any]]:
     """List the invitations you have sent and their status."""
     return [

@@ -230,13 +230,8 @@ def _active_lines(world: ShopWorld, cart_id: str) -> list[Line]:
 
 @tool(
     effect=Effect.READ,
-    when_off={
-        "dynamics": {" and when it expires": ""},
-        "stateful": {
-            "and the total that checkout would charge": "and its total",
-            "the cart from add_to_cart.": "a cart id (nothing can be put in a cart here).",
-        },
-    },
+    when_off={"dynamics": {" and when it expires": ""}},
+    reads_own_writes=True,
 )
 def review_cart(world: ShopWorld, cart_id: str) -> dict[str, Any]:
     """Show the cart at current prices and stock: each line, whether its units are still in
@@ -394,7 +389,7 @@ def return_order(world: ShopWorld, order_id: str) -> dict[str, Any]:
     return {"order_id": order_id, "option": order.option, "refund": order.paid - fee, "fee": fee}
 
 
-@tool(effect=Effect.READ)
+@tool(effect=Effect.READ, reads_own_writes=True)
 def list_orders(world: ShopWorld) -> list[dict[str, Any]]:
     """List the buyer's orders and their status."""
     return [

@@ -33,9 +33,11 @@ def make_tool(
     params: tuple[tuple[str, type, str], ...] = (),
     latency: int = 1,
     when_off: Mapping[str, Mapping[str, str]] | None = None,
+    reads_own_writes: bool = False,
 ) -> Tool:
     """A tool from a function taking ``(world, **arguments)`` and ``(name, type, doc)`` params
-    (``when_off``: as :func:`~stategym.kernel.tools.tool` takes it)."""
+    (``when_off`` and ``reads_own_writes``: as :func:`~stategym.kernel.tools.tool` takes
+    them)."""
     typed = tuple(Param(n, t, True, None, doc) for n, t, doc in params)
     schema = {
         "type": "function",
@@ -61,6 +63,7 @@ def make_tool(
         knob_sentences(
             f"tool {name}", "\n".join((description, *(d for _, _, d in params))), when_off
         ),
+        reads_own_writes,
     )
 
 
@@ -402,6 +405,7 @@ def state_tools(spec: Spec, surface: Surface) -> list[Tool]:
             _purchases,
             Effect.READ,
             "List the user's purchases and their status.",
+            reads_own_writes=True,
         )
     )
     return tools

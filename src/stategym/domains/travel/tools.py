@@ -186,7 +186,7 @@ def cancel_booking(world: TravelWorld, booking_id: str) -> dict[str, Any]:
     }
 
 
-@tool(effect=Effect.READ)
+@tool(effect=Effect.READ, reads_own_writes=True)
 def list_bookings(world: TravelWorld) -> list[dict[str, Any]]:
     """List the traveler's bookings and their status."""
     return [

@@ -28,16 +28,29 @@ _PUNCTUATION = re.compile(r"(?!(?<=\d)\.(?=\d))[^\w\s]|_")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
 
-@functools.lru_cache(maxsize=1 << 16)
+MEMOISED_LENGTH = 64
+"""Texts up to this many characters are memoised (option ids, short answers); a longer one
+is read afresh each time: the memo kept every distinct answer, up to 65,536 of 16 KB each,
+for the life of the process (audit 17B F2)."""
+
+
 def normalise_answer(text: str) -> str:
     """``text`` as an exact-match benchmark compares it (see the module docstring).
 
-    Memoised: scoring reads every option of a task (a meetings task has ~130) against the
-    answer, and the regular expressions were a tenth of scoring a task judged on its answer.
+    Memoised up to :data:`MEMOISED_LENGTH` characters: scoring reads every option of a task
+    (a meetings task has ~130) against the answer, and the regular expressions were a tenth
+    of scoring a task judged on its answer.
     """
+    return _memoised(text) if len(text) <= MEMOISED_LENGTH else _normalised(text)
+
+
+def _normalised(text: str) -> str:
     text = _PREFIX.sub("", text.strip())
     text = _PUNCTUATION.sub("", text.lower())
     return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+_memoised = functools.lru_cache(maxsize=1 << 16)(_normalised)
 
 
 def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
@@ -48,8 +61,14 @@ def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
     return next((o for o in options if _spaceless(o) == wanted), None)
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _spaceless(text: str) -> str:
     """:func:`normalise_answer` without its spaces; memoised like it (scoring reads every
     option of a task against the answer)."""
+    if len(text) <= MEMOISED_LENGTH:
+        return _spaceless_memoised(text)
+    return normalise_answer(text).replace(" ", "")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _spaceless_memoised(text: str) -> str:
     return normalise_answer(text).replace(" ", "")
