@@ -152,6 +152,9 @@ def test_json_text_is_read_exactly_then_judged_by_the_rule(text: str, kind: str)
         '{"t": "09:00", "x": {"a": 1, "a": 1}}',  # colons in strings: the slow reading
         '[{"a": 1}, {"b": "c:d", "b": 2}]',
         '{"\\u0061": 1, "a": 2}',  # one name, written two ways
+        '{"a\\\\": 1, "a\\\\" : 2}',  # a name ending with an escaped backslash
+        '{"c": "{\\"d\\": 1}", "c": 2}',  # a quote escaped inside a string
+        '{"t:": "a:b", "t\\u003a": 1}',  # a colon in a name, once written as an escape
     ],
 )
 def test_json_text_that_names_a_member_twice_is_malformed(text: str) -> None:
@@ -171,7 +174,14 @@ def test_json_text_that_names_a_member_twice_is_malformed(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ['{"t": "09:00", "u": "a:b:c"}', '[{"a": 1}, {"a": 2}]', '{"a": {"a": {"a": 1}}}']
+    "text",
+    [
+        '{"t": "09:00", "u": "a:b:c"}',
+        '[{"a": 1}, {"a": 2}]',
+        '{"a": {"a": {"a": 1}}}',
+        '{"c": "{\\"d\\": 1, \\"d\\": 2}", "e\\\\": "x\\\\"}',  # repeats in strings
+        '{"t:": "a\\u003ab", "u": {"v:w": ":"}}',  # colons in names and strings, escaped too
+    ],
 )
 def test_json_text_with_each_name_once_per_object_reads(text: str) -> None:
     assert decode_json(text, "arguments") == orjson.loads(text)

@@ -192,15 +192,22 @@ def _orjson(text: str, what: str) -> tuple[Any, str]:
 def _once_each(value: Any, text: str, what: str) -> Any:
     """``value``, read from ``text``, if no object of ``text`` names a member twice (I-JSON
     forbids it, and orjson keeps the last silently: ``{"day": 8, "day": 9}`` ran as day 9,
-    audit 17A F6). Every member is written with a colon, so text with no more colons than
-    ``value`` has keys repeats none; other text (colons inside strings) is read again by the
-    standard library, which sees each member.
+    audit 17A F6). Every colon of the text ends a member's name or lies inside a string, as
+    in the compact JSON of ``value`` (orjson writes a colon as itself); so, where the text
+    writes no colon as an escape, it has more colons than that JSON only if a member was
+    dropped: a repeated name, which the standard library then reads to name.
 
     Raises:
         AgentFormatError: ``malformed_json``, naming the repeated member.
     """
-    if text.count(":") <= _key_count(value):
+    colons = text.count(":")
+    if colons < 2:  # two members of one object take two colons
         return value
+    try:
+        if colons <= orjson.dumps(value).count(b":") and "\\u003" not in text:
+            return value
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes: read it again below
+        pass
     try:
         json.loads(text, object_pairs_hook=_no_repeated_name)
     except _RepeatedName as repeated:
@@ -227,19 +234,6 @@ def _no_repeated_name(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _RepeatedName(name)
         seen.add(name)
     return dict(pairs)
-
-
-def _key_count(value: Any) -> int:
-    """Members of every object in ``value`` (a JSON reading), counted without recursion."""
-    count, stack = 0, [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is dict:
-            count += len(item)
-            stack.extend(item.values())
-        elif type(item) is list:
-            stack.extend(item)
-    return count
 
 
 def _surrogates_read(text: str) -> str:

@@ -273,15 +273,18 @@ def _left(sentence: _Sentence) -> list[str]:
     """The options ``sentence`` names as the choice: not in a clause of context, nor the one
     nearest a rejection ("I recommend AQ449 because AQ348 misses one of your wishes")."""
     line = " ".join(sentence.words)
-    spaces = [i for i, character in enumerate(line) if character == " "]
-    places = sorted({at for _, at, _ in sentence.named})
+    places: list[int] = []
     rejected = set()
+    words = position = 0  # words before ``position``, counted once along the line
     for match in _REJECTING.finditer(line):
-        first, last = bisect_left(spaces, match.start()), bisect_left(spaces, match.end())
+        first = words + line.count(" ", position, match.start())
+        last = first + line.count(" ", match.start(), match.end())
+        words, position = last, match.end()
         # words away from the rejection, the option after it first on a tie ("I didn't
         # pick AQ348" governs what follows): the nearest before it or the nearest from it on,
         # found by bisection (a scan of every option for every rejection was quadratic:
         # a 16 KB message took 0.3 s to read, audit 17B F3)
+        places = places or sorted({at for _, at, _ in sentence.named})
         index = bisect_left(places, first)
         nearest = [(first - places[index - 1], 1, places[index - 1])] if index else []
         if index < len(places):
