@@ -173,6 +173,24 @@ def test_json_text_that_names_a_member_twice_is_malformed(text: str) -> None:
     assert env.step(twice)[4]["format_errors"] == ("malformed_json",)
 
 
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_a_repeated_name_deep_inside_nesting_is_refused_too(depth: int) -> None:
+    """Audit 17C F3: past the standard library's recursion limit the check gave up, and the
+    second of two tool names ran."""
+    pad = "[" * depth + "]" * depth
+    function = '{"name": "no_such_tool", "name": "list_accounts", "arguments": "{}"}'
+    call = '{"id": "c", "type": "function", "function": ' + function + "}"
+    text = '{"pad": ' + pad + ', "role": "assistant", "tool_calls": [' + call + "]}"
+    with pytest.raises(AgentFormatError) as caught:
+        decode_json(text, "the message", limit=len(text))
+    assert caught.value.kind in ("too_large", "malformed_json")
+    env = gymnasium.make("stategym/Bank-v0")
+    env.reset(seed=1)
+    observation, _, _, _, info = env.step(text)
+    assert info["format_errors"] == (caught.value.kind,)
+    assert "CA" not in observation  # list_accounts did not run
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -126,7 +126,7 @@ def test_no_tool_the_model_lacks_is_named(domain: str, kind: str) -> None:
 
 OWN_WRITES = {
     "bank": {"list_transfers"},
-    "cloud": set(),  # list_snapshots also lists the snapshots the account started with
+    "cloud": {"list_snapshots"},  # an account starts with none
     "lookup": set(),
     "meetings": {"list_invitations"},
     "shop": {"list_orders", "review_cart"},
@@ -155,6 +155,24 @@ def test_a_stateless_episode_is_offered_no_tool_that_lists_its_own_writes(name: 
             assert step.info["format_errors"] == ("unknown_tool",), tool
     stateful = {t.name for t in domain.available_tools(Knobs())}
     assert OWN_WRITES[name] <= stateful
+
+
+@pytest.mark.parametrize("domain", DOMAINS[:-1])
+def test_no_scripted_agent_calls_a_tool_the_episode_does_not_offer(domain: str) -> None:
+    """Audit 17C F1: ``spray``'s speculative reads named the own-writes lists under
+    ``stateful`` off, the whole round was refused, and the agent answered "none". The
+    ``random`` agent calls unknown tools on purpose."""
+    from stategym.agents import agent_names, resolve
+
+    for setting in ("default", "stateful=off", "all_off"):
+        env = Env(domain, knobs=Knobs.parse(setting))
+        for agent in agent_names():
+            if agent == "random":
+                continue
+            for seed in range(2):
+                played = run_episode(env, resolve(env.domain, agent), seed)
+                unknown = [r.index for r in played.rounds if "unknown_tool" in r.format_errors]
+                assert unknown == [], (setting, agent, seed)
 
 
 def test_a_stateless_synthetic_episode_is_offered_no_purchase_list() -> None:

@@ -121,6 +121,7 @@ def test_a_name_inside_the_arguments_is_no_call_name() -> None:
         '{"name": "search_flights", "arguments": {"day": 8, "day": 9}}',
         "{'name': 'search_flights', 'arguments': {'day': 8, 'day': 9}}",
         '{"name": "get_profile", "name": "search_flights", "arguments": {}}',
+        "{'name': 'search_flights', 'arguments': {-1: 8, -1: 9},}",
     ],
 )
 def test_a_call_that_names_a_member_twice_runs_nothing(body: str) -> None:

@@ -236,6 +236,11 @@ def test_a_tab_after_the_tool_name_ends_the_name() -> None:
     assert renderer.parse("search_flights\tLHR HND 8") == calls(
         call("search_flights", origin="LHR", destination="HND", day=8)
     )
+    # a name that is no tool's still reads back as written (audit 17C N1)
+    search = call("search_flights", origin="LHR", destination="HND", day=8)
+    for odd in ("get\tprofile", "get\xa0profile", "get\u3000profile"):
+        batch = CallBatch((search, ToolCall(odd, {"x": 1})))
+        assert renderer.parse(renderer.render(batch)) == batch
 
 
 @pytest.mark.parametrize("name", DOMAINS)

@@ -195,7 +195,8 @@ def _once_each(value: Any, text: str, what: str) -> Any:
     audit 17A F6). Every colon of the text ends a member's name or lies inside a string, as
     in the compact JSON of ``value`` (orjson writes a colon as itself); so, where the text
     writes no colon as an escape, it has more colons than that JSON only if a member was
-    dropped: a repeated name, which the standard library then reads to name.
+    dropped. Other text (and text nested past the 254 levels orjson writes) is read name by
+    name (:func:`_repeated_name`).
 
     Raises:
         AgentFormatError: ``malformed_json``, naming the repeated member.
@@ -204,36 +205,51 @@ def _once_each(value: Any, text: str, what: str) -> Any:
     if colons < 2:  # two members of one object take two colons
         return value
     try:
-        if colons <= orjson.dumps(value).count(b":") and "\\u003" not in text:
+        if colons <= orjson.dumps(value).count(b":") and not _ESCAPED_COLON.search(text):
             return value
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes: read it again below
+    except orjson.JSONEncodeError:  # nested past what orjson writes: read name by name
         pass
-    try:
-        json.loads(text, object_pairs_hook=_no_repeated_name)
-    except _RepeatedName as repeated:
-        raise RepeatedNameError(
-            "malformed_json", f"{what} names {repeated.args[0]!r} twice in one object"
-        ) from None
-    except RecursionError:  # deeper than the standard library reads: too deep for the rule
-        pass
+    repeated = _repeated_name(text)
+    if repeated is not None:
+        raise RepeatedNameError("malformed_json", f"{what} names {repeated!r} twice in one object")
     return value
+
+
+def _repeated_name(text: str) -> str | None:
+    """The first name an object of ``text`` (JSON orjson read) gives twice, or ``None``: its
+    strings and brackets read in one pass, with a stack of each open object's names, so at
+    any depth orjson reads (the standard library's reader gave up near 1,000 levels, and a
+    name repeated there passed: audit 17C F3)."""
+    names: list[set[str] | None] = []  # per open bracket: an object's names, or None
+    last = ""  # the last string read
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            last = token
+        elif token == ":":  # the last string was a name: only a name comes before a colon
+            seen = names[-1]
+            name = json.loads(last)
+            if seen is not None and name in seen:
+                return str(name)
+            if seen is not None:
+                seen.add(name)
+        elif token == "{":
+            names.append(set())
+        elif token == "[":
+            names.append(None)
+        else:  # a closing bracket
+            names.pop()
+    return None
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
+"""A string of JSON text, or one of the marks that shape it."""
+_ESCAPED_COLON = re.compile(r"\\u003[aA]")
+"""A colon written as an escape, which the colon count of the text does not see."""
 
 
 class RepeatedNameError(AgentFormatError):
     """``malformed_json``: an object names a member twice, which no repair can settle."""
-
-
-class _RepeatedName(Exception):
-    """A JSON object that names a member twice (its name is the argument)."""
-
-
-def _no_repeated_name(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for name, _ in pairs:
-        if name in seen:
-            raise _RepeatedName(name)
-        seen.add(name)
-    return dict(pairs)
 
 
 def _surrogates_read(text: str) -> str:

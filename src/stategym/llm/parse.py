@@ -61,8 +61,10 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 REPAIR_LIMIT = 1 << 16
 """Characters of JSON the parser repairs (a Python literal, a trailing comma): Python's own
 parser holds about 500 bytes per character (a 1 MB reply took 1.5 s and 500 MB: audit 17B
-F4), and a longer call holds arguments past the environment's cap anyway. Longer text that
-is not JSON is passed on as it is, for the environment to refuse."""
+F4). A call body this long holds arguments past the environment's cap anyway; a bare JSON
+list of many calls this long that needs repair is not repaired, and reads as a message (which
+the environment refuses as ``too_large``): a trade-off kept on purpose (audit 17C F4), since
+a reply of 64 KiB is far past what a model writes in one turn."""
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _BARE_LITERAL = re.compile(r"\b(true|false|null)\b")
 
@@ -271,9 +273,9 @@ def _decode(text: str) -> tuple[Any, bool]:
     try:
         tree = ast.parse(candidate, mode="eval")
         value = ast.literal_eval(tree)
+        if _repeats_a_name(tree):  # Python keeps the last silently; which was meant, none says
+            return None, False
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None, False
-    if _repeats_a_name(tree):  # Python keeps the last silently; which was meant, none can say
         return None, False
     if _encode(value, strict=True) is None:
         return None, False
@@ -284,7 +286,7 @@ def _repeats_a_name(tree: ast.AST) -> bool:
     """Whether a literal's dict names a key twice (``{'day': 8, 'day': 9}``)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
-            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            keys = [ast.literal_eval(k) for k in node.keys if k is not None]  # -1 too
             if len(set(keys)) != len(keys):
                 return True
     return False

@@ -89,8 +89,7 @@ def forged_special(tokenizer: Any) -> tuple[str, str] | None:
     the conversation's texts from holding a marker
     (:attr:`~stategym.llm.local.ChatTokenizer.specials`) matches the raw text: with NFKC,
     a tool result quoting ``<|im_end|>`` in full-width letters held a real one (audit
-    17A F5). The look-alikes tried: the token's full-width, upper-case, lower-case and
-    swapped-case spellings."""
+    17A F5). The look-alikes tried: :func:`_look_alikes`."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     normalizer = getattr(backend, "normalizer", None)
     if normalizer is None:
@@ -100,11 +99,21 @@ def forged_special(tokenizer: Any) -> tuple[str, str] | None:
         special = str(token.content)
         if not (token.special and getattr(token, "normalized", False) and special):
             continue
-        spellings = (special.translate(_FULL_WIDTH), special.upper(), special.lower())
-        for look_alike in (*spellings, special.swapcase()):
+        for look_alike in _look_alikes(special):
             if look_alike != special and special in normalizer.normalize_str(look_alike):
                 return look_alike, special
     return None
+
+
+def _look_alikes(special: str) -> tuple[str, ...]:
+    """Spellings of ``special`` a normaliser may turn back into it: full-width, upper-,
+    lower- and swapped-case; with an accent on each letter (accent stripping); and with a
+    character that normalisers drop between each two (a NUL, a zero-width space, a soft
+    hyphen: BERT's clean-up, NFKC)."""
+    accented = "".join(c + "\u0301" if c.isalpha() else c for c in special)
+    dropped = tuple(mark.join(special) for mark in ("\x00", "\u200b", "\u00ad"))
+    cases = (special.upper(), special.lower(), special.swapcase())
+    return (special.translate(_FULL_WIDTH), *cases, accented, *dropped)
 
 
 def _end_of_turn_hint(chat: ChatTokenizer, source: str | Path, error: ValueError) -> str:

@@ -163,8 +163,12 @@ class CompactRenderer:
         return " ".join(words)
 
     def _read_call(self, line: str) -> ToolCall:
-        name, *more = line.split(maxsplit=1)  # the name ends at any space, as _is_call reads it
-        rest = more[0].strip() if more else ""
+        head, *more = line.split(maxsplit=1)
+        if head in self._params:  # a tool's name ends at any space, as _is_call reads it
+            name, rest = head, (more[0] if more else "")
+        else:  # no tool's: the name runs to the space its call line was written with
+            name, _, rest = line.partition(" ")
+        rest = rest.strip()
         try:
             tokens = _tokens(rest)
             if len(tokens) == 1 and tokens[0][0] is None and tokens[0][1].startswith("{"):

@@ -63,10 +63,11 @@ synthetic requests no longer say "the best a flight".
 5: with ``stateful`` off, the READ tools that list only what the episode's own writes made
 (:attr:`~stategym.kernel.tools.Tool.reads_own_writes`: shop's ``review_cart`` and
 ``list_orders``, travel's ``list_bookings``, bank's ``list_transfers``, meetings'
-``list_invitations``, the synthetic purchase lists) are no longer offered. The compact
-rendering's handles start at ``B``: none holds ``A`` or ``I``, nor is a capitalised word or
-unit (:data:`~stategym.rendering.handles.WORDS`); time-zone offsets (``UTC-5``) and the tools'
-own names and arguments' (a synthetic ``get_key_1``) are no longer handles (audit 17A)."""
+``list_invitations``, cloud's ``list_snapshots``, the synthetic purchase lists) are no
+longer offered. The compact rendering's handles start at ``B``: none holds ``A`` or ``I``,
+nor is a capitalised word or unit (:data:`~stategym.rendering.handles.WORDS`); time-zone
+offsets (``UTC-5``) and the tools' own names and arguments' (a synthetic ``get_key_1``) are
+no longer handles (audit 17A)."""
 
 PROTOCOL = """\
 How to work:

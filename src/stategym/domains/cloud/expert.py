@@ -75,9 +75,11 @@ def _script(task: Task, style: Style) -> Script:
     yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
 
 
-def _spray(style: Style, beliefs: Beliefs) -> list[ToolCall]:
-    """Speculative reads nothing needs: the snapshot list and dry runs of every volume."""
-    extra = [call("list_snapshots", project_id=beliefs.project_id or "")]
+def _spray(style: Style, beliefs: Beliefs, stateful: bool) -> list[ToolCall]:
+    """Speculative reads nothing needs: the snapshot list (offered where ``stateful`` is on)
+    and dry runs of every volume."""
+    snapshots = call("list_snapshots", project_id=beliefs.project_id or "")
+    extra = [snapshots] if stateful else []
     extra += [call("check_deletion", volume_id=v) for v in beliefs.volumes]
     return extra[: style.spray] if beliefs.project_id else []
 
@@ -91,12 +93,12 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
         beliefs.see((yield action))
     if not beliefs.volumes:
         listing = [call("list_volumes", project_id=beliefs.project_id or "")]
-        for action in rounds(listing + _spray(style, beliefs), style):
+        for action in rounds(listing + _spray(style, beliefs, task.knobs.stateful), style):
             beliefs.see((yield action))
     instances = sorted({v.attached_to for v in beliefs.volumes.values() if v.attached_to})
     fan_out = [call("get_volume_activity", volume_id=v) for v in beliefs.volumes]
     fan_out += [call("describe_instance", instance_id=i) for i in instances]
-    for action in rounds(fan_out + _spray(style, beliefs), style):
+    for action in rounds(fan_out + _spray(style, beliefs, task.knobs.stateful), style):
         beliefs.see((yield action))
         if style.first_fit and _pick(beliefs, style) is not None:
             return

@@ -288,7 +288,7 @@ def restore_volume(world: CloudWorld, volume_id: str) -> dict[str, Any]:
     return {"volume_id": volume.id, "option": volume.id, "restored": True}
 
 
-@tool(effect=Effect.READ)
+@tool(effect=Effect.READ, reads_own_writes=True)
 def list_snapshots(world: CloudWorld, project_id: str) -> list[dict[str, Any]]:
     """List a project's snapshots and their status.
 

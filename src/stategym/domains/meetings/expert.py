@@ -120,8 +120,9 @@ def _script(task: Task, style: Style, first: Observation) -> Script:
 def _spray(plan: _Plan, count: int) -> list[ToolCall]:
     """Speculative reads that cannot change the decision (days outside the window)."""
     me = plan.beliefs.me or ""
+    invitations = [call("list_invitations")] if plan.task.knobs.stateful else []  # offered then
     extra = [
-        call("list_invitations"),
+        *invitations,
         call("get_calendar", person_id=me, day=plan.days[0] - 1),
         call("get_calendar", person_id=me, day=plan.days[-1] + 1),
         call("list_rooms", min_capacity=1),

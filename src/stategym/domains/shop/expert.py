@@ -87,7 +87,8 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     ]
     if style.batching == "guess":  # product ids the catalog has not shown yet
         lookups += [call("get_offers", product_id=f"P{n}") for n in (101, 102, 103)]
-    spray = [call("list_orders"), *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
+    orders = [call("list_orders")] if task.knobs.stateful else []  # offered only then
+    spray = [*orders, *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
     for action in rounds(lookups + spray[: style.spray], style):
         beliefs.see((yield action))
     fetch = [

@@ -58,7 +58,7 @@ def _script(task: Task, style: Style, first: Observation) -> Script:
         beliefs.see((yield opening))
     dest = str(task.request.given["destination"])
     days = _days(str(task.request.given["window"]))
-    yield from _look_up(beliefs, style, dest, days)
+    yield from _look_up(beliefs, style, dest, days, task.knobs.stateful)
     # a guessed budget is the policy's cap: the most the agent may spend anyway
     assume(
         style, beliefs.values, {"budget": beliefs.cap or 0, "fare_type": "any", "departure": "any"}
@@ -79,8 +79,8 @@ def _days(window: str) -> list[int]:
     return list(range(first, last + 1))
 
 
-def _spray(style: Style, dest: str, days: list[int], origin: str) -> list[ToolCall]:
-    extra = [call("list_bookings")]
+def _spray(style: Style, dest: str, days: list[int], origin: str, stateful: bool) -> list[ToolCall]:
+    extra = [call("list_bookings")] if stateful else []  # offered only then
     extra += [
         call("search_flights", origin=origin, destination=dest, day=d)
         for d in (days[0] - 1, days[-1] + 1, days[-1] + 2)
@@ -88,7 +88,7 @@ def _spray(style: Style, dest: str, days: list[int], origin: str) -> list[ToolCa
     return extra[: style.spray]
 
 
-def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int]) -> Script:
+def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int], stateful: bool) -> Script:
     lookups = [
         call("get_profile"),
         call("get_travel_policy"),
@@ -97,7 +97,7 @@ def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int]) -> Scri
     if style.batching == "guess":
         guess = next(code for code, _, _ in CITIES if code != dest)
         lookups += [call("search_flights", origin=guess, destination=dest, day=d) for d in days]
-    for action in rounds(lookups + _spray(style, dest, days, "LHR"), style):
+    for action in rounds(lookups + _spray(style, dest, days, "LHR", stateful), style):
         beliefs.see((yield action))
     if style.batching == "guess" and beliefs.flights:
         return
