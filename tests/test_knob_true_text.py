@@ -175,6 +175,25 @@ def test_no_scripted_agent_calls_a_tool_the_episode_does_not_offer(domain: str) 
                 assert unknown == [], (setting, agent, seed)
 
 
+def test_a_stateless_spray_spends_no_first_round_slot_on_a_guess() -> None:
+    """Audit 17D J1: in bank the spray's first-round slot holds the transfer list; with it
+    hidden, the next sprayed read (a rate of a currency nothing has shown yet) took its place
+    and was scored a guess (R 0.867 -> 0.514 over seeds 0-15)."""
+    for knobs in (Knobs(), Knobs(stateful=False)):
+        env = Env("bank", knobs=knobs)
+        for seed in range(4):
+            played = run_episode(env, resolve_agent(env, "spray"), seed)
+            first = [c.name for c in next(r for r in played.rounds if r.calls).calls]
+            assert "get_fx_rates" not in first, (knobs, seed, first)
+            assert ("list_transfers" in first) is knobs.stateful
+
+
+def resolve_agent(env: Env, name: str) -> object:
+    from stategym.agents import resolve
+
+    return resolve(env.domain, name)
+
+
 def test_a_stateless_synthetic_episode_is_offered_no_purchase_list() -> None:
     domain = get_domain(SPEC)
     purchases = {t.name for t in domain.tools if t.reads_own_writes}

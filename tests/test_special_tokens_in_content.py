@@ -163,17 +163,20 @@ def test_a_served_prompt_reads_special_tokens_in_content_as_text() -> None:
     assert chat.render(plain, []) == list(template["input_ids"])  # no marker: as before
 
 
-def _normalised_chat(normalizer: Any, normalized: bool) -> ChatTokenizer:
+def _normalised_chat(normalizer: Any, normalized: bool, extra: str = "") -> ChatTokenizer:
     """A ChatML tokenizer whose special tokens are matched after ``normalizer`` rewrites the
-    text (``normalized``), as a ``tokenizer.json`` can set them."""
+    text (``normalized``), as a ``tokenizer.json`` can set them; ``extra``, a special token
+    matched so whatever ``normalized`` says."""
     bpe = Tokenizer(models.BPE())
     bpe.normalizer = normalizer
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     markers = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+    specials = [AddedToken(m, special=True, normalized=normalized) for m in markers]
+    specials += [AddedToken(extra, special=True, normalized=True)] if extra else []
     trainer = trainers.BpeTrainer(
         vocab_size=300,
-        special_tokens=[AddedToken(m, special=True, normalized=normalized) for m in markers],
+        special_tokens=specials,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -214,3 +217,17 @@ def test_a_tokenizer_that_matches_markers_in_normalised_text_is_refused() -> Non
     for normalizer, normalized in safe:
         check_turns(_normalised_chat(normalizer, normalized), "m")  # Qwen's: NFC, not normalized
     check_turns(_chat(), "m")
+
+
+def test_a_special_the_normaliser_itself_rewrites_is_probed_as_it_is_matched() -> None:
+    """Audit 17D J2: the probe looked for the raw special in the normalised look-alike, but
+    the tokenizer looks for the normalised special: "[CLS]" matched "[Cls]" under a
+    lower-casing normaliser, and DeepSeek's full-width bars matched ASCII ones under NFKC."""
+    deepseek = "<\uff5cend\u2581of\u2581sentence\uff5c>"
+    for normalizer, extra in ((normalizers.Lowercase(), "[Cls]"), (normalizers.NFKC(), deepseek)):
+        chat = _normalised_chat(normalizer, normalized=False, extra=extra)
+        found = forged_special(chat.tokenizer)
+        assert found is not None and found[1] == extra, extra
+        look_alike, special = found
+        marker = chat.tokenizer.convert_tokens_to_ids(special)
+        assert marker in chat.tokenizer(look_alike, add_special_tokens=False)["input_ids"]

@@ -242,7 +242,7 @@ def _repeated_name(text: str) -> str | None:
     return None
 
 
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:]')
 """A string of JSON text, or one of the marks that shape it."""
 _ESCAPED_COLON = re.compile(r"\\u003[aA]")
 """A colon written as an escape, which the colon count of the text does not see."""

@@ -99,17 +99,19 @@ def forged_special(tokenizer: Any) -> tuple[str, str] | None:
         special = str(token.content)
         if not (token.special and getattr(token, "normalized", False) and special):
             continue
-        for look_alike in _look_alikes(special):
-            if look_alike != special and special in normalizer.normalize_str(look_alike):
+        matched = normalizer.normalize_str(special)  # what the tokenizer looks for
+        for look_alike in (matched, *_look_alikes(special)):
+            if look_alike != special and matched in normalizer.normalize_str(look_alike):
                 return look_alike, special
     return None
 
 
 def _look_alikes(special: str) -> tuple[str, ...]:
-    """Spellings of ``special`` a normaliser may turn back into it: full-width, upper-,
-    lower- and swapped-case; with an accent on each letter (accent stripping); and with a
-    character that normalisers drop between each two (a NUL, a zero-width space, a soft
-    hyphen: BERT's clean-up, NFKC)."""
+    """Spellings of ``special`` a normaliser may turn into what it matches: full-width,
+    upper-, lower- and swapped-case; with an accent on each letter (accent stripping); and
+    with a character some normaliser drops between each two (a NUL: BERT's clean-up; a
+    zero-width space; a soft hyphen). :func:`forged_special` also tries the normalised token
+    itself (NFKC turns the full-width bars of DeepSeek's markers into ASCII ones)."""
     accented = "".join(c + "\u0301" if c.isalpha() else c for c in special)
     dropped = tuple(mark.join(special) for mark in ("\x00", "\u200b", "\u00ad"))
     cases = (special.upper(), special.lower(), special.swapcase())

@@ -74,10 +74,10 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     if style.batching == "guess":  # the invoice's currency has not been seen yet
         first.append(call("get_fx_rates", currency=GUESSED_CURRENCY))
     # speculative calls go where they depend on nothing unseen, so they cost economy only
-    transfers = [call("list_transfers")] if task.knobs.stateful else []  # offered only then
-    spray = [*transfers, *(call("get_fx_rates", currency=c) for c in SPRAY_CURRENCIES)]
+    spray = [call("list_transfers"), *(call("get_fx_rates", currency=c) for c in SPRAY_CURRENCIES)]
     spray = spray[: style.spray]
-    for action in rounds(first + spray[:1], style):
+    # the transfer list is offered only where stateful is on: elsewhere its slot stays empty
+    for action in rounds(first + (spray[:1] if task.knobs.stateful else []), style):
         beliefs.see((yield action))
     invoice = beliefs.invoice
     if invoice is None:

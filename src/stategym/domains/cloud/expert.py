@@ -78,10 +78,12 @@ def _script(task: Task, style: Style) -> Script:
 def _spray(style: Style, beliefs: Beliefs, stateful: bool) -> list[ToolCall]:
     """Speculative reads nothing needs: the snapshot list (offered where ``stateful`` is on)
     and dry runs of every volume."""
-    snapshots = call("list_snapshots", project_id=beliefs.project_id or "")
-    extra = [snapshots] if stateful else []
+    extra = [call("list_snapshots", project_id=beliefs.project_id or "")]
     extra += [call("check_deletion", volume_id=v) for v in beliefs.volumes]
-    return extra[: style.spray] if beliefs.project_id else []
+    if not beliefs.project_id:
+        return []
+    # the snapshot list is offered only where stateful is on: elsewhere its slot stays empty
+    return extra[: style.spray] if stateful else extra[1 : style.spray]
 
 
 def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:

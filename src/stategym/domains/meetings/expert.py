@@ -120,14 +120,14 @@ def _script(task: Task, style: Style, first: Observation) -> Script:
 def _spray(plan: _Plan, count: int) -> list[ToolCall]:
     """Speculative reads that cannot change the decision (days outside the window)."""
     me = plan.beliefs.me or ""
-    invitations = [call("list_invitations")] if plan.task.knobs.stateful else []  # offered then
     extra = [
-        *invitations,
+        call("list_invitations"),
         call("get_calendar", person_id=me, day=plan.days[0] - 1),
         call("get_calendar", person_id=me, day=plan.days[-1] + 1),
         call("list_rooms", min_capacity=1),
     ]
-    return extra[:count]
+    # the invitation list is offered only where stateful is on: elsewhere its slot stays empty
+    return extra[:count] if plan.task.knobs.stateful else extra[1:count]
 
 
 def _guesses(plan: _Plan) -> list[ToolCall]:

@@ -87,9 +87,11 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     ]
     if style.batching == "guess":  # product ids the catalog has not shown yet
         lookups += [call("get_offers", product_id=f"P{n}") for n in (101, 102, 103)]
-    orders = [call("list_orders")] if task.knobs.stateful else []  # offered only then
-    spray = [*orders, *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
-    for action in rounds(lookups + spray[: style.spray], style):
+    spray = [call("list_orders"), *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
+    spray = spray[: style.spray]
+    if not task.knobs.stateful:  # the order list is offered only then: its slot stays empty
+        spray = spray[1:]
+    for action in rounds(lookups + spray, style):
         beliefs.see((yield action))
     fetch = [
         call(tool, product_id=pid, **_address(tool, beliefs))

@@ -80,12 +80,13 @@ def _days(window: str) -> list[int]:
 
 
 def _spray(style: Style, dest: str, days: list[int], origin: str, stateful: bool) -> list[ToolCall]:
-    extra = [call("list_bookings")] if stateful else []  # offered only then
+    extra = [call("list_bookings")]
     extra += [
         call("search_flights", origin=origin, destination=dest, day=d)
         for d in (days[0] - 1, days[-1] + 1, days[-1] + 2)
     ]
-    return extra[: style.spray]
+    # the booking list is offered only where stateful is on: elsewhere its slot stays empty
+    return extra[: style.spray] if stateful else extra[1 : style.spray]
 
 
 def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int], stateful: bool) -> Script:
