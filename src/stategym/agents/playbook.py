@@ -21,6 +21,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from stategym.kernel.domain import lookup
 from stategym.kernel.protocol import Action, CallBatch, Observation, Say, ToolCall, call
 from stategym.kernel.task import Task, Value, final_values
 
@@ -45,6 +46,15 @@ class Option(Protocol):
 
 
 Choice = TypeVar("Choice", bound=Option)
+
+
+def offered_only(calls: Sequence[ToolCall], task: Task) -> list[ToolCall]:
+    """The calls whose tools an episode of ``task`` offers (``Domain.available_tools``): a
+    speculative read of a tool its knobs leave out (a list of the agent's own writes, with
+    ``stateful`` off) leaves its slot empty, rather than getting the whole round refused or
+    moving the next read (one of a value nothing has shown yet) into its slot."""
+    offered = {t.name for t in lookup(task.domain).available_tools(task.knobs)}
+    return [c for c in calls if c.name in offered]
 
 
 def finish(answer: str) -> Action:

@@ -226,12 +226,12 @@ def _repeated_name(text: str) -> str | None:
         token = match.group()
         if token[0] == '"':
             last = token
-        elif token == ":":  # the last string was a name: only a name comes before a colon
+        elif token == ":":  # the last string was a name: a colon follows only a name
             seen = names[-1]
             name = json.loads(last)
-            if seen is not None and name in seen:
-                return str(name)
-            if seen is not None:
+            if seen is not None:  # always so in JSON orjson read: a colon is in an object
+                if name in seen:
+                    return str(name)
                 seen.add(name)
         elif token == "{":
             names.append(set())

@@ -245,8 +245,12 @@ def read_rejection(text: str) -> tuple[str, str] | None:
 def _reason(text: str) -> str:
     """A rejection's reason as the agent is told it and its rejection text states it: on
     one line, cut to :data:`MAX_REASON` characters. Applied twice, it changes nothing."""
-    text = text.replace("\n", " ")
-    return kept_text(text if len(text) <= MAX_REASON else text[:MAX_REASON] + CUT)
+    return kept_text(_cut(text.replace("\n", " ")))
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to :data:`MAX_REASON` characters, the cut marked by :data:`CUT`."""
+    return text if len(text) <= MAX_REASON else text[:MAX_REASON] + CUT
 
 
 def _id(raw: Any) -> str:
@@ -340,9 +344,9 @@ def run_ready(call: Ready, world: World) -> CallRecord:
     except ToolError as error:
         if before is not None:
             world.restore(before)
-        told = str(error)  # it may quote an argument of 16 KB: told cut, as a rejection is
-        if len(told) > MAX_REASON:  # (64 such calls sent 1 MB back a round: audit 17B F6)
-            told = told[:MAX_REASON] + CUT
+        # it may quote an argument of 16 KB: told cut, as a rejection is (64 such calls sent
+        # 1 MB back a round: audit 17B F6)
+        told = _cut(str(error))
         return CallRecord(
             call.id, call.name, call.arguments, tool.effect, None, told, "tool", call.sources
         )

@@ -20,6 +20,7 @@ from stategym.agents.playbook import (
     decide_and_commit,
     finish,
     known_at_start,
+    offered_only,
     propose,
     questions,
     rounds,
@@ -76,8 +77,7 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     # speculative calls go where they depend on nothing unseen, so they cost economy only
     spray = [call("list_transfers"), *(call("get_fx_rates", currency=c) for c in SPRAY_CURRENCIES)]
     spray = spray[: style.spray]
-    # the transfer list is offered only where stateful is on: elsewhere its slot stays empty
-    for action in rounds(first + (spray[:1] if task.knobs.stateful else []), style):
+    for action in rounds(first + offered_only(spray[:1], task), style):
         beliefs.see((yield action))
     invoice = beliefs.invoice
     if invoice is None:

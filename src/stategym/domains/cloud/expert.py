@@ -21,6 +21,7 @@ from stategym.agents.playbook import (
     choose,
     decide_and_commit,
     known_at_start,
+    offered_only,
     propose,
     questions,
     rounds,
@@ -75,15 +76,12 @@ def _script(task: Task, style: Style) -> Script:
     yield from decide_and_commit(beliefs, style, task.knobs.stateful, decision)
 
 
-def _spray(style: Style, beliefs: Beliefs, stateful: bool) -> list[ToolCall]:
-    """Speculative reads nothing needs: the snapshot list (offered where ``stateful`` is on)
-    and dry runs of every volume."""
+def _spray(style: Style, beliefs: Beliefs, task: Task) -> list[ToolCall]:
+    """Speculative reads nothing needs: the snapshot list (where it is offered) and dry runs
+    of every volume."""
     extra = [call("list_snapshots", project_id=beliefs.project_id or "")]
     extra += [call("check_deletion", volume_id=v) for v in beliefs.volumes]
-    if not beliefs.project_id:
-        return []
-    # the snapshot list is offered only where stateful is on: elsewhere its slot stays empty
-    return extra[: style.spray] if stateful else extra[1 : style.spray]
+    return offered_only(extra[: style.spray], task) if beliefs.project_id else []
 
 
 def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
@@ -95,12 +93,12 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
         beliefs.see((yield action))
     if not beliefs.volumes:
         listing = [call("list_volumes", project_id=beliefs.project_id or "")]
-        for action in rounds(listing + _spray(style, beliefs, task.knobs.stateful), style):
+        for action in rounds(listing + _spray(style, beliefs, task), style):
             beliefs.see((yield action))
     instances = sorted({v.attached_to for v in beliefs.volumes.values() if v.attached_to})
     fan_out = [call("get_volume_activity", volume_id=v) for v in beliefs.volumes]
     fan_out += [call("describe_instance", instance_id=i) for i in instances]
-    for action in rounds(fan_out + _spray(style, beliefs, task.knobs.stateful), style):
+    for action in rounds(fan_out + _spray(style, beliefs, task), style):
         beliefs.see((yield action))
         if style.first_fit and _pick(beliefs, style) is not None:
             return

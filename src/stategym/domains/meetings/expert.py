@@ -20,6 +20,7 @@ from stategym.agents.playbook import (
     choose,
     decide_and_commit,
     known_at_start,
+    offered_only,
     propose,
     questions,
     rounds,
@@ -126,8 +127,7 @@ def _spray(plan: _Plan, count: int) -> list[ToolCall]:
         call("get_calendar", person_id=me, day=plan.days[-1] + 1),
         call("list_rooms", min_capacity=1),
     ]
-    # the invitation list is offered only where stateful is on: elsewhere its slot stays empty
-    return extra[:count] if plan.task.knobs.stateful else extra[1:count]
+    return offered_only(extra[:count], plan.task)
 
 
 def _guesses(plan: _Plan) -> list[ToolCall]:

@@ -21,6 +21,7 @@ from stategym.agents.playbook import (
     choose,
     decide_and_commit,
     known_at_start,
+    offered_only,
     propose,
     questions,
     rounds,
@@ -88,10 +89,7 @@ def _look_up(task: Task, beliefs: Beliefs, style: Style) -> Script:
     if style.batching == "guess":  # product ids the catalog has not shown yet
         lookups += [call("get_offers", product_id=f"P{n}") for n in (101, 102, 103)]
     spray = [call("list_orders"), *(call("search_catalog", query=q) for q in SPRAY_QUERIES)]
-    spray = spray[: style.spray]
-    if not task.knobs.stateful:  # the order list is offered only then: its slot stays empty
-        spray = spray[1:]
-    for action in rounds(lookups + spray, style):
+    for action in rounds(lookups + offered_only(spray[: style.spray], task), style):
         beliefs.see((yield action))
     fetch = [
         call(tool, product_id=pid, **_address(tool, beliefs))

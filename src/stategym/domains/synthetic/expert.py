@@ -22,6 +22,7 @@ from stategym.agents.playbook import (
     choose,
     decide_and_commit,
     known_at_start,
+    offered_only,
     propose,
     questions,
     rounds,
@@ -128,12 +129,12 @@ def _calls(
 
 
 def _spray(spec: Spec, surface: Surface, task: Task, style: Style) -> list[ToolCall]:
-    extra = [call(surface.tool("purchases"))] if task.knobs.stateful else []
+    extra = [call(surface.tool("purchases"))]
     key = surface.values[input_key(spec, "sources")]
     extra += [
         call(surface.tool(f"source{i}"), **{key: BOGUS_KEY}) for i in range(1, spec.fanout + 1)
     ]
-    return extra[: style.spray]
+    return offered_only(extra[: style.spray], task)
 
 
 def _look_up(spec: Spec, surface: Surface, task: Task, beliefs: Beliefs, style: Style) -> Script:

@@ -18,6 +18,7 @@ from stategym.agents.playbook import (
     choose,
     decide_and_commit,
     known_at_start,
+    offered_only,
     propose,
     questions,
     rounds,
@@ -58,7 +59,7 @@ def _script(task: Task, style: Style, first: Observation) -> Script:
         beliefs.see((yield opening))
     dest = str(task.request.given["destination"])
     days = _days(str(task.request.given["window"]))
-    yield from _look_up(beliefs, style, dest, days, task.knobs.stateful)
+    yield from _look_up(beliefs, style, dest, days, task)
     # a guessed budget is the policy's cap: the most the agent may spend anyway
     assume(
         style, beliefs.values, {"budget": beliefs.cap or 0, "fare_type": "any", "departure": "any"}
@@ -79,17 +80,16 @@ def _days(window: str) -> list[int]:
     return list(range(first, last + 1))
 
 
-def _spray(style: Style, dest: str, days: list[int], origin: str, stateful: bool) -> list[ToolCall]:
+def _spray(style: Style, dest: str, days: list[int], origin: str, task: Task) -> list[ToolCall]:
     extra = [call("list_bookings")]
     extra += [
         call("search_flights", origin=origin, destination=dest, day=d)
         for d in (days[0] - 1, days[-1] + 1, days[-1] + 2)
     ]
-    # the booking list is offered only where stateful is on: elsewhere its slot stays empty
-    return extra[: style.spray] if stateful else extra[1 : style.spray]
+    return offered_only(extra[: style.spray], task)
 
 
-def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int], stateful: bool) -> Script:
+def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int], task: Task) -> Script:
     lookups = [
         call("get_profile"),
         call("get_travel_policy"),
@@ -98,7 +98,7 @@ def _look_up(beliefs: Beliefs, style: Style, dest: str, days: list[int], statefu
     if style.batching == "guess":
         guess = next(code for code, _, _ in CITIES if code != dest)
         lookups += [call("search_flights", origin=guess, destination=dest, day=d) for d in days]
-    for action in rounds(lookups + _spray(style, dest, days, "LHR", stateful), style):
+    for action in rounds(lookups + _spray(style, dest, days, "LHR", task), style):
         beliefs.see((yield action))
     if style.batching == "guess" and beliefs.flights:
         return

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 _PREFIX = re.compile(
     r"^[\s#*_>]*(?:(?:my|the)\s+)?(?:final\s+)?answer[\s*_]*(?:is\b|:|=|-|\n)[\s*_]*"
@@ -34,6 +34,18 @@ is read afresh each time: the memo kept every distinct answer, up to 65,536 of 1
 for the life of the process (audit 17B F2)."""
 
 
+def _memoised_when_short(read: Callable[[str], str]) -> Callable[[str], str]:
+    """``read``, memoised for texts of at most :data:`MEMOISED_LENGTH` characters."""
+    memo = functools.lru_cache(maxsize=1 << 16)(read)
+
+    @functools.wraps(read)
+    def reading(text: str) -> str:
+        return memo(text) if len(text) <= MEMOISED_LENGTH else read(text)
+
+    return reading
+
+
+@_memoised_when_short
 def normalise_answer(text: str) -> str:
     """``text`` as an exact-match benchmark compares it (see the module docstring).
 
@@ -41,16 +53,9 @@ def normalise_answer(text: str) -> str:
     (a meetings task has ~130) against the answer, and the regular expressions were a tenth
     of scoring a task judged on its answer.
     """
-    return _memoised(text) if len(text) <= MEMOISED_LENGTH else _normalised(text)
-
-
-def _normalised(text: str) -> str:
     text = _PREFIX.sub("", text.strip())
     text = _PUNCTUATION.sub("", text.lower())
     return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-_memoised = functools.lru_cache(maxsize=1 << 16)(_normalised)
 
 
 def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
@@ -61,14 +66,8 @@ def match_answer(answer: str | None, options: Iterable[str]) -> str | None:
     return next((o for o in options if _spaceless(o) == wanted), None)
 
 
+@_memoised_when_short
 def _spaceless(text: str) -> str:
     """:func:`normalise_answer` without its spaces; memoised like it (scoring reads every
     option of a task against the answer)."""
-    if len(text) <= MEMOISED_LENGTH:
-        return _spaceless_memoised(text)
-    return normalise_answer(text).replace(" ", "")
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _spaceless_memoised(text: str) -> str:
     return normalise_answer(text).replace(" ", "")
