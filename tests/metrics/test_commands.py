@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 from pathlib import Path
 
 import orjson
@@ -12,7 +13,10 @@ from rich.console import Console
 import stategym.commands.eval as eval_command
 import stategym.commands.score as score_command
 from stategym.cli import build_parser, main
-from stategym.kernel.errors import UsageError
+from stategym.kernel.env import Env
+from stategym.kernel.errors import TrajectoryError, UsageError
+from stategym.kernel.protocol import CallBatch, ToolCall
+from stategym.kernel.trajectory import write_jsonl
 
 
 def _lines(path):
@@ -223,6 +227,58 @@ def test_score_refuses_duplicated_episodes_by_seed(tmp_path):
     path.write_bytes(path.read_bytes() * 2)
     with pytest.raises(UsageError, match=r"3 duplicated episode\(s\).*travel seed 0 agent serial"):
         _score(out)
+    assert not (out / "scores.jsonl").exists()
+
+
+def _padded_log(out, episodes):
+    """``episodes`` travel episodes of 30 rounds of 32 calls with a 2,000-character argument
+    each (about 2 MB a line), whose scorecards are small beside them."""
+    trajectories = []
+    for seed in range(episodes):
+        env = Env("travel")
+        env.reset(seed=seed)
+        ended = False
+        while not ended:
+            calls = [ToolCall("search_flights", {"origin": "x" * 2000}, f"c{i}") for i in range(32)]
+            _, _, terminated, truncated, _ = env.step(CallBatch(tuple(calls)))
+            ended = terminated or truncated
+        trajectories.append(env.trajectory)
+    write_jsonl(out / "trajectories.jsonl", trajectories)
+    return (out / "trajectories.jsonl").stat().st_size
+
+
+def _peak_scoring(out):
+    tracemalloc.start()
+    try:
+        assert _score(out) == 0
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_score_keeps_the_scorecards_not_the_episodes(tmp_path):
+    # 17B F6: score read the whole log into memory, about 14 times the file; it now reads one
+    # episode at a time, so four more episodes cost their scorecards, not their lines
+    _peak_scoring(_run_dir(tmp_path, episodes=1))  # imports and caches warmed first
+    (few := tmp_path / "few").mkdir()
+    (more := tmp_path / "more").mkdir()
+    few_bytes, more_bytes = _padded_log(few, 2), _padded_log(more, 6)
+    grown = _peak_scoring(more) - _peak_scoring(few)
+    assert grown < (more_bytes - few_bytes) / 2
+
+
+def test_score_refuses_duplicates_before_an_episode_that_does_not_replay(tmp_path):
+    out = _run_dir(tmp_path)
+    path = out / "trajectories.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    edited = lines[0].replace(b'"goal_reached":false', b'"goal_reached":true')
+    assert edited != lines[0]
+    path.write_bytes(edited + lines[1] + lines[2] + lines[2])
+    with pytest.raises(UsageError, match=r"1 duplicated episode\(s\)"):
+        score_command.main(build_parser().parse_args(["score", str(out), "--verify"]))
+    path.write_bytes(edited + lines[1] + lines[2])
+    with pytest.raises(TrajectoryError, match=rf"{re.escape(str(path))}:1: .* does not replay"):
+        score_command.main(build_parser().parse_args(["score", str(out), "--verify"]))
     assert not (out / "scores.jsonl").exists()
 
 

@@ -1,6 +1,8 @@
 """``stategym score RUN_DIR``: re-score a run directory from its trajectories alone.
 
-Reads ``RUN_DIR/trajectories.jsonl`` (written by ``stategym run`` or ``stategym eval``) with
+Reads ``RUN_DIR/trajectories.jsonl`` (written by ``stategym run`` or ``stategym eval``) one
+episode at a time (:func:`stategym.rollout.log.map_log`: the scorecards are kept, the
+episodes not, so a log far larger than memory can be scored), by the rule of
 :func:`stategym.rundir.read_log`: a corrupt line is an error naming ``FILE:LINE``, and only
 a cut last line (an interrupted append) is dropped, with a warning naming it; duplicated
 episodes are refused. Each task is regenerated from the trajectory's ``(domain, seed,
@@ -10,10 +12,12 @@ file, a folder or a FIFO, is refused before the log is read). A ``trajectories.j
 is there but is not a regular file (a FIFO, which would wait for a writer forever; a
 folder) is refused as what it is, never called missing.
 
-``--verify`` first replays every episode (:func:`stategym.rollout.refuse_unverified`, one
-replay each) and refuses the file at the first episode whose log is not what replaying its
-actions gives (an edited outcome, call result or user turn, a relabelled domain): one line
-naming ``FILE:LINE``, the episode and the first difference, and nothing is written.
+``--verify`` also replays every episode before scoring it (one replay each) and refuses the
+file at the first episode whose log is not what replaying its actions gives (an edited
+outcome, call result or user turn, a relabelled domain): one line naming ``FILE:LINE``, the
+episode and the first difference, and nothing is written. Duplicated episodes are refused
+before that, and an episode that cannot be scored (a domain this installation does not
+register) is refused in file order with it.
 """
 
 from __future__ import annotations
@@ -46,8 +50,9 @@ def main(args: argparse.Namespace) -> int:
     from stategym import __version__
     from stategym.kernel.errors import StateGymError, UsageError
     from stategym.kernel.files import exists_as_file, refuse_non_files
-    from stategym.metrics import report, score
-    from stategym.rundir import read_log, refuse_duplicates, refuse_unverified
+    from stategym.kernel.trajectory import Trajectory
+    from stategym.metrics import Scorecard, report, score
+    from stategym.rollout.log import map_log
     from stategym.tables import print_grids
 
     console = Console()
@@ -55,23 +60,22 @@ def main(args: argparse.Namespace) -> int:
     if not exists_as_file(path):  # a FIFO or a folder: refused as what it is
         raise UsageError(f"no {TRAJECTORIES} in {args.run}")
     refuse_non_files(args.run, (report.SCORES, report.SCORECARD, report.SCORECARD_MD))
-    log = read_log(path)  # the file is only read: score never rewrites a run's log
-    if log.cut_line is not None:
+
+    def scored(trajectory: Trajectory) -> Scorecard:
+        try:
+            return score(trajectory)
+        except StateGymError as error:  # e.g. a domain this installation does not register
+            raise UsageError(f"cannot score {path}: {error}") from None
+
+    # one episode in memory at a time (the cards are kept): score never rewrites a run's log
+    cards, cut_line = map_log(path, scored, verify=args.verify)
+    if cut_line is not None:
         console.print(
-            Text(
-                f"warning: ignored {path}:{log.cut_line}, a cut last line (an interrupted append)"
-            ),
+            Text(f"warning: ignored {path}:{cut_line}, a cut last line (an interrupted append)"),
             style="yellow",
         )
-    refuse_duplicates(path, log.trajectories)
-    if not log.trajectories:
+    if not cards:
         raise UsageError(f"no trajectories in {path}")
-    if args.verify:
-        refuse_unverified(path, log.trajectories)
-    try:
-        cards = [score(t) for t in log.trajectories]
-    except StateGymError as error:  # e.g. a domain this installation does not register
-        raise UsageError(f"cannot score {path}: {error}") from None
     config = {
         "command": "score",
         "trajectories": str(path),

@@ -13,14 +13,17 @@ A complete run puts its log in request order (:func:`put_in_order`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from stategym.kernel.errors import TrajectoryError, UsageError
+from stategym.kernel.errors import StateGymError, TrajectoryError, UsageError
 from stategym.kernel.files import open_regular, read_regular, replace_bytes
 from stategym.kernel.trajectory import Trajectory, dumps, loads
-from stategym.rollout.spec import key_words, trajectory_key
+from stategym.rollout.spec import Key, key_words, trajectory_key
+
+T = TypeVar("T")
 
 SHOWN_DUPLICATES = 5
 """How many duplicated episodes an error message names."""
@@ -40,40 +43,64 @@ class Log:
 
 
 def read_log(path: Path) -> Log:
-    """Read a trajectories file strictly, except for a cut last line.
-
-    A last line that does not end in a newline, cannot be read and starts as every line
-    stategym writes starts (``{``) is what an interrupted append leaves: it is dropped and
-    its number returned. Any other unreadable line is corruption, not an interruption, and
-    is never dropped: a log is rewritten without its cut line, so a last line of someone
-    else's text (a file of notes a link named ``trajectories.jsonl`` led to) would be lost.
+    """Read a trajectories file strictly, except for a cut last line (:class:`LogReader`).
 
     Raises:
         UsageError: ``FILE:LINE: why`` for an unreadable line that is not a cut last line.
     """
-    data = read_regular(path)  # a FIFO or a folder: refused in one line, never waited on
-    lines = data.split(b"\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    kept: list[Trajectory] = []
-    for index, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            kept.append(loads(line))
-        except TrajectoryError as error:
-            if index == last and not data.endswith(b"\n") and line.lstrip().startswith(b"{"):
-                return Log(kept, index + 1)
-            raise UsageError(f"{path}:{index + 1}: {error}") from None
-    return Log(kept, None)
+    reader = LogReader(path)
+    kept = [trajectory for _, trajectory in reader]
+    return Log(kept, reader.cut_line)
 
 
-def refuse_duplicates(path: Path, trajectories: Sequence[Trajectory]) -> None:
+class LogReader:
+    """A trajectories file read one episode at a time: iterating yields ``(line number,
+    trajectory)`` and holds one line in memory, never the file (:func:`map_log` reads a log
+    of any length so).
+
+    A last line that does not end in a newline, cannot be read and starts as every line
+    stategym writes starts (``{``) is what an interrupted append leaves: it is dropped and
+    its number kept in :attr:`cut_line`. Any other unreadable line is corruption, not an
+    interruption, and is never dropped: a log is rewritten without its cut line, so a last
+    line of someone else's text (a file of notes a link named ``trajectories.jsonl`` led
+    to) would be lost.
+
+    Raises (while iterating):
+        NotAFile: the path is a FIFO or a folder, refused in one line, never waited on.
+        UsageError: ``FILE:LINE: why`` for an unreadable line that is not a cut last line.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cut_line: int | None = None
+        """The number of the cut last line dropped, once iterating has reached it."""
+
+    def __iter__(self) -> Iterator[tuple[int, Trajectory]]:
+        with open_regular(self.path) as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    trajectory = loads(line)
+                except TrajectoryError as error:
+                    # only the file's last line can lack its newline
+                    if not line.endswith(b"\n") and line.lstrip().startswith(b"{"):
+                        self.cut_line = number
+                        return
+                    raise UsageError(f"{self.path}:{number}: {error}") from None
+                yield number, trajectory
+
+
+def refuse_duplicates(path: Path, trajectories: Iterable[Trajectory]) -> None:
     """Raise if two trajectories are copies of one episode (a file appended twice).
 
     Raises:
         UsageError: naming the first duplicated episodes and how many copies each has.
     """
-    counts = Counter(trajectory_key(t) for t in trajectories)
+    _refuse_repeated(path, Counter(trajectory_key(t) for t in trajectories))
+
+
+def _refuse_repeated(path: Path, counts: Counter[Key]) -> None:
     repeated = [(key, n) for key, n in counts.items() if n > 1]
     if not repeated:
         return
@@ -95,16 +122,56 @@ def refuse_unverified(path: Path, trajectories: Sequence[Trajectory]) -> None:
     Raises:
         TrajectoryError: ``FILE:LINE: episode ... does not replay: first difference``.
     """
-    from stategym.kernel.verify import verify
-
     # read_log skips blank lines and keeps the others in order: the n-th trajectory is the
     # n-th line that is not blank
     lines = [n for n, line in enumerate(read_regular(path).split(b"\n"), 1) if line.strip()]
     for line, trajectory in zip(lines, trajectories, strict=False):
-        found = verify(trajectory)
-        if found:
-            episode = f"{trajectory.domain} seed {trajectory.seed} sample {trajectory.run.sample}"
-            raise TrajectoryError(f"{path}:{line}: episode {episode} does not replay: {found[0]}")
+        _refuse_unverified(path, line, trajectory)
+
+
+def _refuse_unverified(path: Path, line: int, trajectory: Trajectory) -> None:
+    from stategym.kernel.verify import verify
+
+    found = verify(trajectory)
+    if found:
+        episode = f"{trajectory.domain} seed {trajectory.seed} sample {trajectory.run.sample}"
+        raise TrajectoryError(f"{path}:{line}: episode {episode} does not replay: {found[0]}")
+
+
+def map_log(
+    path: Path, read: Callable[[Trajectory], T], *, verify: bool = False
+) -> tuple[list[T], int | None]:
+    """``read`` of each episode of ``path``, in file order, and the number of a cut last line
+    dropped (or ``None``): :func:`read_log`, :func:`refuse_duplicates` and, with ``verify``,
+    :func:`refuse_unverified`, with one episode in memory at a time rather than the file.
+
+    The refusals keep their order: duplicated episodes (a property of the whole file) are
+    refused first, then the first episode, in file order, that does not replay or that
+    ``read`` raised a :class:`~stategym.kernel.errors.StateGymError` on; after that episode
+    nothing more is replayed or read, only each episode's key counted.
+
+    Raises:
+        UsageError: an unreadable line (not a cut last line), or duplicated episodes.
+        StateGymError: what the first replay or ``read`` that failed raised.
+    """
+    reader = LogReader(path)
+    counts: Counter[Key] = Counter()
+    results: list[T] = []
+    failed: StateGymError | None = None
+    for line, trajectory in reader:
+        counts[trajectory_key(trajectory)] += 1
+        if failed is not None:
+            continue
+        try:
+            if verify:
+                _refuse_unverified(path, line, trajectory)
+            results.append(read(trajectory))
+        except StateGymError as error:
+            failed = error
+    _refuse_repeated(path, counts)
+    if failed is not None:
+        raise failed
+    return results, reader.cut_line
 
 
 def load_log(path: Path) -> Log:
