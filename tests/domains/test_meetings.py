@@ -378,3 +378,61 @@ def test_equal_satisfaction_sets_are_shared_within_a_task() -> None:
     for task in _tasks(20):
         table = task.truth.satisfaction
         assert len({id(s) for s in table.values()}) == len(set(table.values()))
+
+
+def _brute_bookings(world, room_id: str, day: int) -> list[str]:
+    found = world.room_bookings.values()
+    return sorted(b.id for b in found if b.active and (b.room_id, b.day) == (room_id, day))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("hold", "send", "cancel", "snapshot", "restore", "pickle")),
+            st.integers(0, 3),
+            st.integers(0, 2),
+        ),
+        max_size=30,
+    )
+)
+def test_a_rooms_bookings_are_every_active_booking_of_it_through_restores_and_pickles(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    # audit 17B F5: the agent's bookings are indexed by room and day rather than walked on
+    # each look at a room; the index must follow every write, restore and pickle
+    import pickle
+
+    env = Env("meetings", knobs=Knobs(dynamics=True))
+    env.reset(seed=5)
+    base = env.task.base
+    rooms = sorted(r.id for r in base.rooms.values() if r.capacity >= base.headcount)[:2]
+    holds: list[str] = []
+    invitations: list[str] = []
+    saved = env.world.snapshot()
+    for action, which, day in steps:
+        room = rooms[which % len(rooms)]
+        if action == "hold":
+            result = env.step(
+                calls(call("hold_room", room_id=room, day=day, start="10:00", duration=30))
+            )
+            content = result.observation.results[0].content
+            holds += [content["hold_id"]] if result.observation.results[0].ok else []
+        elif action == "send" and holds:
+            result = env.step(calls(call("send_invitation", hold_id=holds[which % len(holds)])))
+            if result.observation.results[0].ok:
+                invitations.append(result.observation.results[0].content["invitation_id"])
+        elif action == "cancel" and invitations:
+            invitation = invitations[which % len(invitations)]
+            env.step(calls(call("cancel_invitation", invitation_id=invitation)))
+        elif action == "snapshot":
+            saved = env.world.snapshot()
+        elif action == "restore":
+            env.world.restore(saved)
+        elif action == "pickle":
+            env = pickle.loads(pickle.dumps(env))
+        if env.done:
+            break
+        for room_id in rooms:
+            for d in range(3):
+                seen = sorted(b.id for b in env.world.bookings(room_id, d))
+                assert seen == _brute_bookings(env.world, room_id, d)

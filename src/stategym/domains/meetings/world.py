@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Literal
 
 from stategym.kernel.knobs import Knobs
@@ -137,6 +138,9 @@ class MeetingsWorld(World):
         self.room_bookings: Table[str, RoomBooking] = Table(base.room_bookings)
         self.holds: Table[str, Hold] = Table({})
         self.invitations: Table[str, Invitation] = Table({})
+        self._booking_index: (
+            tuple[dict[str, RoomBooking], int, dict[tuple[str, int], list[str]]] | None
+        ) = None
 
     def busy(self, person_id: str, day: int) -> list[Appointment]:
         """Active appointments of one person on one day, by start time."""
@@ -146,6 +150,30 @@ class MeetingsWorld(World):
     def bookings(self, room_id: str, day: int) -> list[RoomBooking]:
         """Active bookings of one room on one day (ours included)."""
         ids = list(self.base.booking_index.get((room_id, day), ()))
-        ids += [k for k in self.room_bookings.changed if k not in self.room_bookings.base]
+        ids += self._our_bookings().get((room_id, day), ())
         found = (self.room_bookings[b] for b in ids)
-        return [b for b in found if b.active and b.room_id == room_id and b.day == day]
+        return [b for b in found if b.active]
+
+    def _our_bookings(self) -> dict[tuple[str, int], list[str]]:
+        """The ids of the bookings the agent made, by ``(room id, day)``.
+
+        They are the keys of ``room_bookings.changed`` that the base lacks; a booking keeps
+        its room and day (cancelling only deactivates it), and keys are only ever added to
+        one ``changed`` dict (a restore puts a new dict in its place). So the index is kept
+        beside the dict it was read from and only its new keys are read: a step that looks
+        at a room no longer walks every booking of the episode (audit 17B F5: 64 holds a
+        round over 60 rounds cost 38 ms a step).
+        """
+        changed = self.room_bookings.changed
+        index = self._booking_index
+        if index is None or index[0] is not changed or index[1] > len(changed):
+            index = self._booking_index = (changed, 0, {})
+        _, read, ours = index
+        if read < len(changed):
+            base = self.room_bookings.base
+            for key in islice(changed, read, None):
+                if key not in base:
+                    booking = changed[key]
+                    ours.setdefault((booking.room_id, booking.day), []).append(key)
+            self._booking_index = (changed, len(changed), ours)
+        return ours
