@@ -436,3 +436,19 @@ def test_a_rooms_bookings_are_every_active_booking_of_it_through_restores_and_pi
             for d in range(3):
                 seen = sorted(b.id for b in env.world.bookings(room_id, d))
                 assert seen == _brute_bookings(env.world, room_id, d)
+
+
+def test_a_world_pickled_before_the_booking_index_finds_its_bookings() -> None:
+    import pickle
+
+    env = Env("meetings", knobs=Knobs(dynamics=False))
+    env.reset(seed=5)
+    base = env.task.base
+    room = next(r.id for r in base.rooms.values() if r.capacity >= base.headcount)
+    held = env.step(calls(call("hold_room", room_id=room, day=1, start="10:00", duration=30)))
+    hold = held.observation.results[0].content["hold_id"]
+    env.step(calls(call("send_invitation", hold_id=hold)))
+    vars(env.world).pop("_booking_index", None)  # as an environment pickled at aa73536's parent
+    again = pickle.loads(pickle.dumps(env))
+    assert [b.id for b in again.world.bookings(room, 1)] == _brute_bookings(again.world, room, 1)
+    assert len(again.world.bookings(room, 1)) == 1

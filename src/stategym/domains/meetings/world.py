@@ -129,6 +129,8 @@ class MeetingsBase:
 
 class MeetingsWorld(World):
     TABLES = ("appointments", "room_bookings", "holds", "invitations")
+    _booking_index: tuple[dict[str, RoomBooking], int, dict[tuple[str, int], list[str]]] | None
+    _booking_index = None  # a class default: a world pickled before the index has none
 
     def __init__(self, base: MeetingsBase, knobs: Knobs) -> None:
         super().__init__({USER_ACCOUNT: base.balance, FACILITIES_ACCOUNT: 0})
@@ -138,9 +140,6 @@ class MeetingsWorld(World):
         self.room_bookings: Table[str, RoomBooking] = Table(base.room_bookings)
         self.holds: Table[str, Hold] = Table({})
         self.invitations: Table[str, Invitation] = Table({})
-        self._booking_index: (
-            tuple[dict[str, RoomBooking], int, dict[tuple[str, int], list[str]]] | None
-        ) = None
 
     def busy(self, person_id: str, day: int) -> list[Appointment]:
         """Active appointments of one person on one day, by start time."""
