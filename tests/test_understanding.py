@@ -236,8 +236,8 @@ def test_nothing_to_answer_is_not_understood() -> None:
 def test_the_package_imports_nothing_but_itself_the_standard_library_and_its_word_list() -> None:
     """Kernel-level: no domain, no registry, nothing heavy; ``spellchecker`` (pure Python, no
     dependencies) is the English word list that keeps a real word from being read as a typo."""
-    allowed = {"__future__", "collections", "dataclasses", "functools", "importlib", "json"}
-    allowed |= {"math", "re", "spellchecker", "typing"}
+    allowed = {"__future__", "bisect", "collections", "dataclasses", "functools", "importlib"}
+    allowed |= {"json", "math", "re", "spellchecker", "typing"}
     paths = sorted(PACKAGE.glob("*.py"))
     assert len(paths) >= 5  # the package is where this test looks
     for path in paths:

@@ -8,9 +8,10 @@ The words and clauses themselves are :mod:`~stategym.kernel.understanding.words`
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from .spacing import compact
-from .words import asks, sets_context, words
+from .words import asks, piece_asks, sets_context, words
 
 _SENTENCE = re.compile(r"([.?!;\n]+(?:\s+|$)|\s+-\s+)")
 """What ends a sentence (kept by the split: a question mark says it asks)."""
@@ -198,12 +199,53 @@ def introduces(sentence: str) -> tuple[str, str]:
         >>> introduces("departing 19:45, is that ok")
         ('', 'departing 19:45, is that ok')
     """
-    for cut in reversed(list(_INTRO.finditer(sentence))):
-        rest = sentence[cut.end() :]
-        rest = _MARKER.sub("", rest, count=1) if _MARKER.match(rest) else rest
-        if asks(rest) or asks(sentence[: cut.start()]):
-            return sentence[: cut.start()], rest
+    cuts = list(_INTRO.finditer(sentence))
+    if not cuts:
+        return "", sentence
+    pieces = Pieces(sentence)  # each cut asks of two spans: one pass over the commas for all
+    for cut in reversed(cuts):
+        marker = _MARKER.match(sentence, cut.end())
+        start = cut.end() if marker is None else marker.end()
+        if pieces.asks(start, len(sentence)) or pieces.asks(0, cut.start()):
+            return sentence[: cut.start()], sentence[start:]
     return "", sentence
+
+
+class Pieces:
+    """:func:`~stategym.kernel.understanding.words.asks` of any span of one sentence, read
+    from the sentence's comma-separated pieces, each matched once: a message of many colons
+    used to split and match what followed each colon anew (16 KB of ``"x: "`` took 80 ms to
+    read; audit 17B N1).
+
+    Example:
+        >>> Pieces("ok, so: what is your budget").asks(8, 27)
+        True
+    """
+
+    def __init__(self, sentence: str) -> None:
+        self.sentence = sentence
+        self.commas = [m.start() for m in _COMMA.finditer(sentence)]
+        starts = [0, *(c + 1 for c in self.commas)]
+        ends = [*self.commas, len(sentence)]
+        self.asking_before = [0]  # how many of the first k pieces ask
+        for start, end in zip(starts, ends, strict=True):
+            self.asking_before.append(self.asking_before[-1] + piece_asks(sentence, start, end))
+
+    def asks(self, start: int, end: int) -> bool:
+        """``asks(sentence[start:end])``."""
+        first = bisect_left(self.commas, start)  # the span's commas: commas[first:last]
+        last = bisect_left(self.commas, end)
+        if first == last:
+            return piece_asks(self.sentence, start, end)
+        # its first and last pieces are cut; the ones between are the sentence's own
+        return (
+            piece_asks(self.sentence, start, self.commas[first])
+            or piece_asks(self.sentence, self.commas[last - 1] + 1, end)
+            or self.asking_before[last] > self.asking_before[first + 1]
+        )
+
+
+_COMMA = re.compile(",")
 
 
 def sentences(text: str) -> list[str]:

@@ -426,6 +426,14 @@ def asks(clause: str) -> bool:
     return any(_ASKS.match(piece) for piece in clause.split(","))
 
 
+def piece_asks(text: str, start: int, end: int) -> bool:
+    """:func:`asks` of ``text[start:end]`` when that span holds no comma, without copying it
+    (:class:`~stategym.kernel.understanding.sentences.Pieces` asks of every span of one
+    sentence so). The request pattern looks neither behind its start nor past ``end``, so
+    matching in place reads what matching the copy would (a test compares the two)."""
+    return _ASKS.match(text, start, end) is not None
+
+
 _EMBEDDED = re.compile(rf"\s*{_OPENERS}(?:which|{_WH_WORDS}|any|anything|anyone)\b")
 
 
