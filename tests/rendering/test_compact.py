@@ -39,6 +39,19 @@ values = st.one_of(
 keys = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
 
 
+def later_names(names: list[str]) -> st.SearchStrategy[str]:
+    """A later call's name: a tool's, no tool's, or one that a bare line would read as
+    another: a tool's name and more after a tab or a Unicode space (audit 17D J3), names with
+    spaces, quotes and line breaks, blank or empty ones."""
+    awkward = st.builds(
+        lambda tool, space, more: tool + space + more,
+        st.sampled_from(names),
+        st.sampled_from(["\t", "\xa0", "\u3000", " ", "\n", "\r", "", '"']),
+        st.text(max_size=4),
+    )
+    return st.one_of(st.sampled_from(names), awkward, st.text(max_size=8))
+
+
 @st.composite
 def actions(draw: st.DrawFn) -> Action:
     """Says and call batches over the travel tools (and, after the first call, an unknown
@@ -50,7 +63,7 @@ def actions(draw: st.DrawFn) -> Action:
     names = [t["function"]["name"] for t in renderer.tools] + ["no_such_tool"]
     batch = []
     for position in range(draw(st.integers(0, 3))):
-        name = draw(st.sampled_from(names[:-1] if position == 0 else names))
+        name = draw(st.sampled_from(names[:-1]) if position == 0 else later_names(names))
         params = [k for k in renderer._params.get(name, [])]
         chosen = draw(st.lists(st.sampled_from(params), unique=True)) if params else []
         extra = draw(st.dictionaries(keys, values, max_size=2))

@@ -149,23 +149,43 @@ class CompactRenderer:
     # -- calls ----------------------------------------------------------------------------
 
     def _call_line(self, call: ToolCall) -> str:
+        name = self._written_name(call.name)
         if isinstance(call.arguments, str):
-            return f"{call.name} {call.arguments}".rstrip()
+            return f"{name} {call.arguments}".rstrip()
         arguments = dict(call.arguments)
-        words = [call.name]
+        words = [name]
         for name in self._params.get(call.name, ()):
             if name not in arguments or isinstance(arguments[name], dict):
                 break
             words.append(self._value(arguments.pop(name)))
         words.extend(f"{key}={self._value(value)}" for key, value in arguments.items())
         if any(not _KEYWORD.fullmatch(f"{key}=") for key in arguments):
-            words = [call.name, _dumps(self._encoded(dict(call.arguments)))]
+            words = [name, _dumps(self._encoded(dict(call.arguments)))]
         return " ".join(words)
 
+    def _written_name(self, name: str) -> str:
+        """A call's name as its line starts: a tool's as it is, and any other bare unless it
+        would read back as something else, then as a JSON string: a name whose first word is
+        a tool's (``"get_profile\\u00a0"``, ``"get_profile\\tx"``: audit 17D J3), that holds
+        a space, a line break or a quote, starts or ends with blank space, or is empty."""
+        if name in self._params:
+            return name
+        words = name.split(maxsplit=1)
+        bare = (
+            words
+            and words[0] not in self._params
+            and name == name.strip()
+            and not any(c in name for c in ' \n\r"')
+        )
+        return name if bare else _dumps(name)
+
     def _read_call(self, line: str) -> ToolCall:
-        head, *more = line.split(maxsplit=1)
-        if head in self._params:  # a tool's name ends at any space, as _is_call reads it
-            name, rest = head, (more[0] if more else "")
+        quoted = _quoted_name(line)
+        if quoted is not None:
+            name, rest = quoted
+        elif (head := line.split(maxsplit=1))[0] in self._params:
+            # a tool's name ends at any space, as _is_call reads it
+            name, rest = head[0], (head[1] if len(head) > 1 else "")
         else:  # no tool's: the name runs to the space its call line was written with
             name, _, rest = line.partition(" ")
         rest = rest.strip()
@@ -244,6 +264,21 @@ def _reads_as_json(token: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _quoted_name(line: str) -> tuple[str, str] | None:
+    """A call line's JSON-quoted name and the rest of the line, or ``None`` if the line does
+    not start with one (:meth:`CompactRenderer._written_name`)."""
+    if not line.startswith('"'):
+        return None
+    try:
+        name, end = _DECODER.raw_decode(line)
+    except ValueError:
+        return None
+    return (name, line[end:]) if isinstance(name, str) else None
+
+
+_DECODER = json.JSONDecoder()
 
 
 def _loads(token: str) -> Any:

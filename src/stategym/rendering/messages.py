@@ -44,7 +44,7 @@ from stategym.kernel.trajectory import Trajectory
 from stategym.kernel.validation import read_action
 from stategym.rendering.base import Message, Renderer, transcript
 
-PROMPT_VERSION = 5
+PROMPT_VERSION = 6
 """Bump on any change to the wording below, to transcripts or to tool rendering.
 
 2: the ending rule (and ``finish``'s schema) follows ``Domain.judges_answer``, so ``lookup``
