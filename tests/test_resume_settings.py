@@ -218,6 +218,24 @@ def test_an_hf_log_without_a_weights_digest_is_not_reused(
     assert "model_digest not logged there (an older log)" in line
 
 
+def test_an_hf_log_names_its_device_and_threads_and_only_the_device_is_compared(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    out = tmp_path / "run"
+    assert main(hf_run(tiny, out, 1)) == 0
+    (logged,) = list(read_jsonl(out / "trajectories.jsonl"))
+    assert logged.meta["device"] == "cpu"
+    assert logged.meta["runtime"] == {"threads": torch.get_num_threads()}
+    _rewrite_meta(out / "trajectories.jsonl", lambda meta: meta.update(runtime={"threads": 99}))
+    assert main(hf_run(tiny, out, 2)) == 0  # other threads: reused
+    assert "reusing 1 of the 1 episode(s) there, playing 1" in capsys.readouterr().out
+    _rewrite_meta(out / "trajectories.jsonl", lambda meta: meta.update(device="cuda:0"))
+    line = refused(capsys, hf_run(tiny, out, 3), "played otherwise than this command plays them")
+    assert 'device "cuda:0" there, "cpu" now' in line
+
+
 def test_scripted_runs_resume_as_before(tmp_path: Path) -> None:
     """Guard: scripted agents log no settings; a resumed run's file is byte for byte the
     fresh run's, and its trajectories carry no agent settings."""

@@ -109,7 +109,12 @@ class Reply:
 
 
 class Backend(Protocol):
-    """Something that answers a conversation with an assistant message."""
+    """Something that answers a conversation with an assistant message.
+
+    One may also have ``runtime() -> dict``: how it ran without changing what it plays (an
+    ``hf:`` model's torch threads), logged as ``meta["runtime"]`` and, unlike
+    :meth:`describe`'s settings, never compared when a run resumes.
+    """
 
     def describe(self) -> dict[str, Any]:
         """Model and sampling settings, stamped on every trajectory."""
@@ -255,6 +260,9 @@ class ChatAgent:
         rounds.extend(trajectory.rounds[len(rounds) :])
         usage = self._usage()
         header = {**self.settings(), "usage": usage}
+        runtime = getattr(self._backend, "runtime", None)  # an hf: model's threads
+        if runtime is not None:
+            header["runtime"] = runtime()
         dropped = [f"usage.{key}" for key, total in usage.items() if total is None]
         if dropped:
             header["dropped"] = dropped

@@ -88,9 +88,16 @@ class HFBackend:
         return {
             "backend": "hf",
             "model": str(self.model.path),
+            "device": self.model.device,
             "sampling": sampling,
             "model_digest": self.digest,
         }
+
+    def runtime(self) -> dict[str, Any]:
+        """How the model ran that does not change what it plays, as every trajectory's
+        ``meta["runtime"]`` logs it (never compared when a run resumes): torch's threads,
+        which another machine's defaults change."""
+        return {"threads": self.model.threads}
 
     def complete_sync(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], turn: Turn

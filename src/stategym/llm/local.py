@@ -327,6 +327,8 @@ class LocalModel:
             raise load_failed(self.path, error) from None
         self.model = model.to(device).eval()  # Any: transformers types ``to`` too narrowly
         self.device = device
+        self.threads = torch.get_num_threads()
+        """The torch intra-op threads it decodes with (``threads``, or torch's default)."""
         self.name = self.path.name
         self._stops = _stop_ids(self.tokenizer, self.model)
         self.chat = ChatTokenizer(self.tokenizer)
