@@ -32,6 +32,7 @@ from stategym.kernel.protocol import Say, call, calls
 from stategym.kernel.trajectory import GIVEN_TASK, dumps, loads, replay
 from stategym.kernel.verify import verify
 from stategym.metrics import dense_reward, score
+from stategym.registry import get_domain
 
 
 def _play(env: Env, task: Any) -> Any:
@@ -134,10 +135,14 @@ def test_a_snapshot_restores_only_into_the_episode_it_was_taken_in() -> None:
     other.step(Say("What is your budget?"))
     with pytest.raises(ValueError, match="taken in another episode"):
         other.restore(snapshot)
-    with pytest.raises(ValueError, match="after round 0; this episode has played 0 rounds"):
-        copy_before.restore(snapshot)
+    # a copy is in the same episode: the snapshot, which keeps its rounds since audit 18A F1,
+    # takes it forward to the original's round (it used to be refused: the log would have
+    # kept the copy's 0 rounds under the world of 1), and back again after a round of its own
+    copy_before.restore(snapshot)
+    assert copy_before.state_key() == snapshot_key(snapshot, "shop", 4)
+    assert verify(copy_before.trajectory) == []
     copy_before.step(Say("What is your budget?"))
-    copy_before.restore(snapshot)  # a copy is in the same episode: taken back
+    copy_before.restore(snapshot)
     assert copy_before.state_key() == snapshot_key(snapshot, "shop", 4)
 
 
@@ -336,3 +341,33 @@ def test_an_environment_unpickled_from_before_the_token_gets_its_own(counter: in
     with pytest.raises(ValueError, match="taken in another episode"):
         olds[1].restore(olds[0].snapshot())
     olds[0].restore(olds[0].snapshot())
+
+
+def test_a_search_returns_to_a_state_it_saved_on_an_abandoned_branch() -> None:
+    """Audit 18A F1: snapshot, play branch A (book and pay), snapshot, go back, play branch B
+    (two reads), then return to A's snapshot. The log kept B's rounds under A's world: a
+    world that paid $530 with no payment logged, a log scored R 0.458, dense rewards summing
+    to 0.744, and a replay that was not the world."""
+    from stategym.agents import resolve
+    from stategym.rollout import run_episode
+
+    expert = run_episode(Env("travel"), resolve(get_domain("travel"), "expert"), seed=0)
+    actions = [r.action() for r in expert.rounds]  # 5: book_and_pay, 6: finish
+    env = Env("travel", reward=dense_reward)
+    env.reset(seed=0)
+    paid = [env.step(action).reward for action in actions[:5]]
+    early = env.snapshot()
+    paid.append(env.step(actions[5]).reward)
+    branch_a = env.snapshot()
+    env.restore(early)
+    for _ in range(2):
+        env.step(calls(call("get_profile")))
+    env.restore(branch_a)
+    paid.append(env.step(actions[6]).reward)
+    trajectory = env.trajectory
+    assert [r.action() for r in trajectory.rounds] == actions
+    assert sum(c.amount for r in trajectory.rounds for c in r.charges) == 530
+    assert replay(trajectory).state_key() == env.state_key()
+    assert verify(trajectory) == []
+    card = score(trajectory, env.task)
+    assert card.composite == score(expert).composite == pytest.approx(sum(paid))

@@ -477,18 +477,26 @@ class Env:
             self._copy_reward(self._pay),
             self.task.id,
             self._episode,
+            tuple(self.rounds),
         )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
         """Return to ``snapshot`` (taken in this episode); it can be restored again later.
 
+        The log goes back to the snapshot's own rounds, so a search may return to any state
+        it saved, on any branch: back to an earlier one, then forward again to a later one
+        (a sibling branch played meanwhile is dropped whole, never kept under the restored
+        world: audit 18A F1); a copy of the environment (``copy.deepcopy``, pickle) may
+        restore the original's snapshots and the original its copy's.
+
         Raises:
             ValueError: the snapshot was taken in another episode: one of another task (its
-                world and user would be put under this task: audit 16C F4), an earlier
+                world and user would be put under this task: audit 16C F4), or an earlier
                 episode of this environment (of the same task, or of its probe, whose id is
-                the same: audit 16D F3), or one of more rounds than this episode has played;
-                nothing changes. A copy of the environment (``copy.deepcopy``, pickle) is
-                in the same episode as the original until either is reset.
+                the same: audit 16D F3), or is a snapshot pickled before the rounds were
+                kept whose rounds this episode has not played; nothing changes. A copy of
+                the environment is in the same episode as the original until either is
+                reset.
         """
         self._require_episode()
         if getattr(snapshot, "task", "") not in ("", self.task.id):
@@ -502,7 +510,8 @@ class Env:
                 "the snapshot was taken in another episode (before a reset, or in another "
                 "environment than this one or its copies)"
             )
-        if snapshot.rounds > len(self.rounds):
+        log = getattr(snapshot, "log", ())  # a snapshot pickled before stop 44 has none
+        if len(log) != snapshot.rounds and snapshot.rounds > len(self.rounds):
             raise ValueError(
                 f"the snapshot was taken after round {snapshot.rounds - 1}; this episode has "
                 f"played {len(self.rounds)} rounds (a snapshot of another episode)"
@@ -510,7 +519,10 @@ class Env:
         self.world.restore(snapshot.world)
         self.user.restore(snapshot.user)
         self.provenance.first = dict(snapshot.provenance)
-        del self.rounds[snapshot.rounds :]
+        if len(log) == snapshot.rounds:
+            self.rounds = list(log)
+        else:  # an older snapshot: the log cut back to its length
+            del self.rounds[snapshot.rounds :]
         self._fired = snapshot.fired
         self._confused = snapshot.confused
         done = snapshot.done

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from stategym.kernel.provenance import Origin
 from stategym.kernel.reward import RoundReward
+from stategym.kernel.trajectory import RoundRecord
 from stategym.kernel.user import UserState
 from stategym.kernel.world import WorldSnapshot
 
@@ -31,7 +32,7 @@ class EnvSnapshot:
         world: the world's tables, clock and ledger.
         user: the simulated user's state.
         provenance: where each value first appeared.
-        rounds: how many rounds had been played (the log is cut back to them).
+        rounds: how many rounds had been played.
         fired: how many scheduled events had fired.
         confused: messages in a row the user could not understand.
         done: whether and how the episode had ended.
@@ -41,6 +42,10 @@ class EnvSnapshot:
         task: the id of the task played (a snapshot restores only into an episode of it).
         episode: the token of the episode it was taken in (drawn at each reset, shared by
             the environment's copies; ``""``: unknown, a snapshot made by hand).
+        log: the rounds themselves (frozen records, so a copy of pointers): a restore puts
+            back this log, not the first ``rounds`` rounds of whatever was played since,
+            which may be another branch's (audit 18A F1). ``()`` in a snapshot pickled
+            before it was kept, which cuts the log back to ``rounds`` instead.
     """
 
     world: WorldSnapshot
@@ -53,3 +58,4 @@ class EnvSnapshot:
     reward: RoundReward
     task: str = ""
     episode: str = ""
+    log: tuple[RoundRecord, ...] = ()
