@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,6 +23,11 @@ QUESTION = '{"content": "What is your budget?"}'
         ("task", TypeError, "options must be a mapping"),
         ({"task": None, "seed": 3}, ValueError, "unknown reset options: 'seed'"),
         ("meetings", ValueError, "is a task of 'meetings'; this env plays 'travel'"),
+        # a hand-made task's budget, as the option's (audit 18A N1: these played)
+        (("max_rounds", 0), ValueError, r"options\['task'\].max_rounds must be at least 1"),
+        (("max_rounds", -5), ValueError, r"options\['task'\].max_rounds must be at least 1"),
+        (("max_rounds", True), TypeError, r"options\['task'\].max_rounds must be an integer"),
+        (("max_rounds", 2.0), TypeError, r"options\['task'\].max_rounds must be an integer"),
     ],
 )
 def test_bad_reset_options_are_refused_before_anything_changes(
@@ -31,6 +37,10 @@ def test_bad_reset_options_are_refused_before_anything_changes(
         other = Env("meetings")
         other.reset(seed=3)
         options = {"task": other.task}
+    elif isinstance(options, tuple):  # a travel task with one field replaced
+        other = Env("travel")
+        other.reset(seed=3)
+        options = {"task": replace(other.task, **dict([options]))}
     env = Env("travel")
     env.reset(seed=3)
     env.step_message(QUESTION)

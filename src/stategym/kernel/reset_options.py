@@ -25,9 +25,9 @@ def read_options(options: Any, domain: str) -> tuple[Task | None, int | None]:
 
     Raises:
         TypeError: ``options`` is not a mapping, its ``task`` not a :class:`Task`, or its
-            ``max_rounds`` not an integer.
+            ``max_rounds`` (or the task's) not an integer.
         ValueError: a key other than ``task`` and ``max_rounds``, a task of another domain,
-            or a limit below 1.
+            or a limit (the option's or the task's) below 1.
     """
     if options is None:
         return None, None
@@ -43,6 +43,8 @@ def read_options(options: Any, domain: str) -> tuple[Task | None, int | None]:
         raise TypeError(f"options['task'] must be a Task, got {type(task).__name__} {task!r}")
     if task is not None and task.domain != domain:
         raise ValueError(f"options['task'] is a task of {task.domain!r}; this env plays {domain!r}")
+    if task is not None:  # a hand-made task's budget, as the option's (audit 18A N1)
+        check_max_rounds(task.max_rounds, "options['task'].max_rounds")
     limit = options.get("max_rounds")
     return task, None if limit is None else check_max_rounds(limit, "options['max_rounds']")
 
