@@ -224,6 +224,24 @@ def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
     )
 
 
+def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
+    """The options of ``options`` (:func:`option_keys`) that the sentences of ``text`` which
+    report the act done name ("Done! AQ348 is confirmed." names AQ348; "Booked AQ449; AQ348
+    was sold out." names AQ449 alone, since its second sentence reports nothing), in order.
+    The metric holds a report to them (:mod:`stategym.metrics.clarification`)."""
+    if not options:
+        return ()
+    text = joined(_VS.sub("vs", text), options)
+    named = [
+        options[w]
+        for sentence in sentences(text)
+        if _reports(sentence)
+        for w in normalise(sentence).split()
+        if w in options
+    ]
+    return tuple(dict.fromkeys(named))
+
+
 def reports(text: str) -> bool:
     """Whether ``text`` reports the act done (:data:`_REPORTING`: "Done! Your booking AQ449
     is confirmed.") and asks no go-ahead (:data:`CONFIRMING`): such a message proposes nothing
@@ -366,6 +384,7 @@ __all__ = [
     "normalise",
     "option_key",
     "option_keys",
+    "reported_options",
     "reports",
     "sentences",
     "without_ids",

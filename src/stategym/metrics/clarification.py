@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stategym.kernel.proposals import option_key, option_keys, reported_options
 from stategym.kernel.task import SlotKind, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Outcome, Trajectory
@@ -61,6 +62,10 @@ SETTLED = "proposal after the choice"
 REPORT = "report"
 """The subject of a report of the act done that is not the first after a commit
 (:func:`_free_report`)."""
+FALSE_REPORT = "false report"
+"""The subject of a report of the act done, or a ``finish`` answer of a task judged on the
+world, that names as done options none of which a commit ran for
+(:meth:`ClarificationScorer._misreports`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +154,11 @@ class ClarificationScorer:
         """The choices to make: once as many commits ran, every choice is made."""
         self.reported: int | None = None
         """The round of the last commit a free report followed (:func:`_free_report`)."""
+        self.committed: set[str] = set()
+        """The options a commit that ran named (what a report may say was done)."""
+        self.options = task.truth.options
+        """Every option of the task (what a report may name: :func:`option_keys`)."""
+        self.judged_by_answer = task.judged_by_answer
         self.fp = 0.0
         self.said: list[Event] = []
         self.missed: dict[str, Event] = {}
@@ -160,6 +170,8 @@ class ClarificationScorer:
         for call in calls:
             if call.ok and call.effect is _COMMIT:
                 self.commits.append(call.round)
+                if call.option is not None:
+                    self.committed.add(call.option)
             new += self._use(tr, self.gold.gated_by(call.candidates), call.round, call.position)
         return new
 
@@ -192,10 +204,11 @@ class ClarificationScorer:
             say, tr, self.gold, self.uses, end, self.asked_in_time, self.put, self.ranked
         )
         if _reports(say):
-            if _free_report(say, self.commits, self.reported):
+            false = self._misreports(say.text)
+            if not false and _free_report(say, self.commits, self.reported):
                 self.reported = self.commits[-1]
             else:
-                found.append((Kind.ASK_NEEDLESS, -1.0, REPORT))
+                found.append((Kind.ASK_NEEDLESS, -1.0, FALSE_REPORT if false else REPORT))
         decided = _decided(tr, say.round, self.commits, self.points)
         found += _read_choice(say, tr, self.put, self.before, decided)
         new = [
@@ -208,8 +221,34 @@ class ClarificationScorer:
         self.said += new
         return used + new
 
+    def _misreports(self, text: str) -> bool:
+        """``text`` reports as done options none of which a commit ran for ("Done! AQ348 is
+        confirmed." after a payment for AQ449, or before any commit: audit 18A F2).
+
+        *Why*: telling the user what was done is free once per commit because it is what a
+        careful agent does; a report of what was not done misleads the user about their
+        money (told AQ348 is booked, they act on it), and it scored the expert's R exactly
+        (171/171 committing tasks of the six stateful domains, every knob setting). It
+        costs what any needless message costs. Only the sentences that report are read,
+        and only options they name: a report that names nothing, or names the option done
+        beside others, is no false report ("Booked AQ449; AQ348 was sold out."), nor is one
+        that names the parts of an option done ("Ordered NO759, NO558." for the order
+        ``NO759x1+NO558x1``).
+        """
+        named = [option_key(o) for o in reported_options(text, option_keys(self.options))]
+        done = [option_key(o) for o in self.committed]
+        # an option that is part of one committed counts as done (shop's order of several
+        # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
+        return bool(named) and not any(n in d or d in n for n in named for d in done)
+
     def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Clarification, list[Event]]:
         gold = self.gold
+        answer, end = tr.answer, tr.end
+        # the finish answer of a task judged on the world is the last report to the user
+        if answer and end is not None and not self.judged_by_answer and self._misreports(answer):
+            false = Event(end, DIM, Kind.ASK_NEEDLESS, -1.0, -self.norm, FALSE_REPORT, True)
+            self.said.append(false)
+            self.fp += 1.0
         volunteered = set()
         for slot in gold.must_ask:
             if slot in self.asked_in_time or slot in self.missed:

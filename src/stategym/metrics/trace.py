@@ -80,6 +80,7 @@ class SayView:
     accepted: bool | None
     understood: bool
     open: bool = False
+    text: str = ""
 
 
 # The two views above are built for every call and message the scorer reads (the dense
@@ -116,6 +117,7 @@ class Trace:
         last: the index of the last round read (-1 before any).
         end: the round of the final decision (``finish``, or the last round), once done.
         done: the episode is over.
+        answer: the accepted ``finish``'s ``answer``, when it gave a text.
         first: for each gold node, the round at whose end its value was first observed: a
             tool node's first exact match, a must-ask node's slot revealed, a confirmation
             node's first accepted proposal.
@@ -135,6 +137,7 @@ class Trace:
     last: int = -1
     end: int | None = None
     done: bool = False
+    answer: str | None = None
     first: dict[str, int] = field(default_factory=dict)
     _finished: int | None = None
     _stood_first: dict[str, dict[str | None, int]] = field(default_factory=dict)
@@ -193,6 +196,9 @@ class Trace:
             if position == ended:
                 if self._finished is None:
                     self._finished = index
+                    given = call.arguments
+                    answer = given.get("answer") if isinstance(given, dict) else None
+                    self.answer = answer if isinstance(answer, str) else None
                 continue
             guessed: tuple[str, ...] = ()
             if call.effect is _COMMIT and call.error is None:
@@ -244,6 +250,7 @@ class Trace:
             turn.accepted,
             turn.understood,
             turn.open,
+            record.say or "",
         )
         self.says.append(say)
         for name, _ in turn.values:

@@ -1,0 +1,98 @@
+"""A report of the act done must report what was done (audit 18A F2): the expert's episode
+with a closing report, or a ``finish`` answer, that names as done an option no commit ran for
+scored the expert's R exactly, on 171/171 committing tasks of the six stateful domains."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from expert_edits import expert, inserted, knobs_of, replay
+
+from stategym.kernel.env import Env
+from stategym.kernel.proposals import option_keys, reported_options
+from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall
+from stategym.metrics.clarification import FALSE_REPORT
+
+SYNTH = "synth:chain2+fanout3+askgate+verifycommit+conflict"
+STATEFUL = ["travel", "meetings", "shop", "bank", "cloud", SYNTH]
+SEEDS = range(6)
+
+
+def _committing(domain: str) -> list[tuple[int, str, str]]:
+    """``(seed, the option the expert committed, another option)`` of the seeds whose expert
+    ends committed to one option and whose task has another."""
+    found = []
+    for seed in SEEDS:
+        played = expert(domain, seed, True)
+        env = Env(domain, knobs=knobs_of(seed, True))
+        env.reset(seed=seed)
+        for action in played.actions:
+            env.step(action)
+        done = [c.option for c in env.commitments()]
+        others = [o for o in played.task.truth.options if o not in done]
+        if len(done) == 1 and others:
+            found.append((seed, done[0], others[0]))
+    return found
+
+
+def _finish(answer: str) -> Action:
+    return CallBatch((ToolCall("finish", {"answer": answer}),))
+
+
+def _finished_with(answer: str) -> Callable[[list[Action]], list[Action]]:
+    return lambda actions: [*actions[:-1], _finish(answer)]
+
+
+def _false_events(card) -> list[int]:
+    return [e.round for e in card.events if e.subject == FALSE_REPORT]
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_a_report_or_finish_naming_an_option_not_done_costs_and_the_truth_is_free(
+    domain: str,
+) -> None:
+    cases = _committing(domain)
+    assert cases, domain  # the domain's expert commits on some seed
+    for seed, done, other in cases:
+        played = expert(domain, seed, True)
+        last = len(played.actions) - 1
+        said = replay(domain, seed, inserted(last, Say(f"Done! {other} is confirmed.")), True)[1]
+        assert said.composite < played.card.composite and _false_events(said) == [last]
+        finished = replay(domain, seed, _finished_with(f"Booked {other}."), True)[1]
+        assert finished.composite < played.card.composite and len(_false_events(finished)) == 1
+        # the truth, naming the option done beside another, or naming none: free
+        honest = (f"Done! {done} is confirmed.", f"All set: {done} is booked; {other} was not.")
+        for text in (*honest, "All done."):
+            card = replay(domain, seed, inserted(last, Say(text)), True)[1]
+            assert card.composite == played.card.composite, text
+        answer = replay(domain, seed, _finished_with(f"Booked {done}."), True)[1]
+        assert answer.composite == played.card.composite
+
+
+def test_a_report_before_any_commit_names_what_was_not_done() -> None:
+    seed, _, other = _committing("travel")[0]
+    card = replay("travel", seed, inserted(1, Say(f"Done! {other} is booked.")), True)[1]
+    assert _false_events(card) == [1]  # charged once, as a false report
+
+
+def test_only_the_sentences_that_report_are_read() -> None:
+    options = option_keys(("AQ449", "AQ348", "ZX100"))
+    assert reported_options("Done! AQ348 is confirmed.", options) == ("AQ348",)
+    assert reported_options("Booked AQ449; AQ348 was sold out.", options) == ("AQ449",)
+    assert reported_options("I found AQ348. Shall I book it?", options) == ()
+    assert reported_options("All set: AQ-449 and ZX 100 are booked.", options) == ("AQ449", "ZX100")
+
+
+def test_the_parts_of_an_order_done_are_reported_truly() -> None:
+    """shop's ``shotgun`` orders three offers as one order (``NO759x1+NO558x1+DE776x1``) and
+    finishes "Ordered NO759, NO558, DE776.": true, so free."""
+    from stategym.agents import scripted
+    from stategym.metrics import score
+    from stategym.rollout import run_episode
+
+    env = Env("shop", knobs=knobs_of(0, True))
+    played = run_episode(env, scripted(env.domain, "shotgun"), 0)
+    assert [c.option for c in env.commitments()] == ["NO759x1+NO558x1+DE776x1"]
+    assert played.rounds[-1].calls[0].arguments == {"answer": "Ordered NO759, NO558, DE776."}
+    assert _false_events(score(played, env.task)) == []
