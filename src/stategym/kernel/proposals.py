@@ -166,6 +166,12 @@ def names_option(text: str, options: Mapping[str, str]) -> bool:
     return any(w in options for w in normalise(joined(text, options)).split())
 
 
+def named_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
+    """Each of ``options`` (:func:`option_keys`) that ``text`` names, in order."""
+    named = (options[w] for w in normalise(joined(text, options)).split() if w in options)
+    return tuple(dict.fromkeys(named))
+
+
 def joined(text: str, options: Mapping[str, str]) -> str:
     """``text`` with each option's id written with hyphens between its letter and digit
     parts ("AQ-449", "aq-449") written as the id, and one written with a space there in
@@ -222,6 +228,33 @@ def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
     return Proposal(
         chosen[0] if len(chosen) == 1 else None, len(chosen) > 1, bool(naming), reported
     )
+
+
+_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|complete|do|make|buy)"
+_ACTED = (
+    r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|completed|done"
+    r"|made|bought|charged|changed)"
+)
+_DENYING = re.compile(
+    rf" nothing (?:(?:was|is|got|were|has been|had been|have been) )?{_ACTED}"
+    rf"(?: (?:or |and )?{_ACTED})* $"
+    r"| (?:i|we) (?:did not|didn t|could not|couldn t|cannot|can not|can t|have not|haven t"
+    r"|was not able to|wasn t able to|was unable to|were unable to)"
+    rf" {_ACT}(?: (?:or |and )?{_ACT})*"
+    r"(?: (?:anything|it|(?:the|your) \w+))? $"
+    r"| no (?:booking|order|payment|invitation|transfer|deletion|purchase|reservation|charge)"
+    rf" (?:was|were|has been|have been) {_ACTED} $"
+    rf"| (?:i|we) (?:have )?{_ACTED} nothing $"
+)
+"""A sentence that denies the act outright, in ``normalise``'s form, ending with the denial:
+"Nothing was booked, ordered, paid or deleted.", "I could not complete your request.", "No
+payment was made.", "I paid nothing." A denial with more after it ("nothing was charged
+beyond the fare", "I couldn't book the cheaper flight, so ...") is not one."""
+
+
+def denies_act(text: str) -> bool:
+    """Whether a sentence of ``text`` denies that the act was done (:data:`_DENYING`)."""
+    return any(_DENYING.search(normalise(sentence)) for sentence in sentences(text))
 
 
 def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
@@ -378,8 +411,10 @@ __all__ = [
     "CONFIRMING",
     "NO_PROPOSAL",
     "Proposal",
+    "denies_act",
     "find_proposal",
     "joined",
+    "named_options",
     "names_option",
     "normalise",
     "option_key",

@@ -26,10 +26,16 @@ must-ask slot asked after its use is neither TP nor FP.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from stategym.kernel.proposals import option_key, option_keys, reported_options
+from stategym.kernel.proposals import (
+    denies_act,
+    named_options,
+    option_key,
+    option_keys,
+    reported_options,
+)
 from stategym.kernel.task import SlotKind, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Outcome, Trajectory
@@ -204,7 +210,7 @@ class ClarificationScorer:
             say, tr, self.gold, self.uses, end, self.asked_in_time, self.put, self.ranked
         )
         if _reports(say):
-            false = self._misreports(say.text)
+            false = self._misreports(say.text, self.committed)
             if not false and _free_report(say, self.commits, self.reported):
                 self.reported = self.commits[-1]
             else:
@@ -221,9 +227,13 @@ class ClarificationScorer:
         self.said += new
         return used + new
 
-    def _misreports(self, text: str) -> bool:
-        """``text`` reports as done options none of which a commit ran for ("Done! AQ348 is
-        confirmed." after a payment for AQ449, or before any commit: audit 18A F2).
+    def _misreports(self, text: str, done: Collection[str], last: bool = False) -> bool:
+        """``text`` reports as done options none of which is ``done`` ("Done! AQ348 is
+        confirmed." after a payment for AQ449, or before any commit: audit 18A F2); or, as
+        the episode's ``last`` word (the ``finish`` answer, ``done`` what the world ends
+        committed to), denies outright that anything was done while something was, naming
+        nothing done ("I could not complete the request; nothing was booked, ordered, paid
+        or deleted.": :func:`~stategym.kernel.proposals.denies_act`).
 
         *Why*: telling the user what was done is free once per commit because it is what a
         careful agent does; a report of what was not done misleads the user about their
@@ -235,17 +245,34 @@ class ClarificationScorer:
         that names the parts of an option done ("Ordered NO759, NO558." for the order
         ``NO759x1+NO558x1``).
         """
-        named = [option_key(o) for o in reported_options(text, option_keys(self.options))]
-        done = [option_key(o) for o in self.committed]
-        # an option that is part of one committed counts as done (shop's order of several
-        # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
-        return bool(named) and not any(n in d or d in n for n in named for d in done)
+        options = option_keys(self.options)
+        keys = [option_key(o) for o in done]
+
+        def none_done(named: Iterable[str]) -> bool:
+            # an option that is part of one done counts as done (shop's order of several
+            # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
+            found = [option_key(o) for o in named]
+            return not any(n in d or d in n for n in found for d in keys)
+
+        reported = reported_options(text, options)
+        if reported:
+            return none_done(reported)
+        return last and bool(keys) and denies_act(text) and none_done(named_options(text, options))
+
+    def _false_answer(self, tr: Trace, outcome: Outcome | None) -> int | None:
+        """The ``finish`` round, if its answer, in a task judged on the world, is the last
+        report to the user and a false one (:meth:`_misreports`, against what the world ends
+        committed to)."""
+        answer, end = tr.answer, tr.end
+        if not answer or end is None or self.judged_by_answer:
+            return None
+        done = self.committed if outcome is None else outcome.committed
+        return end if self._misreports(answer, done, last=True) else None
 
     def close(self, tr: Trace, outcome: Outcome | None) -> tuple[Clarification, list[Event]]:
         gold = self.gold
-        answer, end = tr.answer, tr.end
-        # the finish answer of a task judged on the world is the last report to the user
-        if answer and end is not None and not self.judged_by_answer and self._misreports(answer):
+        end = self._false_answer(tr, outcome)
+        if end is not None:
             false = Event(end, DIM, Kind.ASK_NEEDLESS, -1.0, -self.norm, FALSE_REPORT, True)
             self.said.append(false)
             self.fp += 1.0
