@@ -6,7 +6,8 @@
   priority on exactly the same tasks, by the same amount).
 - Every adversary (issue 10 §2: fishing, padding, post-commit damage, excuse harvesting,
   lucky guessing; Hardening §2: open questions instead of finishing, malformed finish
-  rounds) scores below the expert on every stateful domain, never above it on a task, and
+  rounds; audit 18A: a false closing report) scores below the expert on every stateful
+  domain, never above it on a task, and
   at least 0.1 below it on every task where its exploit is clearly bad.
 - The oracle (privileged, never asks) reaches the goal on every task but loses on
   clarification wherever a must-ask slot was missing (unless the user volunteered it).

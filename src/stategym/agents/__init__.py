@@ -41,6 +41,7 @@ STYLES: dict[str, Style] = {
     "post-commit-damage": Style(damage=True),
     "excuse-harvest": Style(harvest=True),
     "lucky-guess": Style(lucky=True),
+    "false-report": Style(misreport=True),
 }
 """Scripted agents that are the domain expert with some habits changed."""
 
@@ -67,6 +68,7 @@ ADVERSARIES: tuple[str, ...] = (
     "post-commit-damage",
     "excuse-harvest",
     "lucky-guess",
+    "false-report",
 )
 """The agents that exploit a hole the metric once had; every one must score below the expert."""
 

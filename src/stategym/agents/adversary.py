@@ -18,7 +18,10 @@ each domain's expert:
   touch (the first read the agent made);
 * ``lucky``: look ahead by playing the expert on a private copy of the episode, then play its
   rounds with each read-only round merged into the round before it: every value guessed, every
-  guess right.
+  guess right;
+* ``misreport``: in a task judged on the world, end with a ``finish`` whose answer reports
+  another option done than the one the world is committed to ("Done! AQ348 is confirmed."
+  after paying for AQ449, or after paying for nothing): the hallucinated completion report.
 
 The scripted agents know the task (as the oracle does), which is what lets them hit the
 exploit on purpose; the metric sees only the log.
@@ -114,6 +117,8 @@ class Adversary:
         if style.harvest and self._event_fired() and self.first_read is not None:
             before.append(CallBatch((self.first_read,)))
         if _is_finish(action):
+            if style.misreport:
+                action = self._misreported(action)
             if style.damage:
                 destroy = self._destroy()
                 if destroy:
@@ -164,6 +169,16 @@ class Adversary:
             return []
         wrong = sorted(o for o in truth.satisfaction if o not in truth.best and o not in text)
         return [Say(text.replace(named[0], o)) for o in wrong[: self.style.fish]]
+
+    def _misreported(self, action: Action) -> Action:
+        """``action`` (a finish) with an answer that reports as done an option that is not
+        best, which the expert never commits; left as it is where every option is best, and
+        in a task judged on its answer (where the answer is the decision, not a report)."""
+        truth = self.task.truth
+        wrong = sorted(o for o in truth.satisfaction if o not in truth.best)
+        if not wrong or self.task.judged_by_answer:
+            return action
+        return CallBatch((ToolCall("finish", {"answer": f"Done! {wrong[0]} is confirmed."}),))
 
     def _destroy(self) -> tuple[ToolCall, ...]:
         """Every write or commit tool whose one required argument is an id that an earlier

@@ -51,8 +51,17 @@ class Style:
     lucky: bool = False
     """Play the expert's rounds with each read-only round merged into the one before,
     guessing (rightly) every value it would have waited for."""
+    misreport: bool = False
+    """End with a ``finish`` answer that reports done an option that was not done."""
 
     @property
     def adversarial(self) -> bool:
         """Some habit above is on (the agent is the expert wrapped by an adversary)."""
-        return bool(self.fish or self.pad != "none" or self.damage or self.harvest or self.lucky)
+        return bool(
+            self.fish
+            or self.pad != "none"
+            or self.damage
+            or self.harvest
+            or self.lucky
+            or self.misreport
+        )
