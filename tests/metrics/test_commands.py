@@ -221,6 +221,27 @@ def test_score_drops_only_a_cut_last_line_and_names_it(tmp_path, monkeypatch):
     assert path.read_bytes() == data[: len(data) - 30]  # score only reads
 
 
+def test_score_warns_of_a_cut_last_line_before_it_refuses(tmp_path, monkeypatch):
+    # audit 18B F2: reading the log one episode at a time lost the warning when a refusal
+    # followed; reading it whole had printed the warning first
+    out = _run_dir(tmp_path)
+    path = out / "trajectories.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines) + lines[0] + lines[1][:30])
+    console = _recording_console(monkeypatch, width=400)
+    with pytest.raises(UsageError, match=r"1 duplicated episode\(s\)"):
+        _score(out)
+    assert f"ignored {path}:5, a cut last line" in console.export_text()
+
+
+def test_a_corrupt_last_line_reads_as_the_json_error_it_is(tmp_path):
+    out = _run_dir(tmp_path)
+    path = out / "trajectories.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"ab\n')  # ended by a newline: corrupt, not cut
+    with pytest.raises(UsageError, match=rf"{re.escape(str(path))}:4: not JSON: unexpected end"):
+        _score(out)
+
+
 def test_score_refuses_duplicated_episodes_by_seed(tmp_path):
     out = _run_dir(tmp_path)
     path = out / "trajectories.jsonl"

@@ -67,13 +67,12 @@ def main(args: argparse.Namespace) -> int:
         except StateGymError as error:  # e.g. a domain this installation does not register
             raise UsageError(f"cannot score {path}: {error}") from None
 
+    def warn(line: int) -> None:  # before any refusal, as reading the file whole did
+        warning = f"warning: ignored {path}:{line}, a cut last line (an interrupted append)"
+        console.print(Text(warning), style="yellow")
+
     # one episode in memory at a time (the cards are kept): score never rewrites a run's log
-    cards, cut_line = map_log(path, scored, verify=args.verify)
-    if cut_line is not None:
-        console.print(
-            Text(f"warning: ignored {path}:{cut_line}, a cut last line (an interrupted append)"),
-            style="yellow",
-        )
+    cards, _ = map_log(path, scored, verify=args.verify, cut=warn)
     if not cards:
         raise UsageError(f"no trajectories in {path}")
     config = {

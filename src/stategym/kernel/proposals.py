@@ -80,10 +80,10 @@ _SUBJECT = (
 """What a report says is done: the act, or an id (a word with a digit: "AQ449 is booked")."""
 _REPORTING = re.compile(
     r"^ (?:done|all set|all done|success\w*|finished|booked|confirmed|scheduled|sent|paid|ordered"
-    r"|deleted)\b"
+    r"|deleted|bought|purchased)\b"
     rf"|{_NOT_AFTER}\b(?:i|we) (?:ve |have |just |now |successfully |already |gone ahead and "
     r"|went ahead and )*(?:booked|placed|scheduled|sent|deleted|removed|paid|completed|processed"
-    r"|finali[sz]ed|submitted|transferred|purchased|ordered|executed|confirmed (?:the|your) "
+    r"|finali[sz]ed|submitted|transferred|purchased|bought|ordered|executed|confirmed (?:the|your) "
     r"(?:booking|order|reservation|meeting|invitation|payment|transfer|deletion|purchase))\b"
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
     rf"|successfully |officially |been |fully )*{_DONE}\b"
@@ -122,8 +122,10 @@ _HYPHENATED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+")
 _JOINT = re.compile(r"(?<=[A-Za-z])-(?=[0-9])|(?<=[0-9])-(?=[A-Za-z])")
 """A hyphen between the letter and digit parts of a word: an option's id may be written with
 one ("AQ-449", "CA33-STD")."""
-_SPACED = re.compile(r"\b([A-Za-z]+) ([0-9][A-Za-z0-9]*)\b")
-"""Letters, a space, then digits: an option's id written with a space ("AQ 449")."""
+_SPACED = re.compile(r"\b([A-Za-z]+) ([0-9][A-Za-z0-9]*)\b|\b([A-Za-z]+[0-9]+) ([A-Za-z]+)\b")
+"""An option's id written with a space between its letters and digits ("AQ 449"), or
+between its digits and the letters after them (bank's route "CA16 EXP", as its answers write
+it: audit 18B F1)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -175,15 +177,15 @@ def named_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
 def joined(text: str, options: Mapping[str, str]) -> str:
     """``text`` with each option's id written with hyphens between its letter and digit
     parts ("AQ-449", "aq-449") written as the id, and one written with a space there in
-    the id's own case ("AQ 449"): in any case, "no 302" is English before it is shop's
-    offer NO302."""
+    the id's own case ("AQ 449", "CA16 EXP"): in any case, "no 302" is English before it is
+    shop's offer NO302."""
 
     def hyphenated(match: re.Match[str]) -> str:
         word = _JOINT.sub("", match[0])
         return word if option_key(word) in options else match[0]
 
     def spaced(match: re.Match[str]) -> str:
-        word = match[1] + match[2]
+        word = match[1] + match[2] if match[1] else match[3] + match[4]
         return word if options.get(option_key(word)) == word else match[0]
 
     if "-" in text:

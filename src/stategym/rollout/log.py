@@ -80,8 +80,8 @@ class LogReader:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                try:
-                    trajectory = loads(line)
+                try:  # read without its newline, so a JSON error reads as it always did
+                    trajectory = loads(line[:-1] if line.endswith(b"\n") else line)
                 except TrajectoryError as error:
                     # only the file's last line can lack its newline
                     if not line.endswith(b"\n") and line.lstrip().startswith(b"{"):
@@ -139,11 +139,17 @@ def _refuse_unverified(path: Path, line: int, trajectory: Trajectory) -> None:
 
 
 def map_log(
-    path: Path, read: Callable[[Trajectory], T], *, verify: bool = False
+    path: Path,
+    read: Callable[[Trajectory], T],
+    *,
+    verify: bool = False,
+    cut: Callable[[int], None] | None = None,
 ) -> tuple[list[T], int | None]:
     """``read`` of each episode of ``path``, in file order, and the number of a cut last line
     dropped (or ``None``): :func:`read_log`, :func:`refuse_duplicates` and, with ``verify``,
     :func:`refuse_unverified`, with one episode in memory at a time rather than the file.
+    ``cut`` is told the cut line's number once the file is read, before any refusal, so its
+    warning comes first as it did when the file was read whole (audit 18B F2).
 
     The refusals keep their order: duplicated episodes (a property of the whole file) are
     refused first, then the first episode, in file order, that does not replay or that
@@ -168,6 +174,8 @@ def map_log(
             results.append(read(trajectory))
         except StateGymError as error:
             failed = error
+    if cut is not None and reader.cut_line is not None:
+        cut(reader.cut_line)
     _refuse_repeated(path, counts)
     if failed is not None:
         raise failed
