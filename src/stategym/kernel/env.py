@@ -42,7 +42,7 @@ from stategym.kernel.protocol import (
 from stategym.kernel.provenance import Origin, Provenance, Source
 from stategym.kernel.reset_options import named_as, read_options
 from stategym.kernel.reward import OutcomeReward, RewardFn, RoundReward, outcome_reward
-from stategym.kernel.snapshot import Ending, EnvSnapshot
+from stategym.kernel.snapshot import Ending, EnvSnapshot, rounds_to_restore
 from stategym.kernel.task import SEED_LIMIT, EventKind, Task, Value, check_seed
 from stategym.kernel.tools import Tool
 from stategym.kernel.trajectory import (
@@ -499,30 +499,11 @@ class Env:
                 reset.
         """
         self._require_episode()
-        if getattr(snapshot, "task", "") not in ("", self.task.id):
-            raise ValueError(
-                f"the snapshot was taken in an episode of {snapshot.task}; this episode "
-                f"plays {self.task.id}"
-            )
-        episode = getattr(snapshot, "episode", "")  # a snapshot pickled before stop 42 has none
-        if episode and episode != self._episode:
-            raise ValueError(
-                "the snapshot was taken in another episode (before a reset, or in another "
-                "environment than this one or its copies)"
-            )
-        log = getattr(snapshot, "log", ())  # a snapshot pickled before stop 44 has none
-        if len(log) != snapshot.rounds and snapshot.rounds > len(self.rounds):
-            raise ValueError(
-                f"the snapshot was taken after round {snapshot.rounds - 1}; this episode has "
-                f"played {len(self.rounds)} rounds (a snapshot of another episode)"
-            )
+        rounds = rounds_to_restore(snapshot, self.task.id, self._episode, self.rounds)
         self.world.restore(snapshot.world)
         self.user.restore(snapshot.user)
         self.provenance.first = dict(snapshot.provenance)
-        if len(log) == snapshot.rounds:
-            self.rounds = list(log)
-        else:  # an older snapshot: the log cut back to its length
-            del self.rounds[snapshot.rounds :]
+        self.rounds = rounds
         self._fired = snapshot.fired
         self._confused = snapshot.confused
         done = snapshot.done

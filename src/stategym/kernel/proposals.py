@@ -267,14 +267,7 @@ def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     if not options:
         return ()
     text = joined(_VS.sub("vs", text), options)
-    named = [
-        options[w]
-        for sentence in sentences(text)
-        if _reports(sentence)
-        for w in normalise(sentence).split()
-        if w in options
-    ]
-    return tuple(dict.fromkeys(named))
+    return named_options(" ".join(s for s in sentences(text) if _reports(s)), options)
 
 
 def reports(text: str) -> bool:

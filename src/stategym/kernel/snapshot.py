@@ -59,3 +59,36 @@ class EnvSnapshot:
     task: str = ""
     episode: str = ""
     log: tuple[RoundRecord, ...] = ()
+
+
+def rounds_to_restore(
+    snapshot: EnvSnapshot, task: str, episode: str, played: list[RoundRecord]
+) -> list[RoundRecord]:
+    """The log :meth:`~stategym.kernel.env.Env.restore` puts back: the snapshot's own rounds
+    (audit 18A F1), or, for a snapshot pickled before it kept them, the first ``rounds`` of
+    the log ``played`` in the episode ``episode`` of task ``task``.
+
+    Raises:
+        ValueError: the snapshot was taken in an episode of another task (audit 16C F4), in
+            another episode (16D F3, 16E F1), or is an older snapshot of more rounds than
+            were played.
+    """
+    if getattr(snapshot, "task", "") not in ("", task):
+        raise ValueError(
+            f"the snapshot was taken in an episode of {snapshot.task}; this episode plays {task}"
+        )
+    taken = getattr(snapshot, "episode", "")  # a snapshot pickled before stop 42 has none
+    if taken and taken != episode:
+        raise ValueError(
+            "the snapshot was taken in another episode (before a reset, or in another "
+            "environment than this one or its copies)"
+        )
+    log = getattr(snapshot, "log", ())  # a snapshot pickled before stop 44 has none
+    if len(log) == snapshot.rounds:
+        return list(log)
+    if snapshot.rounds > len(played):
+        raise ValueError(
+            f"the snapshot was taken after round {snapshot.rounds - 1}; this episode has "
+            f"played {len(played)} rounds (a snapshot of another episode)"
+        )
+    return played[: snapshot.rounds]
