@@ -149,3 +149,41 @@ def test_the_parts_of_an_order_done_are_reported_truly() -> None:
     assert [c.option for c in env.commitments()] == ["NO759x1+NO558x1+DE776x1"]
     assert played.rounds[-1].calls[0].arguments == {"answer": "Ordered NO759, NO558, DE776."}
     assert _false_events(score(played, env.task)) == []
+
+
+PLAIN_REPORTS = (
+    "You're booked on {o}.",
+    "You are all booked on {o}.",
+    "Great news, you're confirmed on {o}.",
+    "Booking confirmed: {o}.",
+    "Payment complete for {o}.",
+    "Order placed: {o}.",
+    "Ticket issued for {o}.",
+    "{o} deleted.",
+)
+"""Reports in plain wordings that the reader took for proposals until stop 45: said after
+the commit, a true one cost as much as a needless proposal, and a false one was charged as
+that rather than as a false report."""
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_plain_report_wordings_are_held_to_what_was_done(domain: str) -> None:
+    seed, done, other = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    last = len(played.actions) - 1
+    for wording in PLAIN_REPORTS:
+        true = replay(domain, seed, inserted(last, Say(wording.format(o=done))), True)[1]
+        assert true.composite == played.card.composite, wording
+        false = replay(domain, seed, inserted(last, Say(wording.format(o=other))), True)[1]
+        assert _false_events(false) == [last], wording
+
+
+def test_a_report_that_waits_on_a_condition_reports_nothing() -> None:
+    options = option_keys(("AQ449", "AQ348"))
+    waiting = (
+        "If you agree, your booking on AQ449 is confirmed.",
+        "Once you confirm, you are booked on AQ449.",
+        "Assuming that works, AQ449 is booked.",
+    )
+    assert [reported_options(text, options) for text in waiting] == [(), (), ()]
+    assert reported_options("So you're booked on AQ449.", options) == ("AQ449",)

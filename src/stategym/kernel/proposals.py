@@ -78,6 +78,14 @@ _SUBJECT = (
     r"|volume|cleanup|request))"
 )
 """What a report says is done: the act, or an id (a word with a digit: "AQ449 is booked")."""
+_ACT_NOUN = (
+    r"(?:booking|order|payment|purchase|reservation|transfer|deletion|ticket|invitation|invite"
+    r"|meeting)"
+)
+_LEAD = r"(?:(?!(?:if|once|when|after|before|until|unless|then) )\w+ ){0,3}?"
+"""Up to three words before a report that opens its sentence ("Great news, you're booked
+on AQ449.", "Booking confirmed: AQ449.", "vol3322 deleted."), none of them setting a
+condition ("Once you confirm, you are booked" reports nothing)."""
 _REPORTING = re.compile(
     r"^ (?:done|all set|all done|success\w*|finished|booked|confirmed|scheduled|sent|paid|ordered"
     r"|deleted|bought|purchased)\b"
@@ -88,17 +96,29 @@ _REPORTING = re.compile(
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
     rf"|successfully |officially |been |fully )*{_DONE}\b"
     r"|\b(?:you re all set|all set)\b"
+    rf"|^ {_LEAD}you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
+    r"|scheduled)\b"
+    rf"|^ {_LEAD}(?:the |your )?(?:{_ACT_NOUN}|[^\W\d]*\d\w*) (?:now )?(?:{_DONE}|made|issued)\b"
 )
 """A report that the act is done, in ``normalise``'s form ("Done! Your booking AQ449 is
-confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759."): what was done
-is no proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
+confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759.", "You're booked
+on AQ449.", "Payment complete for CA16EXP.", "vol3322 deleted."): what was done is no
+proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
 step towards the choice, which the user still judges; a question reports nothing ("What
 must be done before a volume is deleted?")."""
 
 
+_CONDITION = re.compile(r" (?:if|unless|provided|providing|assuming|suppose) ")
+"""How a sentence that sets a condition opens: what it says is done waits on the condition
+("If you agree, your booking on AQ449 is confirmed.")."""
+
+
 def _reports(sentence: str) -> bool:
     """Whether ``sentence`` is a statement reporting the act done (:data:`_REPORTING`)."""
-    return "?" not in sentence and _REPORTING.search(normalise(sentence)) is not None
+    if "?" in sentence:
+        return False
+    words = normalise(sentence)
+    return _CONDITION.match(words) is None and _REPORTING.search(words) is not None
 
 
 def normalise(text: str) -> str:
