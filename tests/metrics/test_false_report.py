@@ -187,3 +187,28 @@ def test_a_report_that_waits_on_a_condition_reports_nothing() -> None:
     )
     assert [reported_options(text, options) for text in waiting] == [(), (), ()]
     assert reported_options("So you're booked on AQ449.", options) == ("AQ449",)
+
+
+NEWS = ("I've secured {o} for you.", "{o} is all yours.", "I've taken care of it: {o}.")
+"""Statements that name an option in words no report rule lists: after the option's commit
+they can only be news (stop 45: the user approved each as a proposal, "Yes, AQ449 works for
+me. Please go ahead.", and the metric charged it as one made after the decision)."""
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_a_statement_naming_the_option_done_is_news_and_asking_of_it_is_not(domain: str) -> None:
+    seed, done, other = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    last = len(played.actions) - 1
+    for wording in NEWS:
+        trajectory, card = replay(domain, seed, inserted(last, Say(wording.format(o=done))), True)
+        assert card.composite == played.card.composite, wording
+        turn = trajectory.rounds[last].user
+        assert turn is not None and turn.proposed is None and turn.reply == "Thank you.", wording
+        # the same words about an option not done still propose it, after the decision
+        card = replay(domain, seed, inserted(last, Say(wording.format(o=other))), True)[1]
+        assert card.composite < played.card.composite, wording
+    for asking in ("{o} is all yours. Shall I go ahead?", "Is {o} still what you want?"):
+        trajectory, card = replay(domain, seed, inserted(last, Say(asking.format(o=done))), True)
+        assert trajectory.rounds[last].user.proposed == done, asking
+        assert card.composite < played.card.composite, asking

@@ -362,7 +362,8 @@ class Env:
         return StepResult(observation, paid.reward, self._terminated, self._truncated, info)
 
     def _say(self, index: int, text: str) -> Played:
-        turn = self.user.respond(text)
+        done = [c.option for c in self.domain.commitments(self.world)]
+        turn = self.user.respond(text, done)
         origin = Origin(Source.USER, index, ",".join(turn.asked))
         for _, value in turn.values:
             self.provenance.observe(value, origin)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -279,6 +279,13 @@ def denies_act(text: str) -> bool:
     return any(_DENYING.search(normalise(sentence)) for sentence in sentences(text))
 
 
+def part_of_done(option: str, done: Iterable[str]) -> bool:
+    """Whether ``option`` is one of ``done`` (the options commits named) or part of one:
+    shop's order ``NO759x1+NO558x1`` holds its offers NO759 and NO558."""
+    key = option_key(option)
+    return any(key in d or d in key for d in map(option_key, done))
+
+
 def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that the sentences of ``text`` which
     report the act done name ("Done! AQ348 is confirmed." names AQ348; "Booked AQ449; AQ348
@@ -434,6 +441,7 @@ __all__ = [
     "normalise",
     "option_key",
     "option_keys",
+    "part_of_done",
     "reported_options",
     "reports",
     "sentences",

@@ -45,7 +45,7 @@ proposes and opens nothing and is charged as a message with nothing to use.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,7 @@ from stategym.kernel.proposals import (
     names_option,
     normalise,
     option_keys,
+    part_of_done,
     reports,
     sentences,
     without_ids,
@@ -212,14 +213,21 @@ class SimulatedUser:
                 if not names_option(s, self._options) and not CONFIRMING.match(s)
             )
         elif proposal.reported:
-            text = " ".join(s for s in sentences(text) if not reports(s))
+            # the report, and the statements naming options beside it, tell what was done
+            text = " ".join(
+                s
+                for s in sentences(text)
+                if not reports(s) and ("?" in s or not names_option(s, self._options))
+            )
         if proposal.named and not proposes:
             text = without_ids(text, self._options)
         return self._matcher.read(text, beside_request=proposes or proposal.reported)
 
-    def respond(self, text: str) -> UserTurn:
+    def respond(self, text: str, done: Collection[str] = ()) -> UserTurn:
+        """The user's reply to ``text``, told ``done``: the options the world holds committed
+        now (:meth:`~stategym.kernel.env.Env.commitments`)."""
         text = compact(text)  # no rule of the reader sees a long run (audit 7a F2, F3)
-        proposal = find_proposal(text, self._options)
+        proposal = self._news(find_proposal(text, self._options), text, done)
         readings = self.read(text, proposal)
         intents = {r.intent for r in readings}
         asked = tuple(sorted((i for i in intents if i in self._order), key=self._order.__getitem__))
@@ -261,6 +269,27 @@ class SimulatedUser:
             values,
             open_asked,
         )
+
+    def _news(self, proposal: Proposal, text: str, done: Collection[str]) -> Proposal:
+        """``proposal``, unless the option it proposes is one ``done`` holds (or part of one)
+        and the message asks nothing of it: then it tells the user what was done, in words
+        :func:`~stategym.kernel.proposals.reports` does not list ("I've secured AQ449 for
+        you." after paying for AQ449), and the user takes note of it rather than approving
+        it a second time. Asking of it is a go-ahead (``CONFIRMING``) or a question naming
+        it ("Is AQ449 still what you want?").
+
+        *Why*: the user approved such a report as a proposal ("Yes, AQ449 works for me.
+        Please go ahead."), and the metric charged it as one made after the decision, so a
+        true report in an unlisted wording cost 0.149 of R (travel seed 0)."""
+        option = proposal.option
+        if option is None or not part_of_done(option, done):
+            return proposal
+        for sentence in sentences(text):
+            if CONFIRMING.match(sentence) or (
+                "?" in sentence and names_option(sentence, self._options)
+            ):
+                return proposal
+        return Proposal(None, False, True, reported=True)
 
     def _judge(self, proposal: Proposal, parts: list[str]) -> bool | None:
         if proposal.several:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from stategym.kernel.proposals import (
     denies_act,
     named_options,
-    option_key,
     option_keys,
+    part_of_done,
     reported_options,
 )
 from stategym.kernel.task import SlotKind, Task
@@ -246,18 +246,16 @@ class ClarificationScorer:
         ``NO759x1+NO558x1``).
         """
         options = option_keys(self.options)
-        keys = [option_key(o) for o in done]
 
         def none_done(named: Iterable[str]) -> bool:
             # an option that is part of one done counts as done (shop's order of several
             # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
-            found = [option_key(o) for o in named]
-            return not any(n in d or d in n for n in found for d in keys)
+            return not any(part_of_done(option, done) for option in named)
 
         reported = reported_options(text, options)
         if reported:
             return none_done(reported)
-        return last and bool(keys) and denies_act(text) and none_done(named_options(text, options))
+        return last and bool(done) and denies_act(text) and none_done(named_options(text, options))
 
     def _false_answer(self, tr: Trace, outcome: Outcome | None) -> int | None:
         """The ``finish`` round, if its answer, in a task judged on the world, is the last
