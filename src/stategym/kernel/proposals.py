@@ -86,15 +86,22 @@ _LEAD = r"(?:(?!(?:if|once|when|after|before|until|unless|then) )\w+ ){0,3}?"
 """Up to three words before a report that opens its sentence ("Great news, you're booked
 on AQ449.", "Booking confirmed: AQ449.", "vol3322 deleted."), none of them setting a
 condition ("Once you confirm, you are booked" reports nothing)."""
+_NO_ACT_DONE = (
+    r"(?! (?:nothing|none|no|anything)\b| (?:a |an |the )?hold\b| (?:\w+ ){0,2}on hold\b)"
+)
+"""What, after "I paid" or "booked", makes it no act done: its object is nothing ("so I paid
+nothing", the expert's own words where it abstains: audit 19A F1), or a hold ("I've placed a
+hold on AQ449", "placed AQ449 on hold": a step towards the choice)."""
 _REPORTING = re.compile(
-    r"^ (?:done|all set|all done|success\w*|finished|booked|confirmed|scheduled|sent|paid|ordered"
-    r"|deleted|bought|purchased)\b"
+    r"^ (?:done|all set|all done|success\w*|finished|(?:booked|confirmed|scheduled|sent|paid"
+    rf"|ordered|deleted|bought|purchased){_NO_ACT_DONE})\b"
     rf"|{_NOT_AFTER}\b(?:i|we) (?:ve |have |just |now |successfully |already |gone ahead and "
     r"|went ahead and )*(?:booked|placed|scheduled|sent|deleted|removed|paid|completed|processed"
     r"|finali[sz]ed|submitted|transferred|purchased|bought|ordered|executed|confirmed (?:the|your) "
-    r"(?:booking|order|reservation|meeting|invitation|payment|transfer|deletion|purchase))\b"
+    r"(?:booking|order|reservation|meeting|invitation|payment|transfer|deletion|purchase))"
+    rf"{_NO_ACT_DONE}\b"
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
-    rf"|successfully |officially |been |fully )*{_DONE}\b"
+    rf"|successfully |officially |been |fully (?!booked\b))*{_DONE}\b(?! (?:up|out|solid)\b)"
     r"|\b(?:you re all set|all set)\b"
     rf"|^ {_LEAD}you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
     r"|scheduled)\b"
@@ -274,6 +281,37 @@ payment was made.", "I paid nothing." A denial with more after it ("nothing was 
 beyond the fare", "I couldn't book the cheaper flight, so ...") is not one."""
 
 
+_DENIED_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|buy)"
+_DENIED_ACTED = (
+    r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|bought)"
+    r"(?! (?:twice|again|extra|more|yet)\b)"
+)
+_DENIED = re.compile(
+    rf"\b(?:not|never|no longer|\w+ t|unable to|fail(?:ed)? to) (?:be |been |get |yet )*"
+    rf"(?:{_DENIED_ACT}|{_DENIED_ACTED}) (?P<object>[^\W\d]*\d\w*)(?! (?:twice|again|extra)\b)"
+    r"|(?P<subject>[^\W\d]*\d\w*) (?:was|is|were|are|has|have|had|could|can|did|got)"
+    rf" (?:not|never|no longer) (?:be |been |get |yet )*{_DENIED_ACTED}"
+    r"|(?P<short>[^\W\d]*\d\w*) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
+    rf" (?:be |been |get |yet )*{_DENIED_ACTED}"
+)
+"""An option denied the act, in ``normalise``'s form, the id right after the denied verb or
+right before it: "I could not book AQ449.", "AQ449 was not booked.", "AQ449 couldn't be
+booked"; "I did not pay extra for AQ449's seat" denies nothing of AQ449."""
+
+
+def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
+    """The options of ``options`` (:func:`option_keys`) that ``text`` says were not done
+    (:data:`_DENIED`), in order."""
+    if not options:
+        return ()
+    found = (
+        next(key for key in match.groups() if key)
+        for sentence in sentences(joined(text, options))
+        for match in _DENIED.finditer(normalise(sentence))
+    )
+    return tuple(dict.fromkeys(options[key] for key in found if key in options))
+
+
 def denies_act(text: str) -> bool:
     """Whether a sentence of ``text`` denies that the act was done (:data:`_DENYING`)."""
     return any(_DENYING.search(normalise(sentence)) for sentence in sentences(text))
@@ -294,7 +332,21 @@ def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     if not options:
         return ()
     text = joined(_VS.sub("vs", text), options)
-    return named_options(" ".join(s for s in sentences(text) if _reports(s)), options)
+    said = (clause for sentence in sentences(text) for clause in _stated(sentence))
+    return named_options(" ".join(c for c in said if _reports(c)), options)
+
+
+_QUESTION_CLAUSE = re.compile(r"\s*(?:[,;:\u2014\u2013]|\s-\s)\s*")
+"""Where a clause ends inside a sentence: a comma, semicolon, colon or dash."""
+
+
+def _stated(sentence: str) -> list[str]:
+    """``sentence``, or where it asks something, its clauses that ask nothing: a report
+    joined to a courtesy question ("I've booked AQ348 for you, anything else I can help
+    with?") is still a report (audit 19A F3)."""
+    if "?" not in sentence:
+        return [sentence]
+    return [c for c in _QUESTION_CLAUSE.split(sentence) if "?" not in c]
 
 
 def reports(text: str) -> bool:
@@ -433,6 +485,7 @@ __all__ = [
     "CONFIRMING",
     "NO_PROPOSAL",
     "Proposal",
+    "denied_options",
     "denies_act",
     "find_proposal",
     "joined",

@@ -30,8 +30,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from stategym.kernel.proposals import (
+    denied_options,
     denies_act,
-    named_options,
     option_keys,
     part_of_done,
     reported_options,
@@ -228,12 +228,14 @@ class ClarificationScorer:
         return used + new
 
     def _misreports(self, text: str, done: Collection[str], last: bool = False) -> bool:
-        """``text`` reports as done options none of which is ``done`` ("Done! AQ348 is
+        """``text`` denies the act of an option ``done`` ("I could not book AQ449.",
+        "AQ449 was not booked.": :func:`~stategym.kernel.proposals.denied_options`, audit
+        19A F2); or reports as done options none of which is ``done`` ("Done! AQ348 is
         confirmed." after a payment for AQ449, or before any commit: audit 18A F2); or, as
         the episode's ``last`` word (the ``finish`` answer, ``done`` what the world ends
-        committed to), denies outright that anything was done while something was, naming
-        nothing done ("I could not complete the request; nothing was booked, ordered, paid
-        or deleted.": :func:`~stategym.kernel.proposals.denies_act`).
+        committed to), reports nothing done yet denies outright that anything was done
+        while something was ("I could not complete the request; nothing was booked,
+        ordered, paid or deleted.": :func:`~stategym.kernel.proposals.denies_act`).
 
         *Why*: telling the user what was done is free once per commit because it is what a
         careful agent does; a report of what was not done misleads the user about their
@@ -252,10 +254,12 @@ class ClarificationScorer:
             # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
             return not any(part_of_done(option, done) for option in named)
 
+        if not none_done(denied_options(text, options)):
+            return True
         reported = reported_options(text, options)
         if reported:
             return none_done(reported)
-        return last and bool(done) and denies_act(text) and none_done(named_options(text, options))
+        return last and bool(done) and denies_act(text)
 
     def _false_answer(self, tr: Trace, outcome: Outcome | None) -> int | None:
         """The ``finish`` round, if its answer, in a task judged on the world, is the last
