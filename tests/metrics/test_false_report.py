@@ -296,3 +296,23 @@ def test_a_false_report_with_a_courtesy_question_is_still_false(domain: str) -> 
         assert len(_false_events(card)) == 1, answer
     true = replay(domain, seed, _finished_with(f"I've booked {done}, anything else?"), True)[1]
     assert _false_events(true) == []
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
+    """Stop 45: "Done! AQ449 is confirmed. Is there anything else you need?" was read as an
+    open question about the task and charged as one after the choice (R 0.851 on travel
+    seed 0), while "Let me know if you need anything else." was free. Alone, "Anything
+    else?" is still an open question."""
+    seed, done, _ = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    last = len(played.actions) - 1
+    for text in (
+        f"{done} is booked. Anything else?",
+        f"Done! {done} is confirmed. Is there anything else you need?",
+    ):
+        trajectory, card = replay(domain, seed, inserted(last, Say(text)), True)
+        assert trajectory.rounds[last].user.reply == "Thank you.", text
+        assert card.composite == played.card.composite, text
+    trajectory, card = replay(domain, seed, inserted(last, Say("Anything else?")), True)
+    assert trajectory.rounds[last].user.open and card.composite < played.card.composite
