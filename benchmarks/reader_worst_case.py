@@ -12,8 +12,11 @@ were made short where a message comes in (``understanding.spacing.compact``), on
 16,000 spaces took a minute, and a run inside a sentence that weighs wishes about half an
 hour (audit 7a). This screens for that class: every pair of pieces below repeated up to the
 size cap (``MAX_TEXT``), inside each template (alone, inside a question, inside a sentence
-that weighs wishes, after a proposal), one ``Env.step(Say(text))`` each on a fresh travel
-episode. It prints the slowest shapes and the ratio of the slowest to an ordinary question.
+that weighs wishes, after a proposal, after a report; and as the ``finish`` answer, which the
+metric reads as the last report), one step each on a fresh travel episode, then
+``metrics.score`` of it (the false-report rule reads reports and denials: a 16 KB word in a
+denial reader took 5.8 s to score, audit 19B F7). It prints the slowest shapes and the ratio
+of the slowest to an ordinary question.
 
 One process, one core; time is this process's CPU time. A shape is timed once by default
 (``--repeat`` for the median of more: the screen is for shapes thousands of times too slow,
@@ -29,8 +32,9 @@ import statistics
 import sys
 import time
 
-from stategym import Env, Say
+from stategym import CallBatch, Env, Say, ToolCall
 from stategym.kernel.boundary import MAX_TEXT
+from stategym.metrics import score
 
 PIECES = (
     *(" ", "\t", "\n", "\u3000", "*", "_", "-", "\u2013", "\u2014", ".", ",", ";", ":"),
@@ -44,9 +48,15 @@ TEMPLATES = (
     "What is your budget{run}?",
     "Which matters more to you{run}x, the price or the time?",
     "I propose AQ449.{run}ok",
+    "Done! {run}",
+    "finish: {run}",
+    "finish: I could not book {run}",
 )
 """Where the run sits: alone, in a question, in a sentence that weighs wishes (the reader's
-comparing path), after a proposal (the proposal reader's go-ahead patterns)."""
+comparing path), after a proposal (the proposal reader's go-ahead patterns), after a report
+(the metric's report and denial readers); a template opening with ``finish:`` is the
+``finish`` answer instead of a message."""
+FINISH = "finish: "
 
 ORDINARY = "What is your budget for flight {}, and do you need a refundable fare?"
 """An ordinary question, numbered so that no step reads it from the reader's cache."""
@@ -58,9 +68,15 @@ def _run(pair: tuple[str, str], size: int) -> str:
 
 
 def _step_seconds(env: Env, text: str) -> float:
+    """CPU seconds of one step of ``text`` and the scoring of the episode it ends."""
     env.reset(seed=0)
+    if text.startswith(FINISH):
+        action: Say | CallBatch = CallBatch((ToolCall("finish", {"answer": text[len(FINISH) :]}),))
+    else:
+        action = Say(text)
     start = time.process_time()
-    env.step(Say(text))
+    env.step(action)
+    score(env.trajectory, env.task)
     return time.process_time() - start
 
 
@@ -80,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds = statistics.median(_step_seconds(env, text) for _ in range(args.repeat))
         timed.append((seconds, template, pair))
     timed.sort(reverse=True)
-    print(f"{len(timed)} shapes of {size} characters, one travel step each (CPU time)")
+    print(f"{len(timed)} shapes of {size} characters, one travel step and score each (CPU time)")
     print(f"ordinary question: {ordinary * 1e3:.2f} ms (median of 50)")
     print(f"median shape: {statistics.median(t for t, _, _ in timed) * 1e3:.2f} ms")
     for seconds, template, pair in timed[: args.top]:

@@ -4,6 +4,7 @@ scored the expert's R exactly, on 171/171 committing tasks of the six stateful d
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -13,13 +14,16 @@ from expert_edits import expert, inserted, knobs_of, replay
 from stategym.kernel.env import Env
 from stategym.kernel.proposals import denied_options, denies_act, option_keys, reported_options
 from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall
+from stategym.kernel.user import UserTurn
 from stategym.metrics.clarification import FALSE_REPORT
+from stategym.metrics.score import Scorecard
 
 SYNTH = "synth:chain2+fanout3+askgate+verifycommit+conflict"
 STATEFUL = ["travel", "meetings", "shop", "bank", "cloud", SYNTH]
 SEEDS = range(6)
 
 
+@functools.cache
 def _committing(domain: str) -> list[tuple[int, str, str]]:
     """``(seed, the option the expert committed, another option)`` of the seeds whose expert
     ends committed to one option and whose task has another."""
@@ -47,6 +51,20 @@ def _finished_with(answer: str) -> Callable[[list[Action]], list[Action]]:
 
 def _false_events(card) -> list[int]:
     return [e.round for e in card.events if e.subject == FALSE_REPORT]
+
+
+def _told_before_finish(domain: str, template: str) -> tuple[UserTurn, Scorecard, float]:
+    """The user's turn and the scorecard when the expert of the domain's first committing
+    seed says ``template`` just before its ``finish`` (``{o}``: the option it committed,
+    ``{x}``: another), and the expert's own R."""
+    seed, done, other = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    last = len(played.actions) - 1
+    text = template.format(o=done, x=other)
+    trajectory, card = replay(domain, seed, inserted(last, Say(text)), True)
+    turn = trajectory.rounds[last].user
+    assert turn is not None
+    return turn, card, played.card.composite
 
 
 @pytest.mark.parametrize("domain", STATEFUL)
@@ -197,21 +215,17 @@ me. Please go ahead.", and the metric charged it as one made after the decision)
 
 @pytest.mark.parametrize("domain", STATEFUL)
 def test_a_statement_naming_the_option_done_is_news_and_asking_of_it_is_not(domain: str) -> None:
-    seed, done, other = _committing(domain)[0]
-    played = expert(domain, seed, True)
-    last = len(played.actions) - 1
+    done = _committing(domain)[0][1]
     for wording in NEWS:
-        trajectory, card = replay(domain, seed, inserted(last, Say(wording.format(o=done))), True)
-        assert card.composite == played.card.composite, wording
-        turn = trajectory.rounds[last].user
-        assert turn is not None and turn.proposed is None and turn.reply == "Thank you.", wording
+        turn, card, expert_r = _told_before_finish(domain, wording)
+        assert card.composite == expert_r, wording
+        assert turn.proposed is None and turn.reply == "Thank you.", wording
         # the same words about an option not done still propose it, after the decision
-        card = replay(domain, seed, inserted(last, Say(wording.format(o=other))), True)[1]
-        assert card.composite < played.card.composite, wording
+        card = _told_before_finish(domain, wording.replace("{o}", "{x}"))[1]
+        assert card.composite < expert_r, wording
     for asking in ("{o} is all yours. Shall I go ahead?", "Is {o} still what you want?"):
-        trajectory, card = replay(domain, seed, inserted(last, Say(asking.format(o=done))), True)
-        assert trajectory.rounds[last].user.proposed == done, asking
-        assert card.composite < played.card.composite, asking
+        turn, card, expert_r = _told_before_finish(domain, asking)
+        assert turn.proposed == done and card.composite < expert_r, asking
 
 
 ABSTAIN = {"travel": 3, "meetings": 4, "shop": 11, "bank": 0, "cloud": 39, SYNTH: 0}
@@ -222,7 +236,9 @@ commits nothing (:data:`NOTHING_DONE`)."""
 @pytest.mark.parametrize("domain", STATEFUL)
 def test_naming_the_option_not_taken_beside_nothing_done_is_true(domain: str) -> None:
     """Audit 19A F1: "X does not meet your needs, so I paid nothing." was read as a report
-    that X was paid ("I paid" before "nothing"), charged on 141/141 abstaining tasks."""
+    that X was paid ("I paid" before "nothing"), charged on 141/141 abstaining tasks; 19B F6:
+    "X is confirmed available but it misses your limit, shall I book it anyway?" was read as
+    a report that X was confirmed (its clause before the question), on 85/85 (R 0.47)."""
     seed = ABSTAIN[domain]
     played = expert(domain, seed, True)
     assert played.trajectory.outcome is not None and not played.trajectory.outcome.committed
@@ -231,6 +247,9 @@ def test_naming_the_option_not_taken_beside_nothing_done_is_true(domain: str) ->
         f"{other} does not meet your needs, so I paid nothing.",
         f"I bought nothing: {other} was the closest option but it misses your limit.",
         f"{other} was the best I found, but it breaks one of your rules, so I have booked nothing.",
+        f"{other} is confirmed available but it misses your limit, shall I book it anyway?",
+        f"Nothing booked: {other} confirmed available but over your budget.",
+        f"{other}, scheduled on the day you asked, is over your budget, so I booked nothing.",
     ):
         card = replay(domain, seed, _finished_with(answer), True)[1]
         assert _false_events(card) == [] and card.composite == played.card.composite, answer
@@ -304,15 +323,43 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
     open question about the task and charged as one after the choice (R 0.851 on travel
     seed 0), while "Let me know if you need anything else." was free. Alone, "Anything
     else?" is still an open question."""
-    seed, done, _ = _committing(domain)[0]
-    played = expert(domain, seed, True)
-    last = len(played.actions) - 1
     for text in (
-        f"{done} is booked. Anything else?",
-        f"Done! {done} is confirmed. Is there anything else you need?",
+        "{o} is booked. Anything else?",
+        "Done! {o} is confirmed. Is there anything else you need?",
     ):
-        trajectory, card = replay(domain, seed, inserted(last, Say(text)), True)
-        assert trajectory.rounds[last].user.reply == "Thank you.", text
-        assert card.composite == played.card.composite, text
-    trajectory, card = replay(domain, seed, inserted(last, Say("Anything else?")), True)
-    assert trajectory.rounds[last].user.open and card.composite < played.card.composite
+        turn, card, expert_r = _told_before_finish(domain, text)
+        assert turn.reply == "Thank you." and card.composite == expert_r, text
+    turn, card, expert_r = _told_before_finish(domain, "Anything else?")
+    assert turn.open and card.composite < expert_r
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_a_statement_that_the_act_failed_is_no_news(domain: str) -> None:
+    """Audit 19B F3: after the commit, "I've cancelled AQ449 and refunded you." was read as
+    news of AQ449 and was free on 533/533 committing tasks."""
+    done = _committing(domain)[0][1]
+    for text in (
+        "I've cancelled {o} and refunded you.",
+        "Unfortunately the payment for {o} failed.",
+        "{o} is still pending.",
+    ):
+        turn, card, expert_r = _told_before_finish(domain, text)
+        assert turn.proposed == done and card.composite < expert_r, text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Your flight {o} is fully booked and paid.",
+        "I've booked none other than {o} for you.",
+        "{o} is paid up.",
+        "I booked nothing but the best for you: {o}.",
+        "I've booked {o} for you and is there anything else?",
+        "I've booked {o} for you (anything else?)",
+    ],
+)
+def test_false_reports_behind_an_idiom_or_a_question_are_false(answer: str) -> None:
+    """Audit 19B F4 and F5: these finish answers naming an option never done were free."""
+    seed, _, other = _committing("travel")[0]
+    card = replay("travel", seed, _finished_with(answer.format(o=other)), True)[1]
+    assert len(_false_events(card)) == 1

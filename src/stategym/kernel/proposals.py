@@ -82,16 +82,25 @@ _ACT_NOUN = (
     r"(?:booking|order|payment|purchase|reservation|transfer|deletion|ticket|invitation|invite"
     r"|meeting)"
 )
-_LEAD = r"(?:(?!(?:if|once|when|after|before|until|unless|then) )\w+ ){0,3}?"
-"""Up to three words before a report that opens its sentence ("Great news, you're booked
-on AQ449.", "Booking confirmed: AQ449.", "vol3322 deleted."), none of them setting a
-condition ("Once you confirm, you are booked" reports nothing)."""
+_LEAD = r"(?:(?!(?:if|once|when|after|before|until|unless|upon|then) )\w+ ){0,3}?"
+"""Up to three words before a short report ("Great news, you're booked on AQ449."), none of
+them setting a condition ("Once you confirm, you are booked" reports nothing)."""
 _NO_ACT_DONE = (
-    r"(?! (?:nothing|none|no|anything)\b| (?:a |an |the )?hold\b| (?:\w+ ){0,2}on hold\b)"
+    r"(?! (?:nothing|none|anything)\b(?! (?:but|other|except|short|less)\b)"
+    r"| no\b(?! (?:later|sooner|earlier|more|less)\b)"
+    r"| (?:a |an |the )?hold\b| (?:\w+ ){0,2}on hold\b)"
 )
 """What, after "I paid" or "booked", makes it no act done: its object is nothing ("so I paid
-nothing", the expert's own words where it abstains: audit 19A F1), or a hold ("I've placed a
-hold on AQ449", "placed AQ449 on hold": a step towards the choice)."""
+nothing", the expert's own words where it abstains: audit 19A F1; not "none other than
+AQ348" nor "nothing but the best": 19B F4), or a hold ("I've placed a hold on AQ449",
+"placed AQ449 on hold": a step towards the choice)."""
+_NOT_DONE_AFTER = (
+    r"(?! (?:available|to|for your|once|when|if|upon|pending|as soon|out|solid)\b)"
+    r"(?!(?<=booked) up\b)"
+)
+"""What, after "AQ449 is confirmed" or "booked", says nothing is done: availability, a
+schedule or a condition ("AQ330 is confirmed available", "AQ449 is scheduled to depart at
+19:45": audit 19B F6), or no seat left ("booked up", "sold out")."""
 _REPORTING = re.compile(
     r"^ (?:done|all set|all done|success\w*|finished|(?:booked|confirmed|scheduled|sent|paid"
     rf"|ordered|deleted|bought|purchased){_NO_ACT_DONE})\b"
@@ -101,18 +110,32 @@ _REPORTING = re.compile(
     r"(?:booking|order|reservation|meeting|invitation|payment|transfer|deletion|purchase))"
     rf"{_NO_ACT_DONE}\b"
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
-    rf"|successfully |officially |been |fully (?!booked\b))*{_DONE}\b(?! (?:up|out|solid)\b)"
+    rf"|successfully |officially |been |fully (?!booked\b(?! and\b)))*{_DONE}\b{_NOT_DONE_AFTER}"
     r"|\b(?:you re all set|all set)\b"
-    rf"|^ {_LEAD}you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
-    r"|scheduled)\b"
-    rf"|^ {_LEAD}(?:the |your )?(?:{_ACT_NOUN}|[^\W\d]*\d\w*) (?:now )?(?:{_DONE}|made|issued)\b"
 )
 """A report that the act is done, in ``normalise``'s form ("Done! Your booking AQ449 is
-confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759.", "You're booked
-on AQ449.", "Payment complete for CA16EXP.", "vol3322 deleted."): what was done is no
-proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
+confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759."): what was done
+is no proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
 step towards the choice, which the user still judges; a question reports nothing ("What
 must be done before a volume is deleted?")."""
+_SHORT_REPORT = re.compile(
+    rf"^ {_LEAD}(?:you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
+    rf"|scheduled)|(?:the |your )?(?:{_ACT_NOUN}|[^\W\d]*\d\w*) (?:now |successfully )?"
+    rf"(?:{_DONE}|made|issued))(?: (?:for|on|in|via|of|to) (?:\w+ ){{0,3}}?[^\W\d]*\d\w*)? $"
+)
+"""A clause that is a report and nothing more, in ``normalise``'s form: "You're booked on
+AQ449", "Booking confirmed", "Payment complete for CA16EXP", "vol3322 deleted". A clause
+that goes on is no such report ("AQ449 confirmed available", "Proposal: AQ449, scheduled
+19:45", "booking complete for AQ449 within minutes": audit 19B F1)."""
+_CLAUSE = re.compile(
+    r"(?<!\s)\s*[,;:()\u2014\u2013]\s*|\s-\s|\s(?=and\s+(?:is|are|do|does|did|can|could|would"
+    r"|will|shall|should|anything|what|which|how|when|where|who)\b)",
+    re.IGNORECASE,
+)
+"""Where a clause ends inside a sentence: a comma, semicolon, colon, bracket or dash, or
+before "and" opening a question ("... for you and is there anything else?"). A match starts
+only where a run of spaces starts, so a long run is read once (a finish answer of 4,096
+spaces after "I could not book" took 0.8 s to score when each space began a match)."""
 
 
 _CONDITION = re.compile(r" (?:if|unless|provided|providing|assuming|suppose) ")
@@ -120,12 +143,24 @@ _CONDITION = re.compile(r" (?:if|unless|provided|providing|assuming|suppose) ")
 ("If you agree, your booking on AQ449 is confirmed.")."""
 
 
+_WAITING = re.compile(r" (?:once|when|whenever|as soon as|upon|after|before|until) ")
+"""How a sentence opens whose short report waits on what its first clause says ("Once you
+confirm, you are booked on AQ449.")."""
+
+
 def _reports(sentence: str) -> bool:
-    """Whether ``sentence`` is a statement reporting the act done (:data:`_REPORTING`)."""
+    """Whether ``sentence`` is a statement reporting the act done (:data:`_REPORTING`, or a
+    clause of it that is a short report, :data:`_SHORT_REPORT`)."""
     if "?" in sentence:
         return False
     words = normalise(sentence)
-    return _CONDITION.match(words) is None and _REPORTING.search(words) is not None
+    if _CONDITION.match(words) is not None:
+        return False
+    if _REPORTING.search(words) is not None:
+        return True
+    if _WAITING.match(words) is not None:  # "Once you confirm, you are booked on AQ449."
+        return False
+    return any(_SHORT_REPORT.match(normalise(c)) for c in _CLAUSE.split(sentence))
 
 
 def normalise(text: str) -> str:
@@ -284,30 +319,35 @@ beyond the fare", "I couldn't book the cheaper flight, so ...") is not one."""
 _DENIED_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|buy)"
 _DENIED_ACTED = (
     r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|bought)"
-    r"(?! (?:twice|again|extra|more|yet)\b)"
 )
+_DENIAL_END = r"(?= $| (?:because|as|since|so|due|and|but|sorry|unfortunately)\b)"
+"""What may follow a denial: nothing in its clause, or its reason. "I did not book AQ449
+until you approved it", "AQ449 could not be booked any cheaper" say how it was done, and
+deny nothing (audit 19B F2)."""
 _DENIED = re.compile(
     rf"\b(?:not|never|no longer|\w+ t|unable to|fail(?:ed)? to) (?:be |been |get |yet )*"
-    rf"(?:{_DENIED_ACT}|{_DENIED_ACTED}) (?P<object>[^\W\d]*\d\w*)(?! (?:twice|again|extra)\b)"
-    r"|(?P<subject>[^\W\d]*\d\w*) (?:was|is|were|are|has|have|had|could|can|did|got)"
-    rf" (?:not|never|no longer) (?:be |been |get |yet )*{_DENIED_ACTED}"
-    r"|(?P<short>[^\W\d]*\d\w*) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
-    rf" (?:be |been |get |yet )*{_DENIED_ACTED}"
+    rf"(?:{_DENIED_ACT}|{_DENIED_ACTED}) (?P<object>[^\W\d]*\d\w*){_DENIAL_END}"
+    r"|\b(?P<subject>[^\W\d]*\d\w*) (?:was|is|were|are|has|have|had|could|can|did|got)"
+    rf" (?:not|never|no longer) (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
+    r"|\b(?P<short>[^\W\d]*\d\w*) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
+    rf" (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
 )
 """An option denied the act, in ``normalise``'s form, the id right after the denied verb or
-right before it: "I could not book AQ449.", "AQ449 was not booked.", "AQ449 couldn't be
-booked"; "I did not pay extra for AQ449's seat" denies nothing of AQ449."""
+right before it, the denial ending its clause or followed by its reason: "I could not book
+AQ449.", "AQ449 was not booked.", "AQ449 couldn't be booked because it sold out"; "I did
+not pay extra for AQ449's seat" denies nothing of AQ449."""
 
 
 def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that ``text`` says were not done
-    (:data:`_DENIED`), in order."""
+    (:data:`_DENIED`, read in each clause), in order."""
     if not options:
         return ()
     found = (
         next(key for key in match.groups() if key)
         for sentence in sentences(joined(text, options))
-        for match in _DENIED.finditer(normalise(sentence))
+        for clause in _CLAUSE.split(sentence)
+        for match in _DENIED.finditer(normalise(clause))
     )
     return tuple(dict.fromkeys(options[key] for key in found if key in options))
 
@@ -336,17 +376,13 @@ def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     return named_options(" ".join(c for c in said if _reports(c)), options)
 
 
-_QUESTION_CLAUSE = re.compile(r"\s*(?:[,;:\u2014\u2013]|\s-\s)\s*")
-"""Where a clause ends inside a sentence: a comma, semicolon, colon or dash."""
-
-
 def _stated(sentence: str) -> list[str]:
     """``sentence``, or where it asks something, its clauses that ask nothing: a report
     joined to a courtesy question ("I've booked AQ348 for you, anything else I can help
     with?") is still a report (audit 19A F3)."""
     if "?" not in sentence:
         return [sentence]
-    return [c for c in _QUESTION_CLAUSE.split(sentence) if "?" not in c]
+    return [c for c in _CLAUSE.split(sentence) if "?" not in c]
 
 
 def reports(text: str) -> bool:

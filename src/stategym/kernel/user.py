@@ -78,6 +78,17 @@ HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
 order only when no wish it ranks is on such a slot: :func:`stategym.generation.keeps_order`)."""
 
 
+_UNDONE = re.compile(
+    r"\b(?:cancel\w*|refund\w*|fail\w*|pending|declin\w*|revers\w*|void\w*|expir\w*"
+    r"|reject\w*|undo\w*|undone|unable|not|never|no\s+longer|\w+n['\u2019]t|error|problem"
+    r"|issue|wait\w*|awaiting)\b",
+    re.IGNORECASE,
+)
+"""Words that say an act failed, waits or was undone ("the payment for AQ449 failed",
+"AQ449 is still pending", "I've cancelled AQ449"): a sentence holding one is no news that
+the act is done."""
+
+
 @dataclass(frozen=True, slots=True)
 class UserTurn:
     """How the user read one agent message, and what it replied.
@@ -279,17 +290,23 @@ class SimulatedUser:
         :func:`~stategym.kernel.proposals.reports` does not list ("I've secured AQ449 for
         you." after paying for AQ449), and the user takes note of it rather than approving
         it a second time. Asking of it is a go-ahead (``CONFIRMING``) or a question naming
-        it ("Is AQ449 still what you want?").
+        it ("Is AQ449 still what you want?"); a sentence naming it that says the act failed,
+        waits or was undone (:data:`_UNDONE`: "Unfortunately the payment for AQ449 failed.")
+        is no news of it either, and stays a proposal, charged as one after the decision.
 
         *Why*: the user approved such a report as a proposal ("Yes, AQ449 works for me.
         Please go ahead."), and the metric charged it as one made after the decision, so a
-        true report in an unlisted wording cost 0.149 of R (travel seed 0)."""
+        true report in an unlisted wording cost 0.149 of R (travel seed 0); read as news
+        whatever it said, "I've cancelled AQ449 and refunded you." after paying was free
+        (audit 19B F3)."""
         option = proposal.option
         if option is None or not part_of_done(option, done):
             return proposal
         for sentence in sentences(text):
-            if CONFIRMING.match(sentence) or (
-                "?" in sentence and names_option(sentence, self._options)
+            if CONFIRMING.match(sentence):
+                return proposal
+            if names_option(sentence, self._options) and (
+                "?" in sentence or _UNDONE.search(sentence)
             ):
                 return proposal
         return Proposal(None, False, True, reported=True)
