@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/reader_worst_case.py            # every shape at the size cap (~2 CPU-min)
+    python benchmarks/reader_worst_case.py            # every shape at the size cap (a few CPU-min)
     python benchmarks/reader_worst_case.py --quick    # fewer shapes, a quarter of the cap
 
 The user reads a message with regular expressions (``stategym.kernel.understanding``,
