@@ -250,6 +250,8 @@ def test_naming_the_option_not_taken_beside_nothing_done_is_true(domain: str) ->
         f"{other} is confirmed available but it misses your limit, shall I book it anyway?",
         f"Nothing booked: {other} confirmed available but over your budget.",
         f"{other}, scheduled on the day you asked, is over your budget, so I booked nothing.",
+        f"Price for {other} confirmed: over your limit. I booked nothing.",  # 19C F1
+        f"No booking made for {other}: it misses your needs.",
     ):
         card = replay(domain, seed, _finished_with(answer), True)[1]
         assert _false_events(card) == [] and card.composite == played.card.composite, answer
@@ -280,6 +282,11 @@ def test_denying_the_option_done_is_false(domain: str) -> None:
         f"{done} was not paid.",
         f"Sorry, {done} couldn't be ordered, so nothing happened.",
         f"Nothing was deleted. {done} is still available if you want it.",
+        # audit 19C F8
+        f"Nothing was booked \u2014 {done} is still available.",
+        f"{done} has not been booked yet.",
+        f"I haven't booked {done} yet.",
+        f"I couldn't book your option {done}.",
     ):
         card = replay(domain, seed, _finished_with(answer), True)[1]
         assert len(_false_events(card)) == 1 and card.composite < played.card.composite, answer
@@ -326,6 +333,12 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
     for text in (
         "{o} is booked. Anything else?",
         "Done! {o} is confirmed. Is there anything else you need?",
+        # audit 19C F6
+        "I've booked {o}. Let me know if you have any questions.",
+        "All done \u2014 {o} is booked. Can I help you with anything else today?",
+        "\u2705 **{o} is confirmed!** Is there anything else I can help you with?",
+        "{o} is booked \U0001f389 Anything else I can do for you?",
+        "I've booked {o}. What else can I help you with?",
     ):
         turn, card, expert_r = _told_before_finish(domain, text)
         assert turn.reply == "Thank you." and card.composite == expert_r, text
@@ -342,6 +355,11 @@ def test_a_statement_that_the_act_failed_is_no_news(domain: str) -> None:
         "I've cancelled {o} and refunded you.",
         "Unfortunately the payment for {o} failed.",
         "{o} is still pending.",
+        # audit 19C F5: read as news unless a word said otherwise
+        "{o} is only on hold for now.",
+        "The charge for {o} bounced.",
+        "{o} is unconfirmed.",
+        "I've released {o}.",
     ):
         turn, card, expert_r = _told_before_finish(domain, text)
         assert turn.proposed == done and card.composite < expert_r, text
@@ -356,6 +374,13 @@ def test_a_statement_that_the_act_failed_is_no_news(domain: str) -> None:
         "I booked nothing but the best for you: {o}.",
         "I've booked {o} for you and is there anything else?",
         "I've booked {o} for you (anything else?)",
+        # audit 19C F4 and F7
+        "{o} is confirmed for your dates.",
+        "Your booking {o} is confirmed to go ahead.",
+        "Booked: no changes needed, {o} is yours.",
+        "{o} is booked for your trip.",
+        "I've booked {o} for you \U0001f389 Anything else I can help with?",
+        "**{o} is booked!** Anything else?",
     ],
 )
 def test_false_reports_behind_an_idiom_or_a_question_are_false(answer: str) -> None:
@@ -363,3 +388,69 @@ def test_false_reports_behind_an_idiom_or_a_question_are_false(answer: str) -> N
     seed, _, other = _committing("travel")[0]
     card = replay("travel", seed, _finished_with(answer.format(o=other)), True)[1]
     assert len(_false_events(card)) == 1
+
+
+def _proposal_round(played) -> int:
+    """The round of the expert's message that proposed the option it then committed."""
+    done = set(played.trajectory.outcome.committed)
+    return next(
+        r.index for r in played.trajectory.rounds if r.user is not None and r.user.proposed in done
+    )
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_a_proposal_that_describes_the_option_is_no_report(domain: str) -> None:
+    """Audit 19B F1: short report forms matched a proposal that went on ("Proposal: AQ449,
+    scheduled 19:45, $530.", "AQ449 confirmed available; ..."): the user said "Thank you."
+    instead of judging it, a false report was charged, R 1.0 -> 0.40 on 533/533 tasks; 19C
+    F1: the same through a lead-in naming something else about the option, or a step."""
+    seed, done, _ = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    at = _proposal_round(played)
+    for text in (
+        f"My recommendation: {done}, scheduled within your window and within your budget.",
+        f"{done} confirmed available; it meets all your needs.",
+        f"Best fit: {done}, confirmed available. I'll book it once you agree.",
+        f"Availability for {done} confirmed (3 left). It fits all your needs.",
+        f"Price for {done} confirmed: within your budget. It is the best fit.",
+        f"Recommended: {done} scheduled for day 3 at 12:00, within your budget.",
+        f"Step 1 done: reviewed options.\nStep 2 done: {done} fits all your needs.",
+    ):
+        edit = lambda actions, text=text: [*actions[:at], Say(text), *actions[at + 1 :]]  # noqa: E731
+        trajectory, card = replay(domain, seed, edit, True)
+        assert trajectory.rounds[at].user.proposed == done, text
+        assert card.composite == played.card.composite, text
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_saying_how_the_act_was_done_denies_nothing(domain: str) -> None:
+    """Audit 19B F2: "I did not book AQ449 until you approved it." was read as a denial of
+    AQ449 and charged as a false report on 533/533 committing tasks; 19C F3: the same with
+    the qualification in another clause."""
+    seed, done, _ = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    own = played.trajectory.outcome.answer
+    for extra in (
+        f"I did not book {done} until you approved it.",
+        f"{done} could not be booked any cheaper.",
+        f"I did not book {done} without your approval.",
+        f"Until you approved, I did not book {done}.",
+        f"I did not book {done} (not until you approved it).",
+        f"I didn't book {done} \u2014 not before you said yes.",
+    ):
+        card = replay(domain, seed, _finished_with(f"{own} {extra}"), True)[1]
+        assert _false_events(card) == [] and card.composite == played.card.composite, extra
+
+
+@pytest.mark.parametrize("domain", STATEFUL)
+def test_anything_else_before_any_commit_still_asks(domain: str) -> None:
+    """Audit 19C F2: beside a progress line read as a report ("I've completed the search."),
+    an overview question before any commit went unanswered and was charged as a report
+    (270/270 tasks); the courtesy reading holds only once something is done."""
+    seed, _, _ = _committing(domain)[0]
+    played = expert(domain, seed, True)
+    at = _proposal_round(played)
+    text = "I've completed the search. Is there anything else I should know before I pick?"
+    trajectory, card = replay(domain, seed, inserted(at, Say(text)), True)
+    assert trajectory.rounds[at].user.open
+    assert card.composite == played.card.composite

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST
+from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST, acknowledges
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -64,7 +64,7 @@ _CHOOSING = re.compile(
 """Words that mark the one option a sentence names as the choice ("I recommend AQ449",
 "| AQ449 | recommended |", "2. AQ449 (my pick)")."""
 _DONE = (
-    r"(?:booked|confirmed|placed|scheduled|sent|deleted|removed|paid|completed?|done|processed"
+    r"(?:booked|confirmed|placed|scheduled|sent|deleted|removed|paid|completed?|done|processed|bought"
     r"|finali[sz]ed|submitted|transferred|purchased|ordered|executed)"
 )
 _NOT_AFTER = "".join(
@@ -82,12 +82,10 @@ _ACT_NOUN = (
     r"(?:booking|order|payment|purchase|reservation|transfer|deletion|ticket|invitation|invite"
     r"|meeting)"
 )
-_LEAD = r"(?:(?!(?:if|once|when|after|before|until|unless|upon|then) )\w+ ){0,3}?"
-"""Up to three words before a short report ("Great news, you're booked on AQ449."), none of
-them setting a condition ("Once you confirm, you are booked" reports nothing)."""
 _NO_ACT_DONE = (
     r"(?! (?:nothing|none|anything)\b(?! (?:but|other|except|short|less)\b)"
-    r"| no\b(?! (?:later|sooner|earlier|more|less)\b)"
+    r"| no (?:\w+ )?(?:option|flight|booking|order|payment|ticket|transfer|purchase|meeting"
+    r"|room|fare|money|fee|volume|snapshot|charge)\b"
     r"| (?:a |an |the )?hold\b| (?:\w+ ){0,2}on hold\b)"
 )
 """What, after "I paid" or "booked", makes it no act done: its object is nothing ("so I paid
@@ -95,8 +93,10 @@ nothing", the expert's own words where it abstains: audit 19A F1; not "none othe
 AQ348" nor "nothing but the best": 19B F4), or a hold ("I've placed a hold on AQ449",
 "placed AQ449 on hold": a step towards the choice)."""
 _NOT_DONE_AFTER = (
-    r"(?! (?:available|to|for your|once|when|if|upon|pending|as soon|out|solid)\b)"
-    r"(?!(?<=booked) up\b)"
+    r"(?! (?:available|pending|solid|when|if|upon|as soon)\b| out\b(?! of\b)"
+    r"| to (?:depart|leave|arrive|fly|run|start|open|take)\b"
+    r"| for your (?:approval|review|confirmation|consideration|decision)\b"
+    r"| once (?:you|we|i|it|the)\b)(?!(?<=booked) up\b)"
 )
 """What, after "AQ449 is confirmed" or "booked", says nothing is done: availability, a
 schedule or a condition ("AQ330 is confirmed available", "AQ449 is scheduled to depart at
@@ -118,22 +118,34 @@ confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759."): w
 is no proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
 step towards the choice, which the user still judges; a question reports nothing ("What
 must be done before a volume is deleted?")."""
+_CHEER = (
+    r"(?:(?:great|good|new|ok|okay|perfect|excellent|done|success|so|alright|awesome|wonderful"
+    r"|fantastic|all|set|and|well) )*"
+)
+"""Interjections that may open a short report ("Great news, you're booked on AQ449.")."""
+_ID_WORD = r"[^\W\d]+\d\w*"
+"""An option's id as ``normalise`` writes it: letters, then a digit ("aq449", "vol3322")."""
 _SHORT_REPORT = re.compile(
-    rf"^ {_LEAD}(?:you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
-    rf"|scheduled)|(?:the |your )?(?:{_ACT_NOUN}|[^\W\d]*\d\w*) (?:now |successfully )?"
-    rf"(?:{_DONE}|made|issued))(?: (?:for|on|in|via|of|to) (?:\w+ ){{0,3}}?[^\W\d]*\d\w*)? $"
+    rf"^ {_CHEER}(?:you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
+    rf"|scheduled)|(?:the |your )?(?:{_ACT_NOUN}|{_ID_WORD}) (?:now |successfully )?"
+    rf"(?:{_DONE}|made|issued))(?: (?:for|on|in|via|of|to) (?:the |your )?(?:\w+ )?{_ID_WORD})? $"
 )
 """A clause that is a report and nothing more, in ``normalise``'s form: "You're booked on
 AQ449", "Booking confirmed", "Payment complete for CA16EXP", "vol3322 deleted". A clause
 that goes on is no such report ("AQ449 confirmed available", "Proposal: AQ449, scheduled
-19:45", "booking complete for AQ449 within minutes": audit 19B F1)."""
+19:45", "booking complete for AQ449 within minutes": audit 19B F1), nor one whose subject
+is something else about the option ("Availability for AQ449 confirmed", "Price for AQ449
+confirmed", "Step 2 done": audit 19C F1)."""
 _CLAUSE = re.compile(
     r"(?<!\s)\s*[,;:()\u2014\u2013]\s*|\s-\s|\s(?=and\s+(?:is|are|do|does|did|can|could|would"
-    r"|will|shall|should|anything|what|which|how|when|where|who)\b)",
+    r"|will|shall|should|anything|what|which|how|when|where|who)\b)"
+    r"|(?<=[.!?])[*_]+(?:\s+|$)|(?<!\s)\s*[\u2600-\u27bf\U0001f300-\U0001faff]+\ufe0f?\s*",
     re.IGNORECASE,
 )
-"""Where a clause ends inside a sentence: a comma, semicolon, colon, bracket or dash, or
-before "and" opening a question ("... for you and is there anything else?"). A match starts
+"""Where a clause ends inside a sentence: a comma, semicolon, colon, bracket or dash, before
+"and" opening a question ("... for you and is there anything else?"), after a stop that
+bold or italics close ("**AQ449 is booked!** Anything else?"), or at an emoji ("AQ449 is
+booked \U0001f389 Anything else?": audit 19C F7). A match starts
 only where a run of spaces starts, so a long run is read once (a finish answer of 4,096
 spaces after "I could not book" took 0.8 s to score when each space began a match)."""
 
@@ -320,41 +332,59 @@ _DENIED_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|b
 _DENIED_ACTED = (
     r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|bought)"
 )
-_DENIAL_END = r"(?= $| (?:because|as|since|so|due|and|but|sorry|unfortunately)\b)"
-"""What may follow a denial: nothing in its clause, or its reason. "I did not book AQ449
-until you approved it", "AQ449 could not be booked any cheaper" say how it was done, and
-deny nothing (audit 19B F2)."""
+_DENIAL_END = r"(?= $| (?:because|as|since|so|due|and|but|sorry|unfortunately|yet)\b)"
+"""What may follow a denial: nothing in its clause, "yet", or its reason."""
+_QUALIFIED = re.compile(
+    r" (?:until|before|without|unless|except|prior to|any (?:cheaper|earlier|later|sooner"
+    r"|faster)|twice|again|extra) "
+)
+"""Words that make a sentence say how or when the act was done rather than deny it ("I did
+not book AQ449 until you approved it", "Until you approved, I did not book AQ449", "AQ449
+could not be booked any cheaper": audit 19B F2, 19C F3)."""
 _DENIED = re.compile(
     rf"\b(?:not|never|no longer|\w+ t|unable to|fail(?:ed)? to) (?:be |been |get |yet )*"
-    rf"(?:{_DENIED_ACT}|{_DENIED_ACTED}) (?P<object>[^\W\d]*\d\w*){_DENIAL_END}"
-    r"|\b(?P<subject>[^\W\d]*\d\w*) (?:was|is|were|are|has|have|had|could|can|did|got)"
+    rf"(?:{_DENIED_ACT}|{_DENIED_ACTED}) (?:(?:the|your) (?:\w+ )?)?(?P<object>{_ID_WORD})"
+    rf"{_DENIAL_END}"
+    rf"|\b(?P<subject>{_ID_WORD}) (?:was|is|were|are|has|have|had|could|can|did|got)"
     rf" (?:not|never|no longer) (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
-    r"|\b(?P<short>[^\W\d]*\d\w*) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
+    rf"|\b(?P<short>{_ID_WORD}) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
     rf" (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
 )
 """An option denied the act, in ``normalise``'s form, the id right after the denied verb or
 right before it, the denial ending its clause or followed by its reason: "I could not book
-AQ449.", "AQ449 was not booked.", "AQ449 couldn't be booked because it sold out"; "I did
-not pay extra for AQ449's seat" denies nothing of AQ449."""
+AQ449.", "AQ449 was not booked.", "AQ449 has not been booked yet.", "AQ449 couldn't be
+booked because it sold out"; "I did not pay extra for AQ449's seat" denies nothing of
+AQ449, nor does a sentence that says how or when it was done (:data:`_QUALIFIED`)."""
 
 
 def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that ``text`` says were not done
-    (:data:`_DENIED`, read in each clause), in order."""
+    (:data:`_DENIED`, read in each clause of a sentence that says nothing of how or when,
+    :data:`_QUALIFIED`), in order."""
     if not options:
         return ()
     found = (
         next(key for key in match.groups() if key)
         for sentence in sentences(joined(text, options))
+        if not _QUALIFIED.search(normalise(sentence))
         for clause in _CLAUSE.split(sentence)
         for match in _DENIED.finditer(normalise(clause))
     )
     return tuple(dict.fromkeys(options[key] for key in found if key in options))
 
 
+_DASHED = re.compile(r"\s*[\u2014\u2013]\s*|\s-\s")
+"""A dash between two statements ("Nothing was booked \u2014 AQ449 is still available.")."""
+
+
 def denies_act(text: str) -> bool:
-    """Whether a sentence of ``text`` denies that the act was done (:data:`_DENYING`)."""
-    return any(_DENYING.search(normalise(sentence)) for sentence in sentences(text))
+    """Whether a sentence of ``text``, or a part of one a dash sets off, denies that the act
+    was done (:data:`_DENYING`)."""
+    return any(
+        _DENYING.search(normalise(part))
+        for sentence in sentences(text)
+        for part in _DASHED.split(sentence)
+    )
 
 
 def part_of_done(option: str, done: Iterable[str]) -> bool:
@@ -376,6 +406,11 @@ def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     return named_options(" ".join(c for c in said if _reports(c)), options)
 
 
+def clauses(sentence: str) -> list[str]:
+    """``sentence`` cut into its clauses (:data:`_CLAUSE`)."""
+    return _CLAUSE.split(sentence)
+
+
 def _stated(sentence: str) -> list[str]:
     """``sentence``, or where it asks something, its clauses that ask nothing: a report
     joined to a courtesy question ("I've booked AQ348 for you, anything else I can help
@@ -391,7 +426,19 @@ def reports(text: str) -> bool:
     and asks for no verdict. One that asks a go-ahead beside its report ("I've placed the hold
     on AQ449. Shall I pay?") proposes the next step."""
     parts = sentences(text)
-    return any(_reports(s) for s in parts) and not any(CONFIRMING.match(s) for s in parts)
+    return any(_reports(s) for s in parts) and not any(asks_go_ahead(s) for s in parts)
+
+
+_EDGES = re.compile(r"^\W+|\W+$")
+
+
+def asks_go_ahead(sentence: str) -> bool:
+    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`) and is no offer of more
+    help (``courtesy.acknowledges``): after a report, "Let me know if you have any
+    questions." and "Can I help you with anything else today?" offer help (audit 19C F6)."""
+    return CONFIRMING.match(sentence) is not None and not acknowledges(
+        _EDGES.sub("", sentence.lower())
+    )
 
 
 NO_PROPOSAL = Proposal(None, False, False)
@@ -521,6 +568,8 @@ __all__ = [
     "CONFIRMING",
     "NO_PROPOSAL",
     "Proposal",
+    "asks_go_ahead",
+    "clauses",
     "denied_options",
     "denies_act",
     "find_proposal",

@@ -52,6 +52,8 @@ from typing import Any
 from stategym.kernel.proposals import (
     CONFIRMING,
     Proposal,
+    asks_go_ahead,
+    clauses,
     find_proposal,
     names_option,
     normalise,
@@ -80,13 +82,24 @@ order only when no wish it ranks is on such a slot: :func:`stategym.generation.k
 
 _UNDONE = re.compile(
     r"\b(?:cancel\w*|refund\w*|fail\w*|pending|declin\w*|revers\w*|void\w*|expir\w*"
-    r"|reject\w*|undo\w*|undone|unable|not|never|no\s+longer|\w+n['\u2019]t|error|problem"
-    r"|issue|wait\w*|awaiting)\b",
+    r"|reject\w*|undo\w*|undone|unable|not|never|no\s+longer|\w+n['\u2019]t|errors?|problems?"
+    r"|issues?|wait\w*|awaiting|hold|held|processing|bounced?|unconfirmed|releas\w*|unpaid"
+    r"|tentative\w*|dropped|roll\w*\s+back|incomplete|partial\w*|queued|retry\w*)\b",
     re.IGNORECASE,
 )
 """Words that say an act failed, waits or was undone ("the payment for AQ449 failed",
-"AQ449 is still pending", "I've cancelled AQ449"): a sentence holding one is no news that
-the act is done."""
+"AQ449 is still pending", "AQ449 is only on hold", "I've cancelled AQ449"): a sentence
+holding one is no news that the act is done."""
+_DONE_NEWS = re.compile(
+    r"\b(?:secur\w*|lock\w*\s+in|all\s+yours|yours|went\s+through|gone\s+through|all\s+set"
+    r"|set|taken\s+care|sorted|done|complete[ds]?|confirmed|booked|paid|purchased|bought|ordered"
+    r"|placed|reserved|issued|scheduled|sent|deleted|removed|finali[sz]ed|processed|succe\w*"
+    r"|ready|good\s+to\s+go|in\s+place|arranged|handled|made|locked)\b",
+    re.IGNORECASE,
+)
+"""Words that say an act is done ("I've secured AQ449 for you.", "AQ449 is all yours.",
+"I've taken care of it: AQ449."): news of an option done needs one (audit 19C F5: read as
+news whatever it said, "The charge for AQ449 bounced." was free)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,9 +259,11 @@ class SimulatedUser:
         if priority_asked and PRIORITIES in self.values and PRIORITIES not in asked:
             asked += (PRIORITIES,)
         proposes = proposal.option is not None or proposal.several
-        # beside a report of the act done, "Anything else?" offers more help: the work it
-        # would ask about is done (stop 45: answered as an open question, it cost 0.149)
-        open_asked = bool(intents & ({CHOICE} if proposal.reported else {CHOICE, OVERVIEW}))
+        # beside a report of the act done, once something is done, "Anything else?" offers
+        # more help: the work it would ask about is done (stop 45: answered as an open
+        # question, it cost 0.149; before any commit it still asks, audit 19C F2)
+        courtesy = proposal.reported and bool(done)
+        open_asked = bool(intents & ({CHOICE} if courtesy else {CHOICE, OVERVIEW}))
         open_asked = open_asked and not proposes
         parts: list[str] = []
         changed, changed_values = self.announce()
@@ -292,7 +307,9 @@ class SimulatedUser:
         it a second time. Asking of it is a go-ahead (``CONFIRMING``) or a question naming
         it ("Is AQ449 still what you want?"); a sentence naming it that says the act failed,
         waits or was undone (:data:`_UNDONE`: "Unfortunately the payment for AQ449 failed.")
-        is no news of it either, and stays a proposal, charged as one after the decision.
+        is no news of it either, nor one in which no sentence naming it says it is done
+        (:data:`_DONE_NEWS`): such a message stays a proposal, charged as one after the
+        decision, as before this reading.
 
         *Why*: the user approved such a report as a proposal ("Yes, AQ449 works for me.
         Please go ahead."), and the metric charged it as one made after the decision, so a
@@ -302,13 +319,19 @@ class SimulatedUser:
         option = proposal.option
         if option is None or not part_of_done(option, done):
             return proposal
+        naming = []
         for sentence in sentences(text):
-            if CONFIRMING.match(sentence):
+            if asks_go_ahead(sentence):
                 return proposal
-            if names_option(sentence, self._options) and (
-                "?" in sentence or _UNDONE.search(sentence)
-            ):
+            if not names_option(sentence, self._options):
+                continue
+            if _UNDONE.search(sentence):
                 return proposal
+            if any("?" in c and names_option(c, self._options) for c in clauses(sentence)):
+                return proposal
+            naming.append(sentence)
+        if not any(_DONE_NEWS.search(sentence) for sentence in naming):
+            return proposal
         return Proposal(None, False, True, reported=True)
 
     def _judge(self, proposal: Proposal, parts: list[str]) -> bool | None:

@@ -37,11 +37,24 @@ _MORE_HELP = re.compile(
     r",?\s+(?:just\s+|please\s+)?(?:let\s+me\s+know|tell\s+me|reach\s+out|ask)"
     r"|(?:is\s+there\s+)?(?:anything|something)\s+else\s+(?:i|we)\s+can\s+(?:help|assist|do)"
     r"(?:\s+(?:you\s+)?with|\s+for\s+you)?"
-    r")\s*$"
+    r"|(?:can|may|could|shall)\s+(?:i|we)\s+(?:help|assist)\s+(?:you\s+)?(?:with\s+)?"
+    r"(?:anything|something)\s+else"
+    r"|(?:can|may|could)\s+(?:i|we)\s+do\s+(?:anything|something)\s+else(?:\s+for\s+you)?"
+    r"|what\s+else\s+can\s+(?:i|we)\s+(?:help\s+(?:you\s+)?with|do\s+for\s+you"
+    r"|assist\s+(?:you\s+)?with)"
+    r"|would\s+you\s+like\s+(?:help|me\s+to\s+help(?:\s+you)?)\s+with\s+(?:anything|something)"
+    r"\s+else"
+    r"|is\s+there\s+(?:anything|something)\s+else\s+you(?:'d|\u2019d|\s+would)\s+like\s+"
+    r"(?:me\s+to\s+help(?:\s+you)?\s+with|help\s+with)"
+    r"|(?:let\s+me\s+know|tell\s+me)\s+if\s+you\s+have\s+any\s+(?:other\s+|more\s+|further\s+)?"
+    r"questions?"
+    r"|(?:do\s+you\s+have\s+)?any\s+(?:other\s+|more\s+|further\s+)?questions?"
+    r")(?:\s+today)?\s*$"
 )
 """An offer of more help once the work is done ("Let me know if you need anything else!",
-"Anything else I can help with?"): it asks for nothing the user holds. "Anything else I
-should know?" asks for the user's wishes, and is no offer."""
+"Anything else I can help with?", "Can I help you with anything else today?", "What else
+can I help you with?", "Let me know if you have any questions."): it asks for nothing the
+user holds. "Anything else I should know?" asks for the user's wishes, and is no offer."""
 _STILL_THERE = re.compile(
     r"\s*(?:(?:i|we)\s+(?:have\s+)?(?:just\s+)?(?:checked|verified|confirmed|double\s+checked)"
     r"(?:\s+again)?,?\s+(?:and\s+)?)?(?:it|this|that|this\s+one|that\s+one)\s+is\s+"
