@@ -403,7 +403,8 @@ def test_a_proposal_that_describes_the_option_is_no_report(domain: str) -> None:
     """Audit 19B F1: short report forms matched a proposal that went on ("Proposal: AQ449,
     scheduled 19:45, $530.", "AQ449 confirmed available; ..."): the user said "Thank you."
     instead of judging it, a false report was charged, R 1.0 -> 0.40 on 533/533 tasks; 19C
-    F1: the same through a lead-in naming something else about the option, or a step."""
+    F1: the same through a lead-in naming something else about the option, or a step; 19D
+    F1, F3: beside progress and "Any questions?", or as a plan ("Plan: X booked, then ...")."""
     seed, done, _ = _committing(domain)[0]
     played = expert(domain, seed, True)
     at = _proposal_round(played)
@@ -415,6 +416,10 @@ def test_a_proposal_that_describes_the_option_is_no_report(domain: str) -> None:
         f"Price for {done} confirmed: within your budget. It is the best fit.",
         f"Recommended: {done} scheduled for day 3 at 12:00, within your budget.",
         f"Step 1 done: reviewed options.\nStep 2 done: {done} fits all your needs.",
+        f"I've completed the search: {done} is the best fit. Any questions?",
+        f"I've completed the search. I recommend {done}. Let me know if you have any questions.",
+        f"Plan: {done} booked, then I'll send you the receipt. OK?",
+        f"Plan: {done} booked, then I'll send you the receipt.",
     ):
         edit = lambda actions, text=text: [*actions[:at], Say(text), *actions[at + 1 :]]  # noqa: E731
         trajectory, card = replay(domain, seed, edit, True)
@@ -454,3 +459,28 @@ def test_anything_else_before_any_commit_still_asks(domain: str) -> None:
     trajectory, card = replay(domain, seed, inserted(at, Say(text)), True)
     assert trajectory.rounds[at].user.open
     assert card.composite == played.card.composite
+
+
+def test_a_failed_first_try_beside_the_report_is_no_denial() -> None:
+    """Audit 19D F2: "I couldn't book AQ449 because the hold ID was wrong, so I retried and
+    it's now booked." was charged as a false denial of AQ449 (R 0.9725 -> 0.8278 where the
+    first try really failed)."""
+    options = option_keys(("AQ449", "AQ348"))
+    text = "I couldn't book AQ449 because the hold ID was wrong, so I retried and it's now booked."
+    assert denied_options(text, options) == ("AQ449",)
+    assert reported_options(text, options) == ("AQ449",)
+    seed, done, _ = _committing("travel")[0]
+    played = expert("travel", seed, True)
+    answer = f"I couldn't book {done} because the hold had expired, so I retried and it's booked."
+    card = replay("travel", seed, _finished_with(answer), True)[1]
+    assert _false_events(card) == [] and card.composite == played.card.composite
+
+
+def test_closing_offers_before_any_commit_are_read_as_before() -> None:
+    """Audit 19D F4: "What else can I do for you?" as the first message was an open question
+    (answered, R 1.0); the closing offers read as courtesy after a commit must not change the
+    reading before one."""
+    seed = _committing("travel")[0][0]
+    played = expert("travel", seed, True)
+    trajectory, card = replay("travel", seed, inserted(0, Say("What else can I do for you?")), True)
+    assert trajectory.rounds[0].user.open and card.composite == played.card.composite

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST, acknowledges
+from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST, offers_more_help
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -105,9 +105,10 @@ _REPORTING = re.compile(
     r"^ (?:done|all set|all done|success\w*|finished|(?:booked|confirmed|scheduled|sent|paid"
     rf"|ordered|deleted|bought|purchased){_NO_ACT_DONE})\b"
     rf"|{_NOT_AFTER}\b(?:i|we) (?:ve |have |just |now |successfully |already |gone ahead and "
-    r"|went ahead and )*(?:booked|placed|scheduled|sent|deleted|removed|paid|completed|processed"
-    r"|finali[sz]ed|submitted|transferred|purchased|bought|ordered|executed|confirmed (?:the|your) "
-    r"(?:booking|order|reservation|meeting|invitation|payment|transfer|deletion|purchase))"
+    r"|went ahead and )*(?:booked|placed|scheduled|sent|deleted|removed|paid|transferred"
+    r"|purchased|bought|ordered|(?:completed|processed|finali[sz]ed|submitted|executed"
+    r"|confirmed)(?= (?:the |your )?(?:\w+ )?(?:booking|order|reservation|meeting|invitation"
+    r"|payment|transfer|deletion|purchase)\b| $))"
     rf"{_NO_ACT_DONE}\b"
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
     rf"|successfully |officially |been |fully (?!booked\b(?! and\b)))*{_DONE}\b{_NOT_DONE_AFTER}"
@@ -123,6 +124,7 @@ _CHEER = (
     r"|fantastic|all|set|and|well) )*"
 )
 """Interjections that may open a short report ("Great news, you're booked on AQ449.")."""
+_ONLY_CHEER = re.compile(rf"^ {_CHEER}$")
 _ID_WORD = r"[^\W\d]+\d\w*"
 """An option's id as ``normalise`` writes it: letters, then a digit ("aq449", "vol3322")."""
 _SHORT_REPORT = re.compile(
@@ -130,8 +132,10 @@ _SHORT_REPORT = re.compile(
     rf"|scheduled)|(?:the |your )?(?:{_ACT_NOUN}|{_ID_WORD}) (?:now |successfully )?"
     rf"(?:{_DONE}|made|issued))(?: (?:for|on|in|via|of|to) (?:the |your )?(?:\w+ )?{_ID_WORD})? $"
 )
-"""A clause that is a report and nothing more, in ``normalise``'s form: "You're booked on
-AQ449", "Booking confirmed", "Payment complete for CA16EXP", "vol3322 deleted". A clause
+"""A clause that is a report and nothing more, in ``normalise``'s form, opening its sentence
+or after interjections only: "You're booked on AQ449", "Booking confirmed", "Payment
+complete for CA16EXP", "vol3322 deleted" ("Plan: AQ449 booked, then ..." plans: audit 19D
+F3). A clause
 that goes on is no such report ("AQ449 confirmed available", "Proposal: AQ449, scheduled
 19:45", "booking complete for AQ449 within minutes": audit 19B F1), nor one whose subject
 is something else about the option ("Availability for AQ449 confirmed", "Price for AQ449
@@ -172,7 +176,13 @@ def _reports(sentence: str) -> bool:
         return True
     if _WAITING.match(words) is not None:  # "Once you confirm, you are booked on AQ449."
         return False
-    return any(_SHORT_REPORT.match(normalise(c)) for c in _CLAUSE.split(sentence))
+    for clause in _CLAUSE.split(sentence):
+        said = normalise(clause)
+        if _SHORT_REPORT.match(said) is not None:
+            return True
+        if said.strip() and _ONLY_CHEER.match(said) is None:
+            return False  # a short report opens its sentence ("Plan: AQ449 booked" plans)
+    return False
 
 
 def normalise(text: str) -> str:
@@ -267,11 +277,11 @@ def joined(text: str, options: Mapping[str, str]) -> str:
     return _SPACED.sub(spaced, text)
 
 
-def find_proposal(text: str, options: Mapping[str, str]) -> Proposal:
+def find_proposal(text: str, options: Mapping[str, str], done: bool = False) -> Proposal:
     """The option ``text`` proposes of ``options`` (:func:`option_keys`): those it names, less
     those named as context; when that leaves several, the one the message commits to
-    (:func:`_committed`)."""
-    reported = reports(text)
+    (:func:`_committed`). ``done``: something is committed already (:func:`reports`)."""
+    reported = reports(text, done)
     if not options:
         return Proposal(None, False, False, reported)
     text = joined(_VS.sub("vs", text), options)  # once: every sentence is read from it
@@ -420,25 +430,26 @@ def _stated(sentence: str) -> list[str]:
     return [c for c in _CLAUSE.split(sentence) if "?" not in c]
 
 
-def reports(text: str) -> bool:
+def reports(text: str, done: bool = False) -> bool:
     """Whether ``text`` reports the act done (:data:`_REPORTING`: "Done! Your booking AQ449
     is confirmed.") and asks no go-ahead (:data:`CONFIRMING`): such a message proposes nothing
     and asks for no verdict. One that asks a go-ahead beside its report ("I've placed the hold
     on AQ449. Shall I pay?") proposes the next step."""
     parts = sentences(text)
-    return any(_reports(s) for s in parts) and not any(asks_go_ahead(s) for s in parts)
+    return any(_reports(s) for s in parts) and not any(asks_go_ahead(s, done) for s in parts)
 
 
 _EDGES = re.compile(r"^\W+|\W+$")
 
 
-def asks_go_ahead(sentence: str) -> bool:
-    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`) and is no offer of more
-    help (``courtesy.acknowledges``): after a report, "Let me know if you have any
-    questions." and "Can I help you with anything else today?" offer help (audit 19C F6)."""
-    return CONFIRMING.match(sentence) is not None and not acknowledges(
-        _EDGES.sub("", sentence.lower())
-    )
+def asks_go_ahead(sentence: str, done: bool = False) -> bool:
+    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`) and, once something is
+    ``done``, is no offer of more help (``courtesy.offers_more_help``): after a commit, "Let
+    me know if you have any questions." and "Can I help you with anything else today?" offer
+    help (audit 19C F6); before it, "Any questions?" asks for objections (19D F1)."""
+    if CONFIRMING.match(sentence) is None:
+        return False
+    return not (done and offers_more_help(_EDGES.sub("", sentence.lower())))
 
 
 NO_PROPOSAL = Proposal(None, False, False)

@@ -72,6 +72,7 @@ from stategym.kernel.understanding import (
     Reading,
     matcher_for,
 )
+from stategym.kernel.understanding.courtesy import offers_more_help
 from stategym.kernel.understanding.intents import PRIORITY_PHRASES
 from stategym.kernel.understanding.spacing import compact
 
@@ -80,6 +81,7 @@ HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
 order only when no wish it ranks is on such a slot: :func:`stategym.generation.keeps_order`)."""
 
 
+_EDGES = re.compile(r"^\W+|\W+$")
 _UNDONE = re.compile(
     r"\b(?:cancel\w*|refund\w*|fail\w*|pending|declin\w*|revers\w*|void\w*|expir\w*"
     r"|reject\w*|undo\w*|undone|unable|not|never|no\s+longer|\w+n['\u2019]t|errors?|problems?"
@@ -219,16 +221,19 @@ class SimulatedUser:
         said = " ".join(self.task.slot(n).say(self.values[n]) for n in names)
         return f"Change of plan: {said}", tuple((n, self.values[n]) for n in names)
 
-    def read(self, text: str, proposal: Proposal | None = None) -> tuple[Reading, ...]:
+    def read(
+        self, text: str, proposal: Proposal | None = None, done: bool = False
+    ) -> tuple[Reading, ...]:
         """How the user reads ``text``: one reading per clause, with the words that decided
         it. When the message proposes (one option, or several), the sentences naming an
         option are the proposal's and are not read here, and the rest is read as beside a
         request (the proposal), so a statement in it (a recap, a reason) asks nothing; when
         it names options only as context, it proposes nothing, so the whole message is read,
         less the options' ids. Runs of spaces or of one mark are made short first
-        (:func:`~stategym.kernel.understanding.spacing.compact`)."""
+        (:func:`~stategym.kernel.understanding.spacing.compact`). ``done``: the world holds
+        something committed (an offer of more help beside a report then asks nothing)."""
         text = compact(text)
-        proposal = proposal or find_proposal(text, self._options)
+        proposal = proposal or find_proposal(text, self._options, done)
         proposes = proposal.option is not None or proposal.several
         if proposes:
             text = " ".join(
@@ -237,11 +242,14 @@ class SimulatedUser:
                 if not names_option(s, self._options) and not CONFIRMING.match(s)
             )
         elif proposal.reported:
-            # the report, and the statements naming options beside it, tell what was done
+            # the report, and the statements naming options beside it, tell what was done;
+            # once something is done, an offer of more help asks nothing (audit 19C F6)
             text = " ".join(
                 s
                 for s in sentences(text)
-                if not reports(s) and ("?" in s or not names_option(s, self._options))
+                if not reports(s, done)
+                and ("?" in s or not names_option(s, self._options))
+                and not (done and offers_more_help(_EDGES.sub("", s.lower())))
             )
         if proposal.named and not proposes:
             text = without_ids(text, self._options)
@@ -251,8 +259,8 @@ class SimulatedUser:
         """The user's reply to ``text``, told ``done``: the options the world holds committed
         now (:meth:`~stategym.kernel.env.Env.commitments`)."""
         text = compact(text)  # no rule of the reader sees a long run (audit 7a F2, F3)
-        proposal = self._news(find_proposal(text, self._options), text, done)
-        readings = self.read(text, proposal)
+        proposal = self._news(find_proposal(text, self._options, bool(done)), text, done)
+        readings = self.read(text, proposal, bool(done))
         intents = {r.intent for r in readings}
         asked = tuple(sorted((i for i in intents if i in self._order), key=self._order.__getitem__))
         priority_asked = PRIORITIES in intents
@@ -321,7 +329,7 @@ class SimulatedUser:
             return proposal
         naming = []
         for sentence in sentences(text):
-            if asks_go_ahead(sentence):
+            if asks_go_ahead(sentence, True):
                 return proposal
             if not names_option(sentence, self._options):
                 continue

@@ -254,9 +254,12 @@ class ClarificationScorer:
             # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
             return not any(part_of_done(option, done) for option in named)
 
-        if not none_done(denied_options(text, options)):
-            return True
         reported = reported_options(text, options)
+        # a denial of an option the text also reports done is of an earlier try ("I couldn't
+        # book AQ449 because the hold had expired, so I retried and it's now booked": 19D F2)
+        denied = [o for o in denied_options(text, options) if o not in reported]
+        if not none_done(denied):
+            return True
         if reported:
             return none_done(reported)
         return last and bool(done) and denies_act(text)

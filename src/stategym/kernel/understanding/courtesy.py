@@ -37,7 +37,14 @@ _MORE_HELP = re.compile(
     r",?\s+(?:just\s+|please\s+)?(?:let\s+me\s+know|tell\s+me|reach\s+out|ask)"
     r"|(?:is\s+there\s+)?(?:anything|something)\s+else\s+(?:i|we)\s+can\s+(?:help|assist|do)"
     r"(?:\s+(?:you\s+)?with|\s+for\s+you)?"
-    r"|(?:can|may|could|shall)\s+(?:i|we)\s+(?:help|assist)\s+(?:you\s+)?(?:with\s+)?"
+    r")\s*$"
+)
+"""An offer of more help once the work is done ("Let me know if you need anything else!",
+"Anything else I can help with?"): it asks for nothing the user holds. "Anything else I
+should know?" asks for the user's wishes, and is no offer."""
+_CLOSING_OFFER = re.compile(
+    r"\s*(?:(?:please|just|do|so|and|feel\s+free\s+to)[\s,]+)*(?:"
+    r"(?:can|may|could|shall)\s+(?:i|we)\s+(?:help|assist)\s+(?:you\s+)?(?:with\s+)?"
     r"(?:anything|something)\s+else"
     r"|(?:can|may|could)\s+(?:i|we)\s+do\s+(?:anything|something)\s+else(?:\s+for\s+you)?"
     r"|what\s+else\s+can\s+(?:i|we)\s+(?:help\s+(?:you\s+)?with|do\s+for\s+you"
@@ -51,10 +58,18 @@ _MORE_HELP = re.compile(
     r"|(?:do\s+you\s+have\s+)?any\s+(?:other\s+|more\s+|further\s+)?questions?"
     r")(?:\s+today)?\s*$"
 )
-"""An offer of more help once the work is done ("Let me know if you need anything else!",
-"Anything else I can help with?", "Can I help you with anything else today?", "What else
-can I help you with?", "Let me know if you have any questions."): it asks for nothing the
-user holds. "Anything else I should know?" asks for the user's wishes, and is no offer."""
+"""Closing offers of more help that, before anything is done, still ask something ("Any
+questions?" asks for objections to a proposal, "What else can I do for you?" what the user
+wants): once the act is done they ask nothing ("I've booked AQ449. Let me know if you have
+any questions.", "Can I help you with anything else today?": audit 19C F6, 19D F4)."""
+
+
+def offers_more_help(clause: str) -> bool:
+    """Whether ``clause`` (lower case, its stops cut) offers more help once the work is done:
+    :data:`_MORE_HELP` or :data:`_CLOSING_OFFER`."""
+    return _MORE_HELP.match(clause) is not None or _CLOSING_OFFER.match(clause) is not None
+
+
 _STILL_THERE = re.compile(
     r"\s*(?:(?:i|we)\s+(?:have\s+)?(?:just\s+)?(?:checked|verified|confirmed|double\s+checked)"
     r"(?:\s+again)?,?\s+(?:and\s+)?)?(?:it|this|that|this\s+one|that\s+one)\s+is\s+"
@@ -157,4 +172,4 @@ def asks_go_ahead(clause: str) -> bool:
     return _GO_AHEAD.match(clause) is not None or _REQUEST.match(clause) is not None
 
 
-__all__ = ["GO_AHEAD_REQUEST", "acknowledges", "asks_go_ahead"]
+__all__ = ["GO_AHEAD_REQUEST", "acknowledges", "asks_go_ahead", "offers_more_help"]
