@@ -339,6 +339,9 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
         "\u2705 **{o} is confirmed!** Is there anything else I can help you with?",
         "{o} is booked \U0001f389 Anything else I can do for you?",
         "I've booked {o}. What else can I help you with?",
+        # audit 19E O1: "day" in a farewell read as a question about the dates
+        "{o} is booked. Have a great day!",
+        "Good news \u2014 {o} is booked. Have a wonderful day!",
     ):
         turn, card, expert_r = _told_before_finish(domain, text)
         assert turn.reply == "Thank you." and card.composite == expert_r, text
@@ -484,3 +487,11 @@ def test_closing_offers_before_any_commit_are_read_as_before() -> None:
     played = expert("travel", seed, True)
     trajectory, card = replay("travel", seed, inserted(0, Say("What else can I do for you?")), True)
     assert trajectory.rounds[0].user.open and card.composite == played.card.composite
+
+
+def test_a_farewell_asks_nothing_and_a_question_in_it_still_asks() -> None:
+    from stategym.kernel.understanding.courtesy import acknowledges
+
+    farewells = ("have a great day", "enjoy your trip", "safe travels", "so have a good one")
+    assert all(acknowledges(text) for text in farewells)
+    assert not any(acknowledges(t) for t in ("have a great trip on day 3", "what day suits you"))

@@ -78,6 +78,18 @@ _STILL_THERE = re.compile(
 """A report that what was said before still holds ("I checked and it's still available")."""
 
 
+_FAREWELL = re.compile(
+    r"\s*(?:(?:and|so|please|i\s+hope\s+you)\s+)*(?:"
+    r"have\s+(?:a\s+|an\s+)?(?:(?:great|good|nice|wonderful|lovely|safe|fantastic|pleasant"
+    r"|productive|excellent)\s+)+(?:day|trip|flight|journey|weekend|evening|morning|afternoon"
+    r"|time|meeting|stay|one)"
+    r"|enjoy\s+(?:your|the)\s+(?:trip|flight|journey|weekend|stay|meeting|new\s+\w+)"
+    r"|safe\s+travels|bon\s+voyage|take\s+care)\s*$"
+)
+"""A farewell ("Have a great day!", "Enjoy your trip!", "Safe travels!"): it asks nothing
+("day" in it is no question about the dates: audit 19E O1)."""
+
+
 def acknowledges(clause: str) -> bool:
     """Whether ``clause`` only acknowledges, thanks, offers help or reports that what was
     said still holds ("Perfect, thanks!", "Thanks, that helps!", "Got it.", "Happy to adjust
@@ -92,7 +104,7 @@ def acknowledges(clause: str) -> bool:
     found = words(clause)
     if found and all(w in _THANKS for w in found):
         return True
-    return any(p.match(clause) is not None for p in (_OFFER, _MORE_HELP, _STILL_THERE))
+    return any(p.match(clause) is not None for p in (_OFFER, _MORE_HELP, _STILL_THERE, _FAREWELL))
 
 
 _THIS = r"(?:this|that|it|these|those|this\s+one|that\s+one)"
