@@ -176,7 +176,7 @@ def _reports(sentence: str) -> bool:
         return True
     if _WAITING.match(words) is not None:  # "Once you confirm, you are booked on AQ449."
         return False
-    for clause in _CLAUSE.split(sentence):
+    for clause in clauses(sentence):
         said = normalise(clause)
         if _SHORT_REPORT.match(said) is not None:
             return True
@@ -377,7 +377,7 @@ def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
         next(key for key in match.groups() if key)
         for sentence in sentences(joined(text, options))
         if not _QUALIFIED.search(normalise(sentence))
-        for clause in _CLAUSE.split(sentence)
+        for clause in clauses(sentence)
         for match in _DENIED.finditer(normalise(clause))
     )
     return tuple(dict.fromkeys(options[key] for key in found if key in options))
@@ -427,7 +427,7 @@ def _stated(sentence: str) -> list[str]:
     with?") is still a report (audit 19A F3)."""
     if "?" not in sentence:
         return [sentence]
-    return [c for c in _CLAUSE.split(sentence) if "?" not in c]
+    return [c for c in clauses(sentence) if "?" not in c]
 
 
 def reports(text: str, done: bool = False) -> bool:
@@ -439,9 +439,6 @@ def reports(text: str, done: bool = False) -> bool:
     return any(_reports(s) for s in parts) and not any(asks_go_ahead(s, done) for s in parts)
 
 
-_EDGES = re.compile(r"^\W+|\W+$")
-
-
 def asks_go_ahead(sentence: str, done: bool = False) -> bool:
     """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`) and, once something is
     ``done``, is no offer of more help (``courtesy.offers_more_help``): after a commit, "Let
@@ -449,7 +446,7 @@ def asks_go_ahead(sentence: str, done: bool = False) -> bool:
     help (audit 19C F6); before it, "Any questions?" asks for objections (19D F1)."""
     if CONFIRMING.match(sentence) is None:
         return False
-    return not (done and offers_more_help(_EDGES.sub("", sentence.lower())))
+    return not (done and offers_more_help(sentence))
 
 
 NO_PROPOSAL = Proposal(None, False, False)

@@ -81,7 +81,6 @@ HIDDEN = (SlotKind.MISSING, SlotKind.IRRELEVANT)
 order only when no wish it ranks is on such a slot: :func:`stategym.generation.keeps_order`)."""
 
 
-_EDGES = re.compile(r"^\W+|\W+$")
 _UNDONE = re.compile(
     r"\b(?:cancel\w*|refund\w*|fail\w*|pending|declin\w*|revers\w*|void\w*|expir\w*"
     r"|reject\w*|undo\w*|undone|unable|not|never|no\s+longer|\w+n['\u2019]t|errors?|problems?"
@@ -249,7 +248,7 @@ class SimulatedUser:
                 for s in sentences(text)
                 if not reports(s, done)
                 and ("?" in s or not names_option(s, self._options))
-                and not (done and offers_more_help(_EDGES.sub("", s.lower())))
+                and not (done and offers_more_help(s))
             )
         if proposal.named and not proposes:
             text = without_ids(text, self._options)

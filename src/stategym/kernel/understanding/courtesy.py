@@ -64,9 +64,13 @@ wants): once the act is done they ask nothing ("I've booked AQ449. Let me know i
 any questions.", "Can I help you with anything else today?": audit 19C F6, 19D F4)."""
 
 
-def offers_more_help(clause: str) -> bool:
-    """Whether ``clause`` (lower case, its stops cut) offers more help once the work is done:
+_EDGES = re.compile(r"^\W+|\W+$")
+
+
+def offers_more_help(sentence: str) -> bool:
+    """Whether ``sentence`` (any case, with its marks) offers more help once the work is done:
     :data:`_MORE_HELP` or :data:`_CLOSING_OFFER`."""
+    clause = _EDGES.sub("", sentence.lower())
     return _MORE_HELP.match(clause) is not None or _CLOSING_OFFER.match(clause) is not None
 
 
