@@ -112,10 +112,13 @@ _REPORTING = re.compile(
     rf"{_NO_ACT_DONE}\b"
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
     rf"|successfully |officially |been |fully (?!booked\b(?! and\b)))*{_DONE}\b{_NOT_DONE_AFTER}"
+    rf"|{_NOT_AFTER}\b{_SUBJECT} (?:(?:has|have) )?(?:now |successfully )?(?:went|gone) through"
+    r"(?= $| (?:successfully|fine|smoothly|without|now|too|as well)\b)"
     r"|\b(?:you re all set|all set)\b"
 )
 """A report that the act is done, in ``normalise``'s form ("Done! Your booking AQ449 is
-confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759."): what was done
+confirmed.", "All set: AQ449 is booked.", "I've placed the order for NO759.", "The payment
+for AQ449 went through."): what was done
 is no proposal, whatever option it names. "I found AQ449" and "I've held AQ449" report a
 step towards the choice, which the user still judges; a question reports nothing ("What
 must be done before a volume is deleted?")."""
@@ -323,18 +326,22 @@ _ACTED = (
 )
 _DENYING = re.compile(
     rf" nothing (?:(?:was|is|got|were|has been|had been|have been) )?{_ACTED}"
-    rf"(?: (?:or |and )?{_ACTED})* $"
+    rf"(?: (?:or |and )?{_ACTED})*(?: yet)? $"
     r"| (?:i|we) (?:did not|didn t|could not|couldn t|cannot|can not|can t|have not|haven t"
     r"|was not able to|wasn t able to|was unable to|were unable to)"
     rf" {_ACT}(?: (?:or |and )?{_ACT})*"
-    r"(?: (?:anything|it|(?:the|your) \w+))? $"
-    r"| no (?:booking|order|payment|invitation|transfer|deletion|purchase|reservation|charge)"
-    rf" (?:was|were|has been|have been) {_ACTED} $"
-    rf"| (?:i|we) (?:have )?{_ACTED} nothing $"
+    r"(?: (?:anything|it|(?:the|your) \w+))?(?: yet)? $"
+    r"| (?:i|we) (?:have not|haven t|had not|hadn t)"
+    rf" {_ACTED}(?: (?:or |and )?{_ACTED})*"
+    r"(?: (?:anything|it|(?:the|your) \w+))?(?: yet)? $"
+    r"| no (?:booking|order|payment|invitation|transfer|deletion|purchase|reservation|charge"
+    rf"|change) (?:was|were|has been|have been) {_ACTED}(?: yet)? $"
+    rf"| (?:i|we) (?:have )?(?:{_ACTED}|did) nothing $"
 )
 """A sentence that denies the act outright, in ``normalise``'s form, ending with the denial:
 "Nothing was booked, ordered, paid or deleted.", "I could not complete your request.", "No
-payment was made.", "I paid nothing." A denial with more after it ("nothing was charged
+payment was made.", "I paid nothing.", "I haven't booked anything yet.", "I did nothing.",
+"No changes were made." (audit 20A F3). A denial with more after it ("nothing was charged
 beyond the fare", "I couldn't book the cheaper flight, so ...") is not one."""
 
 
@@ -351,10 +358,23 @@ _QUALIFIED = re.compile(
 """Words that make a sentence say how or when the act was done rather than deny it ("I did
 not book AQ449 until you approved it", "Until you approved, I did not book AQ449", "AQ449
 could not be booked any cheaper": audit 19B F2, 19C F3)."""
+_FOR_OPTION = rf"(?:for|of|on|to) (?:the |your )?(?:\w+ )?(?P<{{}}>{_ID_WORD})"
+"""The option an act's noun is for ("the booking for AQ449", "the order of NO759"), its
+group named by ``format``."""
 _DENIED = re.compile(
-    rf"\b(?:not|never|no longer|\w+ t|unable to|fail(?:ed)? to) (?:be |been |get |yet )*"
-    rf"(?:{_DENIED_ACT}|{_DENIED_ACTED}) (?:(?:the|your) (?:\w+ )?)?(?P<object>{_ID_WORD})"
+    rf"\b(?:not|never|no longer|\w+ t|unable to|fail(?:ed)? to) (?:be |been |get |yet |able to"
+    rf" |to )*(?:{_DENIED_ACT}|{_DENIED_ACTED}|go ahead with|proceed with)"
+    rf" (?:(?:the|your) (?:\w+ )?)?(?P<object>{_ID_WORD})"
     rf"{_DENIAL_END}"
+    rf"|\b(?:not|never|\w+ t|unable to|fail(?:ed)? to) (?:be |been )*(?:complete|completed"
+    rf"|process|processed|make|made|place|placed|finali[sz]e|finali[sz]ed) (?:the|your)"
+    rf" {_ACT_NOUN} {_FOR_OPTION.format('incomplete')}{_DENIAL_END}"
+    rf"|^ (?:unfortunately |sadly |sorry |however )?(?:the |your )?{_ACT_NOUN}"
+    rf" {_FOR_OPTION.format('failed')} (?:failed|fell through"
+    rf"|(?:did not|didn t) (?:go through|succeed)|was (?:not|never) (?:made|completed|placed)"
+    rf"|wasn t (?:made|completed|placed)|was declined|was rejected){_DENIAL_END}"
+    rf"|^ no {_ACT_NOUN} (?:was|were|has been|have been|had been) (?:made|placed|completed"
+    rf"|processed) {_FOR_OPTION.format('none')}{_DENIAL_END}"
     rf"|\b(?P<subject>{_ID_WORD}) (?:was|is|were|are|has|have|had|could|can|did|got)"
     rf" (?:not|never|no longer) (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
     rf"|\b(?P<short>{_ID_WORD}) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
@@ -363,24 +383,50 @@ _DENIED = re.compile(
 """An option denied the act, in ``normalise``'s form, the id right after the denied verb or
 right before it, the denial ending its clause or followed by its reason: "I could not book
 AQ449.", "AQ449 was not booked.", "AQ449 has not been booked yet.", "AQ449 couldn't be
-booked because it sold out"; "I did not pay extra for AQ449's seat" denies nothing of
+booked because it sold out", "I was not able to book AQ449", "I did not go ahead with
+AQ449"; or the act's noun for the option and its failure, "Unfortunately, the booking for
+AQ449 failed.", "I was unable to complete the booking for AQ449.", "No booking was made for
+AQ449." (audit 20A F3); "I did not pay extra for AQ449's seat" denies nothing of
 AQ449, nor does a sentence that says how or when it was done (:data:`_QUALIFIED`)."""
+
+
+_SHORT_DENIAL = re.compile(
+    rf"^ (?P<short>{_ID_WORD}) (?:not|never) (?:yet )?{_DENIED_ACTED}(?: yet)? $"
+)
+"""A sentence that is an option's id and its denial and nothing more ("AQ449: not booked.")."""
+
+
+_RETRIED = re.compile(
+    r" (?:retr(?:y|ied)|tried again|again|second (?:try|attempt|time)|another (?:try|attempt)"
+    r"|then|now|eventually|finally|after that) "
+)
+"""Words that say a denied act was tried again ("I retried; it's booked now.")."""
 
 
 def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that ``text`` says were not done
-    (:data:`_DENIED`, read in each clause of a sentence that says nothing of how or when,
-    :data:`_QUALIFIED`), in order."""
+    (:data:`_DENIED` in each clause, :data:`_SHORT_DENIAL`, in a sentence that says nothing
+    of how or when, :data:`_QUALIFIED`), in order, less those a sentence from the denial on
+    reports done: by name, or, after words of a retry (:data:`_RETRIED`), by a report naming
+    nothing ("I couldn't book AQ449 because the hold expired. I retried; it's booked now.")."""
     if not options:
         return ()
-    found = (
-        next(key for key in match.groups() if key)
-        for sentence in sentences(joined(text, options))
-        if not _QUALIFIED.search(normalise(sentence))
-        for clause in clauses(sentence)
-        for match in _DENIED.finditer(normalise(clause))
-    )
-    return tuple(dict.fromkeys(options[key] for key in found if key in options))
+    denied: dict[str, None] = {}
+    retried = False
+    for sentence in sentences(joined(text, options)):
+        words = normalise(sentence)
+        if not _QUALIFIED.search(words):
+            short = _SHORT_DENIAL.match(words)
+            found = [short] if short else []
+            found += (m for c in clauses(sentence) for m in _DENIED.finditer(normalise(c)))
+            keys = (next(key for key in match.groups() if key) for match in found)
+            denied.update(dict.fromkeys(options[key] for key in keys if key in options))
+        retried = retried or (bool(denied) and _RETRIED.search(words) is not None)
+        said = " ".join(clause for clause in _stated(sentence) if _reports(clause))
+        if said:
+            for option in named_options(said, options) or (tuple(denied) if retried else ()):
+                denied.pop(option, None)
+    return tuple(denied)
 
 
 _DASHED = re.compile(r"\s*[\u2014\u2013]\s*|\s-\s")

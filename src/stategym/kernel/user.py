@@ -337,7 +337,9 @@ class SimulatedUser:
             if any("?" in c and names_option(c, self._options) for c in clauses(sentence)):
                 return proposal
             naming.append(sentence)
-        if not any(_DONE_NEWS.search(sentence) for sentence in naming):
+        # a report beside it says what was done, and the option is its detail ("Booking
+        # confirmed! Details: AQ449, $530": audit 20A F2)
+        if not (proposal.reported or any(_DONE_NEWS.search(sentence) for sentence in naming)):
             return proposal
         return Proposal(None, False, True, reported=True)
 

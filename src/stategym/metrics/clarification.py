@@ -215,6 +215,10 @@ class ClarificationScorer:
                 self.reported = self.commits[-1]
             else:
                 found.append((Kind.ASK_NEEDLESS, -1.0, FALSE_REPORT if false else REPORT))
+        elif say.understood and self._misreports(say.text, self.committed):
+            # a false report costs beside what else the message asked (audit 20A F1: with a
+            # question joined to it, "Done! AQ348 is booked." cost nothing)
+            found.append((Kind.ASK_NEEDLESS, -1.0, FALSE_REPORT))
         decided = _decided(tr, say.round, self.commits, self.points)
         found += _read_choice(say, tr, self.put, self.before, decided)
         new = [
