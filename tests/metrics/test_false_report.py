@@ -349,6 +349,8 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
         # audit 19E O1: "day" in a farewell read as a question about the dates
         "{o} is booked. Have a great day!",
         "Good news \u2014 {o} is booked. Have a wonderful day!",
+        # audit 20A F4: two wishes joined by "and"
+        "Done! {o} is booked. Have a wonderful trip and a great week!",
     ):
         _assert_noted_and_free(domain, text)
     turn, card, expert_r = _told_before_finish(domain, "Anything else?")
@@ -499,9 +501,17 @@ def test_closing_offers_before_any_commit_are_read_as_before() -> None:
 def test_a_farewell_asks_nothing_and_a_question_in_it_still_asks() -> None:
     from stategym.kernel.understanding.courtesy import acknowledges
 
-    farewells = ("have a great day", "enjoy your trip", "safe travels", "so have a good one")
+    farewells = (
+        "have a great day",
+        "enjoy your trip",
+        "safe travels",
+        "so have a good one",
+        "have a wonderful trip and a great week",
+        "have a safe flight, and have a nice weekend",
+    )
     assert all(acknowledges(text) for text in farewells)
-    assert not any(acknowledges(t) for t in ("have a great trip on day 3", "what day suits you"))
+    asking = ("have a great trip on day 3", "what day suits you", "have a great day and which day")
+    assert not any(acknowledges(t) for t in asking)
 
 
 @pytest.mark.parametrize("domain", STATEFUL)

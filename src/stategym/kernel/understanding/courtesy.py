@@ -82,16 +82,20 @@ _STILL_THERE = re.compile(
 """A report that what was said before still holds ("I checked and it's still available")."""
 
 
+_A_GOOD_TIME = (
+    r"(?:a\s+|an\s+)?(?:(?:great|good|nice|wonderful|lovely|safe|fantastic|pleasant|productive"
+    r"|excellent)\s+)+(?:day|trip|flight|journey|week|weekend|evening|morning|afternoon|time"
+    r"|meeting|stay|one)"
+)
 _FAREWELL = re.compile(
     r"\s*(?:(?:and|so|please|i\s+hope\s+you)\s+)*(?:"
-    r"have\s+(?:a\s+|an\s+)?(?:(?:great|good|nice|wonderful|lovely|safe|fantastic|pleasant"
-    r"|productive|excellent)\s+)+(?:day|trip|flight|journey|weekend|evening|morning|afternoon"
-    r"|time|meeting|stay|one)"
+    rf"have\s+{_A_GOOD_TIME}(?:\s*,?\s*and\s+(?:have\s+)?{_A_GOOD_TIME})*"
     r"|enjoy\s+(?:your|the)\s+(?:trip|flight|journey|weekend|stay|meeting|new\s+\w+)"
     r"|safe\s+travels|bon\s+voyage|take\s+care)\s*$"
 )
-"""A farewell ("Have a great day!", "Enjoy your trip!", "Safe travels!"): it asks nothing
-("day" in it is no question about the dates: audit 19E O1)."""
+"""A farewell ("Have a great day!", "Have a wonderful trip and a great week!", "Enjoy your
+trip!", "Safe travels!"): it asks nothing ("day" in it is no question about the dates: audit
+19E O1; two wishes joined by "and": 20A F4)."""
 
 
 def acknowledges(clause: str) -> bool:
