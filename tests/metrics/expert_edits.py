@@ -58,3 +58,8 @@ def replay(
 def inserted(i: int, action: Action) -> Callable[[list[Action]], list[Action]]:
     """An edit: ``action`` played before the expert's action ``i``."""
     return lambda actions: [*actions[:i], action, *actions[i:]]
+
+
+def replaced(i: int, action: Action) -> Callable[[list[Action]], list[Action]]:
+    """An edit: ``action`` played in place of the expert's action ``i``."""
+    return lambda actions: [*actions[:i], action, *actions[i + 1 :]]

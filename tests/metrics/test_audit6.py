@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from expert_edits import Played, expert, inserted, replay
+from expert_edits import Played, expert, inserted, replaced, replay
 from metrics_toy import (
     LOOKUPS,
     PRICE,
@@ -55,11 +55,6 @@ def _replay(
     domain: str, seed: int, edit: Callable[[list[Action]], list[Action]], mixed: bool = True
 ) -> tuple[Trajectory, Scorecard]:
     return replay(domain, seed, edit, mixed)
-
-
-def _replaced(i: int, action: Action) -> Callable[[list[Action]], list[Action]]:
-    """An edit: ``action`` played instead of the expert's action ``i``."""
-    return lambda actions: [*actions[:i], action, *actions[i + 1 :]]
 
 
 def _toy(the_task: Task, rounds: list[RoundRecord]) -> Scorecard:
@@ -142,7 +137,7 @@ def test_travel_seed_0_a_second_search_after_the_fare_move_is_extra():
     assert isinstance(batch, CallBatch)
     day10 = next(c for c in batch.calls if c.arguments.get("day") == 10)
 
-    same = _replaced(2, CallBatch((*batch.calls, day10)))
+    same = replaced(2, CallBatch((*batch.calls, day10)))
     for edit in (same, inserted(3, CallBatch((day10,)))):
         _, card = _replay("travel", 0, edit, mixed=False)
         assert card.parallelism.extra == 1
@@ -167,7 +162,7 @@ def test_no_copy_of_a_look_after_a_change_ties_the_expert(name):
                 if c.name == FINISH:
                     continue
                 edits = [inserted(i + 1, CallBatch((c,)))] if not rounds[i].events else []
-                edits.append(_replaced(i, CallBatch((*batch.calls, c))))
+                edits.append(replaced(i, CallBatch((*batch.calls, c))))
                 for edit in edits:
                     _, card = _replay(name, seed, edit)
                     assert card.composite < expert.card.composite, (name, seed, i, c)

@@ -113,7 +113,8 @@ _REPORTING = re.compile(
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:is|s|are|was|were|has been|have been|got) (?:now |all "
     rf"|successfully |officially |been |fully (?!booked\b(?! and\b)))*{_DONE}\b{_NOT_DONE_AFTER}"
     rf"|{_NOT_AFTER}\b{_SUBJECT} (?:(?:has|have) )?(?:now |successfully )?(?:went|gone) through"
-    r"(?= $| (?:successfully|fine|smoothly|without|now|too|as well)\b)"
+    r"(?= $| (?:successfully|fine|smoothly|without|now|too|as well|this time|in the end"
+    r"|eventually|on (?:the )?(?:second|next|third) (?:try|attempt))\b)"
     r"|\b(?:you re all set|all set)\b"
 )
 """A report that the act is done, in ``normalise``'s form ("Done! Your booking AQ449 is
@@ -326,14 +327,15 @@ _ACTED = (
 )
 _DENYING = re.compile(
     rf" nothing (?:(?:was|is|got|were|has been|had been|have been) )?{_ACTED}"
-    rf"(?: (?:or |and )?{_ACTED})*(?: yet)? $"
+    rf"(?: (?:or |and )?{_ACTED})*(?: for you)?(?: yet)? $"
     r"| (?:i|we) (?:did not|didn t|could not|couldn t|cannot|can not|can t|have not|haven t"
-    r"|was not able to|wasn t able to|was unable to|were unable to)"
+    r"|was not able to|wasn t able to|was unable to|were unable to|decided not to|chose not to)"
     rf" {_ACT}(?: (?:or |and )?{_ACT})*"
-    r"(?: (?:anything|it|(?:the|your) \w+))?(?: yet)? $"
+    r"(?: (?:anything|it|(?:the|your) \w+))?(?: for you)?(?: yet)? $"
     r"| (?:i|we) (?:have not|haven t|had not|hadn t)"
     rf" {_ACTED}(?: (?:or |and )?{_ACTED})*"
-    r"(?: (?:anything|it|(?:the|your) \w+))?(?: yet)? $"
+    r"(?: (?:anything|it|(?:the|your) \w+))?(?: for you)?(?: yet)? $"
+    rf"| (?:i|we) (?:did not|didn t) (?:go ahead|proceed) with (?:the|your) {_ACT_NOUN} $"
     r"| no (?:booking|order|payment|invitation|transfer|deletion|purchase|reservation|charge"
     rf"|change) (?:was|were|has been|have been) {_ACTED}(?: yet)? $"
     rf"| (?:i|we) (?:have )?(?:{_ACTED}|did) nothing $"
@@ -349,15 +351,24 @@ _DENIED_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|b
 _DENIED_ACTED = (
     r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|bought)"
 )
-_DENIAL_END = r"(?= $| (?:because|as|since|so|due|and|but|sorry|unfortunately|yet)\b)"
+_DENIAL_END = r"(?: for you)?(?= $| (?:because|as|since|so|due|and|but|sorry|unfortunately|yet)\b)"
 """What may follow a denial: nothing in its clause, "yet", or its reason."""
 _QUALIFIED = re.compile(
     r" (?:until|before|without|unless|except|prior to|any (?:cheaper|earlier|later|sooner"
-    r"|faster)|twice|again|extra) "
+    r"|faster)|twice|again|extra|at first|initially|(?:first|second|next) (?:time|try|attempt)"
+    r"|earlier) "
 )
 """Words that make a sentence say how or when the act was done rather than deny it ("I did
 not book AQ449 until you approved it", "Until you approved, I did not book AQ449", "AQ449
 could not be booked any cheaper": audit 19B F2, 19C F3)."""
+_SORRY = r"(?:unfortunately |sadly |sorry |however )?"
+_FAILED = (
+    r"(?:failed|fell through|(?:did not|didn t) (?:go through|succeed|work)|was (?:not|never)"
+    r" (?:made|completed|placed)|wasn t (?:made|completed|placed)|(?:could not|couldn t) be"
+    r" completed|was (?:declined|rejected|unsuccessful|cancell?ed))"
+)
+"""How a sentence says an act failed ("the booking for AQ449 failed", "... could not be
+completed", "... was unsuccessful")."""
 _FOR_OPTION = rf"(?:for|of|on|to) (?:the |your )?(?:\w+ )?(?P<{{}}>{_ID_WORD})"
 """The option an act's noun is for ("the booking for AQ449", "the order of NO759"), its
 group named by ``format``."""
@@ -369,10 +380,11 @@ _DENIED = re.compile(
     rf"|\b(?:not|never|\w+ t|unable to|fail(?:ed)? to) (?:be |been )*(?:complete|completed"
     rf"|process|processed|make|made|place|placed|finali[sz]e|finali[sz]ed) (?:the|your)"
     rf" {_ACT_NOUN} {_FOR_OPTION.format('incomplete')}{_DENIAL_END}"
-    rf"|^ (?:unfortunately |sadly |sorry |however )?(?:the |your )?{_ACT_NOUN}"
-    rf" {_FOR_OPTION.format('failed')} (?:failed|fell through"
-    rf"|(?:did not|didn t) (?:go through|succeed)|was (?:not|never) (?:made|completed|placed)"
-    rf"|wasn t (?:made|completed|placed)|was declined|was rejected){_DENIAL_END}"
+    rf"|^ {_SORRY}(?:the |your )?{_ACT_NOUN} {_FOR_OPTION.format('failed')} {_FAILED}"
+    rf"{_DENIAL_END}"
+    rf"|^ {_SORRY}(?:the |your |my )?(?P<owned>{_ID_WORD}) {_ACT_NOUN} {_FAILED}{_DENIAL_END}"
+    rf"|^ {_SORRY}(?:my )?(?:attempt to )?(?:{_DENIED_ACT}|{_ACT_NOUN}|ordering|paying|sending"
+    rf"|deleting|purchasing|buying) (?:the |your )?(?P<attempt>{_ID_WORD}) {_FAILED}{_DENIAL_END}"
     rf"|^ no {_ACT_NOUN} (?:was|were|has been|have been|had been) (?:made|placed|completed"
     rf"|processed) {_FOR_OPTION.format('none')}{_DENIAL_END}"
     rf"|\b(?P<subject>{_ID_WORD}) (?:was|is|were|are|has|have|had|could|can|did|got)"
@@ -391,28 +403,45 @@ AQ449, nor does a sentence that says how or when it was done (:data:`_QUALIFIED`
 
 
 _SHORT_DENIAL = re.compile(
-    rf"^ (?P<short>{_ID_WORD}) (?:not|never) (?:yet )?{_DENIED_ACTED}(?: yet)? $"
+    rf"^ (?P<short>{_ID_WORD}) (?:(?:not|never) (?:yet )?{_DENIED_ACTED}(?: yet)?|failed) $"
 )
-"""A sentence that is an option's id and its denial and nothing more ("AQ449: not booked.")."""
+"""A sentence that is an option's id and its denial and nothing more ("AQ449: not booked.",
+"AQ449: failed.")."""
 
 
-_RETRIED = re.compile(
-    r" (?:retr(?:y|ied)|tried again|again|second (?:try|attempt|time)|another (?:try|attempt)"
-    r"|then|now|eventually|finally|after that) "
+_ACT_WORD = re.compile(
+    rf" (?:{_ACT_NOUN}|{_DENIED_ACTED}|retr(?:y|ied|ying)|tried again|tried once more"
+    r"|resubmitt\w*|(?:second|another) (?:try|attempt)) "
 )
-"""Words that say a denied act was tried again ("I retried; it's booked now.")."""
+"""Words of the act itself, or of trying it again ("the booking went through", "I retried
+and it went through")."""
+_TO_COME = re.compile(
+    r" (?:if|unless|once(?! more)|when|whenever|as soon as|until|ll|will|would|shall|going to"
+    r"|let me know) "
+)
+
+
+def _reports_the_act(sentence: str) -> bool:
+    """Whether ``sentence`` reports the act itself done ("I retried and the booking went
+    through.", "It's booked now."), setting no condition or time to come: a report of
+    "everything", a request or "all set" ("Everything is done now.", "You're all set to book
+    it yourself.") is none (audit 20B F3)."""
+    words = normalise(sentence)
+    if _ACT_WORD.search(words) is None or _TO_COME.search(words) is not None:
+        return False
+    return any(_reports(c) and " all set " not in normalise(c) for c in _stated(sentence))
 
 
 def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that ``text`` says were not done
     (:data:`_DENIED` in each clause, :data:`_SHORT_DENIAL`, in a sentence that says nothing
-    of how or when, :data:`_QUALIFIED`), in order, less those a sentence from the denial on
-    reports done: by name, or, after words of a retry (:data:`_RETRIED`), by a report naming
-    nothing ("I couldn't book AQ449 because the hold expired. I retried; it's booked now.")."""
+    of how or when, :data:`_QUALIFIED`), in order, less those that the denial's sentence or
+    a later one reports done (:func:`_reports_the_act`): by name, or naming no option, every
+    denial before it ("The booking for AQ449 failed. After retrying, the booking went
+    through.": the story of a failed first try ends with its report; audit 20B F2)."""
     if not options:
         return ()
     denied: dict[str, None] = {}
-    retried = False
     for sentence in sentences(joined(text, options)):
         words = normalise(sentence)
         if not _QUALIFIED.search(words):
@@ -421,10 +450,9 @@ def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
             found += (m for c in clauses(sentence) for m in _DENIED.finditer(normalise(c)))
             keys = (next(key for key in match.groups() if key) for match in found)
             denied.update(dict.fromkeys(options[key] for key in keys if key in options))
-        retried = retried or (bool(denied) and _RETRIED.search(words) is not None)
-        said = " ".join(clause for clause in _stated(sentence) if _reports(clause))
-        if said:
-            for option in named_options(said, options) or (tuple(denied) if retried else ()):
+        if denied and _reports_the_act(sentence):
+            said = " ".join(clause for clause in _stated(sentence) if _reports(clause))
+            for option in named_options(said, options) or tuple(denied):
                 denied.pop(option, None)
     return tuple(denied)
 
@@ -433,12 +461,20 @@ _DASHED = re.compile(r"\s*[\u2014\u2013]\s*|\s-\s")
 """A dash between two statements ("Nothing was booked \u2014 AQ449 is still available.")."""
 
 
+_THE_REST = re.compile(
+    r" (?:apart from|other than|aside from|beside|beyond|except|otherwise|else|other|rest) "
+)
+"""Words that make a denial of the rest, not of everything ("For the other options, no
+changes were made.", "Apart from that, I did nothing.": audit 20B F2)."""
+
+
 def denies_act(text: str) -> bool:
     """Whether a sentence of ``text``, or a part of one a dash sets off, denies that the act
-    was done (:data:`_DENYING`)."""
+    was done (:data:`_DENYING`), of everything (:data:`_THE_REST`)."""
     return any(
         _DENYING.search(normalise(part))
         for sentence in sentences(text)
+        if not _THE_REST.search(normalise(sentence))
         for part in _DASHED.split(sentence)
     )
 
@@ -450,15 +486,42 @@ def part_of_done(option: str, done: Iterable[str]) -> bool:
     return any(key in d or d in key for d in map(option_key, done))
 
 
-def reported_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
+_HEDGED = re.compile(
+    r" (?:if|unless|once|when|whenever|as soon as|after|before|until|then|ll|will|would|shall"
+    r"|going to|make sure|want|need|said|say|within|immediately|instantly|same day|all set"
+    r"|hold|check|checked|review|reviewed|verified|scheduled for|scheduled on|usually|typically"
+    r"|normally) "
+)
+"""What makes a sentence that reads as a report tell of the act to come, a condition, a
+trait of the option or someone's words instead ("Once you confirm, AQ449 is booked.", "I'll
+book AQ449 and then you're all set.", "The payment is completed within 3 days.", "AQ449 is
+scheduled for day 4.", a quotation: audit 20B F1). Beside a question or a proposal, such a
+sentence claims nothing done."""
+_QUOTES = '"\u201c\u201d'
+
+
+def _hedged(sentence: str) -> bool:
+    """Whether something in ``sentence`` hedges a report in it (:data:`_HEDGED`)."""
+    return _HEDGED.search(normalise(sentence)) is not None or any(q in sentence for q in _QUOTES)
+
+
+def reported_options(
+    text: str, options: Mapping[str, str], strict: bool = False
+) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that the sentences of ``text`` which
     report the act done name ("Done! AQ348 is confirmed." names AQ348; "Booked AQ449; AQ348
-    was sold out." names AQ449 alone, since its second sentence reports nothing), in order.
-    The metric holds a report to them (:mod:`stategym.metrics.clarification`)."""
+    was sold out." names AQ449 alone, since its second sentence reports nothing), in order;
+    ``strict``: only sentences nothing hedges (:data:`_HEDGED`), for a message that also asks
+    or proposes. The metric holds a report to them (:mod:`stategym.metrics.clarification`)."""
     if not options:
         return ()
     text = joined(_VS.sub("vs", text), options)
-    said = (clause for sentence in sentences(text) for clause in _stated(sentence))
+    said = (
+        clause
+        for sentence in sentences(text)
+        if not (strict and _hedged(sentence))
+        for clause in _stated(sentence)
+    )
     return named_options(" ".join(c for c in said if _reports(c)), options)
 
 

@@ -215,9 +215,11 @@ class ClarificationScorer:
                 self.reported = self.commits[-1]
             else:
                 found.append((Kind.ASK_NEEDLESS, -1.0, FALSE_REPORT if false else REPORT))
-        elif say.understood and self._misreports(say.text, self.committed):
+        elif self._misreports(say.text, self.committed, strict=True):
             # a false report costs beside what else the message asked (audit 20A F1: with a
-            # question joined to it, "Done! AQ348 is booked." cost nothing)
+            # question joined to it, "Done! AQ348 is booked." cost nothing); only a plain
+            # claim, since a proposal tells of the act to come ("Once you confirm, AQ449 is
+            # booked.": 20B F1)
             found.append((Kind.ASK_NEEDLESS, -1.0, FALSE_REPORT))
         decided = _decided(tr, say.round, self.commits, self.points)
         found += _read_choice(say, tr, self.put, self.before, decided)
@@ -231,7 +233,9 @@ class ClarificationScorer:
         self.said += new
         return used + new
 
-    def _misreports(self, text: str, done: Collection[str], last: bool = False) -> bool:
+    def _misreports(
+        self, text: str, done: Collection[str], last: bool = False, strict: bool = False
+    ) -> bool:
         """``text`` denies the act of an option ``done`` ("I could not book AQ449.",
         "AQ449 was not booked.": :func:`~stategym.kernel.proposals.denied_options`, audit
         19A F2); or reports as done options none of which is ``done`` ("Done! AQ348 is
@@ -249,7 +253,8 @@ class ClarificationScorer:
         and only options they name: a report that names nothing, or names the option done
         beside others, is no false report ("Booked AQ449; AQ348 was sold out."), nor is one
         that names the parts of an option done ("Ordered NO759, NO558." for the order
-        ``NO759x1+NO558x1``).
+        ``NO759x1+NO558x1``). ``strict``: the message also asks or proposes, and only its
+        plain claims are read as reports (``reported_options``' ``strict``).
         """
         options = option_keys(self.options)
 
@@ -258,7 +263,7 @@ class ClarificationScorer:
             # offers, "NO759x1+NO558x1", reported as "Ordered NO759, NO558.")
             return not any(part_of_done(option, done) for option in named)
 
-        reported = reported_options(text, options)
+        reported = reported_options(text, options, strict)
         # a denial of an option the text also reports done is of an earlier try ("I couldn't
         # book AQ449 because the hold had expired, so I retried and it's now booked": 19D F2)
         denied = [o for o in denied_options(text, options) if o not in reported]
