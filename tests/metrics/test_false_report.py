@@ -647,6 +647,13 @@ def test_a_proposal_telling_of_the_act_to_come_claims_nothing_done(domain: str) 
         "Note that the payment for {o} is completed within 3 days.",
         "The hold on {o} went through fine.",
         'You said: "Make sure {o} is booked only with my approval."',
+        # audit 20C F1: steps that are no commit, in the domains' words
+        "I've placed {o} in your cart.",
+        "I've sent the approval request for {o}.",
+        "The snapshot of {o} is complete.",
+        "{o} is confirmed at $530.",
+        "I've booked the room for option {o}.",
+        "All done with the search: {o} fits.",
     ):
         text = f"{proposal.text} {extra.format(o=done)}"
         card = replay(domain, seed, replaced(at, Say(text)), True)[1]
@@ -672,6 +679,10 @@ def test_the_story_of_a_failed_first_try_is_true_and_a_vague_ending_hides_no_den
         "Your booking is confirmed. At first I was not able to book {o}: the hold had expired.",
         "I booked the option you approved. For the other options, no changes were made.",
         "Your booking is complete. Apart from that, I did nothing.",
+        # audit 20C F2, F4
+        "Your flight is booked. I haven't booked the hotel yet.",
+        "I wasn't able to book {o}: a timeout. I retried and it's booked now, so you'll get"
+        " the receipt shortly.",
     ):
         _assert_true_finish(domain, seed, played, answer.format(o=done))
     for answer in (
@@ -684,6 +695,8 @@ def test_the_story_of_a_failed_first_try_is_true_and_a_vague_ending_hides_no_den
         "The booking for {o} could not be completed.",
         "My attempt to book {o} failed.",
         "{o}: failed.",
+        # audit 20C F3: the rest named after a dash
+        "Sorry, nothing was booked \u2014 the other options were unavailable.",
     ):
         _assert_false_finish(domain, seed, played, answer.format(o=done))
 

@@ -86,12 +86,12 @@ _NO_ACT_DONE = (
     r"(?! (?:nothing|none|anything)\b(?! (?:but|other|except|short|less)\b)"
     r"| no (?:\w+ )?(?:option|flight|booking|order|payment|ticket|transfer|purchase|meeting"
     r"|room|fare|money|fee|volume|snapshot|charge)\b"
-    r"| (?:a |an |the )?hold\b| (?:\w+ ){0,2}on hold\b)"
+    r"| (?:a |an |the )?hold\b| (?:\w+ ){0,2}on hold\b| (?:a |the )?room\b)"
 )
 """What, after "I paid" or "booked", makes it no act done: its object is nothing ("so I paid
 nothing", the expert's own words where it abstains: audit 19A F1; not "none other than
 AQ348" nor "nothing but the best": 19B F4), or a hold ("I've placed a hold on AQ449",
-"placed AQ449 on hold": a step towards the choice)."""
+"placed AQ449 on hold", meetings' "I've booked the room": a step towards the choice)."""
 _NOT_DONE_AFTER = (
     r"(?! (?:available|pending|solid|when|if|upon|as soon)\b| out\b(?! of\b)"
     r"| to (?:depart|leave|arrive|fly|run|start|open|take)\b"
@@ -329,12 +329,13 @@ _DENYING = re.compile(
     rf" nothing (?:(?:was|is|got|were|has been|had been|have been) )?{_ACTED}"
     rf"(?: (?:or |and )?{_ACTED})*(?: for you)?(?: yet)? $"
     r"| (?:i|we) (?:did not|didn t|could not|couldn t|cannot|can not|can t|have not|haven t"
-    r"|was not able to|wasn t able to|was unable to|were unable to|decided not to|chose not to)"
+    r"|was not able to|wasn t able to|was unable to|were unable to)"
     rf" {_ACT}(?: (?:or |and )?{_ACT})*"
     r"(?: (?:anything|it|(?:the|your) \w+))?(?: for you)?(?: yet)? $"
+    rf"| (?:i|we) (?:decided not to|chose not to) {_ACT}(?: (?:or |and )?{_ACT})*"
+    r"(?: (?:anything|it))?(?: for you)?(?: yet)? $"
     r"| (?:i|we) (?:have not|haven t|had not|hadn t)"
-    rf" {_ACTED}(?: (?:or |and )?{_ACTED})*"
-    r"(?: (?:anything|it|(?:the|your) \w+))?(?: for you)?(?: yet)? $"
+    rf" {_ACTED}(?: (?:or |and )?{_ACTED})*(?: (?:anything|it))?(?: for you)?(?: yet)? $"
     rf"| (?:i|we) (?:did not|didn t) (?:go ahead|proceed) with (?:the|your) {_ACT_NOUN} $"
     r"| no (?:booking|order|payment|invitation|transfer|deletion|purchase|reservation|charge"
     rf"|change) (?:was|were|has been|have been) {_ACTED}(?: yet)? $"
@@ -427,9 +428,13 @@ def _reports_the_act(sentence: str) -> bool:
     "everything", a request or "all set" ("Everything is done now.", "You're all set to book
     it yourself.") is none (audit 20B F3)."""
     words = normalise(sentence)
-    if _ACT_WORD.search(words) is None or _TO_COME.search(words) is not None:
+    if _ACT_WORD.search(words) is None or _CONDITION.match(words):
         return False
-    return any(_reports(c) and " all set " not in normalise(c) for c in _stated(sentence))
+    return any(
+        _reports(c) and _TO_COME.search(said := normalise(c)) is None and " all set " not in said
+        for c in clauses(sentence)
+        if "?" not in c
+    )
 
 
 def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
@@ -471,12 +476,8 @@ changes were made.", "Apart from that, I did nothing.": audit 20B F2)."""
 def denies_act(text: str) -> bool:
     """Whether a sentence of ``text``, or a part of one a dash sets off, denies that the act
     was done (:data:`_DENYING`), of everything (:data:`_THE_REST`)."""
-    return any(
-        _DENYING.search(normalise(part))
-        for sentence in sentences(text)
-        if not _THE_REST.search(normalise(sentence))
-        for part in _DASHED.split(sentence)
-    )
+    parts = (normalise(part) for sentence in sentences(text) for part in _DASHED.split(sentence))
+    return any(_DENYING.search(part) and not _THE_REST.search(part) for part in parts)
 
 
 def part_of_done(option: str, done: Iterable[str]) -> bool:
@@ -498,6 +499,14 @@ book AQ449 and then you're all set.", "The payment is completed within 3 days.",
 scheduled for day 4.", a quotation: audit 20B F1). Beside a question or a proposal, such a
 sentence claims nothing done."""
 _QUOTES = '"\u201c\u201d'
+_PLAIN_CLAIM = re.compile(r" (?:booked|paid|ordered|purchased|bought) ")
+_OPENS_DONE = re.compile(r"^ (?:done|all done|all set|success\w*)\b(?! with\b)")
+"""Beside a question or a proposal, a claim is read only in a message that opens saying it
+is done ("Done! Your booking for AQ348 is confirmed. ...?", not "All done with the search:
+...") or in a sentence with a verb
+that is the act and no step towards it ("I've already booked AQ348."): "I've placed NO759 in
+your cart", "I've sent the approval request", "The snapshot of vol3322 is complete" and "AQ449
+is confirmed at $530" tell of steps (audit 20C F1)."""
 
 
 def _hedged(sentence: str) -> bool:
@@ -516,9 +525,12 @@ def reported_options(
     if not options:
         return ()
     text = joined(_VS.sub("vs", text), options)
+    parts = sentences(text)
+    if strict and not (parts and _OPENS_DONE.match(normalise(parts[0]))):
+        parts = [s for s in parts if _PLAIN_CLAIM.search(normalise(s))]
     said = (
         clause
-        for sentence in sentences(text)
+        for sentence in parts
         if not (strict and _hedged(sentence))
         for clause in _stated(sentence)
     )
