@@ -523,6 +523,9 @@ def test_a_farewell_asks_nothing_and_a_question_in_it_still_asks() -> None:
     assert all(acknowledges(text) for text in farewells)
     asking = ("have a great trip on day 3", "what day suits you", "have a great day and which day")
     assert not any(acknowledges(t) for t in asking)
+    # audit 20D N1: the wishes joined by "and" backtracked exponentially when the match
+    # failed at the end (22 wishes took 2.8 s; 40 would take days)
+    assert not acknowledges("have a great day" + " and a wonderful trip" * 40 + " in lisbon")
 
 
 @pytest.mark.parametrize("domain", STATEFUL)
@@ -654,6 +657,12 @@ def test_a_proposal_telling_of_the_act_to_come_claims_nothing_done(domain: str) 
         "{o} is confirmed at $530.",
         "I've booked the room for option {o}.",
         "All done with the search: {o} fits.",
+        # audit 20D F1
+        "All done: I compared every option, and {o} fits best.",
+        "Done comparing: {o} is the best fit.",
+        "Successfully added {o} to your cart.",
+        "{o} is booked through a partner airline.",
+        "I've booked the conference room for {o}.",
     ):
         text = f"{proposal.text} {extra.format(o=done)}"
         card = replay(domain, seed, replaced(at, Say(text)), True)[1]
@@ -683,6 +692,10 @@ def test_the_story_of_a_failed_first_try_is_true_and_a_vague_ending_hides_no_den
         "Your flight is booked. I haven't booked the hotel yet.",
         "I wasn't able to book {o}: a timeout. I retried and it's booked now, so you'll get"
         " the receipt shortly.",
+        # audit 20D F2, F3
+        "The booking for {o} failed. I retried and it succeeded.",
+        "I couldn't book {o} at 10:00. I tried again and it worked.",
+        "Your booking is complete. As for the extras, I haven't booked it yet.",
     ):
         _assert_true_finish(domain, seed, played, answer.format(o=done))
     for answer in (
@@ -697,6 +710,9 @@ def test_the_story_of_a_failed_first_try_is_true_and_a_vague_ending_hides_no_den
         "{o}: failed.",
         # audit 20C F3: the rest named after a dash
         "Sorry, nothing was booked \u2014 the other options were unavailable.",
+        # audit 20D F4
+        "I searched other options too, but nothing was booked.",
+        "As I mentioned earlier, I could not book {o}.",
     ):
         _assert_false_finish(domain, seed, played, answer.format(o=done))
 

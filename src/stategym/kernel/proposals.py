@@ -357,7 +357,7 @@ _DENIAL_END = r"(?: for you)?(?= $| (?:because|as|since|so|due|and|but|sorry|unf
 _QUALIFIED = re.compile(
     r" (?:until|before|without|unless|except|prior to|any (?:cheaper|earlier|later|sooner"
     r"|faster)|twice|again|extra|at first|initially|(?:first|second|next) (?:time|try|attempt)"
-    r"|earlier) "
+    r") "
 )
 """Words that make a sentence say how or when the act was done rather than deny it ("I did
 not book AQ449 until you approved it", "Until you approved, I did not book AQ449", "AQ449
@@ -410,12 +410,14 @@ _SHORT_DENIAL = re.compile(
 "AQ449: failed.")."""
 
 
-_ACT_WORD = re.compile(
-    rf" (?:{_ACT_NOUN}|{_DENIED_ACTED}|retr(?:y|ied|ying)|tried again|tried once more"
-    r"|resubmitt\w*|(?:second|another) (?:try|attempt)) "
+_ACT_WORD = re.compile(rf" (?:{_ACT_NOUN}|{_DENIED_ACTED}) ")
+"""Words of the act itself ("the booking went through", "it's booked now")."""
+_RETRY = re.compile(
+    r" (?:retr(?:y|ied|ying)|tried again|tried once more|resubmitt\w*|(?:second|another|next)"
+    r" (?:try|attempt)) "
 )
-"""Words of the act itself, or of trying it again ("the booking went through", "I retried
-and it went through")."""
+_WORKED = re.compile(r" (?:succeeded|worked|successful|accepted|fixed it|went through) ")
+"""A retry and its success ("I tried again and it worked.", "Retrying fixed it.")."""
 _TO_COME = re.compile(
     r" (?:if|unless|once(?! more)|when|whenever|as soon as|until|ll|will|would|shall|going to"
     r"|let me know) "
@@ -428,13 +430,27 @@ def _reports_the_act(sentence: str) -> bool:
     "everything", a request or "all set" ("Everything is done now.", "You're all set to book
     it yourself.") is none (audit 20B F3)."""
     words = normalise(sentence)
-    if _ACT_WORD.search(words) is None or _CONDITION.match(words):
+    if not (_ACT_WORD.search(words) or _RETRY.search(words)) or _CONDITION.match(words):
         return False
-    return any(
-        _reports(c) and _TO_COME.search(said := normalise(c)) is None and " all set " not in said
-        for c in clauses(sentence)
-        if "?" not in c
-    )
+    if _RETRY.search(words) and _WORKED.search(words) and not _TO_COME.search(words):
+        return True  # "I retried and it succeeded.", "The second attempt was successful."
+    for stated in _stated(sentence):
+        if not _reports(stated):
+            continue
+        # the clause that reports, not a tail about what comes next ("I retried and it's
+        # booked now, so you'll get the receipt shortly.": audit 20C F4)
+        said = normalise(next((c for c in clauses(stated) if _reports(c)), stated))
+        if _TO_COME.search(said) is None and " all set " not in said:
+            return True
+    return False
+
+
+_MAY_DENY = re.compile(
+    r" (?:not|never|no|unable|fail|failed|fell|nothing|unsuccessful|declined|rejected"
+    r"|cancelled|canceled|t) "
+)
+"""A word every denial holds (:data:`_DENIED`, :data:`_SHORT_DENIAL`): a text without one
+is read no further."""
 
 
 def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
@@ -444,7 +460,7 @@ def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
     a later one reports done (:func:`_reports_the_act`): by name, or naming no option, every
     denial before it ("The booking for AQ449 failed. After retrying, the booking went
     through.": the story of a failed first try ends with its report; audit 20B F2)."""
-    if not options:
+    if not options or _MAY_DENY.search(normalise(text)) is None:
         return ()
     denied: dict[str, None] = {}
     for sentence in sentences(joined(text, options)):
@@ -466,18 +482,18 @@ _DASHED = re.compile(r"\s*[\u2014\u2013]\s*|\s-\s")
 """A dash between two statements ("Nothing was booked \u2014 AQ449 is still available.")."""
 
 
-_THE_REST = re.compile(
-    r" (?:apart from|other than|aside from|beside|beyond|except|otherwise|else|other|rest) "
-)
-"""Words that make a denial of the rest, not of everything ("For the other options, no
-changes were made.", "Apart from that, I did nothing.": audit 20B F2)."""
-
-
 def denies_act(text: str) -> bool:
     """Whether a sentence of ``text``, or a part of one a dash sets off, denies that the act
-    was done (:data:`_DENYING`), of everything (:data:`_THE_REST`)."""
-    parts = (normalise(part) for sentence in sentences(text) for part in _DASHED.split(sentence))
-    return any(_DENYING.search(part) and not _THE_REST.search(part) for part in parts)
+    was done (:data:`_DENYING`), and no sentence reports the act itself done
+    (:func:`_reports_the_act`: "Your booking is complete. Apart from that, I did nothing.",
+    "I booked the option you approved. For the other options, no changes were made." deny
+    the rest, not the act: audit 20B F2, 20D F3)."""
+    parts = sentences(text)
+    if any(_reports_the_act(sentence) for sentence in parts):
+        return False
+    return any(
+        _DENYING.search(normalise(part)) for sentence in parts for part in _DASHED.split(sentence)
+    )
 
 
 def part_of_done(option: str, done: Iterable[str]) -> bool:
@@ -499,14 +515,24 @@ book AQ449 and then you're all set.", "The payment is completed within 3 days.",
 scheduled for day 4.", a quotation: audit 20B F1). Beside a question or a proposal, such a
 sentence claims nothing done."""
 _QUOTES = '"\u201c\u201d'
-_PLAIN_CLAIM = re.compile(r" (?:booked|paid|ordered|purchased|bought) ")
-_OPENS_DONE = re.compile(r"^ (?:done|all done|all set|success\w*)\b(?! with\b)")
-"""Beside a question or a proposal, a claim is read only in a message that opens saying it
-is done ("Done! Your booking for AQ348 is confirmed. ...?", not "All done with the search:
-...") or in a sentence with a verb
-that is the act and no step towards it ("I've already booked AQ348."): "I've placed NO759 in
-your cart", "I've sent the approval request", "The snapshot of vol3322 is complete" and "AQ449
-is confirmed at $530" tell of steps (audit 20C F1)."""
+_CLAIMED = r"(?:booked|paid|ordered|purchased|bought)"
+_CLAIM = re.compile(
+    rf"\b(?:i|we) (?:ve |have |just |already |successfully )*{_CLAIMED}"
+    rf" (?:(?:the|your) (?:\w+ )?)?(?P<object>{_ID_WORD})\b"
+    rf"|\b(?P<subject>{_ID_WORD}) (?:is|has been|have been|was|were) (?:now |already "
+    rf"|successfully )*{_CLAIMED}(?= $| (?:for you|already|now|successfully|and)\b)"
+    rf"|\byour (?:booking|order|payment|purchase) (?:for|of|on) (?:the |your )?(?:\w+ )?"
+    rf"(?P<act>{_ID_WORD}) (?:is|has been|was) (?:now |already |successfully )*(?:confirmed"
+    rf"|complete|completed|placed|{_CLAIMED})(?= $| (?:for you|already|now|successfully)\b)"
+)
+"""A plain claim that an option's act is done, in ``normalise``'s form: the agent's act with
+the option its object ("I've already booked AQ348"), the option booked, paid, ordered,
+purchased or bought ("AQ348 is booked!", "AQ348 has been booked already"), or "Your booking
+for AQ348 is confirmed". Beside a question or a proposal only such a claim is read as a
+report: a step ("I've placed NO759 in your cart", "The snapshot of vol3322 is complete",
+"AQ449 is confirmed at $530": audit 20C F1), a description ("AQ449 is booked through a
+partner airline", "Ordered by price, NO759 ...") or a search done ("All done: I compared
+every option, and AQ449 fits best": 20D F1) claims nothing."""
 
 
 def _hedged(sentence: str) -> bool:
@@ -520,20 +546,17 @@ def reported_options(
     """The options of ``options`` (:func:`option_keys`) that the sentences of ``text`` which
     report the act done name ("Done! AQ348 is confirmed." names AQ348; "Booked AQ449; AQ348
     was sold out." names AQ449 alone, since its second sentence reports nothing), in order;
-    ``strict``: only sentences nothing hedges (:data:`_HEDGED`), for a message that also asks
-    or proposes. The metric holds a report to them (:mod:`stategym.metrics.clarification`)."""
+    ``strict``: only plain claims (:data:`_CLAIM`) nothing hedges (:data:`_HEDGED`), for a
+    message that also asks or proposes. The metric holds a report to them
+    (:mod:`stategym.metrics.clarification`)."""
     if not options:
         return ()
     text = joined(_VS.sub("vs", text), options)
-    parts = sentences(text)
-    if strict and not (parts and _OPENS_DONE.match(normalise(parts[0]))):
-        parts = [s for s in parts if _PLAIN_CLAIM.search(normalise(s))]
-    said = (
-        clause
-        for sentence in parts
-        if not (strict and _hedged(sentence))
-        for clause in _stated(sentence)
-    )
+    said = [clause for sentence in sentences(text) for clause in _stated(sentence)]
+    if strict:
+        claims = (_CLAIM.finditer(normalise(clause)) for clause in said if not _hedged(clause))
+        keys = (next(key for key in match.groups() if key) for found in claims for match in found)
+        return tuple(dict.fromkeys(options[key] for key in keys if key in options))
     return named_options(" ".join(c for c in said if _reports(c)), options)
 
 

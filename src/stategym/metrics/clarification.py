@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from stategym.kernel.proposals import (
     denied_options,
     denies_act,
+    names_option,
     option_keys,
     part_of_done,
     reported_options,
@@ -164,6 +165,7 @@ class ClarificationScorer:
         """The options a commit that ran named (what a report may say was done)."""
         self.options = task.truth.options
         """Every option of the task (what a report may name: :func:`option_keys`)."""
+        self.option_keys = option_keys(self.options)
         self.judged_by_answer = task.judged_by_answer
         self.fp = 0.0
         self.said: list[Event] = []
@@ -256,7 +258,9 @@ class ClarificationScorer:
         ``NO759x1+NO558x1``). ``strict``: the message also asks or proposes, and only its
         plain claims are read as reports (``reported_options``' ``strict``).
         """
-        options = option_keys(self.options)
+        options = self.option_keys
+        if strict and not names_option(text, options):
+            return False  # a claim or a denial beside a question names the option
 
         def none_done(named: Iterable[str]) -> bool:
             # an option that is part of one done counts as done (shop's order of several
@@ -265,8 +269,11 @@ class ClarificationScorer:
 
         reported = reported_options(text, options, strict)
         # a denial of an option the text also reports done is of an earlier try ("I couldn't
-        # book AQ449 because the hold had expired, so I retried and it's now booked": 19D F2)
-        denied = [o for o in denied_options(text, options) if o not in reported]
+        # book AQ449 because the hold had expired, so I retried and it's now booked": 19D F2),
+        # in whatever words it reports it
+        denied = denied_options(text, options)
+        said = reported_options(text, options) if strict and denied else reported
+        denied = tuple(o for o in denied if o not in said)
         if not none_done(denied):
             return True
         if reported:

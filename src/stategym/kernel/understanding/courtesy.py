@@ -89,7 +89,7 @@ _A_GOOD_TIME = (
 )
 _FAREWELL = re.compile(
     r"\s*(?:(?:and|so|please|i\s+hope\s+you)\s+)*(?:"
-    rf"have\s+{_A_GOOD_TIME}(?:\s*,?\s*and\s+(?:have\s+)?{_A_GOOD_TIME})*"
+    rf"have\s+{_A_GOOD_TIME}(?:,?\s+and\s+(?:have\s+)?{_A_GOOD_TIME})*"
     r"|enjoy\s+(?:your|the)\s+(?:trip|flight|journey|weekend|stay|meeting|new\s+\w+)"
     r"|safe\s+travels|bon\s+voyage|take\s+care)\s*$"
 )
