@@ -165,7 +165,7 @@ class ClarificationScorer:
         """The options a commit that ran named (what a report may say was done)."""
         self.options = task.truth.options
         """Every option of the task (what a report may name: :func:`option_keys`)."""
-        self.option_keys = option_keys(self.options)
+        self.option_keys = dict(option_keys(self.options))  # a plain dict pickles
         self.judged_by_answer = task.judged_by_answer
         self.fp = 0.0
         self.said: list[Event] = []
