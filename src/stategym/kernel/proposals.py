@@ -78,7 +78,7 @@ _SUBJECT = (
     r"|volume|cleanup|request))"
 )
 """What a report says is done: the act, or an id (a word with a digit: "AQ449 is booked")."""
-_ACT_NOUN = (
+ACT_NOUN = (
     r"(?:booking|order|payment|purchase|reservation|transfer|deletion|ticket|invitation|invite"
     r"|meeting)"
 )
@@ -129,12 +129,12 @@ _CHEER = (
 )
 """Interjections that may open a short report ("Great news, you're booked on AQ449.")."""
 _ONLY_CHEER = re.compile(rf"^ {_CHEER}$")
-_ID_WORD = r"[^\W\d]+\d\w*"
+ID_WORD = r"[^\W\d]+\d\w*"
 """An option's id as ``normalise`` writes it: letters, then a digit ("aq449", "vol3322")."""
 _SHORT_REPORT = re.compile(
     rf"^ {_CHEER}(?:you (?:re|are) (?:now |all |officially |successfully )*(?:booked|confirmed"
-    rf"|scheduled)|(?:the |your )?(?:{_ACT_NOUN}|{_ID_WORD}) (?:now |successfully )?"
-    rf"(?:{_DONE}|made|issued))(?: (?:for|on|in|via|of|to) (?:the |your )?(?:\w+ )?{_ID_WORD})? $"
+    rf"|scheduled)|(?:the |your )?(?:{ACT_NOUN}|{ID_WORD}) (?:now |successfully )?"
+    rf"(?:{_DONE}|made|issued))(?: (?:for|on|in|via|of|to) (?:the |your )?(?:\w+ )?{ID_WORD})? $"
 )
 """A clause that is a report and nothing more, in ``normalise``'s form, opening its sentence
 or after interjections only: "You're booked on AQ449", "Booking confirmed", "Payment
@@ -158,7 +158,7 @@ only where a run of spaces starts, so a long run is read once (a finish answer o
 spaces after "I could not book" took 0.8 s to score when each space began a match)."""
 
 
-_CONDITION = re.compile(r" (?:if|unless|provided|providing|assuming|suppose) ")
+CONDITION = re.compile(r" (?:if|unless|provided|providing|assuming|suppose) ")
 """How a sentence that sets a condition opens: what it says is done waits on the condition
 ("If you agree, your booking on AQ449 is confirmed.")."""
 
@@ -168,13 +168,13 @@ _WAITING = re.compile(r" (?:once|when|whenever|as soon as|upon|after|before|unti
 confirm, you are booked on AQ449.")."""
 
 
-def _reports(sentence: str) -> bool:
+def reports_done(sentence: str) -> bool:
     """Whether ``sentence`` is a statement reporting the act done (:data:`_REPORTING`, or a
     clause of it that is a short report, :data:`_SHORT_REPORT`)."""
     if "?" in sentence:
         return False
     words = normalise(sentence)
-    if _CONDITION.match(words) is not None:
+    if CONDITION.match(words) is not None:
         return False
     if _REPORTING.search(words) is not None:
         return True
@@ -293,7 +293,7 @@ def find_proposal(text: str, options: Mapping[str, str], done: bool = False) -> 
         return Proposal(None, False, False, reported)
     naming: list[_Sentence] = []
     for sentence in sentences(text):
-        done = reported and _reports(sentence)
+        done = reported and reports_done(sentence)
         named: list[tuple[str, bool]] = []  # each option named, and if it is context
         for piece in _PIECE.split(sentence):
             words = normalise(piece).split()
@@ -320,182 +320,6 @@ def find_proposal(text: str, options: Mapping[str, str], done: bool = False) -> 
     )
 
 
-_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|complete|do|make|buy)"
-_ACTED = (
-    r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|completed|done"
-    r"|made|bought|charged|changed)"
-)
-_DENYING = re.compile(
-    rf" nothing (?:(?:was|is|got|were|has been|had been|have been) )?{_ACTED}"
-    rf"(?: (?:or |and )?{_ACTED})*(?: for you)?(?: yet)? $"
-    r"| (?:i|we) (?:did not|didn t|could not|couldn t|cannot|can not|can t|have not|haven t"
-    r"|was not able to|wasn t able to|was unable to|were unable to)"
-    rf" {_ACT}(?: (?:or |and )?{_ACT})*"
-    r"(?: (?:anything|it|(?:the|your) \w+))?(?: for you)?(?: yet)? $"
-    rf"| (?:i|we) (?:decided not to|chose not to) {_ACT}(?: (?:or |and )?{_ACT})*"
-    r"(?: (?:anything|it))?(?: for you)?(?: yet)? $"
-    r"| (?:i|we) (?:have not|haven t|had not|hadn t)"
-    rf" {_ACTED}(?: (?:or |and )?{_ACTED})*(?: (?:anything|it))?(?: for you)?(?: yet)? $"
-    rf"| (?:i|we) (?:did not|didn t) (?:go ahead|proceed) with (?:the|your) {_ACT_NOUN} $"
-    r"| no (?:booking|order|payment|invitation|transfer|deletion|purchase|reservation|charge"
-    rf"|change) (?:was|were|has been|have been) {_ACTED}(?: yet)? $"
-    rf"| (?:i|we) (?:have )?(?:{_ACTED}|did) nothing $"
-)
-"""A sentence that denies the act outright, in ``normalise``'s form, ending with the denial:
-"Nothing was booked, ordered, paid or deleted.", "I could not complete your request.", "No
-payment was made.", "I paid nothing.", "I haven't booked anything yet.", "I did nothing.",
-"No changes were made." (audit 20A F3). A denial with more after it ("nothing was charged
-beyond the fare", "I couldn't book the cheaper flight, so ...") is not one."""
-
-
-_DENIED_ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|buy)"
-_DENIED_ACTED = (
-    r"(?:booked|ordered|paid|sent|deleted|placed|purchased|transferred|scheduled|bought)"
-)
-_DENIAL_END = r"(?: for you)?(?= $| (?:because|as|since|so|due|and|but|sorry|unfortunately|yet)\b)"
-"""What may follow a denial: nothing in its clause, "yet", or its reason."""
-_QUALIFIED = re.compile(
-    r" (?:until|before|without|unless|except|prior to|any (?:cheaper|earlier|later|sooner"
-    r"|faster)|twice|again|extra|at first|initially|(?:first|second|next) (?:time|try|attempt)"
-    r") "
-)
-"""Words that make a sentence say how or when the act was done rather than deny it ("I did
-not book AQ449 until you approved it", "Until you approved, I did not book AQ449", "AQ449
-could not be booked any cheaper": audit 19B F2, 19C F3)."""
-_SORRY = r"(?:unfortunately |sadly |sorry |however )?"
-_FAILED = (
-    r"(?:failed|fell through|(?:did not|didn t) (?:go through|succeed|work)|was (?:not|never)"
-    r" (?:made|completed|placed)|wasn t (?:made|completed|placed)|(?:could not|couldn t) be"
-    r" completed|was (?:declined|rejected|unsuccessful|cancell?ed))"
-)
-"""How a sentence says an act failed ("the booking for AQ449 failed", "... could not be
-completed", "... was unsuccessful")."""
-_FOR_OPTION = rf"(?:for|of|on|to) (?:the |your )?(?:\w+ )?(?P<{{}}>{_ID_WORD})"
-"""The option an act's noun is for ("the booking for AQ449", "the order of NO759"), its
-group named by ``format``."""
-_DENIED = re.compile(
-    rf"\b(?:not|never|no longer|\w+ t|unable to|fail(?:ed)? to) (?:be |been |get |yet |able to"
-    rf" |to )*(?:{_DENIED_ACT}|{_DENIED_ACTED}|go ahead with|proceed with)"
-    rf" (?:(?:the|your) (?:\w+ )?)?(?P<object>{_ID_WORD})"
-    rf"{_DENIAL_END}"
-    rf"|\b(?:not|never|\w+ t|unable to|fail(?:ed)? to) (?:be |been )*(?:complete|completed"
-    rf"|process|processed|make|made|place|placed|finali[sz]e|finali[sz]ed) (?:the|your)"
-    rf" {_ACT_NOUN} {_FOR_OPTION.format('incomplete')}{_DENIAL_END}"
-    rf"|^ {_SORRY}(?:the |your )?{_ACT_NOUN} {_FOR_OPTION.format('failed')} {_FAILED}"
-    rf"{_DENIAL_END}"
-    rf"|^ {_SORRY}(?:the |your |my )?(?P<owned>{_ID_WORD}) {_ACT_NOUN} {_FAILED}{_DENIAL_END}"
-    rf"|^ {_SORRY}(?:my )?(?:attempt to )?(?:{_DENIED_ACT}|{_ACT_NOUN}|ordering|paying|sending"
-    rf"|deleting|purchasing|buying) (?:the |your )?(?P<attempt>{_ID_WORD}) {_FAILED}{_DENIAL_END}"
-    rf"|^ no {_ACT_NOUN} (?:was|were|has been|have been|had been) (?:made|placed|completed"
-    rf"|processed) {_FOR_OPTION.format('none')}{_DENIAL_END}"
-    rf"|\b(?P<subject>{_ID_WORD}) (?:was|is|were|are|has|have|had|could|can|did|got)"
-    rf" (?:not|never|no longer) (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
-    rf"|\b(?P<short>{_ID_WORD}) (?:wasn|isn|weren|aren|hasn|haven|hadn|couldn|can|didn) t"
-    rf" (?:be |been |get |yet )*{_DENIED_ACTED}{_DENIAL_END}"
-)
-"""An option denied the act, in ``normalise``'s form, the id right after the denied verb or
-right before it, the denial ending its clause or followed by its reason: "I could not book
-AQ449.", "AQ449 was not booked.", "AQ449 has not been booked yet.", "AQ449 couldn't be
-booked because it sold out", "I was not able to book AQ449", "I did not go ahead with
-AQ449"; or the act's noun for the option and its failure, "Unfortunately, the booking for
-AQ449 failed.", "I was unable to complete the booking for AQ449.", "No booking was made for
-AQ449." (audit 20A F3); "I did not pay extra for AQ449's seat" denies nothing of
-AQ449, nor does a sentence that says how or when it was done (:data:`_QUALIFIED`)."""
-
-
-_SHORT_DENIAL = re.compile(
-    rf"^ (?P<short>{_ID_WORD}) (?:(?:not|never) (?:yet )?{_DENIED_ACTED}(?: yet)?|failed) $"
-)
-"""A sentence that is an option's id and its denial and nothing more ("AQ449: not booked.",
-"AQ449: failed.")."""
-
-
-_ACT_WORD = re.compile(rf" (?:{_ACT_NOUN}|{_DENIED_ACTED}) ")
-"""Words of the act itself ("the booking went through", "it's booked now")."""
-_RETRY = re.compile(
-    r" (?:retr(?:y|ied|ying)|tried again|tried once more|resubmitt\w*|(?:second|another|next)"
-    r" (?:try|attempt)) "
-)
-_WORKED = re.compile(r" (?:succeeded|worked|successful|accepted|fixed it|went through) ")
-"""A retry and its success ("I tried again and it worked.", "Retrying fixed it.")."""
-_TO_COME = re.compile(
-    r" (?:if|unless|once(?! more)|when|whenever|as soon as|until|ll|will|would|shall|going to"
-    r"|let me know) "
-)
-
-
-def _reports_the_act(sentence: str) -> bool:
-    """Whether ``sentence`` reports the act itself done ("I retried and the booking went
-    through.", "It's booked now."), setting no condition or time to come: a report of
-    "everything", a request or "all set" ("Everything is done now.", "You're all set to book
-    it yourself.") is none (audit 20B F3)."""
-    words = normalise(sentence)
-    if not (_ACT_WORD.search(words) or _RETRY.search(words)) or _CONDITION.match(words):
-        return False
-    if _RETRY.search(words) and _WORKED.search(words) and not _TO_COME.search(words):
-        return True  # "I retried and it succeeded.", "The second attempt was successful."
-    for stated in _stated(sentence):
-        if not _reports(stated):
-            continue
-        # the clause that reports, not a tail about what comes next ("I retried and it's
-        # booked now, so you'll get the receipt shortly.": audit 20C F4)
-        said = normalise(next((c for c in clauses(stated) if _reports(c)), stated))
-        if _TO_COME.search(said) is None and " all set " not in said:
-            return True
-    return False
-
-
-_MAY_DENY = re.compile(
-    r" (?:not|never|no|unable|fail|failed|fell|nothing|unsuccessful|declined|rejected"
-    r"|cancelled|canceled|t) "
-)
-"""A word every denial holds (:data:`_DENIED`, :data:`_SHORT_DENIAL`): a text without one
-is read no further."""
-
-
-def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
-    """The options of ``options`` (:func:`option_keys`) that ``text`` says were not done
-    (:data:`_DENIED` in each clause, :data:`_SHORT_DENIAL`, in a sentence that says nothing
-    of how or when, :data:`_QUALIFIED`), in order, less those that the denial's sentence or
-    a later one reports done (:func:`_reports_the_act`): by name, or naming no option, every
-    denial before it ("The booking for AQ449 failed. After retrying, the booking went
-    through.": the story of a failed first try ends with its report; audit 20B F2)."""
-    if not options or _MAY_DENY.search(normalise(text)) is None:
-        return ()
-    denied: dict[str, None] = {}
-    for sentence in sentences(joined(text, options)):
-        words = normalise(sentence)
-        if not _QUALIFIED.search(words):
-            short = _SHORT_DENIAL.match(words)
-            found = [short] if short else []
-            found += (m for c in clauses(sentence) for m in _DENIED.finditer(normalise(c)))
-            keys = (next(key for key in match.groups() if key) for match in found)
-            denied.update(dict.fromkeys(options[key] for key in keys if key in options))
-        if denied and _reports_the_act(sentence):
-            said = " ".join(clause for clause in _stated(sentence) if _reports(clause))
-            for option in named_options(said, options) or tuple(denied):
-                denied.pop(option, None)
-    return tuple(denied)
-
-
-_DASHED = re.compile(r"\s*[\u2014\u2013]\s*|\s-\s")
-"""A dash between two statements ("Nothing was booked \u2014 AQ449 is still available.")."""
-
-
-def denies_act(text: str) -> bool:
-    """Whether a sentence of ``text``, or a part of one a dash sets off, denies that the act
-    was done (:data:`_DENYING`), and no sentence reports the act itself done
-    (:func:`_reports_the_act`: "Your booking is complete. Apart from that, I did nothing.",
-    "I booked the option you approved. For the other options, no changes were made." deny
-    the rest, not the act: audit 20B F2, 20D F3)."""
-    parts = sentences(text)
-    if any(_reports_the_act(sentence) for sentence in parts):
-        return False
-    return any(
-        _DENYING.search(normalise(part)) for sentence in parts for part in _DASHED.split(sentence)
-    )
-
-
 def part_of_done(option: str, done: Iterable[str]) -> bool:
     """Whether ``option`` is one of ``done`` (the options commits named) or part of one:
     shop's order ``NO759x1+NO558x1`` holds its offers NO759 and NO558."""
@@ -518,11 +342,11 @@ _QUOTES = '"\u201c\u201d'
 _CLAIMED = r"(?:booked|paid|ordered|purchased|bought)"
 _CLAIM = re.compile(
     rf"\b(?:i|we) (?:ve |have |just |already |successfully )*{_CLAIMED}"
-    rf" (?:(?:the|your) (?:\w+ )?)?(?P<object>{_ID_WORD})\b"
-    rf"|\b(?P<subject>{_ID_WORD}) (?:is|has been|have been|was|were) (?:now |already "
+    rf" (?:(?:the|your) (?:\w+ )?)?(?P<object>{ID_WORD})\b"
+    rf"|\b(?P<subject>{ID_WORD}) (?:is|has been|have been|was|were) (?:now |already "
     rf"|successfully )*{_CLAIMED}(?= $| (?:for you|already|now|successfully|and)\b)"
     rf"|\byour (?:booking|order|payment|purchase) (?:for|of|on) (?:the |your )?(?:\w+ )?"
-    rf"(?P<act>{_ID_WORD}) (?:is|has been|was) (?:now |already |successfully )*(?:confirmed"
+    rf"(?P<act>{ID_WORD}) (?:is|has been|was) (?:now |already |successfully )*(?:confirmed"
     rf"|complete|completed|placed|{_CLAIMED})(?= $| (?:for you|already|now|successfully)\b)"
 )
 """A plain claim that an option's act is done, in ``normalise``'s form: the agent's act with
@@ -552,12 +376,12 @@ def reported_options(
     if not options:
         return ()
     text = joined(_VS.sub("vs", text), options)
-    said = [clause for sentence in sentences(text) for clause in _stated(sentence)]
+    said = [clause for sentence in sentences(text) for clause in statements(sentence)]
     if strict:
         claims = (_CLAIM.finditer(normalise(clause)) for clause in said if not _hedged(clause))
         keys = (next(key for key in match.groups() if key) for found in claims for match in found)
         return tuple(dict.fromkeys(options[key] for key in keys if key in options))
-    return named_options(" ".join(c for c in said if _reports(c)), options)
+    return named_options(" ".join(c for c in said if reports_done(c)), options)
 
 
 def clauses(sentence: str) -> list[str]:
@@ -565,7 +389,7 @@ def clauses(sentence: str) -> list[str]:
     return _CLAUSE.split(sentence)
 
 
-def _stated(sentence: str) -> list[str]:
+def statements(sentence: str) -> list[str]:
     """``sentence``, or where it asks something, its clauses that ask nothing: a report
     joined to a courtesy question ("I've booked AQ348 for you, anything else I can help
     with?") is still a report (audit 19A F3)."""
@@ -580,7 +404,7 @@ def reports(text: str, done: bool = False) -> bool:
     and asks for no verdict. One that asks a go-ahead beside its report ("I've placed the hold
     on AQ449. Shall I pay?") proposes the next step."""
     parts = sentences(text)
-    return any(_reports(s) for s in parts) and not any(asks_go_ahead(s, done) for s in parts)
+    return any(reports_done(s) for s in parts) and not any(asks_go_ahead(s, done) for s in parts)
 
 
 def asks_go_ahead(sentence: str, done: bool = False) -> bool:
@@ -717,13 +541,14 @@ def without_ids(text: str, options: Mapping[str, str]) -> str:
 
 
 __all__ = [
+    "ACT_NOUN",
+    "CONDITION",
     "CONFIRMING",
+    "ID_WORD",
     "NO_PROPOSAL",
     "Proposal",
     "asks_go_ahead",
     "clauses",
-    "denied_options",
-    "denies_act",
     "find_proposal",
     "joined",
     "named_options",
@@ -734,6 +559,8 @@ __all__ = [
     "part_of_done",
     "reported_options",
     "reports",
+    "reports_done",
     "sentences",
+    "statements",
     "without_ids",
 ]

@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from stategym.kernel.denials import denied_options, denies_act
 from stategym.kernel.proposals import (
-    denied_options,
-    denies_act,
     names_option,
     option_keys,
     part_of_done,
@@ -239,13 +238,13 @@ class ClarificationScorer:
         self, text: str, done: Collection[str], last: bool = False, strict: bool = False
     ) -> bool:
         """``text`` denies the act of an option ``done`` ("I could not book AQ449.",
-        "AQ449 was not booked.": :func:`~stategym.kernel.proposals.denied_options`, audit
+        "AQ449 was not booked.": :func:`~stategym.kernel.denials.denied_options`, audit
         19A F2); or reports as done options none of which is ``done`` ("Done! AQ348 is
         confirmed." after a payment for AQ449, or before any commit: audit 18A F2); or, as
         the episode's ``last`` word (the ``finish`` answer, ``done`` what the world ends
         committed to), reports nothing done yet denies outright that anything was done
         while something was ("I could not complete the request; nothing was booked,
-        ordered, paid or deleted.": :func:`~stategym.kernel.proposals.denies_act`).
+        ordered, paid or deleted.": :func:`~stategym.kernel.denials.denies_act`).
 
         *Why*: telling the user what was done is free once per commit because it is what a
         careful agent does; a report of what was not done misleads the user about their
