@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -281,11 +281,23 @@ def joined(text: str, options: Mapping[str, str]) -> str:
     return _SPACED.sub(spaced, text)
 
 
-def find_proposal(text: str, options: Mapping[str, str], done: bool = False) -> Proposal:
+def asks_nothing(sentence: str) -> bool:
+    """No sentence asks about a slot: the default ``asks_slot`` of :func:`find_proposal`,
+    :func:`reports` and :func:`asks_go_ahead`, for a reader that knows no slots."""
+    return False
+
+
+def find_proposal(
+    text: str,
+    options: Mapping[str, str],
+    done: bool = False,
+    asks_slot: Callable[[str], bool] = asks_nothing,
+) -> Proposal:
     """The option ``text`` proposes of ``options`` (:func:`option_keys`): those it names, less
     those named as context; when that leaves several, the one the message commits to
-    (:func:`_committed`). ``done``: something is committed already (:func:`reports`)."""
-    reported = reports(text, done)
+    (:func:`_committed`). ``done``: something is committed already; ``asks_slot``: which
+    sentences ask about a slot (:func:`reports`)."""
+    reported = reports(text, done, asks_slot)
     if not options:
         return Proposal(None, False, False, reported)
     text = joined(_VS.sub("vs", text), options)  # once: every sentence is read from it
@@ -398,23 +410,35 @@ def statements(sentence: str) -> list[str]:
     return [c for c in clauses(sentence) if "?" not in c]
 
 
-def reports(text: str, done: bool = False) -> bool:
+def reports(text: str, done: bool = False, asks_slot: Callable[[str], bool] = asks_nothing) -> bool:
     """Whether ``text`` reports the act done (:data:`_REPORTING`: "Done! Your booking AQ449
-    is confirmed.") and asks no go-ahead (:data:`CONFIRMING`): such a message proposes nothing
-    and asks for no verdict. One that asks a go-ahead beside its report ("I've placed the hold
-    on AQ449. Shall I pay?") proposes the next step."""
+    is confirmed.") and asks no go-ahead (:func:`asks_go_ahead`): such a message proposes
+    nothing and asks for no verdict. One that asks a go-ahead beside its report ("I've placed
+    the hold on AQ449. Shall I pay?") proposes the next step."""
     parts = sentences(text)
-    return any(reports_done(s) for s in parts) and not any(asks_go_ahead(s, done) for s in parts)
+    return any(reports_done(s) for s in parts) and not any(
+        asks_go_ahead(s, done, asks_slot) for s in parts
+    )
 
 
-def asks_go_ahead(sentence: str, done: bool = False) -> bool:
-    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`) and, once something is
-    ``done``, is no offer of more help (``courtesy.offers_more_help``): after a commit, "Let
-    me know if you have any questions." and "Can I help you with anything else today?" offer
-    help (audit 19C F6); before it, "Any questions?" asks for objections (19D F1)."""
-    if CONFIRMING.match(sentence) is None:
+def asks_go_ahead(
+    sentence: str, done: bool = False, asks_slot: Callable[[str], bool] = asks_nothing
+) -> bool:
+    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`), once something is
+    ``done`` is no offer of more help (``courtesy.offers_more_help``: after a commit, "Let me
+    know if you have any questions." and "Can I help you with anything else today?" offer
+    help, audit 19C F6; before it, "Any questions?" asks for objections, 19D F1), and asks
+    about no slot by the reader's ``asks_slot`` ("May I use your savings account?" and
+    "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
+    if CONFIRMING.match(sentence) is None or (done and offers_more_help(sentence)):
         return False
-    return not (done and offers_more_help(sentence))
+    # a sentence that is only a go-ahead, or that ends on the proposal, or offers help, asks
+    # of the proposal whatever a reader makes of its words ("Are you happy with this
+    # option?", "Shall I delete it?", "Can I help with anything else before I book it?");
+    # one opening "Should I ..." may ask anything else ("May I use your savings account?")
+    if _ONLY_GO_AHEAD.match(sentence) or _ENDS_ON_IT.search(sentence):
+        return True
+    return offers_more_help(sentence) or not asks_slot(sentence)
 
 
 NO_PROPOSAL = Proposal(None, False, False)
@@ -510,6 +534,12 @@ complete it.", "Does this work for you?", "Sound good?", or a request for the go
 objection, :data:`~stategym.kernel.understanding.courtesy.GO_AHEAD_REQUEST`: "Just say the
 word.", "Any concerns before I book it?"): it names no slot, only the proposal (:data:`_IT`),
 so "Can you confirm your budget?" is no go-ahead."""
+_ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD})[\s*_]*[?.!]*[\s*_]*$", re.IGNORECASE)
+"""A sentence that is a go-ahead and nothing more (:data:`_GO_AHEAD`)."""
+_ENDS_ON_IT = re.compile(
+    rf"\b{_IT}(?: for you| now| then| today| right away)?[\s*_]*[?.!]*[\s*_]*$", re.IGNORECASE
+)
+"""A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
@@ -519,7 +549,9 @@ CONFIRMING = re.compile(
 )
 """How a proposal asks for the go-ahead ("Shall I place the order?", "Want me to lock it
 in?", "Is this acceptable?", or a sentence that is only a go-ahead, :data:`_GO_AHEAD`):
-beside a named option, such a sentence is the proposal's, not a question about a slot."""
+beside a named option, such a sentence is the proposal's, not a question about a slot,
+unless the reader finds it asks one (:func:`asks_go_ahead`: "May I use your savings
+account?")."""
 
 
 def sentences(text: str) -> list[str]:
@@ -548,6 +580,7 @@ __all__ = [
     "NO_PROPOSAL",
     "Proposal",
     "asks_go_ahead",
+    "asks_nothing",
     "clauses",
     "find_proposal",
     "joined",

@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from stategym.kernel.proposals import (
-    CONFIRMING,
     Proposal,
     asks_go_ahead,
     clauses,
@@ -232,13 +231,14 @@ class SimulatedUser:
         (:func:`~stategym.kernel.understanding.spacing.compact`). ``done``: the world holds
         something committed (an offer of more help beside a report then asks nothing)."""
         text = compact(text)
-        proposal = proposal or find_proposal(text, self._options, done)
+        proposal = proposal or find_proposal(text, self._options, done, self._asks_untold)
         proposes = proposal.option is not None or proposal.several
         if proposes:
             text = " ".join(
                 s
                 for s in sentences(text)
-                if not names_option(s, self._options) and not CONFIRMING.match(s)
+                if not names_option(s, self._options)
+                and not asks_go_ahead(s, asks_slot=self._asks_untold)
             )
         elif proposal.reported:
             # the report, and the statements naming options beside it, tell what was done;
@@ -246,7 +246,7 @@ class SimulatedUser:
             text = " ".join(
                 s
                 for s in sentences(text)
-                if not reports(s, done)
+                if not reports(s, done, self._asks_untold)
                 and ("?" in s or not names_option(s, self._options))
                 and not (done and offers_more_help(s))
             )
@@ -258,7 +258,8 @@ class SimulatedUser:
         """The user's reply to ``text``, told ``done``: the options the world holds committed
         now (:meth:`~stategym.kernel.env.Env.commitments`)."""
         text = compact(text)  # no rule of the reader sees a long run (audit 7a F2, F3)
-        proposal = self._news(find_proposal(text, self._options, bool(done)), text, done)
+        proposal = find_proposal(text, self._options, bool(done), self._asks_untold)
+        proposal = self._news(proposal, text, done)
         readings = self.read(text, proposal, bool(done))
         intents = {r.intent for r in readings}
         asked = tuple(sorted((i for i in intents if i in self._order), key=self._order.__getitem__))
@@ -306,6 +307,26 @@ class SimulatedUser:
             open_asked,
         )
 
+    def _asks_untold(self, sentence: str) -> bool:
+        """Whether ``sentence`` asks about a slot the agent has not been told: in a
+        go-ahead's words ("May I use your savings account?", "Should I avoid converting
+        currency?", which ``CONFIRMING`` matches), such a sentence beside a proposal or a
+        report is still a question, and is answered. One about a slot told already asks to
+        act on it ("Shall I book it on the refundable fare you asked for?"): a go-ahead.
+
+        *Why*: held out, 30 of the 31 slot questions of the blind sets v18 to v25 that have
+        a go-ahead's words were answered alone and went unanswered beside a proposal ("I
+        recommend CA93STD. May I use your savings account?"), 28 of them bank's (25 of the
+        27 about a slot not told are answered now; ``proposals.asks_go_ahead`` keeps a
+        sentence ending on the proposal a go-ahead); a step report before the expert's first
+        bank question ("I've locked the FX rate: your rate quote for CA93STD is confirmed.")
+        made the whole message a proposal the user approved in round 0, R 0.11 (audit
+        20C)."""
+        untold = self._order.keys() - self.told
+        if not untold:
+            return False
+        return any(r.intent in untold for r in self._matcher.read(sentence, beside_request=True))
+
     def _news(self, proposal: Proposal, text: str, done: Collection[str]) -> Proposal:
         """``proposal``, unless the option it proposes is one ``done`` holds (or part of one)
         and the message asks nothing of it: then it tells the user what was done, in words
@@ -328,7 +349,7 @@ class SimulatedUser:
             return proposal
         naming = []
         for sentence in sentences(text):
-            if asks_go_ahead(sentence, True):
+            if asks_go_ahead(sentence, True, self._asks_untold):
                 return proposal
             if not names_option(sentence, self._options):
                 continue

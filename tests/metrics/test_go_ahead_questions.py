@@ -1,0 +1,205 @@
+"""A question about a slot in a go-ahead's words ("May I use your savings account?", "Should I
+avoid converting currency?") is still a question beside a proposal or a report: the user
+answers it. Before, every sentence ``proposals.CONFIRMING`` matched was the proposal's, so 30
+of the 31 such slot questions of the blind sets v18 to v25 went unanswered beside a proposal
+(27 of them about a slot not told; 25 are answered now), and a step report before the
+expert's first bank question made its message a proposal the user approved in round 0 (R
+0.11, audit 20C). A go-ahead about a slot told already asks to act on it, and one ending on
+the proposal ("Shall I delete it?") asks of the proposal: both stay go-aheads."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+from expert_edits import expert, replaced, replay
+
+from expert_proposals import expert_proposals, respond
+from stategym import Knobs
+from stategym.kernel.proposals import CONFIRMING
+from stategym.kernel.protocol import Say
+from stategym.kernel.user import SimulatedUser
+from stategym.registry import get_domain
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+BLIND = range(18, 26)
+"""The held-out sets read here (v18 to v25: the matcher never trained on them)."""
+JUDGING = ("travel", "meetings", "shop", "bank", "cloud")
+
+
+@functools.cache
+def _user_task(name: str) -> tuple[object, ...]:
+    """The first default task of ``name`` holding every slot of the domain, and its domain."""
+    domain = get_domain(name)
+    tasks = (domain.generate(seed, Knobs()) for seed in range(200))
+    return max(tasks, key=lambda task: len(task.slots)), domain
+
+
+def _user(name: str) -> SimulatedUser:
+    task, domain = _user_task(name)
+    return SimulatedUser(task, domain.slot_phrases)  # type: ignore[attr-defined, arg-type]
+
+
+def _ends_on_the_proposal(question: str) -> bool:
+    """A go-ahead's words ending on a pronoun ask of the proposal ("Shall I delete it?"),
+    whatever else they say ("Should I convert currency for this payment, or avoid it?")."""
+    return question.rstrip("?!. ").lower().split()[-1] in {"it", "this", "that"}
+
+
+def _go_ahead_worded() -> list[tuple[str, str, str]]:
+    """``(domain, slot, question)`` of the blind sets' slot questions that have a go-ahead's
+    words, do not end on the proposal, are about a slot the user holds back, and that the
+    user answers alone."""
+    found = []
+    for number in BLIND:
+        sets = json.loads((FIXTURES / f"heldout_questions_v{number}.json").read_text())
+        for name in JUDGING:
+            for slot, questions in sets["domains"][name]["slots"].items():
+                for question in questions:
+                    user = _user(name)
+                    if not CONFIRMING.match(question) or slot in user.told:
+                        continue
+                    if _ends_on_the_proposal(question):
+                        continue
+                    if slot in user.respond(question).asked:
+                        found.append((name, slot, question))
+    return found
+
+
+GO_AHEAD_WORDED = _go_ahead_worded()
+
+
+def test_the_blind_sets_hold_go_ahead_worded_slot_questions() -> None:
+    # the property below is read on enough questions to mean something
+    assert len(GO_AHEAD_WORDED) >= 20
+    assert {slot for name, slot, _ in GO_AHEAD_WORDED if name == "bank"} >= {
+        "savings",
+        "conversion",
+    }
+
+
+@pytest.mark.parametrize(("name", "slot", "question"), GO_AHEAD_WORDED)
+def test_a_go_ahead_worded_slot_question_is_answered_beside_a_proposal(
+    name: str, slot: str, question: str
+) -> None:
+    user = _user(name)
+    option = user.task.truth.options[0]
+    turn = user.respond(f"I recommend {option}. {question}")
+    assert turn.proposed == option
+    assert slot in turn.asked
+    assert turn.accepted is not None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "May I use your savings account?",
+        "Should I avoid converting currency?",
+        "Can I dip into your savings?",
+        "Could I take the money from savings if needed?",
+    ],
+)
+def test_bank_questions_in_a_go_ahead_s_words_are_answered_beside_a_proposal(
+    question: str,
+) -> None:
+    user = _user("bank")
+    option = user.task.truth.options[0]
+    turn = user.respond(f"{option} is my pick. {question}")
+    assert turn.proposed == option
+    assert len(turn.asked) == 1
+    assert turn.asked[0] in {"savings", "conversion"}
+
+
+def test_a_go_ahead_about_a_slot_told_already_is_a_go_ahead() -> None:
+    user = _user("travel")
+    assert "fare_type" in user.told  # given in the request
+    option = user.task.truth.options[0]
+    turn = user.respond(f"I recommend {option}. Shall I book it on the refundable fare?")
+    assert turn.proposed == option
+    assert turn.asked == ()
+    for go_ahead in ("Shall I book it?", "Should I go ahead?", "May I proceed?"):
+        turn = _user("bank").respond(f"I recommend {option}. {go_ahead}")
+        assert turn.asked == ()
+
+
+def test_once_answered_the_same_words_ask_to_act_on_it() -> None:
+    user = _user("bank")
+    assert user.respond("May I use your savings account?").asked == ("savings",)
+    option = user.task.truth.options[0]
+    turn = user.respond(f"I recommend {option}. May I use your savings account?")
+    assert turn.proposed == option
+    assert turn.asked == ()
+
+
+def test_a_report_beside_a_go_ahead_worded_slot_question_is_still_a_report() -> None:
+    user = _user("bank")
+    option = user.task.truth.options[0]
+    turn = user.respond(f"Your rate quote for {option} is confirmed. Should I avoid converting?")
+    assert turn.proposed is None
+    assert turn.asked == ("conversion",)
+    assert "Thank you." in turn.reply
+
+
+STEP = "I've locked the FX rate: your rate quote for {d} is confirmed."
+
+
+def _first_question(domain: str, seed: int, mixed: bool) -> int | None:
+    """The expert's first round that asks a slot and proposes nothing, if any."""
+    rounds = expert(domain, seed, mixed).trajectory.rounds
+    return next(
+        (r.index for r in rounds if r.user and r.user.asked and r.user.proposed is None), None
+    )
+
+
+def test_the_expert_asks_first_on_most_bank_tasks() -> None:
+    asks = [_first_question("bank", seed, mixed) for seed in range(8) for mixed in (False, True)]
+    assert sum(first is not None for first in asks) >= 8
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_step_report_before_the_first_bank_question_costs_nothing(seed: int, mixed: bool) -> None:
+    # audit 20C: R 0.11 on 21 of 22 such bank tasks (the user approved the option in round 0)
+    played = expert("bank", seed, mixed)
+    first = _first_question("bank", seed, mixed)
+    outcome = played.trajectory.outcome
+    if first is None or outcome is None or not outcome.committed:
+        pytest.skip("the expert asks nothing before it proposes, or commits nothing")
+    question = played.actions[first]
+    assert isinstance(question, Say)
+    text = f"{STEP.format(d=outcome.committed[0])} {question.text}"
+    trajectory, card = replay("bank", seed, replaced(first, Say(text)), mixed)
+    turn = trajectory.rounds[first].user
+    assert turn is not None
+    assert turn.proposed is None
+    assert turn.asked == played.trajectory.rounds[first].user.asked  # type: ignore[union-attr]
+    assert card.composite == played.card.composite
+
+
+VERBS = {"travel": "book", "meetings": "send", "shop": "order", "bank": "pay", "cloud": "delete"}
+ON_THE_PROPOSAL = (
+    "Shall I {verb} it?",
+    "Can I {verb} it?",
+    "Shall I go ahead and {verb} it?",
+    "Can I help with anything else before I {verb} it?",
+    "Can I help with anything else?",
+    "Should I go ahead?",
+)
+
+
+@pytest.mark.parametrize("go_ahead", ON_THE_PROPOSAL)
+@pytest.mark.parametrize("name", JUDGING)
+def test_a_go_ahead_on_the_proposal_asks_no_slot_whatever_the_reader_makes_of_it(
+    name: str, go_ahead: str
+) -> None:
+    # the reader takes "delete" for cloud's priority question and "help" for travel's seat
+    # question: read, "Shall I delete it?" beside the expert's proposal left the expert's
+    # R on 7 of 17 cloud tasks, mean R 0.63 (the sweep of the earlier audits' edits on this
+    # change's first version)
+    for task, text, option in expert_proposals(name, 3):
+        turn = respond(name, task, f"{text} {go_ahead.format(verb=VERBS[name])}")
+        assert turn.proposed == option
+        assert turn.asked == ()
+        assert not turn.priority_asked
