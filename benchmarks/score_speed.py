@@ -33,6 +33,11 @@ Figures:
   not grow with the length; one that re-scores the episode so far every step grows linearly.
 
 tau2-bench's evaluator takes about 0.7 s per trajectory (about 1.4 trajectories/s).
+
+``--check`` makes the exit status 1 when ``score (task in memory)`` misses the target: a
+gate to run by hand on a quiet machine. Without it the script exits 0 whatever it measures,
+since on a shared machine the same tree measured 1,978 to 2,549/s within one afternoon
+(``tests/test_benchmarks_run.py`` runs it only to see it run).
 """
 
 from __future__ import annotations
@@ -195,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only-lengths", action="store_true", help="run only the episode-length sweep"
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when scoring in memory misses the target (a gate for a quiet machine)",
+    )
     args = parser.parse_args(argv)
     seeds, repeat = (14, 2) if args.quick else (args.seeds, args.repeat)
     clock = CLOCKS[args.clock]
@@ -260,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
-    return 0 if figures["score (task in memory)"] >= TARGET else 1
+    missed = figures["score (task in memory)"] < TARGET
+    return 1 if args.check and missed else 0
 
 
 if __name__ == "__main__":
