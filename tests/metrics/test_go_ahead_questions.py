@@ -18,8 +18,9 @@ from expert_edits import expert, replaced, replay
 
 from expert_proposals import expert_proposals, respond
 from stategym import Knobs
-from stategym.kernel.proposals import CONFIRMING
+from stategym.kernel.proposals import CONFIRMING, normalise
 from stategym.kernel.protocol import Say
+from stategym.kernel.task import SlotKind
 from stategym.kernel.user import SimulatedUser
 from stategym.registry import get_domain
 
@@ -48,10 +49,16 @@ def _ends_on_the_proposal(question: str) -> bool:
     return question.rstrip("?!. ").lower().split()[-1] in {"it", "this", "that"}
 
 
+def _names_in_its_phrases(name: str, slot: str, question: str) -> bool:
+    """``question`` holds one of the domain's own phrases for ``slot``, as whole words."""
+    words = normalise(question)
+    return any(normalise(phrase) in words for phrase in get_domain(name).slot_phrases[slot])
+
+
 def _go_ahead_worded() -> list[tuple[str, str, str]]:
     """``(domain, slot, question)`` of the blind sets' slot questions that have a go-ahead's
-    words, do not end on the proposal, are about a slot the user holds back, and that the
-    user answers alone."""
+    words, do not end on the proposal, name a slot the user holds back (one it cares about)
+    in one of the domain's phrases for it, and that the user answers alone."""
     found = []
     for number in BLIND:
         sets = json.loads((FIXTURES / f"heldout_questions_v{number}.json").read_text())
@@ -61,7 +68,11 @@ def _go_ahead_worded() -> list[tuple[str, str, str]]:
                     user = _user(name)
                     if not CONFIRMING.match(question) or slot in user.told:
                         continue
+                    if user.task.slot(slot).kind is not SlotKind.MISSING:
+                        continue
                     if _ends_on_the_proposal(question):
+                        continue
+                    if not _names_in_its_phrases(name, slot, question):
                         continue
                     if slot in user.respond(question).asked:
                         found.append((name, slot, question))
@@ -73,7 +84,7 @@ GO_AHEAD_WORDED = _go_ahead_worded()
 
 def test_the_blind_sets_hold_go_ahead_worded_slot_questions() -> None:
     # the property below is read on enough questions to mean something
-    assert len(GO_AHEAD_WORDED) >= 20
+    assert len(GO_AHEAD_WORDED) >= 15
     assert {slot for name, slot, _ in GO_AHEAD_WORDED if name == "bank"} >= {
         "savings",
         "conversion",
@@ -186,7 +197,23 @@ ON_THE_PROPOSAL = (
     "Can I help with anything else before I {verb} it?",
     "Can I help with anything else?",
     "Should I go ahead?",
+    "Should I {verb} it right away?",
+    "Shall I {verb} it as planned?",
+    "Should I lock it in?",
 )
+OF_THE_DOMAIN = {
+    # audit 21A F1, F2: go-aheads the reader alone took for a slot question (the slot it
+    # read, and the mean R the expert's proposal fell to with it)
+    "travel": ("Shall I reserve the flight?", "Shall I book the seat?"),  # seat, 0.883
+    "meetings": ("Shall I schedule the meeting as planned?",),  # agenda, 0.845
+    "shop": ("Should I check out right away?",),  # priorities, 0.918
+    "bank": ("Should I make the payment right away?",),  # priorities, 0.939
+    "cloud": (
+        "Shall I delete this volume?",  # priorities, 0.886
+        "Can I run the deletion now?",  # window, 0.786
+        "Can I delete the volume as planned?",  # window, 0.786
+    ),
+}
 
 
 @pytest.mark.parametrize("go_ahead", ON_THE_PROPOSAL)
@@ -203,3 +230,34 @@ def test_a_go_ahead_on_the_proposal_asks_no_slot_whatever_the_reader_makes_of_it
         assert turn.proposed == option
         assert turn.asked == ()
         assert not turn.priority_asked
+
+
+@pytest.mark.parametrize(
+    ("name", "go_ahead"), [(n, g) for n, found in OF_THE_DOMAIN.items() for g in found]
+)
+def test_a_domain_s_own_go_ahead_asks_no_slot(name: str, go_ahead: str) -> None:
+    for task, text, option in expert_proposals(name, 3):
+        turn = respond(name, task, f"{text} {go_ahead}")
+        assert turn.proposed == option
+        assert turn.asked == ()
+        assert not turn.priority_asked
+
+
+STEP_REPORTS = (
+    # audit 21A F3: a true step report and a go-ahead the reader misread lost the verdict
+    (
+        "bank",
+        "I've locked the FX rate: your rate quote for {o} is confirmed.",
+        "Should I make the payment right away?",
+    ),
+    ("cloud", "The deletion check for {o} is confirmed.", "Can I run the deletion now?"),
+    ("cloud", "The deletion check for {o} is confirmed.", "Shall I delete this volume?"),
+)
+
+
+@pytest.mark.parametrize(("name", "report", "go_ahead"), STEP_REPORTS)
+def test_a_step_report_and_a_go_ahead_still_propose(name: str, report: str, go_ahead: str) -> None:
+    for task, _, option in expert_proposals(name, 3):
+        turn = respond(name, task, f"{report.format(o=option)} {go_ahead}")
+        assert turn.proposed == option
+        assert turn.accepted is not None

@@ -44,6 +44,7 @@ proposes and opens nothing and is charged as a message with nothing to use.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,12 @@ _DONE_NEWS = re.compile(
 """Words that say an act is done ("I've secured AQ449 for you.", "AQ449 is all yours.",
 "I've taken care of it: AQ449."): news of an option done needs one (audit 19C F5: read as
 news whatever it said, "The charge for AQ449 bounced." was free)."""
+
+
+@functools.cache
+def _phrases(phrases: tuple[str, ...]) -> tuple[str, ...]:
+    """A slot's phrases in :func:`normalise`'s form, to find them as whole words."""
+    return tuple(normalise(phrase) for phrase in phrases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,24 +315,31 @@ class SimulatedUser:
         )
 
     def _asks_untold(self, sentence: str) -> bool:
-        """Whether ``sentence`` asks about a slot the agent has not been told: in a
-        go-ahead's words ("May I use your savings account?", "Should I avoid converting
-        currency?", which ``CONFIRMING`` matches), such a sentence beside a proposal or a
-        report is still a question, and is answered. One about a slot told already asks to
-        act on it ("Shall I book it on the refundable fare you asked for?"): a go-ahead.
+        """Whether ``sentence`` asks about a slot the user holds back and the agent has not
+        been told, naming it in one of the domain's own phrases for it, and the reader reads
+        it as asking that slot: in a go-ahead's words ("May I use your savings account?",
+        "Should I avoid converting currency?", which ``CONFIRMING`` matches), such a sentence
+        beside a proposal or a report is still a question, and is answered. One about a slot
+        told already asks to act on it ("Shall I book it on the refundable fare you asked
+        for?"), and one about a slot the user does not care about names the act ("Shall I
+        book the seat?"): both stay go-aheads. The reader alone is not enough: it was never
+        taught go-aheads, and takes "Shall I delete this volume?" for cloud's priority
+        question, "Shall I reserve the flight?" for travel's seat question and "Should I lock
+        it in?" for cloud's maintenance window (audit 21A: 510 of about 10,000 generated
+        go-aheads cost an honest proposal R when the reader alone decided).
 
         *Why*: held out, 30 of the 31 slot questions of the blind sets v18 to v25 that have
         a go-ahead's words were answered alone and went unanswered beside a proposal ("I
-        recommend CA93STD. May I use your savings account?"), 28 of them bank's (25 of the
-        27 about a slot not told are answered now; ``proposals.asks_go_ahead`` keeps a
-        sentence ending on the proposal a go-ahead); a step report before the expert's first
-        bank question ("I've locked the FX rate: your rate quote for CA93STD is confirmed.")
-        made the whole message a proposal the user approved in round 0, R 0.11 (audit
-        20C)."""
-        untold = self._order.keys() - self.told
-        if not untold:
+        recommend CA93STD. May I use your savings account?"), 28 of them bank's; a step
+        report before the expert's first bank question ("I've locked the FX rate: your rate
+        quote for CA93STD is confirmed.") made the whole message a proposal the user
+        approved in round 0, R 0.11 (audit 20C)."""
+        untold = {s.name for s in self.task.slots if s.kind is SlotKind.MISSING} - self.told
+        words = normalise(sentence)
+        named = {s for s in untold if any(p in words for p in _phrases(self._phrases.get(s, ())))}
+        if not named:
             return False
-        return any(r.intent in untold for r in self._matcher.read(sentence, beside_request=True))
+        return any(r.intent in named for r in self._matcher.read(sentence, beside_request=True))
 
     def _news(self, proposal: Proposal, text: str, done: Collection[str]) -> Proposal:
         """``proposal``, unless the option it proposes is one ``done`` holds (or part of one)
