@@ -432,13 +432,14 @@ def asks_go_ahead(
     "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
     if CONFIRMING.match(sentence) is None or (done and offers_more_help(sentence)):
         return False
+    if not asks_slot(sentence):  # the common case, and the cheap one: no slot named
+        return True
     # a sentence that is only a go-ahead, or that ends on the proposal, or offers help, asks
     # of the proposal whatever a reader makes of its words ("Are you happy with this
     # option?", "Shall I delete it?", "Can I help with anything else before I book it?");
     # one opening "Should I ..." may ask anything else ("May I use your savings account?")
-    if _ONLY_GO_AHEAD.match(sentence) or _ENDS_ON_IT.search(sentence):
-        return True
-    return offers_more_help(sentence) or not asks_slot(sentence)
+    of_the_proposal = _ONLY_GO_AHEAD.match(sentence) or _ENDS_ON_IT.search(sentence)
+    return of_the_proposal is not None or offers_more_help(sentence)
 
 
 NO_PROPOSAL = Proposal(None, False, False)
@@ -534,17 +535,19 @@ complete it.", "Does this work for you?", "Sound good?", or a request for the go
 objection, :data:`~stategym.kernel.understanding.courtesy.GO_AHEAD_REQUEST`: "Just say the
 word.", "Any concerns before I book it?"): it names no slot, only the proposal (:data:`_IT`),
 so "Can you confirm your budget?" is no go-ahead."""
-_ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD})[\s*_]*[?.!]*[\s*_]*$", re.IGNORECASE)
+_ENDS = r"[\s*_]*[?.!]*[\s*_]*$"
+"""The end of a sentence, its marks and markup."""
+_ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD}){_ENDS}", re.IGNORECASE)
 """A sentence that is a go-ahead and nothing more (:data:`_GO_AHEAD`)."""
 _ENDS_ON_IT = re.compile(
-    rf"\b{_IT}(?: for you| now| then| today| right away)?[\s*_]*[?.!]*[\s*_]*$", re.IGNORECASE
+    rf"\b{_IT}(?: for you| now| then| today| right away)?{_ENDS}", re.IGNORECASE
 )
 """A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
     r"|(?:is that|is it|is this) (?:ok|okay|fine|alright|all right|acceptable|good)\b"
-    rf"|(?:{_GO_AHEAD})[\s*_]*[?.!]*[\s*_]*$)",
+    rf"|(?:{_GO_AHEAD}){_ENDS})",
     re.IGNORECASE,
 )
 """How a proposal asks for the go-ahead ("Shall I place the order?", "Want me to lock it

@@ -104,7 +104,7 @@ news whatever it said, "The charge for AQ449 bounced." was free)."""
 
 
 @functools.cache
-def _phrases(phrases: tuple[str, ...]) -> tuple[str, ...]:
+def _phrase_words(phrases: tuple[str, ...]) -> tuple[str, ...]:
     """A slot's phrases in :func:`normalise`'s form, to find them as whole words."""
     return tuple(normalise(phrase) for phrase in phrases)
 
@@ -336,7 +336,9 @@ class SimulatedUser:
         approved in round 0, R 0.11 (audit 20C)."""
         untold = {s.name for s in self.task.slots if s.kind is SlotKind.MISSING} - self.told
         words = normalise(sentence)
-        named = {s for s in untold if any(p in words for p in _phrases(self._phrases.get(s, ())))}
+        named = {
+            s for s in untold if any(p in words for p in _phrase_words(self._phrases.get(s, ())))
+        }
         if not named:
             return False
         return any(r.intent in named for r in self._matcher.read(sentence, beside_request=True))
