@@ -10,7 +10,7 @@
 - A request for the go-ahead or for an objection to the act proposed ("Just say the word and
   I'll book it.", "Give me the green light.", "Any concerns before I book it?") names nothing
   of the user's, so it asks no slot, beside a proposal or alone
-  (``courtesy.GO_AHEAD_REQUEST``, read by ``proposals.CONFIRMING`` and
+  (``courtesy.GO_AHEAD_REQUEST``, read by ``go_aheads.CONFIRMING`` and
   ``courtesy.asks_go_ahead``). Before, it handed out the priority order, the policy cap, the
   retention rule or the project id. A question naming a slot ("Any preference for the fare
   type before I book?") still asks it.
@@ -21,7 +21,8 @@ from __future__ import annotations
 import pytest
 
 from expert_proposals import JUDGING, expert_proposals, respond
-from stategym.kernel.proposals import CONFIRMING, reports
+from stategym.kernel.go_aheads import CONFIRMING
+from stategym.kernel.proposals import reports
 from stategym.kernel.task import Task
 from stategym.kernel.user import SimulatedUser
 from stategym.registry import get_domain

@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from expert_proposals import JUDGING, expert_proposals, respond
-from stategym.kernel.proposals import CONFIRMING
+from stategym.kernel.go_aheads import CONFIRMING
 from stategym.kernel.task import Task
 
 TASKS = 4

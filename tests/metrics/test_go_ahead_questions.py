@@ -1,11 +1,13 @@
 """A question about a slot in a go-ahead's words ("May I use your savings account?", "Should I
 avoid converting currency?") is still a question beside a proposal or a report: the user
-answers it. Before, every sentence ``proposals.CONFIRMING`` matched was the proposal's, so 30
+answers it. Before, every sentence ``go_aheads.CONFIRMING`` matched was the proposal's, so 30
 of the 31 such slot questions of the blind sets v18 to v25 went unanswered beside a proposal
 (27 of them about a slot not told; 25 are answered now), and a step report before the
 expert's first bank question made its message a proposal the user approved in round 0 (R
 0.11, audit 20C). A go-ahead about a slot told already asks to act on it, and one ending on
-the proposal ("Shall I delete it?") asks of the proposal: both stay go-aheads."""
+the proposal ("Shall I delete it?") asks of the proposal: both stay go-aheads. Beside a step
+report, a go-ahead to do the act ("Shall I charge your account now?") proposes the next step
+whatever slot its words hold, and the user answers both (audit 21B F1)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from expert_edits import expert, replaced, replay
 
 from expert_proposals import expert_proposals, respond
 from stategym import Knobs
-from stategym.kernel.proposals import CONFIRMING, normalise
+from stategym.kernel.go_aheads import CONFIRMING
+from stategym.kernel.proposals import normalise
 from stategym.kernel.protocol import Say
 from stategym.kernel.task import SlotKind
 from stategym.kernel.user import SimulatedUser
@@ -261,3 +264,55 @@ def test_a_step_report_and_a_go_ahead_still_propose(name: str, report: str, go_a
         turn = respond(name, task, f"{report.format(o=option)} {go_ahead}")
         assert turn.proposed == option
         assert turn.accepted is not None
+
+
+STEP_REPORT = {
+    "bank": "I've locked the FX rate: your rate quote for {o} is confirmed.",
+    "cloud": "The deletion check for {o} is confirmed.",
+    "travel": "Your fare hold for {o} is confirmed.",
+    "shop": "Your cart with {o} is confirmed.",
+}
+TO_ACT = (
+    # audit 21B F1: each holds an untold slot's phrase ("charge" the fee cap, "unused" the idle
+    # threshold, "space" the space needed, "budget", "brand"); read as a question alone, it
+    # made the step report a report of the act done, and the user gave no verdict
+    ("bank", "Shall I charge your account now?", "fee_cap"),
+    ("bank", "Shall I make the payment within your fee limit?", "fee_cap"),
+    ("cloud", "Shall I delete the unused volume?", "idle_min"),
+    ("cloud", "Shall I free up the space now?", "need_gb"),
+    ("travel", "Shall I book it within your budget?", "budget"),
+    ("travel", "Do you want me to book the flight within your budget?", "budget"),
+    ("shop", "Shall I order this brand?", "brand"),
+)
+
+
+@pytest.mark.parametrize(("name", "go_ahead", "slot"), TO_ACT)
+def test_a_go_ahead_to_act_beside_a_step_report_proposes_and_the_slot_is_answered(
+    name: str, go_ahead: str, slot: str
+) -> None:
+    answered = 0
+    for task, _, option in expert_proposals(name, 3):
+        turn = respond(name, task, f"{STEP_REPORT[name].format(o=option)} {go_ahead}")
+        assert turn.proposed == option
+        assert turn.accepted is not None
+        answered += slot in turn.asked
+    assert answered  # on a task where the user holds the slot back, it is answered as well
+
+
+BANK_KIND_QUESTIONS = (
+    ("Can I pay in another currency if necessary?", "conversion"),
+    ("Can I pay from an account in another currency and exchange the money?", "conversion"),
+    ("May I use your savings account?", "savings"),
+)
+
+
+@pytest.mark.parametrize(("question", "slot"), BANK_KIND_QUESTIONS)
+def test_an_act_s_verb_with_another_object_beside_a_step_report_is_a_question(
+    question: str, slot: str
+) -> None:
+    # "pay in another currency" asks about the act's kind, not for the go-ahead to pay
+    user = _user("bank")
+    report = STEP_REPORT["bank"].format(o=user.task.truth.options[0])
+    turn = user.respond(f"{report} {question}")
+    assert turn.proposed is None
+    assert turn.asked == (slot,)

@@ -17,7 +17,8 @@ rest of it is read like any other message; beside a proposal, a sentence that on
 for the go-ahead ("Shall I book it?", "Do I have your approval?", "Sound good?", "Just say
 the word.", "Any concerns before I book it?") is the proposal's, not a question about a slot.
 A message that reports the act done ("Done! Your booking AQ449 is confirmed.") and asks no
-go-ahead proposes nothing: what it reports is context (:func:`reports`).
+go-ahead proposes nothing: what it reports is context (:func:`reports`). What asks the
+go-ahead is :mod:`stategym.kernel.go_aheads`'s.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST, offers_more_help
+from stategym.kernel.go_aheads import TO_ACT, asks_go_ahead, asks_nothing
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -281,12 +282,6 @@ def joined(text: str, options: Mapping[str, str]) -> str:
     return _SPACED.sub(spaced, text)
 
 
-def asks_nothing(sentence: str) -> bool:
-    """No sentence asks about a slot: the default ``asks_slot`` of :func:`find_proposal`,
-    :func:`reports` and :func:`asks_go_ahead`, for a reader that knows no slots."""
-    return False
-
-
 def find_proposal(
     text: str,
     options: Mapping[str, str],
@@ -416,30 +411,16 @@ def reports(text: str, done: bool = False, asks_slot: Callable[[str], bool] = as
     nothing and asks for no verdict. One that asks a go-ahead beside its report ("I've placed
     the hold on AQ449. Shall I pay?") proposes the next step."""
     parts = sentences(text)
-    return any(reports_done(s) for s in parts) and not any(
-        asks_go_ahead(s, done, asks_slot) for s in parts
-    )
-
-
-def asks_go_ahead(
-    sentence: str, done: bool = False, asks_slot: Callable[[str], bool] = asks_nothing
-) -> bool:
-    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`), once something is
-    ``done`` is no offer of more help (``courtesy.offers_more_help``: after a commit, "Let me
-    know if you have any questions." and "Can I help you with anything else today?" offer
-    help, audit 19C F6; before it, "Any questions?" asks for objections, 19D F1), and asks
-    about no slot by the reader's ``asks_slot`` ("May I use your savings account?" and
-    "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
-    if CONFIRMING.match(sentence) is None or (done and offers_more_help(sentence)):
+    if not any(reports_done(s) for s in parts):
         return False
-    if not asks_slot(sentence):  # the common case, and the cheap one: no slot named
-        return True
-    # a sentence that is only a go-ahead, or that ends on the proposal, or offers help, asks
-    # of the proposal whatever a reader makes of its words ("Are you happy with this
-    # option?", "Shall I delete it?", "Can I help with anything else before I book it?");
-    # one opening "Should I ..." may ask anything else ("May I use your savings account?")
-    of_the_proposal = _ONLY_GO_AHEAD.match(sentence) or _ENDS_ON_IT.search(sentence)
-    return of_the_proposal is not None or offers_more_help(sentence)
+
+    def asks_slot_not_act(sentence: str) -> bool:
+        # before the commit, a go-ahead to do the act proposes it beside a step report,
+        # whatever slot it names too ("Shall I charge your account now?"; the user still
+        # answers the slot)
+        return (done or TO_ACT.match(sentence) is None) and asks_slot(sentence)
+
+    return not any(asks_go_ahead(s, done, asks_slot_not_act) for s in parts)
 
 
 NO_PROPOSAL = Proposal(None, False, False)
@@ -504,59 +485,6 @@ def _left(sentence: _Sentence) -> list[str]:
     )
 
 
-_IT = (
-    r"(?:(?:it|this|that)(?: (?:one|option|choice|plan|proposal|booking|order|reservation))?"
-    r"|the (?:option|choice|plan|proposal|booking|order|reservation))"
-)
-"""The proposal, as a go-ahead names it: a pronoun or a word for a proposal, never a slot
-("Can you confirm this?" asks the go-ahead, "Can you confirm your budget?" the budget)."""
-_GO_AHEAD = "|".join(
-    (
-        r"(?:do|can|may) i (?:have|get) your (?:approval|go[- ]ahead|permission|consent|ok|okay"
-        r"|blessing|confirmation|agreement)",
-        rf"(?:(?:please|can you|could you|would you|will you) )*(?:confirm|approve|authori[sz]e)"
-        rf"(?: {_IT})?(?:,? (?:and|so) (?:i|we)(?:'ll|’ll| will| can) \w+(?: {_IT})?)?",
-        rf"(?:(?:please )?(?:let me know|tell me) if )?(?:(?:does|will|would|can) )?{_IT} works?"
-        r"(?: for you| with you)?",
-        rf"(?:(?:does|do|would) {_IT} )?(?:sounds?|looks?|seems?) (?:good|ok|okay|fine|right"
-        r"|alright|all right|great)(?: to you)?",
-        rf"how does {_IT} (?:sound|look)(?: to you)?",
-        rf"(?:are|would) you (?:be )?(?:ok|okay|happy|fine|comfortable|good|alright) with {_IT}",
-        rf"(?:is|would) {_IT} (?:be )?(?:acceptable|agreeable|all right|suitable)"
-        r"(?: to you| for you| with you)?",
-        r"(?:ok|okay|good|ready|happy) to (?:go ahead|proceed|go)",
-        r"any objections?",
-        r"ok|okay|approved?|agreed?|deal|confirm",
-        GO_AHEAD_REQUEST,
-    )
-)
-"""A go-ahead the whole sentence is ("Do I have your approval?", "Please confirm and I'll
-complete it.", "Does this work for you?", "Sound good?", or a request for the go-ahead or an
-objection, :data:`~stategym.kernel.understanding.courtesy.GO_AHEAD_REQUEST`: "Just say the
-word.", "Any concerns before I book it?"): it names no slot, only the proposal (:data:`_IT`),
-so "Can you confirm your budget?" is no go-ahead."""
-_ENDS = r"[\s*_]*[?.!]*[\s*_]*$"
-"""The end of a sentence, its marks and markup."""
-_ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD}){_ENDS}", re.IGNORECASE)
-"""A sentence that is a go-ahead and nothing more (:data:`_GO_AHEAD`)."""
-_ENDS_ON_IT = re.compile(
-    rf"\b{_IT}(?: for you| now| then| today| right away)?{_ENDS}", re.IGNORECASE
-)
-"""A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
-CONFIRMING = re.compile(
-    r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
-    r"|(?:do|would) you like me to\b"
-    r"|(?:is that|is it|is this) (?:ok|okay|fine|alright|all right|acceptable|good)\b"
-    rf"|(?:{_GO_AHEAD}){_ENDS})",
-    re.IGNORECASE,
-)
-"""How a proposal asks for the go-ahead ("Shall I place the order?", "Want me to lock it
-in?", "Is this acceptable?", or a sentence that is only a go-ahead, :data:`_GO_AHEAD`):
-beside a named option, such a sentence is the proposal's, not a question about a slot,
-unless the reader finds it asks one (:func:`asks_go_ahead`: "May I use your savings
-account?")."""
-
-
 def sentences(text: str) -> list[str]:
     """``text`` cut into sentences and lines; a list item's number stays with its item ("2.
     AQ449 (recommended)" is one sentence, which names the option)."""
@@ -578,12 +506,9 @@ def without_ids(text: str, options: Mapping[str, str]) -> str:
 __all__ = [
     "ACT_NOUN",
     "CONDITION",
-    "CONFIRMING",
     "ID_WORD",
     "NO_PROPOSAL",
     "Proposal",
-    "asks_go_ahead",
-    "asks_nothing",
     "clauses",
     "find_proposal",
     "joined",

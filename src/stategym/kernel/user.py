@@ -50,9 +50,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stategym.kernel.go_aheads import asks_go_ahead
 from stategym.kernel.proposals import (
     Proposal,
-    asks_go_ahead,
     clauses,
     find_proposal,
     names_option,

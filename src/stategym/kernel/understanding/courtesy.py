@@ -171,7 +171,7 @@ GO_AHEAD_REQUEST = (
 """A request for the go-ahead, or for an objection, to the act proposed ("Just say the word
 and I'll book it.", "Give me the green light.", "Just reply yes.", "Let me know and I'll place
 the order.", "Any concerns before I send the invitation?"): it names nothing of the user's, so
-it asks no slot. The pattern, not a compiled one, so :data:`stategym.kernel.proposals.CONFIRMING`
+it asks no slot. The pattern, not a compiled one, so :data:`stategym.kernel.go_aheads.CONFIRMING`
 reads a whole sentence beside a proposal with the same words ("Any concerns about the budget?"
 and "Any preference for the fare type before I book?" name a slot and are none)."""
 _REQUEST = re.compile(rf"\s*{GO_AHEAD_REQUEST}\s*$", re.IGNORECASE)

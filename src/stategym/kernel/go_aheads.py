@@ -1,0 +1,115 @@
+"""Whether a sentence asks the go-ahead for a proposal ("Shall I book it?", "Do I have your
+approval?", "Sound good?"), and whether it asks the go-ahead to do the act itself ("Shall I
+charge your account now?"): beside a proposal such a sentence is the proposal's, not a
+question about a slot, unless it names one the user holds back (:func:`asks_go_ahead`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST, offers_more_help
+
+
+def asks_nothing(sentence: str) -> bool:
+    """No sentence asks about a slot: the default ``asks_slot`` of :func:`asks_go_ahead` and of
+    :func:`~stategym.kernel.proposals.find_proposal` and
+    :func:`~stategym.kernel.proposals.reports`, for a reader that knows no slots."""
+    return False
+
+
+def asks_go_ahead(
+    sentence: str, done: bool = False, asks_slot: Callable[[str], bool] = asks_nothing
+) -> bool:
+    """Whether ``sentence`` asks the go-ahead (:data:`CONFIRMING`), once something is
+    ``done`` is no offer of more help (``courtesy.offers_more_help``: after a commit, "Let me
+    know if you have any questions." and "Can I help you with anything else today?" offer
+    help, audit 19C F6; before it, "Any questions?" asks for objections, 19D F1), and asks
+    about no slot by the reader's ``asks_slot`` ("May I use your savings account?" and
+    "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
+    if CONFIRMING.match(sentence) is None or (done and offers_more_help(sentence)):
+        return False
+    if not asks_slot(sentence):  # the common case, and the cheap one: no slot named
+        return True
+    # a sentence that is only a go-ahead, or that ends on the proposal, or offers help, asks
+    # of the proposal whatever a reader makes of its words ("Are you happy with this
+    # option?", "Shall I delete it?", "Can I help with anything else before I book it?");
+    # one opening "Should I ..." may ask anything else ("May I use your savings account?")
+    of_the_proposal = _ONLY_GO_AHEAD.match(sentence) or _ENDS_ON_IT.search(sentence)
+    return of_the_proposal is not None or offers_more_help(sentence)
+
+
+_IT = (
+    r"(?:(?:it|this|that)(?: (?:one|option|choice|plan|proposal|booking|order|reservation))?"
+    r"|the (?:option|choice|plan|proposal|booking|order|reservation))"
+)
+"""The proposal, as a go-ahead names it: a pronoun or a word for a proposal, never a slot
+("Can you confirm this?" asks the go-ahead, "Can you confirm your budget?" the budget)."""
+_GO_AHEAD = "|".join(
+    (
+        r"(?:do|can|may) i (?:have|get) your (?:approval|go[- ]ahead|permission|consent|ok|okay"
+        r"|blessing|confirmation|agreement)",
+        rf"(?:(?:please|can you|could you|would you|will you) )*(?:confirm|approve|authori[sz]e)"
+        rf"(?: {_IT})?(?:,? (?:and|so) (?:i|we)(?:'ll|’ll| will| can) \w+(?: {_IT})?)?",
+        rf"(?:(?:please )?(?:let me know|tell me) if )?(?:(?:does|will|would|can) )?{_IT} works?"
+        r"(?: for you| with you)?",
+        rf"(?:(?:does|do|would) {_IT} )?(?:sounds?|looks?|seems?) (?:good|ok|okay|fine|right"
+        r"|alright|all right|great)(?: to you)?",
+        rf"how does {_IT} (?:sound|look)(?: to you)?",
+        rf"(?:are|would) you (?:be )?(?:ok|okay|happy|fine|comfortable|good|alright) with {_IT}",
+        rf"(?:is|would) {_IT} (?:be )?(?:acceptable|agreeable|all right|suitable)"
+        r"(?: to you| for you| with you)?",
+        r"(?:ok|okay|good|ready|happy) to (?:go ahead|proceed|go)",
+        r"any objections?",
+        r"ok|okay|approved?|agreed?|deal|confirm",
+        GO_AHEAD_REQUEST,
+    )
+)
+"""A go-ahead the whole sentence is ("Do I have your approval?", "Please confirm and I'll
+complete it.", "Does this work for you?", "Sound good?", or a request for the go-ahead or an
+objection, :data:`~stategym.kernel.understanding.courtesy.GO_AHEAD_REQUEST`: "Just say the
+word.", "Any concerns before I book it?"): it names no slot, only the proposal (:data:`_IT`),
+so "Can you confirm your budget?" is no go-ahead."""
+_ENDS = r"[\s*_]*[?.!]*[\s*_]*$"
+"""The end of a sentence, its marks and markup."""
+_ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD}){_ENDS}", re.IGNORECASE)
+"""A sentence that is a go-ahead and nothing more (:data:`_GO_AHEAD`)."""
+_ENDS_ON_IT = re.compile(
+    rf"\b{_IT}(?: for you| now| then| today| right away)?{_ENDS}", re.IGNORECASE
+)
+"""A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
+CONFIRMING = re.compile(
+    r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
+    r"|(?:do|would) you like me to\b"
+    r"|(?:is that|is it|is this) (?:ok|okay|fine|alright|all right|acceptable|good)\b"
+    rf"|(?:{_GO_AHEAD}){_ENDS})",
+    re.IGNORECASE,
+)
+"""How a proposal asks for the go-ahead ("Shall I place the order?", "Want me to lock it
+in?", "Is this acceptable?", or a sentence that is only a go-ahead, :data:`_GO_AHEAD`):
+beside a named option, such a sentence is the proposal's, not a question about a slot,
+unless the reader finds it asks one (:func:`asks_go_ahead`: "May I use your savings
+account?")."""
+
+
+TO_ACT = re.compile(
+    r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)|(?:(?:do|would) you )?want me to"
+    r"|(?:do|would) you like me to) (?:(?:now|just|then|go ahead and|proceed to) )*"
+    r"(?:(?:book|pay|charge|order|purchase|buy|delete|remove|reserve|schedule|send|place"
+    r"|complete|finali[sz]e|process|submit|execute|check ?out|transfer|run|lock|free up|settle"
+    r"|issue|wipe|clean up)(?: (?:it|this|that|these|the|your)\b| (?:now|right away|today)\b"
+    rf"|{_ENDS})|make the (?:payment|booking|purchase|order|transfer|deletion|reservation)\b)",
+    re.IGNORECASE,
+)
+"""A go-ahead to do the act on the proposal: an act's verb, then the proposal or what it
+acts on ("it", "the", "your") or nothing ("Shall I charge your account now?", "Can I delete
+the unused volume?", "Want me to book it within your budget?"). Beside a report of a step,
+it proposes the next one even when it also names a slot the user holds back, which the user
+then answers as well (audit 21B F1: read as a question alone, such a sentence made a step
+report a report of the act done, and the commit that followed had no verdict). A verb with
+another object asks about the act's kind ("Can I pay in another currency?", "Should I book
+30 minutes or an hour?", "Can I buy from any retailer?"): that stays a slot question."""
+
+
+__all__ = ["CONFIRMING", "TO_ACT", "asks_go_ahead", "asks_nothing"]
