@@ -48,6 +48,7 @@ import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from stategym.kernel.go_aheads import asks_go_ahead
@@ -104,9 +105,21 @@ news whatever it said, "The charge for AQ449 bounced." was free)."""
 
 
 @functools.cache
-def _phrase_words(phrases: tuple[str, ...]) -> tuple[str, ...]:
-    """A slot's phrases in :func:`normalise`'s form, to find them as whole words."""
-    return tuple(normalise(phrase) for phrase in phrases)
+def _phrases_by_first_word(phrases: tuple[str, ...]) -> Mapping[str, tuple[str, ...]]:
+    """A slot's phrases in :func:`normalise`'s form, to find them as whole words, by their
+    first word: a sentence can hold only the phrases opening on one of its words (a scan of
+    every phrase of every untold slot was most of the time of a message of go-aheads)."""
+    index: dict[str, list[str]] = {}
+    for phrase in map(normalise, phrases):
+        if phrase.strip():
+            index.setdefault(phrase.split()[0], []).append(phrase)
+    return MappingProxyType({word: tuple(found) for word, found in index.items()})
+
+
+def _holds_phrase(words: str, phrases: tuple[str, ...]) -> bool:
+    """Whether ``words`` (:func:`normalise`'s form) holds one of ``phrases`` as whole words."""
+    index = _phrases_by_first_word(phrases)
+    return any(phrase in words for word in set(words.split()) for phrase in index.get(word, ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,9 +349,7 @@ class SimulatedUser:
         approved in round 0, R 0.11 (audit 20C)."""
         untold = {s.name for s in self.task.slots if s.kind is SlotKind.MISSING} - self.told
         words = normalise(sentence)
-        named = {
-            s for s in untold if any(p in words for p in _phrase_words(self._phrases.get(s, ())))
-        }
+        named = {s for s in untold if _holds_phrase(words, self._phrases.get(s, ()))}
         if not named:
             return False
         return any(r.intent in named for r in self._matcher.read(sentence, beside_request=True))
