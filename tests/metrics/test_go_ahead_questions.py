@@ -6,8 +6,9 @@ of the 31 such slot questions of the blind sets v18 to v25 went unanswered besid
 expert's first bank question made its message a proposal the user approved in round 0 (R
 0.11, audit 20C). A go-ahead about a slot told already asks to act on it, and one ending on
 the proposal ("Shall I delete it?") asks of the proposal: both stay go-aheads. Beside a step
-report, a go-ahead to do the act ("Shall I charge your account now?") proposes the next step
-whatever slot its words hold, and the user answers both (audit 21B F1)."""
+report, a sentence in a go-ahead's words naming an untold slot is a question, even one
+opening on the act's verb ("Can I delete the volume that has been idle for 30 days?"): the
+user answers it and approves nothing before it has said its values (audit 22A F1)."""
 
 from __future__ import annotations
 
@@ -271,32 +272,36 @@ STEP_REPORT = {
     "cloud": "The deletion check for {o} is confirmed.",
     "travel": "Your fare hold for {o} is confirmed.",
     "shop": "Your cart with {o} is confirmed.",
+    "meetings": "The room hold for {o} is confirmed.",
 }
-TO_ACT = (
-    # audit 21B F1: each holds an untold slot's phrase ("charge" the fee cap, "unused" the idle
-    # threshold, "space" the space needed, "budget", "brand"); read as a question alone, it
-    # made the step report a report of the act done, and the user gave no verdict
-    ("bank", "Shall I charge your account now?", "fee_cap"),
-    ("bank", "Shall I make the payment within your fee limit?", "fee_cap"),
-    ("cloud", "Shall I delete the unused volume?", "idle_min"),
-    ("cloud", "Shall I free up the space now?", "need_gb"),
-    ("travel", "Shall I book it within your budget?", "budget"),
-    ("travel", "Do you want me to book the flight within your budget?", "budget"),
-    ("shop", "Shall I order this brand?", "brand"),
+ACT_VERB_QUESTIONS = (
+    # audit 22A F1: slot questions opening on the act's verb and "the"; a rule reading such a
+    # sentence beside a step report as a go-ahead to act (to mend audit 21B F1) made the
+    # message a proposal the user approved in round 0 (R 0.224 on 227 of 580 replays)
+    ("cloud", 0, "Can I delete the volume that has been idle for 30 days?"),
+    ("shop", 0, "Should I order the cheapest brand?"),
+    ("bank", 1, "Should I pay the express fee if it is faster?"),
+    ("meetings", 0, "Shall I book the room with video conferencing?"),
 )
 
 
-@pytest.mark.parametrize(("name", "go_ahead", "slot"), TO_ACT)
-def test_a_go_ahead_to_act_beside_a_step_report_proposes_and_the_slot_is_answered(
-    name: str, go_ahead: str, slot: str
+@pytest.mark.parametrize(("name", "seed", "question"), ACT_VERB_QUESTIONS)
+def test_a_slot_question_on_the_act_s_verb_beside_a_step_report_asks_and_proposes_nothing(
+    name: str, seed: int, question: str
 ) -> None:
-    answered = 0
-    for task, _, option in expert_proposals(name, 3):
-        turn = respond(name, task, f"{STEP_REPORT[name].format(o=option)} {go_ahead}")
-        assert turn.proposed == option
-        assert turn.accepted is not None
-        answered += slot in turn.asked
-    assert answered  # on a task where the user holds the slot back, it is answered as well
+    played = expert(name, seed, False)
+    first = _first_question(name, seed, False)
+    outcome = played.trajectory.outcome
+    assert first is not None and outcome is not None and outcome.committed
+    asked = played.actions[first]
+    assert isinstance(asked, Say)
+    report = STEP_REPORT[name].format(o=outcome.committed[0])
+    text = f"{report} {asked.text} {question}"
+    trajectory, card = replay(name, seed, replaced(first, Say(text)), False)
+    turn = trajectory.rounds[first].user
+    assert turn is not None
+    assert turn.proposed is None
+    assert card.composite == played.card.composite
 
 
 BANK_KIND_QUESTIONS = (

@@ -1,6 +1,5 @@
 """Whether a sentence asks the go-ahead for a proposal ("Shall I book it?", "Do I have your
-approval?", "Sound good?"), and whether it asks the go-ahead to do the act itself ("Shall I
-charge your account now?"): beside a proposal such a sentence is the proposal's, not a
+approval?", "Sound good?"): beside a proposal such a sentence is the proposal's, not a
 question about a slot, unless it names one the user holds back (:func:`asks_go_ahead`).
 """
 
@@ -93,23 +92,4 @@ unless the reader finds it asks one (:func:`asks_go_ahead`: "May I use your savi
 account?")."""
 
 
-TO_ACT = re.compile(
-    r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)|(?:(?:do|would) you )?want me to"
-    r"|(?:do|would) you like me to) (?:(?:now|just|then|go ahead and|proceed to) )*"
-    r"(?:(?:book|pay|charge|order|purchase|buy|delete|remove|reserve|schedule|send|place"
-    r"|complete|finali[sz]e|process|submit|execute|check ?out|transfer|run|lock|free up|settle"
-    r"|issue|wipe|clean up)(?: (?:it|this|that|these|the|your)\b| (?:now|right away|today)\b"
-    rf"|{_ENDS})|make the (?:payment|booking|purchase|order|transfer|deletion|reservation)\b)",
-    re.IGNORECASE,
-)
-"""A go-ahead to do the act on the proposal: an act's verb, then the proposal or what it
-acts on ("it", "the", "your") or nothing ("Shall I charge your account now?", "Can I delete
-the unused volume?", "Want me to book it within your budget?"). Beside a report of a step,
-it proposes the next one even when it also names a slot the user holds back, which the user
-then answers as well (audit 21B F1: read as a question alone, such a sentence made a step
-report a report of the act done, and the commit that followed had no verdict). A verb with
-another object asks about the act's kind ("Can I pay in another currency?", "Should I book
-30 minutes or an hour?", "Can I buy from any retailer?"): that stays a slot question."""
-
-
-__all__ = ["CONFIRMING", "TO_ACT", "asks_go_ahead", "asks_nothing"]
+__all__ = ["CONFIRMING", "asks_go_ahead", "asks_nothing"]

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stategym.kernel.go_aheads import TO_ACT, asks_go_ahead, asks_nothing
+from stategym.kernel.go_aheads import asks_go_ahead, asks_nothing
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -407,20 +407,13 @@ def statements(sentence: str) -> list[str]:
 
 def reports(text: str, done: bool = False, asks_slot: Callable[[str], bool] = asks_nothing) -> bool:
     """Whether ``text`` reports the act done (:data:`_REPORTING`: "Done! Your booking AQ449
-    is confirmed.") and asks no go-ahead (:func:`asks_go_ahead`): such a message proposes
-    nothing and asks for no verdict. One that asks a go-ahead beside its report ("I've placed
-    the hold on AQ449. Shall I pay?") proposes the next step."""
+    is confirmed.") and asks no go-ahead (:func:`~stategym.kernel.go_aheads.asks_go_ahead`):
+    such a message proposes nothing and asks for no verdict. One that asks a go-ahead beside
+    its report ("I've placed the hold on AQ449. Shall I pay?") proposes the next step."""
     parts = sentences(text)
-    if not any(reports_done(s) for s in parts):
-        return False
-
-    def asks_slot_not_act(sentence: str) -> bool:
-        # before the commit, a go-ahead to do the act proposes it beside a step report,
-        # whatever slot it names too ("Shall I charge your account now?"; the user still
-        # answers the slot)
-        return (done or TO_ACT.match(sentence) is None) and asks_slot(sentence)
-
-    return not any(asks_go_ahead(s, done, asks_slot_not_act) for s in parts)
+    return any(reports_done(s) for s in parts) and not any(
+        asks_go_ahead(s, done, asks_slot) for s in parts
+    )
 
 
 NO_PROPOSAL = Proposal(None, False, False)
