@@ -321,29 +321,3 @@ def test_an_act_s_verb_with_another_object_beside_a_step_report_is_a_question(
     turn = user.respond(f"{report} {question}")
     assert turn.proposed is None
     assert turn.asked == (slot,)
-
-
-LEAD_INS = (
-    # audit 22A F4: after a step report, none of these asked the go-ahead, so the message
-    # stayed a report and the user gave no verdict (0 of 15 tasks each)
-    "- Shall I go ahead?",
-    "\u2014 shall I go ahead?",
-    "1. Shall I go ahead?",
-    "So, shall I go ahead?",
-    "If you agree, shall I go ahead?",
-    "OK, should I proceed?",
-    "If that works for you, shall I pay now?",
-)
-
-
-@pytest.mark.parametrize("go_ahead", LEAD_INS)
-@pytest.mark.parametrize("name", ["bank", "cloud", "travel", "shop"])
-def test_a_go_ahead_after_a_lead_in_or_a_list_marker_still_proposes(
-    name: str, go_ahead: str
-) -> None:
-    for task, _, option in expert_proposals(name, 3):
-        report = STEP_REPORT[name].format(o=option)
-        for text in (f"{report} {go_ahead}", f"{report}\n{go_ahead}"):
-            turn = respond(name, task, text)
-            assert turn.proposed == option
-            assert turn.accepted is not None

@@ -29,8 +29,6 @@ def asks_go_ahead(
     "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
     if CONFIRMING.match(sentence) is None or (done and offers_more_help(sentence)):
         return False
-    opening = _OPENING.match(sentence)
-    sentence = sentence[opening.end() :] if opening else sentence  # "So, shall I ...?"
     if not asks_slot(sentence):  # the common case, and the cheap one: no slot named
         return True
     # a sentence that is only a go-ahead, or that ends on the proposal, or offers help, asks
@@ -74,31 +72,14 @@ word.", "Any concerns before I book it?"): it names no slot, only the proposal (
 so "Can you confirm your budget?" is no go-ahead."""
 _ENDS = r"[\s*_]*[?.!]*[\s*_]*$"
 """The end of a sentence, its marks and markup."""
-_LEAD_IN = (
-    r"(?:so|then|now|ok|okay|well|alright|all right|and|next|if so|in that case|with that"
-    r"|if you agree|if (?:that|this|it) (?:works|sounds good|looks good)(?: for you| to you)?"
-    r"|if you(?: are| re|'re|’re)? (?:happy|ok|okay|fine)(?: with (?:it|this|that))?)"
-)
-"""Words that may open a go-ahead without changing what it asks ("So, shall I go ahead?",
-"If you agree, shall I pay?")."""
-_OPENS = (
-    r"[\s*_\-\u2013\u2014\u2022]*(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
-    rf"(?:{_LEAD_IN}[,:]?[\s*_]+)?"
-)
-"""What may come before a go-ahead's first word: markup, a dash or a list item's bullet or
-number, and a lead-in (:data:`_LEAD_IN`). *Why*: after a step report, "- Shall I go ahead?",
-"1. Shall I go ahead?", "So, shall I go ahead?", "If you agree, shall I go ahead?" and
-"— shall I go ahead?" asked no go-ahead, so the message stayed a report, the user gave no
-verdict and the commit that followed was unapproved (audit 22A F4: 0 of 15 tasks)."""
-_OPENING = re.compile(_OPENS, re.IGNORECASE)
-_ONLY_GO_AHEAD = re.compile(rf"{_OPENS}(?:{_GO_AHEAD}){_ENDS}", re.IGNORECASE)
+_ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD}){_ENDS}", re.IGNORECASE)
 """A sentence that is a go-ahead and nothing more (:data:`_GO_AHEAD`)."""
 _ENDS_ON_IT = re.compile(
     rf"\b{_IT}(?: for you| now| then| today| right away)?{_ENDS}", re.IGNORECASE
 )
 """A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
 CONFIRMING = re.compile(
-    rf"{_OPENS}(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
+    r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
     r"|(?:is that|is it|is this) (?:ok|okay|fine|alright|all right|acceptable|good)\b"
     rf"|(?:{_GO_AHEAD}){_ENDS})",
