@@ -28,6 +28,10 @@ CLAIMS = (
     "{o} went through!",
     "Good news \u2014 {o} went through!",
     "The payment for {o} went through.",
+    "I've deleted {o} permanently.",
+    # audit 22B H1: the old verbs keep their reading whatever follows
+    "I've purchased {o} from your cart.",
+    "I've ordered {o} from your cart.",
 )
 STEPS = (
     "I've removed {o} from your cart.",
@@ -43,6 +47,15 @@ STEPS = (
     "I'll delete {o} once you approve.",
     # a flight's status, not the act: "scheduled" is read in no claim
     "{o} is scheduled and on time.",
+    # audit 22B M1: a new verb's claim ends its clause
+    "I've submitted the order for {o} to your manager for approval.",
+    "I've placed the order for {o} in your cart.",
+    "I've deleted {o} from the candidates.",
+    "I've sent the invitation for {o} to the organizer for sign-off.",
+    "I've made the booking for {o} pending your approval.",
+    "I've paid for the hold {o}.",
+    "The instance attached to {o} was deleted.",
+    "The old snapshot of {o} was deleted.",
 )
 
 
