@@ -56,6 +56,12 @@ STEPS = (
     "I've paid for the hold {o}.",
     "The instance attached to {o} was deleted.",
     "The old snapshot of {o} was deleted.",
+    # audit 22C M1: a new verb's claim is read only in a plain statement, whatever
+    # punctuation cuts its clause short
+    "I've sent the order for {o}; your manager has to approve it.",
+    "I've placed the booking for {o}; the room is held until you confirm.",
+    "1. Added to cart\n2. I've submitted the order for {o}\n3. Waiting on approval\n",
+    "Payee check: {o} went through -",
 )
 
 
