@@ -427,14 +427,19 @@ def _claimed(sentence: str) -> Iterator[str]:
     lost the words that made it a step ("I've sent the order for NO759; your manager has to
     approve it.", "Payee check: CA93STD went through - shall I pay?"), and was charged as a
     false report on every task (audit 22C M1)."""
-    plain = "?" not in sentence and _FULL_STOP.search(sentence) is not None
-    plain = plain and not _hedged(sentence)
     for clause in statements(sentence):
         if _hedged(clause):
             continue
         for match in _CLAIM.finditer(normalise(clause)):
-            if plain or not any(match[group] for group in _NEW_CLAIMS):
+            if not any(match[group] for group in _NEW_CLAIMS) or _plain(sentence):
                 yield next(key for key in match.groups() if key)
+
+
+def _plain(sentence: str) -> bool:
+    """Whether ``sentence`` is a plain statement: it asks nothing, ends in a full stop or "!",
+    and nothing in it hedges (:func:`_claimed`; read only where a new word's claim is found,
+    since the metric reads every message that asks or proposes)."""
+    return "?" not in sentence and _FULL_STOP.search(sentence) is not None and not _hedged(sentence)
 
 
 def clauses(sentence: str) -> list[str]:

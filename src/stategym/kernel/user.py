@@ -116,10 +116,11 @@ def _phrases_by_first_word(phrases: tuple[str, ...]) -> Mapping[str, tuple[str, 
     return MappingProxyType({word: tuple(found) for word, found in index.items()})
 
 
-def _holds_phrase(words: str, phrases: tuple[str, ...]) -> bool:
-    """Whether ``words`` (:func:`normalise`'s form) holds one of ``phrases`` as whole words."""
+def _holds_phrase(words: str, present: frozenset[str], phrases: tuple[str, ...]) -> bool:
+    """Whether ``words`` (:func:`normalise`'s form, its set of words ``present``) holds one of
+    ``phrases`` as whole words."""
     index = _phrases_by_first_word(phrases)
-    return any(phrase in words for word in set(words.split()) for phrase in index.get(word, ()))
+    return any(phrase in words for word in present for phrase in index.get(word, ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,7 +350,8 @@ class SimulatedUser:
         approved in round 0, R 0.11 (audit 20C)."""
         untold = {s.name for s in self.task.slots if s.kind is SlotKind.MISSING} - self.told
         words = normalise(sentence)
-        named = {s for s in untold if _holds_phrase(words, self._phrases.get(s, ()))}
+        present = frozenset(words.split())
+        named = {s for s in untold if _holds_phrase(words, present, self._phrases.get(s, ()))}
         if not named:
             return False
         return any(r.intent in named for r in self._matcher.read(sentence, beside_request=True))
