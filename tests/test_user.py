@@ -4,6 +4,7 @@ to questions no single fact answers."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -12,9 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from expert_proposals import expert_proposals
 from stategym import Env, Knobs, run_episode
 from stategym.agents import resolve
 from stategym.agents.base import Agent
+from stategym.kernel.errors import StateGymError
 from stategym.kernel.proposals import normalise, option_key
 from stategym.kernel.protocol import Action, Observation, Say
 from stategym.kernel.task import SlotKind, Task
@@ -693,3 +696,28 @@ def test_the_option_nearest_a_rejection_is_found_as_the_scan_found_it(
         return
     sentence = _Sentence(" ".join(words), tuple(words), tuple(named))
     assert _left(sentence) == _left_by_scan(sentence)
+
+
+def test_a_phrase_table_given_as_lists_reads_as_the_same_table_given_as_tuples() -> None:
+    # Audit 22A F7: a hand-built table whose slots hold lists raised TypeError from the
+    # user's phrase index on every go-ahead it read beside a step report.
+    task, _, option = expert_proposals("bank", 1)[0]
+    as_tuples = get_domain("bank").slot_phrases
+    as_lists = {slot: list(phrases) for slot, phrases in as_tuples.items()}
+    report = f"I've locked the FX rate: your rate quote for {option} is confirmed."
+    for message in (
+        f"{report} Shall I charge your account now?",
+        f"{report} May I use your savings account?",
+        f"I recommend {option}. Shall I pay it?",
+        "Shall I charge the fees to your savings?",
+    ):
+        with_tuples = SimulatedUser(task, as_tuples).respond(message)
+        with_lists = SimulatedUser(task, as_lists).respond(message)  # type: ignore[arg-type]
+        assert with_lists == with_tuples
+
+
+def test_a_domain_whose_slot_is_given_one_bare_phrase_is_refused_by_name() -> None:
+    # A bare string would be read as one phrase per letter: "my budget" as "m", "y", ...
+    travel = get_domain("travel")
+    with pytest.raises(StateGymError, match=r"travel slot_phrases\['budget'\]"):
+        dataclasses.replace(travel, slot_phrases={**travel.slot_phrases, "budget": "my budget"})

@@ -105,6 +105,13 @@ class Domain:
 
     def __post_init__(self) -> None:
         knob_sentences(f"{self.name} instructions", self.instructions, self.instructions_when_off)
+        for slot, phrases in self.slot_phrases.items():
+            if isinstance(phrases, str) or not all(isinstance(p, str) for p in phrases):
+                # a bare string would be read as one phrase per letter
+                raise StateGymError(
+                    f"{self.name} slot_phrases[{slot!r}] must be a sequence of phrases, "
+                    f"got {phrases!r}"
+                )
 
     def instructions_for(self, knobs: Knobs) -> str:
         """The domain's part of the system prompt under ``knobs``: each sentence of

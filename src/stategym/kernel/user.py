@@ -116,10 +116,11 @@ def _phrases_by_first_word(phrases: tuple[str, ...]) -> Mapping[str, tuple[str, 
     return MappingProxyType({word: tuple(found) for word, found in index.items()})
 
 
-def _holds_phrase(words: str, present: frozenset[str], phrases: tuple[str, ...]) -> bool:
+def _holds_phrase(words: str, present: frozenset[str], phrases: Sequence[str]) -> bool:
     """Whether ``words`` (:func:`normalise`'s form, its set of words ``present``) holds one of
-    ``phrases`` as whole words."""
-    index = _phrases_by_first_word(phrases)
+    ``phrases`` as whole words. A table built by hand may give a slot a list: the index is
+    kept per tuple (audit 22A F7: a list raised ``TypeError`` from the cache)."""
+    index = _phrases_by_first_word(tuple(phrases))
     return any(phrase in words for word in present for phrase in index.get(word, ()))
 
 
