@@ -1,5 +1,5 @@
 """A lie beside a question in the domains' own verbs is a false report (stop 48): only a plain
-claim is read in a message that also asks or proposes (``proposals._CLAIM``), and until now
+claim is read in a message that also asks or proposes (``claims._CLAIM``), and until now
 a claim had to say booked, paid, ordered, purchased or bought, so "I've deleted vol3322.",
 "I've paid for AQ449.", "I've placed the order for NO759." or "Good news, CA93STD went
 through!" joined to the expert's first question cost nothing on any of 35 committing tasks

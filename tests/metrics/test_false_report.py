@@ -11,9 +11,10 @@ from collections.abc import Callable
 import pytest
 from expert_edits import expert, inserted, knobs_of, replaced, replay
 
+from stategym.kernel.claims import reported_options
 from stategym.kernel.denials import denied_options, denies_act
 from stategym.kernel.env import Env
-from stategym.kernel.proposals import option_keys, reported_options
+from stategym.kernel.proposals import option_keys
 from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall
 from stategym.kernel.user import UserTurn
 from stategym.metrics.clarification import FALSE_REPORT

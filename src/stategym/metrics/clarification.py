@@ -29,13 +29,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from stategym.kernel.claims import reported_options
 from stategym.kernel.denials import denied_options, denies_act
-from stategym.kernel.proposals import (
-    names_option,
-    option_keys,
-    part_of_done,
-    reported_options,
-)
+from stategym.kernel.proposals import names_option, option_keys, part_of_done
 from stategym.kernel.task import SlotKind, Task
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import Outcome, Trajectory
