@@ -8,7 +8,10 @@ expert's first bank question made its message a proposal the user approved in ro
 the proposal ("Shall I delete it?") asks of the proposal: both stay go-aheads. Beside a step
 report, a sentence in a go-ahead's words naming an untold slot is a question, even one
 opening on the act's verb ("Can I delete the volume that has been idle for 30 days?"): the
-user answers it and approves nothing before it has said its values (audit 22A F1)."""
+user answers it and approves nothing before it has said its values (audit 22A F1). A
+go-ahead naming only the proposal after a lead-in or a list marker ("So, shall I go ahead?",
+"1. Shall I book it?") still asks the go-ahead (audit 22A F4); any other question after one
+is read as it was (audit 22B M2, H2)."""
 
 from __future__ import annotations
 
@@ -21,11 +24,11 @@ from expert_edits import expert, replaced, replay
 
 from expert_proposals import expert_proposals, respond
 from stategym import Knobs
-from stategym.kernel.go_aheads import CONFIRMING
+from stategym.kernel.go_aheads import CONFIRMING, asks_go_ahead
 from stategym.kernel.proposals import normalise
 from stategym.kernel.protocol import Say
 from stategym.kernel.task import SlotKind
-from stategym.kernel.user import SimulatedUser
+from stategym.kernel.user import SimulatedUser, UserTurn
 from stategym.registry import get_domain
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -274,6 +277,26 @@ STEP_REPORT = {
     "shop": "Your cart with {o} is confirmed.",
     "meetings": "The room hold for {o} is confirmed.",
 }
+
+
+def _with_a_step_report_first(name: str, seed: int, question: str) -> tuple[UserTurn, float]:
+    """The expert's episode with a step report on the option it later commits, then its first
+    question and ``question``, in place of its first question: how the user read that round,
+    and the episode's composite."""
+    played = expert(name, seed, False)
+    first = _first_question(name, seed, False)
+    outcome = played.trajectory.outcome
+    assert first is not None and outcome is not None and outcome.committed
+    asked = played.actions[first]
+    assert isinstance(asked, Say)
+    report = STEP_REPORT[name].format(o=outcome.committed[0])
+    text = f"{report} {asked.text} {question}"
+    trajectory, card = replay(name, seed, replaced(first, Say(text)), False)
+    turn = trajectory.rounds[first].user
+    assert turn is not None
+    return turn, card.composite
+
+
 ACT_VERB_QUESTIONS = (
     # audit 22A F1: slot questions opening on the act's verb and "the"; a rule reading such a
     # sentence beside a step report as a go-ahead to act (to mend audit 21B F1) made the
@@ -289,19 +312,9 @@ ACT_VERB_QUESTIONS = (
 def test_a_slot_question_on_the_act_s_verb_beside_a_step_report_asks_and_proposes_nothing(
     name: str, seed: int, question: str
 ) -> None:
-    played = expert(name, seed, False)
-    first = _first_question(name, seed, False)
-    outcome = played.trajectory.outcome
-    assert first is not None and outcome is not None and outcome.committed
-    asked = played.actions[first]
-    assert isinstance(asked, Say)
-    report = STEP_REPORT[name].format(o=outcome.committed[0])
-    text = f"{report} {asked.text} {question}"
-    trajectory, card = replay(name, seed, replaced(first, Say(text)), False)
-    turn = trajectory.rounds[first].user
-    assert turn is not None
+    turn, composite = _with_a_step_report_first(name, seed, question)
     assert turn.proposed is None
-    assert card.composite == played.card.composite
+    assert composite == expert(name, seed, False).card.composite
 
 
 BANK_KIND_QUESTIONS = (
@@ -321,3 +334,69 @@ def test_an_act_s_verb_with_another_object_beside_a_step_report_is_a_question(
     turn = user.respond(f"{report} {question}")
     assert turn.proposed is None
     assert turn.asked == (slot,)
+
+
+LEAD_INS = (
+    # audit 22A F4: after a step report, none of these asked the go-ahead, so the message
+    # stayed a report, the user gave no verdict and the commit that followed was unapproved
+    "- Shall I go ahead?",
+    "\u2014 shall I go ahead?",
+    "1. Shall I go ahead?",
+    "So, shall I go ahead?",
+    "If you agree, shall I go ahead?",
+    "OK, should I proceed?",
+    "Now, shall I go ahead and book it?",
+    "Then: shall I proceed with the order?",
+)
+
+
+@pytest.mark.parametrize("go_ahead", LEAD_INS)
+@pytest.mark.parametrize("name", JUDGING)
+def test_a_go_ahead_after_a_lead_in_or_a_list_marker_still_proposes(
+    name: str, go_ahead: str
+) -> None:
+    for task, _, option in expert_proposals(name, 3):
+        report = STEP_REPORT[name].format(o=option)
+        for text in (f"{report} {go_ahead}", f"{report}\n{go_ahead}"):
+            turn = respond(name, task, text)
+            assert turn.proposed == option
+            assert turn.accepted is not None
+
+
+LED_IN_QUESTIONS = (
+    # audit 22B M2: a slot question the reader takes for a go-ahead in its bare form, after a
+    # lead-in or a list marker; reading every such opening as "Should I ...?" is read made
+    # these proposals the user approved in round 0 (travel seed 1: R 1.0 -> 0.11)
+    ("travel", 1, "should I book a refundable fare?"),
+    ("travel", 1, "should I keep the fare under a certain amount? If so, how much?"),
+    ("bank", 3, "can I use your savings account for this?"),
+    ("bank", 3, "can I convert currencies to pay this?"),
+)
+
+
+@pytest.mark.parametrize("lead_in", ["So, ", "Well, ", "Now, ", "And "])
+@pytest.mark.parametrize(("name", "seed", "question"), LED_IN_QUESTIONS)
+def test_a_slot_question_after_a_lead_in_beside_a_step_report_proposes_nothing(
+    name: str, seed: int, question: str, lead_in: str
+) -> None:
+    turn, _ = _with_a_step_report_first(name, seed, f"{lead_in}{question}")
+    assert turn.proposed is None
+    assert turn.accepted is None
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        "Now, can I help with anything else?",
+        "Well, can I do anything else for you?",
+        "Then, may I help with something else?",
+        "OK, can I help with anything else?",
+        "Now, any questions?",
+    ],
+)
+def test_an_offer_of_help_after_a_lead_in_asks_no_go_ahead_once_the_act_is_done(
+    offer: str,
+) -> None:
+    # audit 22B H2: read as a go-ahead, "Done! I've deleted vol6035. Now, can I help with
+    # anything else?" proposed the volume already deleted, and the user approved it (R 0.47)
+    assert not asks_go_ahead(offer, done=True)

@@ -27,7 +27,10 @@ def asks_go_ahead(
     help, audit 19C F6; before it, "Any questions?" asks for objections, 19D F1), and asks
     about no slot by the reader's ``asks_slot`` ("May I use your savings account?" and
     "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
-    if CONFIRMING.match(sentence) is None or (done and offers_more_help(sentence)):
+    if CONFIRMING.match(sentence) is None:
+        led_in = _LED_IN.match(sentence)  # "So, shall I go ahead?", "1. Shall I book it?"
+        return led_in is not None and not (done and offers_more_help(sentence[led_in.start(1) :]))
+    if done and offers_more_help(sentence):
         return False
     if not asks_slot(sentence):  # the common case, and the cheap one: no slot named
         return True
@@ -78,6 +81,32 @@ _ENDS_ON_IT = re.compile(
     rf"\b{_IT}(?: for you| now| then| today| right away)?{_ENDS}", re.IGNORECASE
 )
 """A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
+_LEAD_IN = (
+    r"(?:so|then|now|ok|okay|well|alright|all right|and|next|if so|in that case|with that"
+    r"|if you agree|if (?:that|this|it) (?:works|sounds good|looks good)(?: for you| to you)?"
+    r"|if you(?: are| re|'re|\u2019re)? (?:happy|ok|okay|fine)(?: with (?:it|this|that))?)"
+)
+"""Words that may open a go-ahead without changing what it asks ("So, shall I go ahead?",
+"If you agree, shall I pay?")."""
+_LED_IN = re.compile(
+    r"[\s*_\-\u2013\u2014\u2022]*(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
+    rf"(?:{_LEAD_IN}[,:]?[\s*_]+)?"
+    rf"((?:shall|should|can|may|could) (?:i|we) (?:go ahead|proceed|continue|go for it"
+    rf"|(?:go ahead and )?\w+ {_IT})(?: with {_IT})?(?: for you| now| then| today| right away)?"
+    rf"|{_GO_AHEAD}){_ENDS}",
+    re.IGNORECASE,
+)
+"""A go-ahead after a list item's bullet or number, a dash or a lead-in (:data:`_LEAD_IN`),
+that names nothing but the proposal: "Shall I go ahead?", "Should we proceed with it?",
+"Shall I book it?", or a sentence that is only a go-ahead (:data:`_GO_AHEAD`); group 1 is
+the go-ahead. *Why*: after a step report, "So, shall I go ahead?", "1. Shall I go ahead?",
+"- Shall I book it?" and "If you agree, shall I go ahead?" asked no go-ahead, so the message
+stayed a report, the user gave no verdict and the commit that followed was unapproved (audit
+22A F4: 0 of 15 tasks). Only such a go-ahead: with any other question after the opening
+("So, should I book a refundable fare?", "Now, can I help with anything else?") the sentence
+is read as it was, since a lead-in before every "Should I ...?" made slot questions the
+reader takes for go-aheads approvals in round 0, and offers of help after a commit proposals
+(audit 22B H2, M2)."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
