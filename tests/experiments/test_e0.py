@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,11 @@ def test_an_llm_agent_is_played_beside_the_scripted_ones_with_its_options(
     expert, llm = (result.estimates[("travel", a)] for a in ("expert", "stand-in:llm"))
     assert llm["success"].mean == expert["success"].mean == 1.0
     assert llm["composite"].mean == expert["composite"].mean
+
+
+def test_results_name_what_ran_them(results: dict[str, Any]) -> None:
+    # a trained arm's numbers follow the machine's float kernels: a reader comparing two
+    # runs must be able to see what ran each (docs/experiments.md, E3)
+    ran = results["environment"]
+    assert ran["python"] == platform.python_version()
+    assert ran["machine"] == platform.machine()

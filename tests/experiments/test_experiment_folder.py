@@ -419,3 +419,14 @@ def test_a_run_directory_and_its_model_are_one_start(tmp_path: Path) -> None:
     assert plan("e2", replace(SMOKE, recipe=replace(recipe, init=str(run)))) == plan(
         "e2", replace(SMOKE, recipe=replace(recipe, init=str(run / "model")))
     )
+
+
+def test_a_run_that_used_torch_names_its_version_and_cpu_kernels() -> None:
+    import torch
+
+    from stategym.experiments.output import environment
+
+    ran = environment()
+    assert ran["torch"] == str(torch.__version__)
+    assert ran["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert ran["torch_threads"] == str(torch.get_num_threads())

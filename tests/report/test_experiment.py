@@ -3,6 +3,7 @@ from the JSON (never the files embedded), and ``stategym experiment … --report
 
 from __future__ import annotations
 
+import platform
 import re
 import shutil
 from pathlib import Path
@@ -132,3 +133,12 @@ def test_the_hostile_texts_reach_the_table(experiments: dict[str, Path]) -> None
     assert isinstance(run, ExperimentRun)
     (grid,) = tables(run.table)
     assert isinstance(grid, Grid) and len(grid.rows) == len(HOSTILE_TEXTS)
+
+
+def test_an_experiment_says_what_ran_it(experiments: dict[str, Path]) -> None:
+    page = build([experiments["e0"], experiments["e3"]])
+    e0 = page[page.index('id="experiment-e0"') :]
+    assert f"<dt>ran on</dt><dd>python {platform.python_version()}, " in e0
+    # E3's committed files are from before the environment was recorded
+    e3 = page[page.index('id="experiment-e3"') :]
+    assert "<dt>ran on</dt><dd>-</dd>" in e3

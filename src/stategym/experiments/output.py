@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import platform
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -55,6 +57,8 @@ every run computes afresh from its own episodes; E3's k-shot arm (``llm_agents``
 be added to a finished folder."""
 RUNS = "runs"
 """The folder under which the experiments keep their trained arms."""
+ENVIRONMENT = "environment"
+"""The key of ``results.json`` holding what ran it (:func:`environment`)."""
 FILES = "files"
 """The key of ``results.json`` holding ``{file name: "sha256:HEX"}`` of ``raw.json``,
 ``table.md`` and each plot (``plots/NAME``) as this run wrote them."""
@@ -98,6 +102,28 @@ def digest(data: bytes) -> str:
     return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
+def environment() -> dict[str, str]:
+    """What ran this process: Python, the platform and, where the run used PyTorch, its
+    version, the CPU kernels it chose (``torch.backends.cpu.get_cpu_capability()``) and its
+    thread count. *Why*: a trained arm's numbers follow the kernels' float arithmetic. At one
+    commit, E3's fine-tuned cells came out three ways: on an AVX-512 machine, on the same
+    machine forced to AVX2 (``ATEN_CPU_CAPABILITY=avx2``) and in the session that measured
+    docs/experiments.md (means apart by up to 0.01 in R, 0.05 in a per-dimension gap and
+    0.06 in template attraction); the scripted agents' rows were identical. Torch is not
+    imported here: E0 trains nothing."""
+    found = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        found["torch"] = str(torch.__version__)
+        found["cpu_capability"] = str(torch.backends.cpu.get_cpu_capability())
+        found["torch_threads"] = str(torch.get_num_threads())
+    return found
+
+
 def write_run(
     out: Path,
     results: Mapping[str, Any],
@@ -108,7 +134,8 @@ def write_run(
     """Write an experiment's run directory: ``plots()`` (the experiment's own figures,
     written under ``out / "plots"``), ``raw.json`` and ``table.md``, then ``results.json``
     with the digests of them all under :data:`FILES` (see the module docstring); returns the
-    paths, ``results.json``, ``raw.json`` and ``table.md`` first."""
+    paths, ``results.json``, ``raw.json`` and ``table.md`` first. ``results.json`` also names
+    what ran the run (:data:`ENVIRONMENT`)."""
     out.mkdir(parents=True, exist_ok=True)
     figures = plots()
     files = {RAW: json_bytes(raw), TABLE: table.encode("utf-8")}
@@ -116,7 +143,7 @@ def write_run(
         replace_bytes(out / name, data)
     digests = {name: digest(data) for name, data in files.items()}
     digests |= {f.relative_to(out).as_posix(): digest(read_regular(f)) for f in figures}
-    stamped = {**results, FILES: digests}
+    stamped = {**results, ENVIRONMENT: environment(), FILES: digests}
     return [write_json(out / RESULTS, stamped), out / RAW, out / TABLE, *figures]
 
 

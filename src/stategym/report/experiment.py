@@ -277,6 +277,15 @@ def _figures(run: ExperimentRun, tag: str) -> list[str]:
     return [markup.figure(svg, caption) for svg, caption in figures if svg is not None]
 
 
+def _ran_on(environment: object) -> str:
+    """``results.json``'s ``environment`` in one line ("python 3.11.7, ..., cpu_capability
+    AVX512"), or "-" for a run written before it was recorded (or a value that is not one)."""
+    if not isinstance(environment, Mapping):
+        return "-"
+    named = [f"{k} {v}" for k, v in environment.items() if isinstance(v, (str, int, float))]
+    return ", ".join(named) or "-"
+
+
 def section(run: ExperimentRun, tag: str) -> str:
     """The experiment's section: its settings, redrawn figures and tables."""
     results = run.results
@@ -286,6 +295,7 @@ def section(run: ExperimentRun, tag: str) -> str:
         ("budget", config.get("budget", "-") if isinstance(config, Mapping) else "-"),
         ("seeds", ", ".join(map(str, results.get("seeds", [])))),
         ("CPU seconds", results.get("cpu_seconds", "-")),
+        ("ran on", _ran_on(results.get("environment"))),
         *(("not run", note) for note in results.get("not_run", [])),
         ("plot files (redrawn here)", ", ".join(run.plots) or "none"),
     ]
