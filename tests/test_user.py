@@ -719,5 +719,6 @@ def test_a_phrase_table_given_as_lists_reads_as_the_same_table_given_as_tuples()
 def test_a_domain_whose_slot_is_given_one_bare_phrase_is_refused_by_name() -> None:
     # A bare string would be read as one phrase per letter: "my budget" as "m", "y", ...
     travel = get_domain("travel")
-    with pytest.raises(StateGymError, match=r"travel slot_phrases\['budget'\]"):
-        dataclasses.replace(travel, slot_phrases={**travel.slot_phrases, "budget": "my budget"})
+    for phrases in ("my budget", None, (p for p in ("my budget",))):
+        with pytest.raises(StateGymError, match=r"travel slot_phrases\['budget'\]"):
+            dataclasses.replace(travel, slot_phrases={**travel.slot_phrases, "budget": phrases})

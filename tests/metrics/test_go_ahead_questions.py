@@ -10,8 +10,9 @@ report, a sentence in a go-ahead's words naming an untold slot is a question, ev
 opening on the act's verb ("Can I delete the volume that has been idle for 30 days?"): the
 user answers it and approves nothing before it has said its values (audit 22A F1). A
 go-ahead naming only the proposal after a lead-in or a list marker ("So, shall I go ahead?",
-"1. Shall I book it?") still asks the go-ahead (audit 22A F4); any other question after one
-is read as it was (audit 22B M2, H2)."""
+"1. Shall I book it?") still asks the go-ahead before a commit (audit 22A F4, 23 F3); any
+other question after one, a verb carrying a slot's meaning ("So, should I convert it?") and
+anything after a commit are read as they were (audits 22B M2, H2 and 23 F1, F2)."""
 
 from __future__ import annotations
 
@@ -347,11 +348,28 @@ LEAD_INS = (
     "OK, should I proceed?",
     "Now, shall I go ahead and book it?",
     "Then: shall I proceed with the order?",
+    # audit 23 F3: other openings and shapes that still asked none
+    "Great, shall I go ahead?",
+    "OK then, shall I go ahead?",
+    "So \u2014 shall I go ahead?",
+    "If that's OK, shall I go ahead?",
+    "If you agree, shall I pay?",
+    "So, would you like me to proceed?",
+    "So, is that OK?",
+)
+DOMAIN_GO_AHEADS = (
+    # audit 23 F3: each domain's own go-ahead after "So," (bare: a verdict on every task)
+    ("bank", "So, shall I pay the invoice?"),
+    ("cloud", "So, shall I delete the volume?"),
+    ("travel", "So, shall I book the flight?"),
+    ("meetings", "So, shall I send the invitation?"),
+    ("shop", "So, shall I place the order?"),
 )
 
 
-@pytest.mark.parametrize("go_ahead", LEAD_INS)
-@pytest.mark.parametrize("name", JUDGING)
+@pytest.mark.parametrize(
+    ("name", "go_ahead"), [*((n, g) for n in JUDGING for g in LEAD_INS), *DOMAIN_GO_AHEADS]
+)
 def test_a_go_ahead_after_a_lead_in_or_a_list_marker_still_proposes(
     name: str, go_ahead: str
 ) -> None:
@@ -371,6 +389,10 @@ LED_IN_QUESTIONS = (
     ("travel", 1, "should I keep the fare under a certain amount? If so, how much?"),
     ("bank", 3, "can I use your savings account for this?"),
     ("bank", 3, "can I convert currencies to pay this?"),
+    # audit 23 F1: a verb that carries a slot's meaning, on the proposal ("it", "the order")
+    ("bank", 1, "should I convert it?"),
+    ("shop", 5, "can I rush the order?"),
+    ("meetings", 1, "should I extend it?"),
 )
 
 
@@ -385,18 +407,22 @@ def test_a_slot_question_after_a_lead_in_beside_a_step_report_proposes_nothing(
 
 
 @pytest.mark.parametrize(
-    "offer",
+    "closing",
     [
+        # audit 22B H2: read as a go-ahead, "Done! I've deleted vol6035. Now, can I help
+        # with anything else?" proposed the volume already deleted, and the user approved it
         "Now, can I help with anything else?",
         "Well, can I do anything else for you?",
         "Then, may I help with something else?",
         "OK, can I help with anything else?",
         "Now, any questions?",
+        # audit 23 F2: closings read as at ded455d after a commit (R 1.0 -> 0.93 on 45/45)
+        "So, does that look good?",
+        "And let me know if that works for you!",
+        "Now, any concerns?",
+        "So, sound good?",
+        "So, shall I go ahead?",
     ],
 )
-def test_an_offer_of_help_after_a_lead_in_asks_no_go_ahead_once_the_act_is_done(
-    offer: str,
-) -> None:
-    # audit 22B H2: read as a go-ahead, "Done! I've deleted vol6035. Now, can I help with
-    # anything else?" proposed the volume already deleted, and the user approved it (R 0.47)
-    assert not asks_go_ahead(offer, done=True)
+def test_a_closing_after_a_lead_in_asks_no_go_ahead_once_the_act_is_done(closing: str) -> None:
+    assert not asks_go_ahead(closing, done=True)

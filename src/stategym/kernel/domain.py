@@ -11,7 +11,7 @@ The kernel knows domains only as these objects. Names belong to the registry
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -106,8 +106,9 @@ class Domain:
     def __post_init__(self) -> None:
         knob_sentences(f"{self.name} instructions", self.instructions, self.instructions_when_off)
         for slot, phrases in self.slot_phrases.items():
-            if isinstance(phrases, str) or not all(isinstance(p, str) for p in phrases):
-                # a bare string would be read as one phrase per letter
+            # a bare string would be read as one phrase per letter, a generator emptied here
+            not_a_sequence = isinstance(phrases, str) or not isinstance(phrases, Sequence)
+            if not_a_sequence or not all(isinstance(p, str) for p in phrases):
                 raise StateGymError(
                     f"{self.name} slot_phrases[{slot!r}] must be a sequence of phrases, "
                     f"got {phrases!r}"

@@ -28,8 +28,7 @@ def asks_go_ahead(
     about no slot by the reader's ``asks_slot`` ("May I use your savings account?" and
     "Should I avoid converting currency?" have a go-ahead's words and ask a slot)."""
     if CONFIRMING.match(sentence) is None:
-        led_in = _LED_IN.match(sentence)  # "So, shall I go ahead?", "1. Shall I book it?"
-        return led_in is not None and not (done and offers_more_help(sentence[led_in.start(1) :]))
+        return not done and _led_in(sentence, asks_slot)
     if done and offers_more_help(sentence):
         return False
     if not asks_slot(sentence):  # the common case, and the cheap one: no slot named
@@ -40,6 +39,17 @@ def asks_go_ahead(
     # one opening "Should I ..." may ask anything else ("May I use your savings account?")
     of_the_proposal = _ONLY_GO_AHEAD.match(sentence) or _ENDS_ON_IT.search(sentence)
     return of_the_proposal is not None or offers_more_help(sentence)
+
+
+def _led_in(sentence: str, asks_slot: Callable[[str], bool]) -> bool:
+    """Whether ``sentence`` is a go-ahead after an opening (:data:`_LED_IN`: "So, shall I go
+    ahead?", "1. Shall I book it?"); one naming its act's object in a word of its own ("So,
+    shall I book the flight?") only where the reader finds no slot asked ("So, should I pay
+    the fee?" asks the fee cap)."""
+    found = _LED_IN.match(sentence)
+    if found is None:
+        return False
+    return found["object"] is None or not asks_slot(sentence[found.start("go_ahead") :])
 
 
 _IT = (
@@ -82,31 +92,51 @@ _ENDS_ON_IT = re.compile(
 )
 """A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
 _LEAD_IN = (
-    r"(?:so|then|now|ok|okay|well|alright|all right|and|next|if so|in that case|with that"
-    r"|if you agree|if (?:that|this|it) (?:works|sounds good|looks good)(?: for you| to you)?"
+    r"(?:so|then|now|ok|okay|well|alright|all right|and|next|great|sure|perfect|good"
+    r"|(?:ok|okay|alright|all right) then|if so|in that case|with that|if you agree"
+    r"|if (?:that|this|it) (?:works|sounds good|looks good)(?: for you| to you)?"
+    r"|if (?:that|this|it)(?:'s|\u2019s| is) (?:ok|okay|fine|alright|all right)"
+    r"(?: with you| for you)?"
     r"|if you(?: are| re|'re|\u2019re)? (?:happy|ok|okay|fine)(?: with (?:it|this|that))?)"
 )
 """Words that may open a go-ahead without changing what it asks ("So, shall I go ahead?",
-"If you agree, shall I pay?")."""
+"If you agree, shall I pay?", "Great - shall I book it?")."""
+_ACT = (
+    r"(?:book|buy|pay|place|send|delete|order|purchase|reserve|schedule|submit|confirm"
+    r"|finali[sz]e|complete|do|make|process|transfer|issue)"
+)
+"""The acts a go-ahead after an opening may name: the domains' commits, never a word that
+carries a slot's meaning ("So, should I convert it?" asks about conversion, "So, can I rush
+the order?" about the deadline, "So, should I extend it?" about the length: audit 23 F1)."""
+_DO = (
+    rf"(?:go ahead|proceed|continue|go for it|(?:go ahead and )?{_ACT}"
+    rf"(?: {_IT}| the (?P<object>\w+))?)(?: with {_IT})?(?: for you| now| then| today| right away)?"
+)
+"""What a go-ahead after an opening asks to do: go ahead, or the act, on the proposal or on
+one word's object (:func:`_led_in` asks the reader about the latter)."""
 _LED_IN = re.compile(
-    r"[\s*_\-\u2013\u2014\u2022]*(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
-    rf"(?:{_LEAD_IN}[,:]?[\s*_]+)?"
-    rf"((?:shall|should|can|may|could) (?:i|we) (?:go ahead|proceed|continue|go for it"
-    rf"|(?:go ahead and )?\w+ {_IT})(?: with {_IT})?(?: for you| now| then| today| right away)?"
+    r"[\s*_\-\u2013\u2014\u2022]*+(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
+    rf"(?:{_LEAD_IN}(?:[,:]|\s*[\-\u2013\u2014])?[\s*_]+)?"
+    r"(?P<go_ahead>(?:(?:shall|should|can|may|could) (?:i|we)"
+    rf"|(?:(?:do|would) you (?:like|want) me to|want me to)) {_DO}"
+    r"|(?:is|would) (?:that|this|it) (?:be )?(?:ok|okay|fine|alright|all right|acceptable|good)"
+    r"(?: with you| for you| to you)?"
     rf"|{_GO_AHEAD}){_ENDS}",
     re.IGNORECASE,
 )
 """A go-ahead after a list item's bullet or number, a dash or a lead-in (:data:`_LEAD_IN`),
-that names nothing but the proposal: "Shall I go ahead?", "Should we proceed with it?",
-"Shall I book it?", or a sentence that is only a go-ahead (:data:`_GO_AHEAD`); group 1 is
-the go-ahead. *Why*: after a step report, "So, shall I go ahead?", "1. Shall I go ahead?",
-"- Shall I book it?" and "If you agree, shall I go ahead?" asked no go-ahead, so the message
-stayed a report, the user gave no verdict and the commit that followed was unapproved (audit
-22A F4: 0 of 15 tasks). Only such a go-ahead: with any other question after the opening
-("So, should I book a refundable fare?", "Now, can I help with anything else?") the sentence
-is read as it was, since a lead-in before every "Should I ...?" made slot questions the
-reader takes for go-aheads approvals in round 0, and offers of help after a commit proposals
-(audit 22B H2, M2)."""
+that names nothing but the proposal and its act: "Shall I go ahead?", "Should we proceed
+with it?", "Shall I book it?", "Would you like me to proceed?", "Is that OK?", or a
+sentence that is only a go-ahead (:data:`_GO_AHEAD`). *Why*: after a step report, "So,
+shall I go ahead?", "1. Shall I go ahead?", "- Shall I book it?" and "If you agree, shall I
+go ahead?" asked no go-ahead, so the message stayed a report, the user gave no verdict and
+the commit that followed was unapproved (audit 22A F4: 0 of 15 tasks). Only such a
+go-ahead, and only before a commit (:func:`asks_go_ahead`): with any other question after
+the opening ("So, should I book a refundable fare?", "Now, can I help with anything else?")
+the sentence is read as it was, since a lead-in before every "Should I ...?" made slot
+questions the reader takes for go-aheads approvals in round 0, and offers of help after a
+commit proposals (audit 22B H2, M2); after a commit a closing ("So, does that look good?")
+is read as it was too (audit 23 F2)."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
