@@ -393,6 +393,13 @@ LED_IN_QUESTIONS = (
     ("bank", 1, "should I convert it?"),
     ("shop", 5, "can I rush the order?"),
     ("meetings", 1, "should I extend it?"),
+    # audit 24 F1: an act on one word that names a slot's value, not the proposal
+    ("bank", 1, "should I pay the euros?"),
+    ("shop", 5, "should I order the express?"),
+    ("meetings", 2, "should I book the whiteboard?"),
+    ("travel", 0, "can I confirm the amount?"),
+    ("travel", 0, "can I confirm the fare?"),
+    ("cloud", 2, "should I delete the largest?"),
 )
 
 
@@ -426,3 +433,15 @@ def test_a_slot_question_after_a_lead_in_beside_a_step_report_proposes_nothing(
 )
 def test_a_closing_after_a_lead_in_asks_no_go_ahead_once_the_act_is_done(closing: str) -> None:
     assert not asks_go_ahead(closing, done=True)
+
+
+@pytest.mark.parametrize("go_ahead", ["Now, sound good?", "So, shall I buy it?", "So, is that OK?"])
+def test_beside_a_proposal_a_go_ahead_after_an_opening_is_the_proposal_s_only_before_a_commit(
+    go_ahead: str,
+) -> None:
+    # audit 24 F2: the user dropped it from what it reads beside a proposal after a commit too,
+    # so "I recommend AQ449. Now, sound good?" after the booking read otherwise than before
+    user = _user("travel")
+    assert user._asks_the_proposal_s_go_ahead(go_ahead, done=False)
+    assert not user._asks_the_proposal_s_go_ahead(go_ahead, done=True)
+    assert user._asks_the_proposal_s_go_ahead(go_ahead.split(", ")[1].capitalize(), done=True)

@@ -43,9 +43,8 @@ def asks_go_ahead(
 
 def _led_in(sentence: str, asks_slot: Callable[[str], bool]) -> bool:
     """Whether ``sentence`` is a go-ahead after an opening (:data:`_LED_IN`: "So, shall I go
-    ahead?", "1. Shall I book it?"); one naming its act's object in a word of its own ("So,
-    shall I book the flight?") only where the reader finds no slot asked ("So, should I pay
-    the fee?" asks the fee cap)."""
+    ahead?", "1. Shall I book it?"); one naming its act's object (:data:`_OBJECT`: "So, shall
+    I book the flight?") only where the reader finds no slot asked in it either."""
     found = _LED_IN.match(sentence)
     if found is None:
         return False
@@ -83,8 +82,10 @@ complete it.", "Does this work for you?", "Sound good?", or a request for the go
 objection, :data:`~stategym.kernel.understanding.courtesy.GO_AHEAD_REQUEST`: "Just say the
 word.", "Any concerns before I book it?"): it names no slot, only the proposal (:data:`_IT`),
 so "Can you confirm your budget?" is no go-ahead."""
-_ENDS = r"[\s*_]*[?.!]*[\s*_]*$"
-"""The end of a sentence, its marks and markup."""
+_ENDS = r"[\s*_]*+[?.!]*[\s*_]*$"
+"""The end of a sentence, its marks and markup (the first run possessive: two runs of the same
+characters either side of optional marks made a long run before a last word quadratic,
+audit 24 F3)."""
 _ONLY_GO_AHEAD = re.compile(rf"[\s*_]*(?:{_GO_AHEAD}){_ENDS}", re.IGNORECASE)
 """A sentence that is a go-ahead and nothing more (:data:`_GO_AHEAD`)."""
 _ENDS_ON_IT = re.compile(
@@ -102,18 +103,28 @@ _LEAD_IN = (
 """Words that may open a go-ahead without changing what it asks ("So, shall I go ahead?",
 "If you agree, shall I pay?", "Great - shall I book it?")."""
 _ACT = (
-    r"(?:book|buy|pay|place|send|delete|order|purchase|reserve|schedule|submit|confirm"
-    r"|finali[sz]e|complete|do|make|process|transfer|issue)"
+    r"(?:book|buy|pay|place|send|delete|order|purchase|reserve|submit|confirm|finali[sz]e"
+    r"|complete|do|make|process|transfer|issue)"
 )
 """The acts a go-ahead after an opening may name: the domains' commits, never a word that
 carries a slot's meaning ("So, should I convert it?" asks about conversion, "So, can I rush
-the order?" about the deadline, "So, should I extend it?" about the length: audit 23 F1)."""
+the order?" about the deadline, "So, should I extend it?" about the length: audit 23 F1;
+"schedule" may ask a time, a window or a deadline: audit 24)."""
+_OBJECT = (
+    r"(?:flight|ticket|invoice|bill|payment|transfer|purchase|invitation|invite|meeting|volume)"
+)
+"""What the domains' acts are done on, as a go-ahead names it ("So, shall I book the
+flight?", "So, shall I delete the volume?"): never a word that may name a slot's value ("So,
+should I order the express?", "So, can I book the refundable?", "So, should I delete the
+largest?" ask about the deadline, the fare type, the size: audit 24 F1; "Can I confirm the
+fare?" and "Should I schedule the deletion?" may ask the fare type and the window)."""
 _DO = (
     rf"(?:go ahead|proceed|continue|go for it|(?:go ahead and )?{_ACT}"
-    rf"(?: {_IT}| the (?P<object>\w+))?)(?: with {_IT})?(?: for you| now| then| today| right away)?"
+    rf"(?: {_IT}| the (?P<object>{_OBJECT}))?)(?: with {_IT})?"
+    r"(?: for you| now| then| today| right away)?"
 )
 """What a go-ahead after an opening asks to do: go ahead, or the act, on the proposal or on
-one word's object (:func:`_led_in` asks the reader about the latter)."""
+its object (:func:`_led_in` asks the reader about the latter too)."""
 _LED_IN = re.compile(
     r"[\s*_\-\u2013\u2014\u2022]*+(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
     rf"(?:{_LEAD_IN}(?:[,:]|\s*[\-\u2013\u2014])?[\s*_]+)?"

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from stategym.kernel.go_aheads import asks_go_ahead
+from stategym.kernel.go_aheads import CONFIRMING, asks_go_ahead
 from stategym.kernel.proposals import (
     Proposal,
     clauses,
@@ -260,7 +260,7 @@ class SimulatedUser:
                 s
                 for s in sentences(text)
                 if not names_option(s, self._options)
-                and not asks_go_ahead(s, asks_slot=self._asks_untold)
+                and not self._asks_the_proposal_s_go_ahead(s, done)
             )
         elif proposal.reported:
             # the report, and the statements naming options beside it, tell what was done;
@@ -275,6 +275,16 @@ class SimulatedUser:
         if proposal.named and not proposes:
             text = without_ids(text, self._options)
         return self._matcher.read(text, beside_request=proposes or proposal.reported)
+
+    def _asks_the_proposal_s_go_ahead(self, sentence: str, done: bool) -> bool:
+        """Whether ``sentence``, beside a proposal, asks its go-ahead and so is the proposal's:
+        in :data:`~stategym.kernel.go_aheads.CONFIRMING`'s words whatever is ``done``, after
+        an opening ("So, shall I go ahead?") only before a commit, as a go-ahead after one is
+        read (audit 24 F2: after a commit, "I recommend AQ449. Now, sound good?" read
+        otherwise than at ded455d)."""
+        if done and CONFIRMING.match(sentence) is None:
+            return False
+        return asks_go_ahead(sentence, asks_slot=self._asks_untold)
 
     def respond(self, text: str, done: Collection[str] = ()) -> UserTurn:
         """The user's reply to ``text``, told ``done``: the options the world holds committed
