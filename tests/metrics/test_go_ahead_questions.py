@@ -309,12 +309,24 @@ ACT_VERB_QUESTIONS = (
 )
 
 
-@pytest.mark.parametrize(("name", "seed", "question"), ACT_VERB_QUESTIONS)
-def test_a_slot_question_on_the_act_s_verb_beside_a_step_report_asks_and_proposes_nothing(
+STATED_VALUES = (
+    # audit 25 F1: "Would that be OK?" with no opening is no go-ahead CONFIRMING knows; read
+    # as one, a value stated before it went unanswered and the step report became a proposal
+    # approved in round 0 (R 1.0 -> 0.11 on 87 of 87 replays)
+    ("bank", 5, "I could pay it from your savings account. Would that be OK?"),
+    ("travel", 2, "There is also a morning departure. Would that be OK?"),
+    ("cloud", 6, "It has been idle for 10 days. Would it be fine?"),
+)
+
+
+@pytest.mark.parametrize(("name", "seed", "question"), ACT_VERB_QUESTIONS + STATED_VALUES)
+def test_a_slot_question_beside_a_step_report_is_answered_and_proposes_nothing(
     name: str, seed: int, question: str
 ) -> None:
     turn, composite = _with_a_step_report_first(name, seed, question)
     assert turn.proposed is None
+    assert turn.accepted is None
+    assert turn.asked
     assert composite == expert(name, seed, False).card.composite
 
 

@@ -44,9 +44,11 @@ def asks_go_ahead(
 def _led_in(sentence: str, asks_slot: Callable[[str], bool]) -> bool:
     """Whether ``sentence`` is a go-ahead after an opening (:data:`_LED_IN`: "So, shall I go
     ahead?", "1. Shall I book it?"); one naming its act's object (:data:`_OBJECT`: "So, shall
-    I book the flight?") only where the reader finds no slot asked in it either."""
+    I book the flight?") only where the reader finds no slot asked in it either. Without an
+    opening nothing is read here: a sentence :data:`CONFIRMING` does not match stays what it
+    was ("It is $560. Would that be OK?" asks the budget: audit 25 F1)."""
     found = _LED_IN.match(sentence)
-    if found is None:
+    if found is None or not sentence[: found.start("go_ahead")].strip(" \t\n*_"):
         return False
     return found["object"] is None or not asks_slot(sentence[found.start("go_ahead") :])
 
@@ -130,7 +132,7 @@ _LED_IN = re.compile(
     rf"(?:{_LEAD_IN}(?:[,:]|\s*[\-\u2013\u2014])?[\s*_]+)?"
     r"(?P<go_ahead>(?:(?:shall|should|can|may|could) (?:i|we)"
     rf"|(?:(?:do|would) you (?:like|want) me to|want me to)) {_DO}"
-    r"|(?:is|would) (?:that|this|it) (?:be )?(?:ok|okay|fine|alright|all right|acceptable|good)"
+    r"|is (?:that|this|it) (?:ok|okay|fine|alright|all right|acceptable|good)"
     r"(?: with you| for you| to you)?"
     rf"|{_GO_AHEAD}){_ENDS}",
     re.IGNORECASE,
