@@ -48,9 +48,10 @@ def _led_in(sentence: str, asks_slot: Callable[[str], bool]) -> bool:
     opening nothing is read here: a sentence :data:`CONFIRMING` does not match stays what it
     was ("It is $560. Would that be OK?" asks the budget: audit 25 F1)."""
     found = _LED_IN.match(sentence)
-    if found is None or not sentence[: found.start("go_ahead")].strip(" \t\n*_"):
+    if found is None:
         return False
-    return found["object"] is None or not asks_slot(sentence[found.start("go_ahead") :])
+    opening, go_ahead = sentence[: found.start("go_ahead")], sentence[found.start("go_ahead") :]
+    return bool(opening.strip(" \t\n*_")) and (found["object"] is None or not asks_slot(go_ahead))
 
 
 _IT = (
