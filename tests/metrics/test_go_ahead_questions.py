@@ -368,6 +368,21 @@ LEAD_INS = (
     "If you agree, shall I pay?",
     "So, would you like me to proceed?",
     "So, is that OK?",
+    # audit 24 item 4: openings the question reader skips, and shapes, that still asked none
+    "Also, shall I go ahead?",
+    "OK so shall I go ahead?",
+    "Okay, so shall I go ahead?",
+    "So then, shall I go ahead?",
+    "If everything looks good, shall I go ahead?",
+    "If you'd like, shall I go ahead?",
+    "Please confirm: shall I go ahead?",
+    "Next step: shall I go ahead?",
+    "> Shall I go ahead?",
+    "So, shall we?",
+    "So, shall I go ahead, then?",
+    "So, are you ready for me to go ahead?",
+    "So, should I book it now for you?",
+    "So, shall I proceed with the payment?",
 )
 DOMAIN_GO_AHEADS = (
     # audit 23 F3: each domain's own go-ahead after "So," (bare: a verdict on every task)
@@ -376,6 +391,9 @@ DOMAIN_GO_AHEADS = (
     ("travel", "So, shall I book the flight?"),
     ("meetings", "So, shall I send the invitation?"),
     ("shop", "So, shall I place the order?"),
+    # audit 24 item 4: the object after "your"
+    ("shop", "So, may I place your order?"),
+    ("travel", "So, shall I book your flight?"),
 )
 
 
@@ -412,10 +430,17 @@ LED_IN_QUESTIONS = (
     ("travel", 0, "can I confirm the amount?"),
     ("travel", 0, "can I confirm the fare?"),
     ("cloud", 2, "should I delete the largest?"),
+    # the shapes audit 24's item 4 added hold no slot's value either
+    ("bank", 1, "should I proceed with the conversion?"),
+    ("shop", 5, "should I place your order with express shipping?"),
+    ("travel", 0, "shall I book your refundable fare?"),
+    ("meetings", 2, "shall we book the whiteboard, then?"),
 )
 
 
-@pytest.mark.parametrize("lead_in", ["So, ", "Well, ", "Now, ", "And "])
+@pytest.mark.parametrize(
+    "lead_in", ["So, ", "Well, ", "Now, ", "And ", "Also, ", "OK so ", "If you'd like, "]
+)
 @pytest.mark.parametrize(("name", "seed", "question"), LED_IN_QUESTIONS)
 def test_a_slot_question_after_a_lead_in_beside_a_step_report_proposes_nothing(
     name: str, seed: int, question: str, lead_in: str

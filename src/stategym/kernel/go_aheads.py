@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 from stategym.kernel.understanding.courtesy import GO_AHEAD_REQUEST, offers_more_help
+from stategym.kernel.understanding.words import OPENING_WORDS
 
 
 def asks_nothing(sentence: str) -> bool:
@@ -51,7 +52,8 @@ def _led_in(sentence: str, asks_slot: Callable[[str], bool]) -> bool:
     if found is None:
         return False
     opening, go_ahead = sentence[: found.start("go_ahead")], sentence[found.start("go_ahead") :]
-    return bool(opening.strip(" \t\n*_")) and (found["object"] is None or not asks_slot(go_ahead))
+    names_an_object = found["object"] is not None or found["object_of"] is not None
+    return bool(opening.strip(" \t\n*_")) and (not names_an_object or not asks_slot(go_ahead))
 
 
 _IT = (
@@ -96,15 +98,22 @@ _ENDS_ON_IT = re.compile(
 )
 """A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
 _LEAD_IN = (
-    r"(?:so|then|now|ok|okay|well|alright|all right|and|next|great|sure|perfect|good"
-    r"|(?:ok|okay|alright|all right) then|if so|in that case|with that|if you agree"
+    rf"(?:{OPENING_WORDS}|sure|good|right|all right|with that|in that case|next step"
+    r"|please confirm|(?:ok|okay|alright|all right) then|if so|if you agree"
+    r"|if you(?:'d|\u2019d| would) like|if everything looks (?:good|ok|okay|fine|right)"
     r"|if (?:that|this|it) (?:works|sounds good|looks good)(?: for you| to you)?"
     r"|if (?:that|this|it)(?:'s|\u2019s| is) (?:ok|okay|fine|alright|all right)"
     r"(?: with you| for you)?"
     r"|if you(?: are| re|'re|\u2019re)? (?:happy|ok|okay|fine)(?: with (?:it|this|that))?)"
 )
-"""Words that may open a go-ahead without changing what it asks ("So, shall I go ahead?",
-"If you agree, shall I pay?", "Great - shall I book it?")."""
+"""Words that may open a go-ahead without changing what it asks: the openings the question
+reader skips (:data:`~stategym.kernel.understanding.words.OPENING_WORDS`: "So, shall I go
+ahead?", "Also, shall I book it?", "OK so shall I pay?") and a few of a go-ahead's own ("If
+you agree, shall I pay?", "Sure - shall I book it?", "Please confirm: shall I go ahead?")."""
+_MOST_LEAD_INS = 3
+"""How many lead-ins may open one go-ahead ("OK, so then, shall I go ahead?"): a bound, as
+several of them read in more than one way ("ok then" is one lead-in or two), and an
+unbounded run of such readings backtracks exponentially."""
 _ACT = (
     r"(?:book|buy|pay|place|send|delete|order|purchase|reserve|submit|confirm|finali[sz]e"
     r"|complete|do|make|process|transfer|issue)"
@@ -112,45 +121,54 @@ _ACT = (
 """The acts a go-ahead after an opening may name: the domains' commits, never a word that
 carries a slot's meaning ("So, should I convert it?" asks about conversion, "So, can I rush
 the order?" about the deadline, "So, should I extend it?" about the length: audit 23 F1;
-"schedule" may ask a time, a window or a deadline: audit 24)."""
+"schedule" may ask a time, a window or a deadline: audit 24; "lock it in" and "set it up"
+may ask about a step, the bank's rate lock or a meeting's set-up)."""
 _OBJECT = (
-    r"(?:flight|ticket|invoice|bill|payment|transfer|purchase|invitation|invite|meeting|volume)"
+    r"(?:flight|ticket|invoice|bill|payment|transfer|purchase|invitation|invite|meeting|volume"
+    r"|order|booking|reservation)"
 )
-"""What the domains' acts are done on, as a go-ahead names it ("So, shall I book the
-flight?", "So, shall I delete the volume?"): never a word that may name a slot's value ("So,
-should I order the express?", "So, can I book the refundable?", "So, should I delete the
-largest?" ask about the deadline, the fare type, the size: audit 24 F1; "Can I confirm the
-fare?" and "Should I schedule the deletion?" may ask the fare type and the window)."""
+"""What the domains' acts are done on, as a go-ahead names it after "the" or "your" ("So,
+shall I book the flight?", "So, shall I delete the volume?", "So, may I place your order?"):
+never a word that may name a slot's value ("So, should I order the express?", "So, can I
+book the refundable?", "So, should I delete the largest?" ask about the deadline, the fare
+type, the size: audit 24 F1; "Can I confirm the fare?" and "Should I schedule the deletion?"
+may ask the fare type and the window), and never an option's name ("So, shall I book the AQ
+flight?": which option it names is the proposal reader's to say)."""
+_WHEN = r"(?:,? (?:for you|now|then|today|right away)){0,2}"
+"""When and for whom, after a go-ahead's act ("... book it now for you?", "... go ahead,
+then?")."""
 _DO = (
-    rf"(?:go ahead|proceed|continue|go for it|(?:go ahead and )?{_ACT}"
-    rf"(?: {_IT}| the (?P<object>{_OBJECT}))?)(?: with {_IT})?"
-    r"(?: for you| now| then| today| right away)?"
+    rf"(?:(?:go ahead|proceed|continue)(?: with (?:{_IT}|(?:the|your) (?P<object_of>{_OBJECT})))?"
+    rf"|go for it|(?:go ahead and )?{_ACT}(?: {_IT}| (?:the|your) (?P<object>{_OBJECT}))?"
+    rf"(?: with {_IT})?){_WHEN}"
 )
 """What a go-ahead after an opening asks to do: go ahead, or the act, on the proposal or on
 its object (:func:`_led_in` asks the reader about the latter too)."""
 _LED_IN = re.compile(
-    r"[\s*_\-\u2013\u2014\u2022]*+(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
-    rf"(?:{_LEAD_IN}(?:[,:]|\s*[\-\u2013\u2014])?[\s*_]+)?"
+    r"[\s*_\-\u2013\u2014\u2022>]*+(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
+    rf"(?:(?:{_LEAD_IN})\b[\s,:*_\-\u2013\u2014]*){{0,{_MOST_LEAD_INS}}}"
     r"(?P<go_ahead>(?:(?:shall|should|can|may|could) (?:i|we)"
-    rf"|(?:(?:do|would) you (?:like|want) me to|want me to)) {_DO}"
+    rf"|(?:(?:do|would) you (?:like|want) me to|want me to|are you ready for me to)) {_DO}"
+    r"|(?:shall|should) we"
     r"|is (?:that|this|it) (?:ok|okay|fine|alright|all right|acceptable|good)"
     r"(?: with you| for you| to you)?"
     rf"|{_GO_AHEAD}){_ENDS}",
     re.IGNORECASE,
 )
-"""A go-ahead after a list item's bullet or number, a dash or a lead-in (:data:`_LEAD_IN`),
-that names nothing but the proposal and its act: "Shall I go ahead?", "Should we proceed
-with it?", "Shall I book it?", "Would you like me to proceed?", "Is that OK?", or a
-sentence that is only a go-ahead (:data:`_GO_AHEAD`). *Why*: after a step report, "So,
-shall I go ahead?", "1. Shall I go ahead?", "- Shall I book it?" and "If you agree, shall I
-go ahead?" asked no go-ahead, so the message stayed a report, the user gave no verdict and
-the commit that followed was unapproved (audit 22A F4: 0 of 15 tasks). Only such a
-go-ahead, and only before a commit (:func:`asks_go_ahead`): with any other question after
-the opening ("So, should I book a refundable fare?", "Now, can I help with anything else?")
-the sentence is read as it was, since a lead-in before every "Should I ...?" made slot
-questions the reader takes for go-aheads approvals in round 0, and offers of help after a
-commit proposals (audit 22B H2, M2); after a commit a closing ("So, does that look good?")
-is read as it was too (audit 23 F2)."""
+"""A go-ahead after a list item's bullet or number, a dash, a quote's mark or lead-ins
+(:data:`_LEAD_IN`), that names nothing but the proposal and its act: "Shall I go ahead?",
+"Should we proceed with it?", "Shall I book it now for you?", "Would you like me to
+proceed?", "Shall we?", "Is that OK?", or a sentence that is only a go-ahead
+(:data:`_GO_AHEAD`). *Why*: after a step report, "So, shall I go ahead?", "1. Shall I go
+ahead?", "- Shall I book it?" and "If you agree, shall I go ahead?" asked no go-ahead, so the
+message stayed a report, the user gave no verdict and the commit that followed was
+unapproved (audit 22A F4: 0 of 15 tasks). Only such a go-ahead, and only before a commit
+(:func:`asks_go_ahead`): with any other question after the opening ("So, should I book a
+refundable fare?", "Now, can I help with anything else?") the sentence is read as it was,
+since a lead-in before every "Should I ...?" made slot questions the reader takes for
+go-aheads approvals in round 0, and offers of help after a commit proposals (audit 22B H2,
+M2); after a commit a closing ("So, does that look good?") is read as it was too (audit 23
+F2). A statement of intent ("If you agree, I'll go ahead.") asks nothing here."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"

@@ -389,10 +389,13 @@ def sets_aside(clause: str) -> bool:
     )
 
 
-_OPENERS = (
-    r"(?:(?:so|and|also|then|now|ok|okay|well|but|first|finally|lastly|next|just|sorry|hi|hello|"
-    r"hey|thanks|great|perfect|alright|one more thing|quick question|please|kindly)\b[\s,:]*)*"
+OPENING_WORDS = (
+    r"so|and|also|then|now|ok|okay|well|but|first|finally|lastly|next|just|sorry|hi|hello|"
+    r"hey|thanks|great|perfect|alright|one more thing|quick question|please|kindly"
 )
+"""The words that may open a request without changing what it asks ("So, which days ...",
+"OK so shall I ...", "Quick question: ..."), as a regular expression's alternatives."""
+_OPENERS = rf"(?:(?:{OPENING_WORDS})\b[\s,:]*)*"
 _WH_WORDS = r"what|when|where|who|whom|whose|why|how"
 """The question words but "which" (which has readings of its own below)."""
 _ASKS = re.compile(
