@@ -163,7 +163,7 @@ _MAY_DENY = re.compile(
     r"|cancelled|canceled|t) "
 )
 """A word every denial holds (:data:`_DENIED`, :data:`_SHORT_DENIAL`): a text without one
-is read no further. The user's list of doubt (``user._UNDONE``: "pending", "on hold",
+is read no further. The user's list of doubt (``news._UNDONE``: "pending", "on hold",
 "refunded") is wider on purpose: a report the user hears with any doubt stays a proposal,
 while a denial the metric charges must say the act was not done."""
 
