@@ -380,7 +380,6 @@ LEAD_INS = (
     "> Shall I go ahead?",
     "So, shall we?",
     "So, shall I go ahead, then?",
-    "So, are you ready for me to go ahead?",
     "So, should I book it now for you?",
     "So, shall I proceed with the payment?",
 )
@@ -482,3 +481,42 @@ def test_beside_a_proposal_a_go_ahead_after_an_opening_is_the_proposal_s_only_be
     assert user._asks_the_proposal_s_go_ahead(go_ahead, done=False)
     assert not user._asks_the_proposal_s_go_ahead(go_ahead, done=True)
     assert user._asks_the_proposal_s_go_ahead(go_ahead.split(", ")[1].capitalize(), done=True)
+
+
+@pytest.mark.parametrize(
+    "go_ahead",
+    [
+        "So, shall I book the flight?",
+        "Also, may I place your order?",
+        "OK so shall I proceed with the payment?",
+        "If you'd like, shall I go ahead with your booking, then?",
+    ],
+)
+def test_a_go_ahead_after_an_opening_naming_an_object_asks_the_reader(go_ahead: str) -> None:
+    # audit 26 L1: no test failed with the reader's check on the object gone; where the reader
+    # finds a slot asked in such a go-ahead, it is that slot's question, not a go-ahead
+    assert asks_go_ahead(go_ahead)
+    assert not asks_go_ahead(go_ahead, asks_slot=lambda sentence: True)
+    assert asks_go_ahead("So, shall I book it?", asks_slot=lambda sentence: True)
+
+
+BODIES = (
+    *(g.split(", ", 1)[-1].capitalize() for g in LEAD_INS if g.startswith("So, ")),
+    "Are you ready for me to go ahead?",
+    "Would it be OK to book it now?",
+    "Shall I go ahead and book the refundable?",
+    "Can I pay it from savings?",
+    "Should I book it for the morning, then?",
+    "Shall we book the whiteboard?",
+)
+
+
+@pytest.mark.parametrize("opening", ["So, ", "Also, ", "OK so ", "If you'd like, ", "1. ", "> "])
+@pytest.mark.parametrize("body", BODIES)
+def test_an_opening_never_makes_a_go_ahead_of_what_is_none_without_it(
+    opening: str, body: str
+) -> None:
+    # audit 26 L2: "So, are you ready for me to go ahead?" was a go-ahead, and "Are you ready
+    # for me to go ahead?" none
+    led_in = opening + (body if opening in ("1. ", "> ") else body[0].lower() + body[1:])
+    assert asks_go_ahead(led_in) <= asks_go_ahead(body)

@@ -146,16 +146,16 @@ _DO = (
 its object (:func:`_led_in` asks the reader about the latter too)."""
 _LED_IN = re.compile(
     r"[\s*_\-\u2013\u2014\u2022>]*+(?:(?:\d{1,2}[.)]|\(\d{1,2}\))[\s*_]+)?"
-    rf"(?:(?:{_LEAD_IN})\b[\s,:*_\-\u2013\u2014]*){{0,{_MOST_LEAD_INS}}}"
+    rf"(?:(?:{_LEAD_IN})\b[\s,:*_\-\u2013\u2014]*+){{0,{_MOST_LEAD_INS}}}"
     r"(?P<go_ahead>(?:(?:shall|should|can|may|could) (?:i|we)"
-    rf"|(?:(?:do|would) you (?:like|want) me to|want me to|are you ready for me to)) {_DO}"
+    rf"|(?:(?:do|would) you (?:like|want) me to|want me to)) {_DO}"
     r"|(?:shall|should) we"
     r"|is (?:that|this|it) (?:ok|okay|fine|alright|all right|acceptable|good)"
     r"(?: with you| for you| to you)?"
     rf"|{_GO_AHEAD}){_ENDS}",
     re.IGNORECASE,
 )
-"""A go-ahead after a list item's bullet or number, a dash, a quote's mark or lead-ins
+"""A go-ahead after a list item's bullet or number, a dash, a quote's ">" or lead-ins
 (:data:`_LEAD_IN`), that names nothing but the proposal and its act: "Shall I go ahead?",
 "Should we proceed with it?", "Shall I book it now for you?", "Would you like me to
 proceed?", "Shall we?", "Is that OK?", or a sentence that is only a go-ahead
@@ -168,7 +168,11 @@ refundable fare?", "Now, can I help with anything else?") the sentence is read a
 since a lead-in before every "Should I ...?" made slot questions the reader takes for
 go-aheads approvals in round 0, and offers of help after a commit proposals (audit 22B H2,
 M2); after a commit a closing ("So, does that look good?") is read as it was too (audit 23
-F2). A statement of intent ("If you agree, I'll go ahead.") asks nothing here."""
+F2). A statement of intent ("If you agree, I'll go ahead.") asks nothing here, nor does a
+shape :data:`CONFIRMING` does not read bare ("So, are you ready for me to go ahead?": an
+opening never makes a go-ahead of what is none without it, audit 26 L2). The separators
+after a lead-in are possessive (none of what follows opens on one): a long run of them
+after "So" was read again from each of its characters (audit 26 L4)."""
 CONFIRMING = re.compile(
     r"[\s*_]*(?:(?:shall|should|can|may|could) (?:i|we)\b|(?:(?:do|would) you )?want me to\b"
     r"|(?:do|would) you like me to\b"
