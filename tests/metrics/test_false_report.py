@@ -14,7 +14,7 @@ from expert_edits import expert, inserted, knobs_of, replaced, replay
 from stategym.kernel.claims import reported_options
 from stategym.kernel.denials import denied_options, denies_act
 from stategym.kernel.env import Env
-from stategym.kernel.proposals import option_keys
+from stategym.kernel.proposals import asked_beside_reports, option_keys
 from stategym.kernel.protocol import Action, CallBatch, Say, ToolCall
 from stategym.kernel.user import UserTurn
 from stategym.metrics.clarification import FALSE_REPORT
@@ -365,10 +365,32 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
         "Good news \u2014 {o} is booked. Have a wonderful day!",
         # audit 20A F4: two wishes joined by "and"
         "Done! {o} is booked. Have a wonderful trip and a great week!",
+        # audit 22C's nit: the report read with the offer when a comma joins them ("is booked,
+        # anything else ..." asked travel's seat, R 0.851; meetings' working hours, 0.909)
+        "Good news, {o} went through, anything else I can help with?",
+        "Done! {o} is booked, anything else I can help with?",
+        "All set, {o} is confirmed, can I help with anything else?",
     ):
         _assert_noted_and_free(domain, text)
     turn, card, expert_r = _told_before_finish(domain, "Anything else?")
     assert turn.open and card.composite < expert_r
+
+
+def test_beside_a_question_only_the_clauses_that_report_or_cheer_are_left_out() -> None:
+    assert asked_beside_reports("Good news, AQ449 went through, anything else?") == (
+        "anything else?"
+    )
+    assert (
+        asked_beside_reports("All set \u2014 AQ449 is booked \u2014 which seat?") == "which seat?"
+    )
+    # a question keeps its own marks: "Can I touch your savings - is that account ..." read
+    # with a comma for the dash lost the savings question
+    for kept in (
+        "Can I touch your savings - is that account available to pay from?",
+        "AQ449 is booked.",
+        "AQ449 is confirmed available, shall I book it?",
+    ):
+        assert asked_beside_reports(kept) == kept
 
 
 @pytest.mark.parametrize("domain", STATEFUL)

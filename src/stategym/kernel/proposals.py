@@ -355,6 +355,28 @@ def statements(sentence: str) -> list[str]:
     return [c for c in clauses(sentence) if "?" not in c]
 
 
+def asked_beside_reports(sentence: str) -> str:
+    """``sentence``, less the clauses that report the act done, or only cheer, where it asks
+    something: beside its report, "Good news, AQ449 went through, anything else I can help
+    with?" asks "anything else I can help with?" only (*why*: read with the question, "is
+    booked, anything else ..." and "good news, went through, anything else ..." asked
+    travel's seat and meetings' working hours after the commit, R 1.0 -> 0.85 and 0.91,
+    where the same words with a full stop were free: audit 22C's nit)."""
+    if "?" not in sentence:
+        return sentence
+    pieces, start = [], 0  # each clause (:func:`clauses`), and with the marks after it
+    for match in _CLAUSE.finditer(sentence):
+        pieces.append((sentence[start : match.start()], sentence[start : match.end()]))
+        start = match.end()
+    pieces.append((sentence[start:], sentence[start:]))
+    return "".join(piece for clause, piece in pieces if "?" in clause or not _tells(clause))
+
+
+def _tells(clause: str) -> bool:
+    """Whether ``clause`` only tells: it reports the act done or cheers ("Good news")."""
+    return reports_done(clause) or _ONLY_CHEER.match(normalise(clause)) is not None
+
+
 def reports(text: str, done: bool = False, asks_slot: Callable[[str], bool] = asks_nothing) -> bool:
     """Whether ``text`` reports the act done (:data:`_REPORTING`: "Done! Your booking AQ449
     is confirmed.") and asks no go-ahead (:func:`~stategym.kernel.go_aheads.asks_go_ahead`):
@@ -453,6 +475,7 @@ __all__ = [
     "ID_WORD",
     "NO_PROPOSAL",
     "Proposal",
+    "asked_beside_reports",
     "clauses",
     "find_proposal",
     "joined",

@@ -55,6 +55,7 @@ from stategym.kernel.go_aheads import CONFIRMING, asks_go_ahead
 from stategym.kernel.news import as_news
 from stategym.kernel.proposals import (
     Proposal,
+    asked_beside_reports,
     find_proposal,
     names_option,
     normalise,
@@ -242,13 +243,16 @@ class SimulatedUser:
         elif proposal.reported:
             # the report, and the statements naming options beside it, tell what was done;
             # once something is done, an offer of more help asks nothing (audit 19C F6)
-            text = " ".join(
-                s
+            # once something is done, a clause glued to a question that reports it or
+            # cheers asks nothing; before, the reader keeps its openers ("Okay, so may I use
+            # your savings, ..." read without "Okay" asked the balances instead)
+            asked = (
+                asked_beside_reports(s) if done else s
                 for s in sentences(text)
                 if not reports(s, done, self._asks_untold)
                 and ("?" in s or not names_option(s, self._options))
-                and not (done and offers_more_help(s))
             )
+            text = " ".join(s for s in asked if not (done and offers_more_help(s)))
         if proposal.named and not proposes:
             text = without_ids(text, self._options)
         return self._matcher.read(text, beside_request=proposes or proposal.reported)
