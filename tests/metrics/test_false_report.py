@@ -366,7 +366,7 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
         # audit 20A F4: two wishes joined by "and"
         "Done! {o} is booked. Have a wonderful trip and a great week!",
         # audit 22C's nit: the report read with the offer when a comma joins them ("is booked,
-        # anything else ..." asked travel's seat, R 0.851; meetings' working hours, 0.909)
+        # anything else ..." asked travel's seat, R 0.851; meetings' working hours, 0.949)
         "Good news, {o} went through, anything else I can help with?",
         "Done! {o} is booked, anything else I can help with?",
         "All set, {o} is confirmed, can I help with anything else?",
@@ -374,6 +374,13 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
         _assert_noted_and_free(domain, text)
     turn, card, expert_r = _told_before_finish(domain, "Anything else?")
     assert turn.open and card.composite < expert_r
+
+
+def test_a_go_ahead_joined_to_the_report_is_read_whole_after_a_commit() -> None:
+    # audit 27 F1: cut to its question, "shall I send the confirmation?" was read as bank's
+    # account number, and the user told it unasked (R 1.0 -> 0.473)
+    turn, _, _ = _told_before_finish("bank", "Done! {o} is booked, shall I send the confirmation?")
+    assert turn.asked == () and turn.values == ()
 
 
 def test_beside_a_question_only_the_clauses_that_report_or_cheer_are_left_out() -> None:

@@ -357,11 +357,11 @@ def statements(sentence: str) -> list[str]:
 
 def asked_beside_reports(sentence: str) -> str:
     """``sentence``, less the clauses that report the act done, or only cheer, where it asks
-    something: beside its report, "Good news, AQ449 went through, anything else I can help
-    with?" asks "anything else I can help with?" only (*why*: read with the question, "is
-    booked, anything else ..." and "good news, went through, anything else ..." asked
-    travel's seat and meetings' working hours after the commit, R 1.0 -> 0.85 and 0.91,
-    where the same words with a full stop were free: audit 22C's nit)."""
+    something: "Good news, AQ449 went through, anything else I can help with?" asks
+    "anything else I can help with?", which the user reads as an offer of more help once the
+    act is done (*why*: read whole, "is booked, anything else ..." asked travel's seat after
+    the booking, R 1.0 -> 0.851, where the same words with a full stop were free: audit
+    22C's nit). The other clauses keep their own marks."""
     if "?" not in sentence:
         return sentence
     pieces, start = [], 0  # each clause (:func:`clauses`), and with the marks after it

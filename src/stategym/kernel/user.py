@@ -242,17 +242,16 @@ class SimulatedUser:
             )
         elif proposal.reported:
             # the report, and the statements naming options beside it, tell what was done;
-            # once something is done, an offer of more help asks nothing (audit 19C F6)
-            # once something is done, a clause glued to a question that reports it or
-            # cheers asks nothing; before, the reader keeps its openers ("Okay, so may I use
-            # your savings, ..." read without "Okay" asked the balances instead)
-            asked = (
-                asked_beside_reports(s) if done else s
+            # once something is done, an offer of more help asks nothing (audit 19C F6), nor
+            # does one glued to the report or a cheer ("Done! AQ449 is booked, anything else
+            # I can help with?", read whole, asked travel's seat: audit 22C's nit)
+            text = " ".join(
+                s
                 for s in sentences(text)
                 if not reports(s, done, self._asks_untold)
                 and ("?" in s or not names_option(s, self._options))
+                and not (done and offers_more_help(asked_beside_reports(s)))
             )
-            text = " ".join(s for s in asked if not (done and offers_more_help(s)))
         if proposal.named and not proposes:
             text = without_ids(text, self._options)
         return self._matcher.read(text, beside_request=proposes or proposal.reported)
