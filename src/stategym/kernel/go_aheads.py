@@ -99,7 +99,7 @@ _ENDS_ON_IT = re.compile(
 """A sentence ending on the proposal ("Shall I delete it?", "... before I book it?")."""
 _LEAD_IN = (
     rf"(?:{OPENING_WORDS}|sure|good|right|all right|with that|in that case|next step"
-    r"|please confirm|(?:ok|okay|alright|all right) then|if so|if you agree"
+    r"|please confirm|if so|if you agree"
     r"|if you(?:'d|\u2019d| would) like|if everything looks (?:good|ok|okay|fine|right)"
     r"|if (?:that|this|it) (?:works|sounds good|looks good)(?: for you| to you)?"
     r"|if (?:that|this|it)(?:'s|\u2019s| is) (?:ok|okay|fine|alright|all right)"
@@ -111,9 +111,9 @@ reader skips (:data:`~stategym.kernel.understanding.words.OPENING_WORDS`: "So, s
 ahead?", "Also, shall I book it?", "OK so shall I pay?") and a few of a go-ahead's own ("If
 you agree, shall I pay?", "Sure - shall I book it?", "Please confirm: shall I go ahead?")."""
 _MOST_LEAD_INS = 3
-"""How many lead-ins may open one go-ahead ("OK, so then, shall I go ahead?"): a bound, as
-several of them read in more than one way ("ok then" is one lead-in or two), and an
-unbounded run of such readings backtracks exponentially."""
+"""How many lead-ins may open one go-ahead ("OK then, so, shall I go ahead?": "ok then" is
+two): a bound, as the go-ahead is tried again after each of them, and an unbounded run was
+quadratic ("so, " 8,000 times took 38 s to match, 0.04 s with the bound)."""
 _ACT = (
     r"(?:book|buy|pay|place|send|delete|order|purchase|reserve|submit|confirm|finali[sz]e"
     r"|complete|do|make|process|transfer|issue)"
