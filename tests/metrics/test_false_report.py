@@ -370,6 +370,16 @@ def test_anything_else_beside_the_report_offers_help(domain: str) -> None:
         "Good news, {o} went through, anything else I can help with?",
         "Done! {o} is booked, anything else I can help with?",
         "All set, {o} is confirmed, can I help with anything else?",
+        # stop 51: glued by a dash or a comma, an open question was read with the report's
+        # words and asked meetings' priority order (R 0.909), while with a full stop it was free
+        "Done! {o} is booked - anything else?",
+        "Done! {o} is booked, is there anything else you need?",
+        "All set: {o} is booked, would you like anything else?",
+        # stop 51: read as slot questions even with a full stop (travel's seat, meetings'
+        # working hours, synth's extra)
+        "Done! {o} is booked. Do you need help with anything else?",
+        "Done! {o} is booked. Anything further?",
+        "Done! {o} is booked, is that all for today?",
     ):
         _assert_noted_and_free(domain, text)
     turn, card, expert_r = _told_before_finish(domain, "Anything else?")
@@ -381,6 +391,14 @@ def test_a_go_ahead_joined_to_the_report_is_read_whole_after_a_commit() -> None:
     # account number, and the user told it unasked (R 1.0 -> 0.473)
     turn, _, _ = _told_before_finish("bank", "Done! {o} is booked, shall I send the confirmation?")
     assert turn.asked == () and turn.values == ()
+
+
+def test_a_slot_question_joined_to_the_report_still_asks_its_slot() -> None:
+    # an open question joined to the report is read as with a full stop (stop 51); a slot
+    # question so joined still asks its slot, by a comma or a dash
+    for text in ("Done! {o} is booked, what is your budget?", "{o} is booked - and your budget?"):
+        turn, card, expert_r = _told_before_finish("travel", text)
+        assert turn.asked == ("budget",) and card.composite < expert_r, text
 
 
 def test_beside_a_question_only_the_clauses_that_report_or_cheer_are_left_out() -> None:

@@ -56,12 +56,19 @@ _CLOSING_OFFER = re.compile(
     r"|(?:let\s+me\s+know|tell\s+me)\s+if\s+you\s+have\s+any\s+(?:other\s+|more\s+|further\s+)?"
     r"questions?"
     r"|(?:do\s+you\s+have\s+)?any\s+(?:other\s+|more\s+|further\s+)?questions?"
-    r")(?:\s+today)?\s*$"
+    r"|(?:do\s+you\s+)?need\s+(?:any\s+)?help\s+with\s+(?:anything|something)\s+(?:else|more)"
+    r"|(?:is\s+there\s+)?(?:anything|something)\s+(?:further|more)"
+    r"(?:\s+(?:you\s+need|(?:i|we)\s+can\s+do(?:\s+for\s+you)?))?"
+    r"|(?:is\s+that|will\s+that\s+be)\s+(?:all|everything)"
+    r")(?:\s+(?:for\s+)?today)?\s*$"
 )
 """Closing offers of more help that, before anything is done, still ask something ("Any
 questions?" asks for objections to a proposal, "What else can I do for you?" what the user
 wants): once the act is done they ask nothing ("I've booked AQ449. Let me know if you have
-any questions.", "Can I help you with anything else today?": audit 19C F6, 19D F4)."""
+any questions.", "Can I help you with anything else today?": audit 19C F6, 19D F4; "Do you
+need help with anything else?", "Anything further?", "Is that all for today?": read as
+questions, they asked travel's seat, meetings' working hours or synth's extra after the
+booking even with a full stop, stop 51)."""
 
 
 _EDGES = re.compile(r"^\W+|\W+$")
