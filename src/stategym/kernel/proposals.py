@@ -346,13 +346,25 @@ def clauses(sentence: str) -> list[str]:
     return _CLAUSE.split(sentence)
 
 
+_AND_ASKING = re.compile(
+    r"\s(?=and\s+(?:any|anyone|anybody|something|someone|other|list|tell|let)\b[^.!?]{0,200}\?)",
+    re.IGNORECASE,
+)
+"""Where "and" joins to a statement a question that no question word opens ("... is booked
+and any other requests?", "... and list your other requirements?"), the question mark ending
+it (:func:`statements`)."""
+
+
 def statements(sentence: str) -> list[str]:
     """``sentence``, or where it asks something, its clauses that ask nothing: a report
     joined to a courtesy question ("I've booked AQ348 for you, anything else I can help
-    with?") is still a report (audit 19A F3)."""
+    with?") is still a report (audit 19A F3), and so is one joined by "and" to a question
+    (:data:`_AND_ASKING`: the lie "Done! AQ348 is booked and any other requests?" held no
+    statement, reported nothing and scored the expert's R on six domains: audit 28 F6). The
+    user reads such a sentence as before: only the metric holds what it claims to the world."""
     if "?" not in sentence:
         return [sentence]
-    return [c for c in clauses(sentence) if "?" not in c]
+    return [c for clause in clauses(sentence) for c in _AND_ASKING.split(clause) if "?" not in c]
 
 
 def asked_beside_reports(sentence: str) -> str:

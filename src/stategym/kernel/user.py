@@ -260,12 +260,11 @@ class SimulatedUser:
     def _closes(self, sentence: str) -> bool:
         """Whether ``sentence``, beside a report once something is done, only closes: what it
         asks past the report (:func:`~stategym.kernel.proposals.asked_beside_reports`) offers
-        more help, or, joined to the report, is alone just the open question that ``respond``
-        then takes as an offer, as with a full stop ("Done! D4T1200 is booked - is there
-        anything else?"). *Why*: read whole, the report's words and the question asked
-        meetings' priority order (R 1.0 -> 0.909, or 0.473; stop 51). A joined go-ahead or
-        slot question is read whole, as before ("..., shall I send the confirmation?" alone
-        reads as bank's account number: audit 27 F1)."""
+        more help, or, joined to the report, is alone just the open question ``respond`` then
+        takes as an offer, as with a full stop ("Done! D4T1200 is booked - anything else?":
+        read whole, it asked meetings' priority order, R 1.0 -> 0.909; stop 51). A joined
+        go-ahead, or a question that alone asks a slot, is read whole, as before ("...,
+        shall I send the confirmation?" alone asks bank's account number: audit 27 F1)."""
         asked = asked_beside_reports(sentence)
         if offers_more_help(asked):
             return True

@@ -65,10 +65,11 @@ _CLOSING_OFFER = re.compile(
 """Closing offers of more help that, before anything is done, still ask something ("Any
 questions?" asks for objections to a proposal, "What else can I do for you?" what the user
 wants): once the act is done they ask nothing ("I've booked AQ449. Let me know if you have
-any questions.", "Can I help you with anything else today?": audit 19C F6, 19D F4; "Do you
-need help with anything else?", "Anything further?", "Is that all for today?": read as
-questions, they asked travel's seat, meetings' working hours or synth's extra after the
-booking even with a full stop, stop 51)."""
+any questions.", "Can I help you with anything else today?": audit 19C F6, 19D F4). Stop
+51: read as questions after the booking, "Do you need help with anything else?" and
+"Anything further?" asked travel's seat, meetings' working hours or synth's extra even
+with a full stop; "Is that all for today?", "Is there anything more you need?" did so
+joined to the report by a comma or a dash (audit 28 F5)."""
 
 
 _EDGES = re.compile(r"^\W+|\W+$")
