@@ -357,6 +357,9 @@ def test_a_lie_joined_by_and_to_a_question_is_a_false_report(domain: str) -> Non
         assert len(_false_events(card)) == 1 and card.composite < expert_r, text
     _, card, _ = _told_before_finish(domain, "Done! {o} is booked and any other requests?")
     assert _false_events(card) == []
+    # audit 29 F2: what a question says before its "and" claims nothing
+    _, card, _ = _told_before_finish(domain, "Can you confirm {x} is booked and let me know?")
+    assert _false_events(card) == []
 
 
 @pytest.mark.parametrize("domain", STATEFUL)

@@ -353,6 +353,13 @@ _AND_ASKING = re.compile(
 """Where "and" joins to a statement a question that no question word opens ("... is booked
 and any other requests?", "... and list your other requirements?"), the question mark ending
 it (:func:`statements`)."""
+_OPENS_A_QUESTION = re.compile(
+    r"^\W*(?:can|could|do|does|did|is|are|was|were|will|would|shall|should|may|might|have|has"
+    r"|what|which|who|whom|whose|how|why|where|when|whether)\b",
+    re.IGNORECASE,
+)
+"""A clause that opens as a question: what comes before "and" in it is part of the question
+("Can you confirm AQ348 is booked and let me know?" claims nothing: audit 29 F2)."""
 
 
 def statements(sentence: str) -> list[str]:
@@ -364,7 +371,15 @@ def statements(sentence: str) -> list[str]:
     user reads such a sentence as before: only the metric holds what it claims to the world."""
     if "?" not in sentence:
         return [sentence]
-    return [c for clause in clauses(sentence) for c in _AND_ASKING.split(clause) if "?" not in c]
+    return [c for clause in clauses(sentence) for c in _and_asking(clause) if "?" not in c]
+
+
+def _and_asking(clause: str) -> list[str]:
+    """``clause`` cut where "and" joins a question to it (:data:`_AND_ASKING`), unless it opens
+    as a question itself (:data:`_OPENS_A_QUESTION`)."""
+    if _OPENS_A_QUESTION.match(clause) is not None:
+        return [clause]
+    return _AND_ASKING.split(clause)
 
 
 def asked_beside_reports(sentence: str) -> str:
