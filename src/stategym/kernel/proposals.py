@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from stategym.kernel.go_aheads import asks_go_ahead, asks_nothing
+from stategym.kernel.understanding.words import asks
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PIECE = re.compile(r"[.?!;,()\n]+|\s+but\s+|\s+-\s+")
@@ -353,13 +354,6 @@ _AND_ASKING = re.compile(
 """Where "and" joins to a statement a question that no question word opens ("... is booked
 and any other requests?", "... and list your other requirements?"), the question mark ending
 it (:func:`statements`)."""
-_OPENS_A_QUESTION = re.compile(
-    r"^\W*(?:can|could|do|does|did|is|are|was|were|will|would|shall|should|may|might|have|has"
-    r"|what|which|who|whom|whose|how|why|where|when|whether)\b",
-    re.IGNORECASE,
-)
-"""A clause that opens as a question: what comes before "and" in it is part of the question
-("Can you confirm AQ348 is booked and let me know?" claims nothing: audit 29 F2)."""
 
 
 def statements(sentence: str) -> list[str]:
@@ -375,11 +369,14 @@ def statements(sentence: str) -> list[str]:
 
 
 def _and_asking(clause: str) -> list[str]:
-    """``clause`` cut where "and" joins a question to it (:data:`_AND_ASKING`), unless it opens
-    as a question itself (:data:`_OPENS_A_QUESTION`)."""
-    if _OPENS_A_QUESTION.match(clause) is not None:
-        return [clause]
-    return _AND_ASKING.split(clause)
+    """``clause`` cut where "and" joins a question to it (:data:`_AND_ASKING`), unless it has
+    the form of a request itself (:func:`~stategym.kernel.understanding.words.asks`): what
+    comes before its "and" is then part of the question ("Can you confirm AQ348 is booked and
+    let me know?" claims nothing: audit 29 F2)."""
+    pieces = _AND_ASKING.split(clause)
+    if len(pieces) > 1 and not asks(clause.lower()):
+        return pieces
+    return [clause]
 
 
 def asked_beside_reports(sentence: str) -> str:
