@@ -347,36 +347,43 @@ def clauses(sentence: str) -> list[str]:
     return _CLAUSE.split(sentence)
 
 
-_AND_ASKING = re.compile(
-    r"\s(?=and\s+(?:any|anyone|anybody|something|someone|other|list|tell|let)\b[^.!?]{0,200}\?)",
-    re.IGNORECASE,
-)
-"""Where "and" joins to a statement a question that no question word opens ("... is booked
-and any other requests?", "... and list your other requirements?"), the question mark ending
-it (:func:`statements`)."""
+_JOINS = re.compile(r"\s(?:and|plus|but|so|then|&)\s", re.IGNORECASE)
+"""Where a statement may end and the question its clause ends with begin: "AQ348 is booked
+and any other requests?", "... plus anything else?", "... & any other requests?", "... but
+any questions?" (:func:`statements`). Not "or", since "A or B?" states neither ("I could
+not book AQ449. Booking complete or pending?" would report it and take the denial back:
+audit 30 F2), nor "with", which goes on with how ("So AQ449 is booked with card or cash?"
+asks: F5)."""
 
 
 def statements(sentence: str) -> list[str]:
-    """``sentence``, or where it asks something, its clauses that ask nothing: a report
-    joined to a courtesy question ("I've booked AQ348 for you, anything else I can help
-    with?") is still a report (audit 19A F3), and so is one joined by "and" to a question
-    (:data:`_AND_ASKING`: the lie "Done! AQ348 is booked and any other requests?" held no
-    statement, reported nothing and scored the expert's R on six domains: audit 28 F6). The
-    user reads such a sentence as before: only the metric holds what it claims to the world."""
+    """``sentence``, or where it asks something, what its clauses state (:func:`_stated`):
+    a report joined to a courtesy question ("I've booked AQ348 for you, anything else I can
+    help with?") is still a report (audit 19A F3). The user reads such a sentence as before:
+    only the metric holds what it claims to the world."""
     if "?" not in sentence:
         return [sentence]
-    return [c for clause in clauses(sentence) for c in _and_asking(clause) if "?" not in c]
+    return [stated for clause in clauses(sentence) for stated in _stated(clause)]
 
 
-def _and_asking(clause: str) -> list[str]:
-    """``clause`` cut where "and" joins a question to it (:data:`_AND_ASKING`), unless it has
-    the form of a request itself (:func:`~stategym.kernel.understanding.words.asks`): what
-    comes before its "and" is then part of the question ("Can you confirm AQ348 is booked and
-    let me know?" claims nothing: audit 29 F2)."""
-    pieces = _AND_ASKING.split(clause)
-    if len(pieces) > 1 and not asks(clause.lower()):
-        return pieces
-    return [clause]
+def _stated(clause: str) -> list[str]:
+    """What ``clause`` states: all of it where it asks nothing; nothing where it has the form
+    of a request (:func:`~stategym.kernel.understanding.words.asks`: "Can you confirm AQ348 is
+    booked and let me know?" claims nothing, audit 29 F2); otherwise, where a joining word
+    (:data:`_JOINS`) comes before its question mark, what comes before the first such word
+    and before the last ("I'm so glad AQ348 is booked and any other requests?" states "I'm"
+    and "I'm so glad AQ348 is booked"). *Why*: the lie "Done! AQ348 is booked and any other
+    requests?" held no statement, reported nothing and scored the expert's R on all six
+    domains (audit 28 F6), and a list of the words that may open the question ("any",
+    "list", ...) left "... plus any other requests?", "... and now any ...", "... and
+    more?" free, 129 of audit 29's 189 lie wordings (F1)."""
+    if "?" not in clause:
+        return [clause]
+    if asks(clause.lower()):
+        return []
+    joins = list(_JOINS.finditer(clause, 0, clause.rfind("?")))
+    heads = (clause[: join.start()] for join in (joins[:1] + joins[-1:]))
+    return [head for head in dict.fromkeys(heads) if "?" not in head]
 
 
 def asked_beside_reports(sentence: str) -> str:
