@@ -22,12 +22,12 @@ from stategym.kernel.proposals import (
     CONDITION,
     ID_WORD,
     clauses,
+    clauses_asking_nothing,
     joined,
     named_options,
     normalise,
     reports_done,
     sentences,
-    statements,
 )
 
 _ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|complete|do|make|buy)"
@@ -147,7 +147,7 @@ def _reports_the_act(sentence: str) -> bool:
         return False
     if retried and _WORKED.search(words) and not _TO_COME.search(words):
         return True  # "I retried and it succeeded.", "The second attempt was successful."
-    for stated in statements(sentence):
+    for stated in clauses_asking_nothing(sentence):
         if not reports_done(stated):
             continue
         # the clause that reports, not a tail about what comes next ("I retried and it's
@@ -187,7 +187,7 @@ def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
             keys = (next(key for key in match.groups() if key) for match in found)
             denied.update(dict.fromkeys(options[key] for key in keys if key in options))
         if denied and _reports_the_act(sentence):
-            said = " ".join(clause for clause in statements(sentence) if reports_done(clause))
+            said = " ".join(c for c in clauses_asking_nothing(sentence) if reports_done(c))
             for option in named_options(said, options) or tuple(denied):
                 denied.pop(option, None)
     return tuple(denied)

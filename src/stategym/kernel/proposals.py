@@ -366,6 +366,17 @@ def statements(sentence: str) -> list[str]:
     return [stated for clause in clauses(sentence) for stated in _stated(clause)]
 
 
+def clauses_asking_nothing(sentence: str) -> list[str]:
+    """``sentence``, or where it asks something, its clauses that ask nothing: what may take
+    a denial back (:mod:`~stategym.kernel.denials`). Not what :func:`statements` cuts from a
+    question: "I couldn't book AQ449. The flight is booked so how about AQ348?" says the
+    flight is full, and read as a report it took the denial back, and the finish answer
+    scored the expert's R (audit 31 F1)."""
+    if "?" not in sentence:
+        return [sentence]
+    return [clause for clause in clauses(sentence) if "?" not in clause]
+
+
 def _stated(clause: str) -> list[str]:
     """What ``clause`` states: all of it where it asks nothing; nothing where it has the form
     of a request (:func:`~stategym.kernel.understanding.words.asks`: "Can you confirm AQ348 is
@@ -381,9 +392,11 @@ def _stated(clause: str) -> list[str]:
         return [clause]
     if asks(clause.lower()):
         return []
-    joins = list(_JOINS.finditer(clause, 0, clause.rfind("?")))
-    heads = (clause[: join.start()] for join in (joins[:1] + joins[-1:]))
-    return [head for head in dict.fromkeys(heads) if "?" not in head]
+    joins = [join.start() for join in _JOINS.finditer(clause, 0, clause.rfind("?"))]
+    if not joins:
+        return []
+    heads = dict.fromkeys((clause[: joins[0]], clause[: joins[-1]]))
+    return [head for head in heads if "?" not in head]
 
 
 def asked_beside_reports(sentence: str) -> str:
@@ -508,6 +521,7 @@ __all__ = [
     "Proposal",
     "asked_beside_reports",
     "clauses",
+    "clauses_asking_nothing",
     "find_proposal",
     "joined",
     "named_options",
