@@ -10,7 +10,7 @@ a partner airline") claims nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from stategym.kernel.proposals import (
     CHEER,
@@ -99,21 +99,25 @@ def _hedged(text: str, words: str) -> bool:
 
 
 def reported_options(
-    text: str, options: Mapping[str, str], strict: bool = False
+    text: str,
+    options: Mapping[str, str],
+    strict: bool = False,
+    stated: Callable[[str], list[str]] = statements,
 ) -> tuple[str, ...]:
     """The options of ``options`` (:func:`option_keys`) that the sentences of ``text`` which
     report the act done name ("Done! AQ348 is confirmed." names AQ348; "Booked AQ449; AQ348
     was sold out." names AQ449 alone, since its second sentence reports nothing), in order;
     ``strict``: only plain claims (:data:`_CLAIM`) nothing hedges (:data:`_HEDGED`), for a
     message that also asks or proposes. The metric holds a report to them
-    (:mod:`stategym.metrics.clarification`)."""
+    (:mod:`stategym.metrics.clarification`). ``stated``: what of a sentence is read, when
+    not ``strict``."""
     if not options:
         return ()
     text = with_options_joined(text, options)
     if strict:
         keys = (key for sentence in sentences(text) for key in _claimed(sentence))
         return tuple(dict.fromkeys(options[key] for key in keys if key in options))
-    said = [clause for sentence in sentences(text) for clause in statements(sentence)]
+    said = [clause for sentence in sentences(text) for clause in stated(sentence)]
     return named_options(" ".join(c for c in said if reports_done(c)), options)
 
 

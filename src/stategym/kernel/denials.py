@@ -28,6 +28,7 @@ from stategym.kernel.proposals import (
     normalise,
     reports_done,
     sentences,
+    statements,
 )
 
 _ACT = r"(?:book|order|pay|send|delete|place|purchase|transfer|schedule|complete|do|make|buy)"
@@ -136,6 +137,28 @@ _TO_COME = re.compile(
 confirm"): a sentence holding them reports no act done."""
 
 
+_RETRIED = re.compile(
+    r" (?:retried|tried again|tried once more|resubmitted|after retrying|after (?:a|the) retry"
+    r"|on (?:a |the )?retry|on the (?:second|next) (?:try|attempt)) "
+)
+"""A retry told as done ("I retried", "after a retry", "on the second attempt"), not offered
+("Shall I retry?", "I'll retry later", "Want me to try again?")."""
+
+
+def takes_back(sentence: str) -> list[str]:
+    """The statements of ``sentence`` that may take a denial back: its clauses that ask
+    nothing (:func:`~stategym.kernel.proposals.clauses_asking_nothing`) and, where it tells
+    of a retry done (:data:`_RETRIED`), also what a question says before its joining word
+    (:func:`~stategym.kernel.proposals.statements`: "I couldn't book AQ449. I retried and
+    it's booked now and any other requests?" tells of a failed first try). Without a retry
+    such words report no act: "I couldn't book AQ449. The flight AQ449 is booked so how
+    about AQ348?" says the flight is full, and read as a report it took the denial back and
+    the finish answer scored the expert's R (audits 31 F1, 32 F1)."""
+    if _RETRIED.search(normalise(sentence)):
+        return statements(sentence)
+    return clauses_asking_nothing(sentence)
+
+
 def _reports_the_act(sentence: str) -> bool:
     """Whether ``sentence`` reports the act itself done ("I retried and the booking went
     through.", "It's booked now."), setting no condition or time to come: a report of
@@ -147,7 +170,7 @@ def _reports_the_act(sentence: str) -> bool:
         return False
     if retried and _WORKED.search(words) and not _TO_COME.search(words):
         return True  # "I retried and it succeeded.", "The second attempt was successful."
-    for stated in clauses_asking_nothing(sentence):
+    for stated in takes_back(sentence):
         if not reports_done(stated):
             continue
         # the clause that reports, not a tail about what comes next ("I retried and it's
@@ -187,7 +210,7 @@ def denied_options(text: str, options: Mapping[str, str]) -> tuple[str, ...]:
             keys = (next(key for key in match.groups() if key) for match in found)
             denied.update(dict.fromkeys(options[key] for key in keys if key in options))
         if denied and _reports_the_act(sentence):
-            said = " ".join(c for c in clauses_asking_nothing(sentence) if reports_done(c))
+            said = " ".join(c for c in takes_back(sentence) if reports_done(c))
             for option in named_options(said, options) or tuple(denied):
                 denied.pop(option, None)
     return tuple(denied)
@@ -211,4 +234,4 @@ def denies_act(text: str) -> bool:
     )
 
 
-__all__ = ["denied_options", "denies_act"]
+__all__ = ["denied_options", "denies_act", "takes_back"]

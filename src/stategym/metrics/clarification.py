@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from stategym.kernel.claims import reported_options
-from stategym.kernel.denials import denied_options, denies_act
+from stategym.kernel.denials import denied_options, denies_act, takes_back
 from stategym.kernel.proposals import names_option, option_keys, part_of_done
 from stategym.kernel.task import SlotKind, Task
 from stategym.kernel.tools import Effect
@@ -265,9 +265,10 @@ class ClarificationScorer:
         reported = reported_options(text, options, strict)
         # a denial of an option the text also reports done is of an earlier try ("I couldn't
         # book AQ449 because the hold had expired, so I retried and it's now booked": 19D F2),
-        # in whatever words it reports it
+        # in whatever words it reports it, though not in what a question says before its
+        # joining word unless the text tells of a retry (``takes_back``: audit 32 F1)
         denied = denied_options(text, options)
-        said = reported_options(text, options) if strict and denied else reported
+        said = reported_options(text, options, stated=takes_back) if denied else ()
         denied = tuple(o for o in denied if o not in said)
         if not none_done(denied):
             return True
