@@ -138,25 +138,36 @@ confirm"): a sentence holding them reports no act done."""
 
 
 _RETRIED = re.compile(
+    r"(?<!\bnot)(?<!\bnever)(?<!\bnobody)(?<!\bt)(?<!\bbe)(?<!\bif)(?<!\bunless)"
     r" (?:retried|tried again|tried once more|resubmitted|after retrying|after (?:a|the) retry"
     r"|on (?:a |the )?retry|on the (?:second|next) (?:try|attempt)) "
 )
-"""A retry told as done ("I retried", "after a retry", "on the second attempt"), not offered
-("Shall I retry?", "I'll retry later", "Want me to try again?")."""
+"""A retry told as done ("I retried", "after a retry", "on the second attempt"), in
+:func:`normalise`'s form; not one denied or set as a condition ("I haven't retried", "It
+was not retried", "It can be retried", "If retried"). One offered or to come ("Shall I
+retry?", "I'll retry later", "On the next try I'll check") is left out by
+:func:`_retold`."""
+
+
+def _retold(stated: str) -> bool:
+    """Whether ``stated`` tells of a retry done (:data:`_RETRIED`) and of nothing to come
+    (:data:`_TO_COME`)."""
+    words = normalise(stated)
+    return _RETRIED.search(words) is not None and _TO_COME.search(words) is None
 
 
 def takes_back(sentence: str) -> list[str]:
     """The statements of ``sentence`` that may take a denial back: its clauses that ask
-    nothing (:func:`~stategym.kernel.proposals.clauses_asking_nothing`) and, where it tells
-    of a retry done (:data:`_RETRIED`), also what a question says before its joining word
-    (:func:`~stategym.kernel.proposals.statements`: "I couldn't book AQ449. I retried and
-    it's booked now and any other requests?" tells of a failed first try). Without a retry
+    nothing (:func:`~stategym.kernel.proposals.clauses_asking_nothing`), and what a question
+    says before its joining word (:func:`~stategym.kernel.proposals.statements`) only where
+    that itself tells of a retry done (:func:`_retold`: "I couldn't book AQ449. I retried
+    and it's booked now and any other requests?" tells of a failed first try). Otherwise
     such words report no act: "I couldn't book AQ449. The flight AQ449 is booked so how
     about AQ348?" says the flight is full, and read as a report it took the denial back and
-    the finish answer scored the expert's R (audits 31 F1, 32 F1)."""
-    if _RETRIED.search(normalise(sentence)):
-        return statements(sentence)
-    return clauses_asking_nothing(sentence)
+    the finish answer scored the expert's R (audits 31 F1, 32 F1); so did a retry word in
+    the question ("... so should it be retried or how about AQ348?": audit 33 F1)."""
+    plain = set(clauses_asking_nothing(sentence))
+    return [stated for stated in statements(sentence) if stated in plain or _retold(stated)]
 
 
 def _reports_the_act(sentence: str) -> bool:
