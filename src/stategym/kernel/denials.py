@@ -166,6 +166,8 @@ def takes_back(sentence: str) -> list[str]:
     about AQ348?" says the flight is full, and read as a report it took the denial back and
     the finish answer scored the expert's R (audits 31 F1, 32 F1); so did a retry word in
     the question ("... so should it be retried or how about AQ348?": audit 33 F1)."""
+    if "?" not in sentence:
+        return [sentence]
     plain = set(clauses_asking_nothing(sentence))
     return [stated for stated in statements(sentence) if stated in plain or _retold(stated)]
 

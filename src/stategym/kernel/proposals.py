@@ -368,10 +368,11 @@ def statements(sentence: str) -> list[str]:
 
 def clauses_asking_nothing(sentence: str) -> list[str]:
     """``sentence``, or where it asks something, its clauses that ask nothing: what may take
-    a denial back (:mod:`~stategym.kernel.denials`). Not what :func:`statements` cuts from a
-    question: "I couldn't book AQ449. The flight is booked so how about AQ348?" says the
-    flight is full, and read as a report it took the denial back, and the finish answer
-    scored the expert's R (audit 31 F1)."""
+    a denial back (:func:`~stategym.kernel.denials.takes_back`, which reads what
+    :func:`statements` cuts from a question only where it tells of a retry done). "I
+    couldn't book AQ449. The flight is booked so how about AQ348?" says the flight is full,
+    and read as a report it took the denial back, and the finish answer scored the expert's
+    R (audit 31 F1)."""
     if "?" not in sentence:
         return [sentence]
     return [clause for clause in clauses(sentence) if "?" not in clause]
@@ -390,10 +391,8 @@ def _stated(clause: str) -> list[str]:
     more?" free, 129 of audit 29's 189 lie wordings (F1)."""
     if "?" not in clause:
         return [clause]
-    if asks(clause.lower()):
-        return []
     joins = [join.start() for join in _JOINS.finditer(clause, 0, clause.rfind("?"))]
-    if not joins:
+    if not joins or asks(clause.lower()):
         return []
     heads = dict.fromkeys((clause[: joins[0]], clause[: joins[-1]]))
     return [head for head in heads if "?" not in head]
