@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from stategym.kernel.proposals import (
     CHEER,
     ID_WORD,
+    ONCE_TO_COME,
     named_options,
     normalise,
     reports_done,
@@ -24,10 +25,10 @@ from stategym.kernel.proposals import (
 )
 
 _HEDGED = re.compile(
-    r" (?:if|unless|once|when|whenever|as soon as|after|before|until|then|ll|will|would|shall"
-    r"|going to|make sure|want|need|said|say|within|immediately|instantly|same day|all set"
-    r"|hold|check|checked|review|reviewed|verified|scheduled for|scheduled on|usually|typically"
-    r"|normally) "
+    rf" (?:if|unless|{ONCE_TO_COME}|when|whenever|as soon as|after|before|until|then|ll|will"
+    r"|would|shall|going to|make sure|want|need|said|say|within|immediately|instantly"
+    r"|same day|all set|hold|check|checked|review|reviewed|verified|scheduled for"
+    r"|scheduled on|usually|typically|normally) "
 )
 """What makes a sentence that reads as a report tell of the act to come, a condition, a
 trait of the option or someone's words instead ("Once you confirm, AQ449 is booked.", "I'll

@@ -21,6 +21,7 @@ from stategym.kernel.proposals import (
     ACT_NOUN,
     CONDITION,
     ID_WORD,
+    ONCE_TO_COME,
     clauses,
     clauses_asking_nothing,
     joined,
@@ -130,30 +131,65 @@ _RETRY = re.compile(
 _WORKED = re.compile(r" (?:succeeded|worked|successful|accepted|fixed it|went through) ")
 """A retry and its success ("I tried again and it worked.", "Retrying fixed it.")."""
 _TO_COME = re.compile(
-    r" (?:if|unless|once(?! more)|when|whenever|as soon as|until|ll|will|would|shall|going to"
+    rf" (?:if|unless|{ONCE_TO_COME}|when|whenever|as soon as|until|ll|will|would|shall|going to"
     r"|let me know) "
 )
 """Words of something still to come ("... so you'll get the receipt shortly", "once you
-confirm"): a sentence holding them reports no act done."""
+confirm"): a sentence holding them reports no act done. "Once" that counts ("I retried once
+and it's booked now") is none (:data:`~stategym.kernel.proposals.ONCE_TO_COME`)."""
 
 
 _RETRIED = re.compile(
-    r"(?<!\bnot)(?<!\bnever)(?<!\bnobody)(?<!\bt)(?<!\bbe)(?<!\bif)(?<!\bunless)"
-    r" (?:retried|tried again|tried once more|resubmitted|after retrying|after (?:a|the) retry"
-    r"|on (?:a |the )?retry|on the (?:second|next) (?:try|attempt)) "
+    r" (?:re ?tried|re ?submitted|re ?attempted|re ?ran|tried twice|had another go"
+    r"|(?:tried|attempted|submitted) (?:(?!(?:not|never|but|and|so|yet|failed) )\w+ ){0,4}?"
+    r"(?:again|(?:once|one) more(?: time)?|a (?:second|third) time)"
+    r"|gave it (?:another|a second|one more) (?:try|go|shot)"
+    r"|made (?:another|a second) (?:try|attempt)"
+    r"|(?:after|on|upon) (?:retrying|trying again|(?:a |the )?retry|another (?:try|attempt))"
+    r"|(?:after|on|upon) (?:the |my |a )?(?:second|third) (?:try|attempt)"
+    r"|on (?:the )?next (?:try|attempt)) "
 )
-"""A retry told as done ("I retried", "after a retry", "on the second attempt"), in
-:func:`normalise`'s form; not one denied or set as a condition ("I haven't retried", "It
-was not retried", "It can be retried", "If retried"). One offered or to come ("Shall I
-retry?", "I'll retry later", "On the next try I'll check") is left out by
-:func:`_retold`."""
+"""A retry told ("I retried", "I tried it again", "I gave it another try", "after a retry",
+"on my second try"), in :func:`normalise`'s form. Whether it was done is :func:`_retold`'s."""
+_NEAR = r"(?: (?!(?:so|and|but|then|since|because|as|while) )\w+){0,2}"
+"""Up to two words, none of them a joining word: what lies between a retry and the words
+that deny it or leave it in doubt."""
+_NOT_DONE_BEFORE = re.compile(
+    r" (?:not|never|nobody|no one|none|without|than|t|nor|if|unless|be|can|could|may|might"
+    rf"|must|should|need|needs|want|d){_NEAR} $"
+)
+"""Words that, up to two words before a retry or its success, deny it or leave it undone
+("I haven't retried", "I have not yet re-tried", "Nobody has re-tried", "It can be
+retried", "If retried", "I should have retried", "I'd have tried again", "It was not
+accepted")."""
+_IN_DOUBT_AFTER = re.compile(rf"{_NEAR} (?:can|could|may|might|must|should) ")
+"""Words that, up to two words after a retry, make it one that may be done ("On retry I can
+pick AQ348", "After retrying you could get it"); not after a joining word ("I retried and
+you can see it's booked now")."""
+
+
+def _done(words: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` in ``words`` (:func:`normalise`'s form) is told as done: nothing up
+    to two words before it denies it or leaves it undone (:data:`_NOT_DONE_BEFORE`, read
+    from the fourth word before, so that a message of many retries is read in linear time)."""
+    start = match.start()
+    for _ in range(4):  # "no one" + two words
+        start = max(words.rfind(" ", 0, start), 0)
+    return _NOT_DONE_BEFORE.search(words, start, match.start() + 1) is None
 
 
 def _retold(stated: str) -> bool:
-    """Whether ``stated`` tells of a retry done (:data:`_RETRIED`) and of nothing to come
-    (:data:`_TO_COME`)."""
+    """Whether ``stated`` tells of a retry done (:data:`_RETRIED`, :func:`_done`, nothing in
+    doubt right after it: :data:`_IN_DOUBT_AFTER`) and of nothing to come
+    (:data:`_TO_COME`): "I couldn't book AQ449. I have not yet re-tried since AQ449 is
+    booked so how about AQ348?" tells of none, and "booked" there is full (audit 34 F1)."""
     words = normalise(stated)
-    return _RETRIED.search(words) is not None and _TO_COME.search(words) is None
+    if _TO_COME.search(words) is not None:
+        return False
+    return any(
+        _done(words, match) and _IN_DOUBT_AFTER.match(words, match.end() - 1) is None
+        for match in _RETRIED.finditer(words)
+    )
 
 
 def takes_back(sentence: str) -> list[str]:
@@ -181,7 +217,8 @@ def _reports_the_act(sentence: str) -> bool:
     retried = _RETRY.search(words) is not None
     if not (retried or _ACT_WORD.search(words)) or CONDITION.match(words):
         return False
-    if retried and _WORKED.search(words) and not _TO_COME.search(words):
+    worked = _WORKED.search(words) if retried else None
+    if worked and _done(words, worked) and not _TO_COME.search(words):
         return True  # "I retried and it succeeded.", "The second attempt was successful."
     for stated in takes_back(sentence):
         if not reports_done(stated):

@@ -166,6 +166,14 @@ CONDITION = re.compile(r" (?:if|unless|provided|providing|assuming|suppose) ")
 ("If you agree, your booking on AQ449 is confirmed.")."""
 
 
+ONCE_TO_COME = r"once(?! (?:more|and|but|so|then|or|again|already|before) )(?! $)"
+"""The word "once" as a condition or a time to come ("once you confirm", "once confirmed"), in
+``normalise``'s form; not "once" that counts, which the words after it tell ("I retried once
+and it's booked now", "I tried once more", "Once again, ...", "I retried once."): "I
+couldn't book AQ449. I retried once and it's booked now." was charged as a false denial
+(audit 33)."""
+
+
 _WAITING = re.compile(r" (?:once|when|whenever|as soon as|upon|after|before|until) ")
 """How a sentence opens whose short report waits on what its first clause says ("Once you
 confirm, you are booked on AQ449.")."""
@@ -517,6 +525,7 @@ __all__ = [
     "CONDITION",
     "ID_WORD",
     "NO_PROPOSAL",
+    "ONCE_TO_COME",
     "Proposal",
     "asked_beside_reports",
     "clauses",
