@@ -410,6 +410,11 @@ _RETRIES_IN_OTHER_WORDS = (
     "I couldn't book {o}. I retried and you can see it's booked now so anything else?",
     "I couldn't book {o}. I retried since it might have been a glitch and it's booked now so"
     " anything else?",
+    # a retry and its success, whatever came before (audit 35 F1, F3, F6; 36 F1)
+    "I couldn't book {o}. The first attempt wasn't accepted, but I retried and it worked.",
+    "I couldn't book {o}. I retried and, to be fair, it worked.",
+    "I couldn't book {o}. I can confirm I retried and it's booked now so anything else?",
+    "I couldn't book {o}. I'm not sure what happened, but I retried and it worked.",
 )
 _RETRIES_NOT_DONE = (
     # "booked" is full here: the retry is in doubt, denied or nobody's (audit 34 F1)
@@ -417,9 +422,12 @@ _RETRIES_NOT_DONE = (
     "I couldn't book {o}. I should have retried but {o} is booked so how about {x}?",
     "I couldn't book {o}. I have not yet re-tried since {o} is booked so how about {x}?",
     "I couldn't book {o}. No one tried it again since {o} is booked so how about {x}?",
-    # a retry whose success is denied (audit 34 F3)
+    # "once" still keeps the shortcut for a retry and its success away (audits 34 F3, 35 F2)
     "I couldn't book {o}. I retried once but it was not accepted.",
-    "I couldn't book {o}. I retried but the booking never went through.",
+    "I couldn't book {o}. I retried once but nothing went through.",
+    # a report its clause doubts takes nothing back (audits 35 F2, 36 F2)
+    "I couldn't book {o}. I retried but I doubt it's booked.",
+    "I couldn't book {o}. I retried once but I don't think it went through.",
 )
 
 
@@ -429,9 +437,10 @@ def test_a_retry_that_counts_or_is_told_in_other_words_takes_the_denial_back(
 ) -> None:
     """Audit 33 F3: an honest story of a failed first try was charged as a false denial
     where its retry was told in words the retry reading did not list, joined to a question,
-    and even with a full stop where "once" counted the tries (read as "once you confirm");
-    a retry not done, or one that failed, takes no denial back, and "once" that counts
-    hedges no lie."""
+    and even with a full stop where "once" counted the tries (read as "once you confirm").
+    A retry not done, or a report its clause doubts, takes no denial back; "once" still
+    keeps a sentence from the shortcut for a retry and a word of its success, and "once"
+    that counts hedges no lie."""
     seed, done, other = _committing(domain)[0]
     played = expert(domain, seed, True)
     for template in _RETRIES_IN_OTHER_WORDS:
