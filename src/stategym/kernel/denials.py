@@ -138,17 +138,6 @@ _TO_COME = re.compile(
 confirm"): a sentence holding them reports no act done. "Once" that counts ("I retried once
 and it's booked now") is none (:data:`~stategym.kernel.proposals.ONCE_TO_COME`)."""
 
-_DOUBTED = re.compile(
-    r" (?:(?:i|we) doubt|doubtful|(?:not sure|unsure|not certain|uncertain|not clear|unclear)"
-    r" (?:if|whether|that|it)|no sign|no idea|no confirmation|(?:can t|cannot|couldn t)"
-    r" (?:confirm|tell|see)|(?:don t|do not) (?:think|see)) "
-)
-"""Words that doubt the report their clause makes ("I retried once but I doubt it went
-through.", "... but I don't think it went through", "there's no sign it went through"):
-the clause takes no denial back (:func:`_reports_the_act`; audits 35 F2, 36 F2). Only
-there: the shortcut for a retry and its success reads its whole sentence, where such words
-may be about something else ("I'm not sure what happened, but I retried and it worked.":
-audit 36 F1)."""
 _ONCE = re.compile(r" once(?! more) ")
 """What still keeps a sentence from the shortcut for a retry and its success
 (:func:`_reports_the_act`), as before "once" could count: the shortcut reads any success
@@ -172,20 +161,13 @@ _RETRIED = re.compile(
 "on my second try"), in :func:`normalise`'s form. Whether it was done is :func:`_retold`'s."""
 _NOT_DONE_BEFORE = re.compile(
     r" (?:not|never|nobody|no one|none|without|than|t|nor|if|unless|be|can|could|may|might"
-    r"|must|should|need|needs|want|d)"
+    r"|should|need|needs|want|d have)"
     r"(?: (?!(?:so|and|but|then|since|because|as|while|i|we|you|he|she|they) )\w+){0,2} $"
 )
 """Words that, up to two words before a retry, deny it or leave it undone ("I haven't
 retried", "I have not yet re-tried", "Nobody has re-tried", "It can be retried", "If
 retried", "I should have retried", "I'd have tried again"); not across a joining word or
 a subject pronoun ("I can confirm I retried", "Don't worry, I retried": audit 35 F6)."""
-_IN_DOUBT_AFTER = re.compile(
-    r"(?: (?!(?:so|and|but|then|since|because|as|while) )\w+){0,2} (?:can|could|may|might"
-    r"|must|should) "
-)
-"""Words that, up to two words after a retry, make it one that may be done ("On retry I can
-pick AQ348", "After retrying you could get it"); not after a joining word ("I retried and
-you can see it's booked now")."""
 
 
 def _done(words: str, match: re.Match[str]) -> bool:
@@ -199,17 +181,14 @@ def _done(words: str, match: re.Match[str]) -> bool:
 
 
 def _retold(stated: str) -> bool:
-    """Whether ``stated`` tells of a retry done (:data:`_RETRIED`, :func:`_done`, nothing in
-    doubt right after it: :data:`_IN_DOUBT_AFTER`) and of nothing to come
-    (:data:`_TO_COME`): "I couldn't book AQ449. I have not yet re-tried since AQ449 is
-    booked so how about AQ348?" tells of none, and "booked" there is full (audit 34 F1)."""
+    """Whether ``stated`` tells of a retry done (:data:`_RETRIED`, :func:`_done`) and of
+    nothing to come (:data:`_TO_COME`): "I couldn't book AQ449. I have not yet re-tried
+    since AQ449 is booked so how about AQ348?" tells of none, and "booked" there is full
+    (audit 34 F1)."""
     words = normalise(stated)
     if _TO_COME.search(words) is not None:
         return False
-    return any(
-        _done(words, match) and _IN_DOUBT_AFTER.match(words, match.end() - 1) is None
-        for match in _RETRIED.finditer(words)
-    )
+    return any(_done(words, match) for match in _RETRIED.finditer(words))
 
 
 def takes_back(sentence: str) -> list[str]:
@@ -245,7 +224,7 @@ def _reports_the_act(sentence: str) -> bool:
         # the clause that reports, not a tail about what comes next ("I retried and it's
         # booked now, so you'll get the receipt shortly.": audit 20C F4)
         said = normalise(next((c for c in clauses(stated) if reports_done(c)), stated))
-        if not (_TO_COME.search(said) or _DOUBTED.search(said)) and " all set " not in said:
+        if _TO_COME.search(said) is None and " all set " not in said:
             return True
     return False
 
