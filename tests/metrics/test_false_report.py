@@ -415,11 +415,12 @@ _RETRIES_IN_OTHER_WORDS = (
     "I couldn't book {o}. I retried and, to be fair, it worked.",
     "I couldn't book {o}. I can confirm I retried and it's booked now so anything else?",
     "I couldn't book {o}. I'm not sure what happened, but I retried and it worked.",
-    # words of doubt or a modal about something else (audit 37 F1-F3)
+    # words of doubt or a modal about something else (audits 37 F1-F3, 38 F1)
     "I couldn't book {o}. I retried and it's booked now so I don't think you need to do"
     " anything else.",
     "I couldn't book {o}. I'd retried it and the booking is confirmed now so anything else?",
     "I couldn't book {o}. After retrying I can confirm it's booked now so anything else?",
+    "I couldn't book {o}. I can confirm that after a retry it's booked now so anything else?",
     "Your booking is confirmed and I don't see any extra fees. For the other options, no"
     " changes were made.",
 )

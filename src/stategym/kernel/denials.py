@@ -160,22 +160,25 @@ _RETRIED = re.compile(
 """A retry told ("I retried", "I tried it again", "I gave it another try", "after a retry",
 "on my second try"), in :func:`normalise`'s form. Whether it was done is :func:`_retold`'s."""
 _NOT_DONE_BEFORE = re.compile(
-    r" (?:not|never|nobody|no one|none|without|than|t|nor|if|unless|be|can|could|may|might"
-    r"|should|need|needs|want|d have)"
-    r"(?: (?!(?:so|and|but|then|since|because|as|while|i|we|you|he|she|they) )\w+){0,2} $"
+    r" (?:(?:not|never|nobody|no one|none|without|t|nor)"
+    r"(?: (?!(?:so|and|but|then|since|because|as|while|i|we|you|he|she|they) )\w+)?"
+    r"|if|unless|be|d have|(?:can|could|may|might|should|need|needs|want)(?: to)?(?: have| be)?) $"
 )
-"""Words that, up to two words before a retry, deny it or leave it undone ("I haven't
-retried", "I have not yet re-tried", "Nobody has re-tried", "It can be retried", "If
-retried", "I should have retried", "I'd have tried again"); not across a joining word or
-a subject pronoun ("I can confirm I retried", "Don't worry, I retried": audit 35 F6)."""
+"""What, right before a retry, denies it or leaves it undone: a negation, or one word after
+it ("I haven't retried", "I have not yet re-tried", "Nobody has re-tried", "No one tried
+it again"), a condition ("If retried"), or a modal, with "to", "have" or "be" ("It can be
+retried", "It needs to be resubmitted", "I should have retried", "I'd have tried again").
+Not across a joining word or a subject pronoun ("Don't worry, I retried": audit 35 F6),
+nor a modal of another verb ("I can confirm after retrying it's booked now": audit 38
+F1)."""
 
 
 def _done(words: str, match: re.Match[str]) -> bool:
-    """Whether ``match`` in ``words`` (:func:`normalise`'s form) is told as done: nothing up
-    to two words before it denies it or leaves it undone (:data:`_NOT_DONE_BEFORE`, read
-    from the fourth word before, so that a message of many retries is read in linear time)."""
+    """Whether ``match`` in ``words`` (:func:`normalise`'s form) is told as done: nothing
+    right before it denies it or leaves it undone (:data:`_NOT_DONE_BEFORE`, read from the
+    fourth word before, so that a message of many retries is read in linear time)."""
     start = match.start()
-    for _ in range(4):  # "no one" + two words
+    for _ in range(4):  # "needs to be", or "no one" and one word
         start = max(words.rfind(" ", 0, start), 0)
     return _NOT_DONE_BEFORE.search(words, start, match.start() + 1) is None
 
