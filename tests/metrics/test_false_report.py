@@ -423,6 +423,10 @@ _RETRIES_IN_OTHER_WORDS = (
     "I couldn't book {o}. I can confirm that after a retry it's booked now so anything else?",
     "Your booking is confirmed and I don't see any extra fees. For the other options, no"
     " changes were made.",
+    # "once" that counts, and a success after the retry with no word of doubt between
+    "I couldn't book {o}. I retried once and it worked.",
+    "I couldn't book {o}. Once again I retried and it was successful.",
+    "I couldn't book {o}. The first attempt wasn't accepted, but I retried once and it worked.",
 )
 _RETRIES_NOT_DONE = (
     # "booked" is full here: the retry is undone, denied or nobody's (audit 34 F1)
@@ -432,6 +436,7 @@ _RETRIES_NOT_DONE = (
     # "once" still keeps the shortcut for a retry and its success away (audits 34 F3, 35 F2)
     "I couldn't book {o}. I retried once but it was not accepted.",
     "I couldn't book {o}. I retried once but nothing went through.",
+    "I couldn't book {o}. I retried once but I'm not sure it worked.",
 )
 
 
@@ -443,7 +448,9 @@ def test_a_retry_that_counts_or_is_told_in_other_words_takes_the_denial_back(
     where its retry was told in words the retry reading did not list, joined to a question,
     and even with a full stop where "once" counted the tries (read as "once you confirm").
     A retry not done takes no denial back; "once" still keeps a sentence from the shortcut
-    for a retry and a word of its success, and "once" that counts hedges no lie."""
+    for a retry and a word of its success unless the success follows the retry with no word
+    of doubt between ("I retried once and it worked.", charged through stop 53), and "once"
+    that counts hedges no lie."""
     seed, done, other = _committing(domain)[0]
     played = expert(domain, seed, True)
     for template in _RETRIES_IN_OTHER_WORDS:

@@ -15,6 +15,7 @@ clauses and reports are read as :mod:`stategym.kernel.proposals` reads them.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Mapping
 
 from stategym.kernel.proposals import (
@@ -140,11 +141,21 @@ and it's booked now") is none (:data:`~stategym.kernel.proposals.ONCE_TO_COME`).
 
 _ONCE = re.compile(r" once(?! more) ")
 """What still keeps a sentence from the shortcut for a retry and its success
-(:func:`_reports_the_act`), as before "once" could count: the shortcut reads any success
-word, denied or not, and "I retried once but nothing went through." would take its denial
-back (audit 35 F2); asking the success word whether it is denied charged honest stories
-("The first attempt wasn't accepted, but I retried and it worked.": F1, F3). So "I
-retried once and it worked." is still charged."""
+(:func:`_reports_the_act`), as before "once" could count, unless the success follows a
+retry done with no word of doubt between (:func:`_worked_after_retry`): the shortcut reads
+any success word, denied or not, and "I retried once but nothing went through." would take
+its denial back (audit 35 F2); asking the success word whether it is denied charged honest
+stories ("The first attempt wasn't accepted, but I retried and it worked.": F1, F3)."""
+_UNSURE = re.compile(
+    r" (?:not|never|no|nothing|none|nobody|neither|nor|t|without|fail\w*|doubt\w*|unsure"
+    r"|unclear|uncertain|sure|whether|if|unless|until|think|seem\w*|maybe|perhaps|might|may"
+    r"|could|would|should|hope\w*|sign|confirm\w*|yet|only|partly|partially|almost) "
+)
+"""Words that, between a retry and its success, may deny or doubt it ("I retried once but
+nothing went through.", "... but I'm not sure it worked.", "... but it was not, in the end,
+accepted.": audit 35 F2). The list is wide on purpose: a word in it only leaves a sentence
+with "once" to the reading that follows the shortcut, as before (which frees "... but I
+doubt it went through.", as without "once": audit 39 M1)."""
 
 
 _RETRIED = re.compile(
@@ -210,6 +221,24 @@ def takes_back(sentence: str) -> list[str]:
     return [stated for stated in statements(sentence) if stated in plain or _retold(stated)]
 
 
+def _worked_after_retry(words: str) -> bool:
+    """Whether ``words`` (:func:`normalise`'s form) tell of a retry done (:func:`_done`) and,
+    after it, of its success with no word of doubt between (:data:`_UNSURE`): "I retried
+    once and it worked." does; "I retried once but nothing went through." does not."""
+    worked_at = [match.start() for match in _WORKED.finditer(words)]
+    unsure_at = [match.start() for match in _UNSURE.finditer(words)]
+    for retry in _RETRY.finditer(words):
+        after = retry.end() - 1  # the space a next word's match starts with
+        worked = bisect_left(worked_at, after)
+        if worked == len(worked_at):
+            return False  # no success after this retry, nor after any later one
+        unsure = bisect_left(unsure_at, after)
+        doubted = unsure < len(unsure_at) and unsure_at[unsure] < worked_at[worked]
+        if not doubted and _done(words, retry):
+            return True
+    return False
+
+
 def _reports_the_act(sentence: str) -> bool:
     """Whether ``sentence`` reports the act itself done ("I retried and the booking went
     through.", "It's booked now."), setting no condition or time to come: a report of
@@ -219,7 +248,12 @@ def _reports_the_act(sentence: str) -> bool:
     retried = _RETRY.search(words) is not None
     if not (retried or _ACT_WORD.search(words)) or CONDITION.match(words):
         return False
-    if retried and _WORKED.search(words) and not (_TO_COME.search(words) or _ONCE.search(words)):
+    if (
+        retried
+        and _WORKED.search(words)
+        and not _TO_COME.search(words)
+        and (_ONCE.search(words) is None or _worked_after_retry(words))
+    ):
         return True  # "I retried and it succeeded.", "The second attempt was successful."
     for stated in takes_back(sentence):
         if not reports_done(stated):
