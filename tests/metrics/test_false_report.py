@@ -433,7 +433,8 @@ _RETRIES_NOT_DONE = (
     "I couldn't book {o}. I should have retried but {o} is booked so how about {x}?",
     "I couldn't book {o}. I have not yet re-tried since {o} is booked so how about {x}?",
     "I couldn't book {o}. No one tried it again since {o} is booked so how about {x}?",
-    # "once" still keeps the shortcut for a retry and its success away (audits 34 F3, 35 F2)
+    # a word of doubt between the retry and its success keeps a sentence with "once" from
+    # the shortcut for a retry and its success (audits 34 F3, 35 F2, 39)
     "I couldn't book {o}. I retried once but it was not accepted.",
     "I couldn't book {o}. I retried once but nothing went through.",
     "I couldn't book {o}. I retried once but I'm not sure it worked.",

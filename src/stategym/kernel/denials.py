@@ -148,14 +148,16 @@ its denial back (audit 35 F2); asking the success word whether it is denied char
 stories ("The first attempt wasn't accepted, but I retried and it worked.": F1, F3)."""
 _UNSURE = re.compile(
     r" (?:not|never|no|nothing|none|nobody|neither|nor|t|without|fail\w*|doubt\w*|unsure"
-    r"|unclear|uncertain|sure|whether|if|unless|until|think|seem\w*|maybe|perhaps|might|may"
-    r"|could|would|should|hope\w*|sign|confirm\w*|yet|only|partly|partially|almost) "
+    r"|unclear|uncertain|sure|whether|think|seem\w*|maybe|perhaps|might|may|could|should"
+    r"|hope\w*|sign|confirm\w*|yet|only|partly|partially|almost) "
 )
 """Words that, between a retry and its success, may deny or doubt it ("I retried once but
 nothing went through.", "... but I'm not sure it worked.", "... but it was not, in the end,
 accepted.": audit 35 F2). The list is wide on purpose: a word in it only leaves a sentence
 with "once" to the reading that follows the shortcut, as before (which frees "... but I
-doubt it went through.", as without "once": audit 39 M1)."""
+doubt it went through.", as without "once": audit 39 M1). Words of a time to come ("if",
+"until", "would") need no place in it: :data:`_TO_COME` keeps their sentences from the
+shortcut first."""
 
 
 _RETRIED = re.compile(
