@@ -189,9 +189,9 @@ F1)."""
 def _done(words: str, match: re.Match[str]) -> bool:
     """Whether ``match`` in ``words`` (:func:`normalise`'s form) is told as done: nothing
     right before it denies it or leaves it undone (:data:`_NOT_DONE_BEFORE`, read from the
-    fourth word before, so that a message of many retries is read in linear time)."""
+    third word before, so that a message of many retries is read in linear time)."""
     start = match.start()
-    for _ in range(4):  # "needs to be", or "no one" and one word
+    for _ in range(3):  # its longest forms: "needs to be", or "no one" and one word
         start = max(words.rfind(" ", 0, start), 0)
     return _NOT_DONE_BEFORE.search(words, start, match.start() + 1) is None
 
