@@ -527,11 +527,18 @@ def wild_texts(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> str:
         depth = draw(st.sampled_from((MAX_DEPTH, 1000, 1025, 3000)))
         return "[" * depth + draw(number_literals) + "]" * depth
     if kind == 2:
-        try:  # the standard library writes big integers, NaN and lone surrogates
-            return json.dumps(draw(wild_messages(tools)), ensure_ascii=False, default=repr)
-        except (RecursionError, ValueError, RuntimeError):  # RuntimeError: a HOSTILE value
-            return "[" * 3000
+        return json_text(draw(wild_messages(tools)))
     return draw(wild_text)
+
+
+def json_text(message: Any) -> str:
+    """``message`` as the standard library writes it (big integers, NaN and lone surrogates
+    included), or deep brackets where it cannot: too deep, or a HOSTILE value raises when
+    read (RuntimeError) or, drawn as the whole message, passes for a ``str`` (TypeError)."""
+    try:
+        return json.dumps(message, ensure_ascii=False, default=repr)
+    except (RecursionError, ValueError, RuntimeError, TypeError):
+        return "[" * 3000
 
 
 @st.composite

@@ -43,7 +43,16 @@ from stategym.kernel.trajectory import (
     write_jsonl,
 )
 from stategym.registry import all_domains
-from strategies import Pool, agent_steps, knobs, question_phrases, styles
+from strategies import (
+    HOSTILE,
+    Pool,
+    agent_steps,
+    json_text,
+    knobs,
+    nested,
+    question_phrases,
+    styles,
+)
 
 DOMAIN_NAMES = sorted(all_domains())
 """Not imported from ``conftest``: with several ``conftest.py`` files under ``tests/`` that
@@ -227,3 +236,12 @@ def test_scripted_agents_conserve_money(name: str, agent: str) -> None:
             check_round(env, before, result.info)
             check_money(env, opening)
         check_log(env)
+
+
+@pytest.mark.parametrize("message", [*HOSTILE, nested(5000)], ids=lambda v: type(v).__name__)
+def test_wild_text_is_written_from_any_message(message: Any) -> None:
+    """The text channel's generator writes any wild message, or deep brackets where it cannot;
+    it never raises (a value that passes for a ``str``, drawn as the whole message, once did,
+    failing the any-output tests in their own data generation)."""
+    for wrapped in (message, [message], {"role": "assistant", "content": message}):
+        assert isinstance(json_text(wrapped), str)
