@@ -6,6 +6,8 @@
 * Agent output never raises and never corrupts state: a round without a successful write or
   commit changes nothing but the clock, the round counter and what scheduled events change;
   a step after the end changes nothing at all.
+* Under the dense reward, every step pays a finite float, and a finished episode's rewards
+  are the credit of its log, sum to its R and are negative exactly where it did harm.
 * Whatever happened, the trajectory serialises, parses back to an equal object with the same
   bytes (also through ``write_jsonl`` and ``read_jsonl``), and replays to the same state key.
 
@@ -16,6 +18,7 @@ and a quarter of wild output (values JSON cannot carry, objects of any shape, an
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -30,7 +33,7 @@ from hypothesis import strategies as st
 from stategym.agents import agent_names, scripted
 from stategym.kernel.domain import Domain
 from stategym.kernel.env import Env
-from stategym.kernel.protocol import Observation
+from stategym.kernel.protocol import Observation, Say
 from stategym.kernel.task import EventKind
 from stategym.kernel.tools import Effect
 from stategym.kernel.trajectory import (
@@ -42,6 +45,7 @@ from stategym.kernel.trajectory import (
     replay,
     write_jsonl,
 )
+from stategym.metrics import DIMENSIONS, credit, dense_reward, score
 from stategym.registry import all_domains
 from strategies import (
     HOSTILE,
@@ -164,16 +168,17 @@ def check_log(env: Env) -> None:
     assert replay(parsed).state_key() == env.state_key()
 
 
-def _play(env: Env, channel: str, action: Any, pool: Pool) -> dict[str, Any]:
+def _play(env: Env, channel: str, action: Any, pool: Pool) -> tuple[float, dict[str, Any]]:
+    """Step ``env`` with ``action`` through ``channel``: the reward and the step's info."""
     if channel == "typed":
         result = env.step(action)
         _remember(result.observation, pool)
-        return result.info
-    messages, _, _, _, info = env.step_message(action)
+        return result.reward, result.info
+    messages, reward, _, _, info = env.step_message(action)
     for message in messages:
         if message["role"] == "tool":
             pool.see(orjson.loads(message["content"]))
-    return info
+    return reward, info
 
 
 def _remember(observation: Observation, pool: Pool) -> None:
@@ -213,7 +218,7 @@ def test_any_agent_output_is_safe(
             info = result.info
         else:
             channel, action = data.draw(agent_steps(domain.tools, pool), label="step")
-            info = _play(env, channel, action, pool)
+            _, info = _play(env, channel, action, pool)
         check_round(env, before, info)
         check_money(env, opening)
     check_log(env)
@@ -236,6 +241,56 @@ def test_scripted_agents_conserve_money(name: str, agent: str) -> None:
             check_round(env, before, result.info)
             check_money(env, opening)
         check_log(env)
+
+
+@pytest.mark.parametrize("name", DOMAIN_NAMES)
+@given(data=st.data(), seed=st.integers(0, 2**32), task_knobs=knobs, style=styles)
+def test_the_dense_reward_holds_under_any_agent_output(
+    name: str, data: st.DataObject, seed: int, task_knobs: Any, style: Any
+) -> None:
+    """The same mix of random output and a styled expert's moves, under the dense reward, the
+    expert finishing half of the episodes: every step pays a finite float and the running
+    return stays in [-1, 1]; a finished episode's rewards are the credit of its log bit for
+    bit, sum to its R and are negative in sum exactly where it did harm, its last step's
+    scorecard is the log's and in range, and a step after the end pays 0.0."""
+    domain = all_domains()[name]
+    env = Env(domain, knobs=task_knobs, reward=dense_reward)
+    observation, _ = env.reset(seed=seed)
+    expert = domain.expert(env.task, style)
+    pool = Pool(phrases=question_phrases(dict(domain.slot_phrases)))
+    pool.see(list(env.task.request.given.values()))
+    finishes = data.draw(st.booleans(), label="the expert finishes")
+    rewards: list[float] = []
+    info: dict[str, Any] = {}
+    for _ in range(data.draw(st.integers(1, 24), label="rounds")):
+        if env.done:
+            break
+        if data.draw(st.booleans(), label="expert's turn"):
+            result = env.step(expert.act(observation))
+            observation = result.observation
+            _remember(observation, pool)
+            reward, info = result.reward, result.info
+        else:
+            channel, action = data.draw(agent_steps(domain.tools, pool), label="step")
+            reward, info = _play(env, channel, action, pool)
+        rewards.append(reward)
+        assert type(reward) is float and math.isfinite(reward)
+        assert abs(sum(rewards)) <= 1.0 + 1e-9
+    while finishes and not env.done:
+        result = env.step(expert.act(observation))
+        observation = result.observation
+        rewards.append(result.reward)
+        info = result.info
+    if not env.done:
+        return
+    card = score(env.trajectory, env.task)
+    assert info["scorecard"] == card
+    assert tuple(rewards) == credit(env.trajectory, env.task).rewards
+    assert sum(rewards) == pytest.approx(card.composite, abs=1e-9)
+    assert (sum(rewards) < 0) == (card.harm > 0)
+    assert -1.0 <= card.composite <= 1.0 and 0.0 <= card.harm <= 1.0
+    assert all(0.0 <= card.quality(dimension) <= 1.0 for dimension in DIMENSIONS)
+    assert env.step(Say("Thanks!")).reward == 0.0
 
 
 @pytest.mark.parametrize("message", [*HOSTILE, nested(5000)], ids=lambda v: type(v).__name__)
