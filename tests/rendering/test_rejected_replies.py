@@ -22,7 +22,7 @@ from stategym.kernel.trajectory import RoundKind, Trajectory
 from stategym.kernel.verify import verify
 from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.registry import get_domain
-from stategym.rendering import MessageRenderer, transcript
+from stategym.rendering import CompactRenderer, MessageRenderer, transcript
 
 FINISH = {
     "role": "assistant",
@@ -63,11 +63,25 @@ REJECTED = {
 EMPTY = {"role": "assistant", "content": ""}
 
 
+COMPACT_FINISH = {"role": "assistant", "content": "finish"}
+COMPACT_REJECTED = {
+    "many_calls": (
+        "\n".join(["get_profile"] * (MAX_CALLS + 1)),
+        f"too_large: the round has {MAX_CALLS + 1} tool calls; at most {MAX_CALLS} are allowed",
+    ),
+    "text_over_the_cap": (
+        "a" * (MAX_TEXT + 1),
+        f"too_large: a message to the user is at most {MAX_TEXT} characters",
+    ),
+}
+"""Compact replies the environment's reader rejects whole, with the error it logs."""
+
+
 class Script:
     """A backend that sends one message, then ``finish``."""
 
-    def __init__(self, first: dict[str, Any]) -> None:
-        self.replies = [first, FINISH]
+    def __init__(self, first: dict[str, Any], finish: dict[str, Any] = FINISH) -> None:
+        self.replies = [first, finish]
         self.seen: list[list[dict[str, Any]]] = []
 
     def describe(self) -> dict[str, Any]:
@@ -83,12 +97,14 @@ class Script:
         return self.complete_sync(messages, tools, turn)
 
 
-def _play(message: dict[str, Any]) -> tuple[Trajectory, Script, ChatAgent, Env]:
+def _play(
+    message: dict[str, Any], rendering: str = "messages"
+) -> tuple[Trajectory, Script, ChatAgent, Env]:
     """An LLM agent whose first reply is ``message`` plays travel's seed 0."""
     env = Env("travel")
     observation, _ = env.reset(seed=0)
-    backend = Script(message)
-    agent = ChatAgent("script", backend, env.domain, env.task)
+    backend = Script(message, COMPACT_FINISH if rendering == "compact" else FINISH)
+    agent = ChatAgent("script", backend, env.domain, env.task, rendering=rendering)
     while not env.done:
         observation = env.step(agent.act(observation)).observation
     return agent.annotate(env.trajectory), backend, agent, env
@@ -154,3 +170,20 @@ def test_a_rejected_reply_is_a_plain_value() -> None:
         pickle.loads(pickle.dumps(action))
     )
     assert renderer.action_message(action, 0) == {"role": "assistant", "content": ""}
+
+
+@pytest.mark.parametrize("case", sorted(COMPACT_REJECTED))
+def test_a_compact_reply_rejected_whole_is_an_empty_reply_in_the_conversation(case: str) -> None:
+    """Regression (stop 57): the compact rendering kept a reply the environment rejects whole
+    (65 call lines, a message over the cap) in the live conversation, where the log rebuilds
+    the invalid round as an empty reply, so the conversation was not its transcript."""
+    text, error = COMPACT_REJECTED[case]
+    trajectory, backend, agent, env = _play({"role": "assistant", "content": text}, "compact")
+    first = trajectory.rounds[0]
+    assert first.kind is RoundKind.INVALID and first.format_errors == ("too_large",)
+    assert first.error == error
+    assert backend.seen[1][-1]["content"] == f"[environment] {error}"
+    assert verify(trajectory) == [] and trajectory.terminated
+    fresh = CompactRenderer(get_domain("travel"), env.task.knobs)
+    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    assert agent.messages[2] == {"role": "assistant", "content": ""}

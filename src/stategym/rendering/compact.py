@@ -49,7 +49,12 @@ from stategym.kernel.protocol import (
 from stategym.kernel.task import Task
 from stategym.rendering.base import Message
 from stategym.rendering.handles import Handles
-from stategym.rendering.messages import offered_tools, protocol_ending
+from stategym.rendering.messages import (
+    RejectedReply,
+    as_the_reader_takes,
+    offered_tools,
+    protocol_ending,
+)
 
 COMPACT_PROTOCOL = """\
 How to work:
@@ -119,6 +124,10 @@ class CompactRenderer:
         return messages
 
     def action_message(self, action: Action, index: int) -> Message:
+        # A rejected reply is logged as an invalid round, which a transcript rebuilds as an
+        # empty reply (``logged_action``): the conversation holds the same.
+        if isinstance(action, RejectedReply):
+            return {"role": "assistant", "content": ""}
         return {"role": "assistant", "content": self.render(action)}
 
     def render(self, action: Action) -> str:
@@ -130,6 +139,11 @@ class CompactRenderer:
         return "\n".join(self._call_line(call) for call in action.calls)
 
     def parse(self, reply: Message | str) -> Action:
+        """The action ``reply`` means, or what stands for it where the environment's reader
+        rejects it whole (:func:`~stategym.rendering.messages.as_the_reader_takes`)."""
+        return as_the_reader_takes(self._action(reply))
+
+    def _action(self, reply: Message | str) -> Action:
         text = reply if isinstance(reply, str) else reply.get("content")
         if not isinstance(text, str):
             return CallBatch(())

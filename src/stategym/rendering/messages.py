@@ -257,14 +257,28 @@ class MessageRenderer:
             reply = {"role": "assistant", "content": reply}
         try:
             action = action_from_message(reply)
-            # The environment's reader is asked now (a message over the cap), so that
-            # ``action_message`` shows every invalid round as the log rebuilds it.
-            read_action(action)
         except AgentFormatError as error:
-            if error.kind == "empty_action":
-                return CallBatch(())
-            return RejectedReply(error.kind, str(error))
-        return action
+            return _standing_for(error)
+        return as_the_reader_takes(action)
+
+
+def as_the_reader_takes(action: Action) -> Action:
+    """``action``, or what stands for it where the environment's reader rejects it whole (a
+    message over the cap, too many calls): the empty batch for an empty action, otherwise a
+    :class:`RejectedReply` of the reader's kind and reason. A renderer's ``parse`` asks the
+    reader now, so that its ``action_message`` shows every invalid round as the log rebuilds
+    it (an empty reply) and the live conversation is the transcript."""
+    try:
+        read_action(action)
+    except AgentFormatError as error:
+        return _standing_for(error)
+    return action
+
+
+def _standing_for(error: AgentFormatError) -> CallBatch:
+    if error.kind == "empty_action":
+        return CallBatch(())
+    return RejectedReply(error.kind, str(error))
 
 
 def render_demonstrations(episodes: Sequence[tuple[Renderer, Trajectory, Task]]) -> str:
