@@ -30,7 +30,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stategym.agents import agent_names, scripted
+from stategym.agents import Agent, agent_names, scripted
 from stategym.kernel.domain import Domain
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import Observation, Say
@@ -181,6 +181,21 @@ def _play(env: Env, channel: str, action: Any, pool: Pool) -> tuple[float, dict[
     return reward, info
 
 
+def _mixed_turn(
+    env: Env, data: st.DataObject, expert: Agent, observation: Observation, pool: Pool
+) -> tuple[Observation, float, dict[str, Any]]:
+    """One round of the any-output mix: the styled expert's move (drawn, while the episode
+    runs) or a wild step through a drawn channel. The observation the expert acts on next,
+    the step's reward and its info."""
+    if not env.done and data.draw(st.booleans(), label="expert's turn"):
+        result = env.step(expert.act(observation))
+        _remember(result.observation, pool)
+        return result.observation, result.reward, result.info
+    channel, action = data.draw(agent_steps(env.domain.tools, pool), label="step")
+    reward, info = _play(env, channel, action, pool)
+    return observation, reward, info
+
+
 def _remember(observation: Observation, pool: Pool) -> None:
     for item in observation.results:
         pool.see(item.content)
@@ -211,14 +226,7 @@ def test_any_agent_output_is_safe(
         if after_end > 2:
             break
         before = capture(env)
-        if not env.done and data.draw(st.booleans(), label="expert's turn"):
-            result = env.step(expert.act(observation))
-            observation = result.observation
-            _remember(observation, pool)
-            info = result.info
-        else:
-            channel, action = data.draw(agent_steps(domain.tools, pool), label="step")
-            _, info = _play(env, channel, action, pool)
+        observation, _, info = _mixed_turn(env, data, expert, observation, pool)
         check_round(env, before, info)
         check_money(env, opening)
     check_log(env)
@@ -265,14 +273,7 @@ def test_the_dense_reward_holds_under_any_agent_output(
     for _ in range(data.draw(st.integers(1, 24), label="rounds")):
         if env.done:
             break
-        if data.draw(st.booleans(), label="expert's turn"):
-            result = env.step(expert.act(observation))
-            observation = result.observation
-            _remember(observation, pool)
-            reward, info = result.reward, result.info
-        else:
-            channel, action = data.draw(agent_steps(domain.tools, pool), label="step")
-            reward, info = _play(env, channel, action, pool)
+        observation, reward, info = _mixed_turn(env, data, expert, observation, pool)
         rewards.append(reward)
         assert type(reward) is float and math.isfinite(reward)
         assert abs(sum(rewards)) <= 1.0 + 1e-9
