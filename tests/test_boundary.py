@@ -20,6 +20,7 @@ import stategym  # noqa: F401  (registers the Gymnasium ids)
 from stategym import CallBatch, Env, Knobs, Say, ToolCall, call, calls
 from stategym.agents import scripted
 from stategym.gym import StateGymEnv, encode_messages
+from stategym.kernel.boundary import clean_strings
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import AgentFormatError
 from stategym.kernel.protocol import (
@@ -560,3 +561,19 @@ def test_a_tool_error_quoting_a_long_argument_is_told_cut() -> None:
     assert long.error.endswith(CUT) and long.error[:-1] in f"no person {long_id!r}"
     assert short.error is not None and short_id in short.error and not short.error.endswith(CUT)
     assert verify(env.trajectory) == []
+
+
+def test_clean_strings_cleans_every_string_as_deep_as_asked() -> None:
+    """A chat message's text made valid UTF-8 as the log keeps it (a Python backend's reply,
+    read by ``ChatAgent``): every string and key, a lone surrogate as U+FFFD and a pair as
+    the character it encodes; deeper than ``levels`` asks, a container is kept as it is."""
+    inner = ["\ud800"]
+    value = {"a\ud800": ["\ud83d\ude00", {"k": inner}, 3, None], "n": 2.5}
+    assert clean_strings(value) == {"a\ufffd": ["\U0001f600", {"k": ["\ufffd"]}, 3, None], "n": 2.5}
+    three_levels = clean_strings(value, 3)["a\ufffd"]  # the dict, the list, the inner dict
+    assert three_levels[0] == "\U0001f600" and three_levels[1]["k"] is inner
+    assert clean_strings(value, 4)["a\ufffd"][1]["k"] == ["\ufffd"]
+    assert clean_strings({1: "\ud800", None: ("\ud800",)}) == {1: "\ufffd", None: ("\ud800",)}
+    assert clean_strings(_nested(100_000, "\ud800"), MAX_DEPTH)[0] is not None  # no RecursionError
+    with pytest.raises(RecursionError):
+        clean_strings(_nested(100_000, "\ud800"))

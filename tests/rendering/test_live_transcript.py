@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
 import pytest
 
 from stategym.agents import scripted
@@ -22,6 +23,7 @@ from stategym.kernel.trajectory import RoundKind
 from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.registry import all_domains, get_domain
 from stategym.rendering import CompactRenderer, make_renderer, transcript
+from strategies import nested
 
 DOMAINS = [*sorted(all_domains()), "synth:chain2+fanout3"]
 BAD_MESSAGES = [
@@ -142,3 +144,57 @@ def test_a_user_who_gives_up_is_rebuilt_with_the_goodbye() -> None:
     assert env.trajectory.terminated and live[-1]["content"].endswith("Goodbye.")
     fresh = make_renderer(env.domain, env.task.knobs)
     assert live[1:] == transcript(fresh, env.trajectory, env.task)
+
+
+def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    """An assistant message with one tool call."""
+    function = {"name": name, "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+LONE = "\ud800"
+"""A lone surrogate: text UTF-8 cannot carry, which the log keeps as U+FFFD."""
+NOT_UTF8 = {
+    "content": ({"role": "assistant", "content": f"What is your budget{LONE}?"}, "messages"),
+    "content_parts": (
+        {"role": "assistant", "content": [{"type": "text", "text": f"Budget{LONE}?"}]},
+        "messages",
+    ),
+    "call_id": (_call(f"c{LONE}", "get_profile", "{}"), "messages"),
+    "call_name": (_call("c1", f"get_profile{LONE}", "{}"), "messages"),
+    "arguments_object": (_call("c1", "search_flights", {"day": LONE}), "messages"),
+    "surrogate_pair": ({"role": "assistant", "content": "Budget \ud83d\ude00?"}, "messages"),
+    "deep_extra_key": (
+        {"role": "assistant", "content": f"Budget{LONE}?", "extra": nested(100_000, LONE)},
+        "messages",
+    ),
+    "compact_message": ({"role": "assistant", "content": f"\\ Budget{LONE}?"}, "compact"),
+    "compact_call": ({"role": "assistant", "content": f"get_profile{LONE}"}, "compact"),
+    "compact_argument": ({"role": "assistant", "content": f"search_flights day={LONE}"}, "compact"),
+}
+"""Replies a Python backend may return (the ``openai:`` backend cleans its own text)."""
+
+
+@pytest.mark.parametrize("case", sorted(NOT_UTF8))
+def test_a_reply_s_text_is_in_the_conversation_as_the_log_keeps_it(case: str) -> None:
+    """Regression (stop 58): a Python backend's reply holding text UTF-8 cannot carry (a lone
+    surrogate, or a pair as two code points) stayed so in the live conversation, while the
+    log keeps U+FFFD (or the character the pair encodes): the conversation was not its
+    transcript, and no JSON writer took it."""
+    message, rendering = NOT_UTF8[case]
+    env = Env("travel")
+    observation, _ = env.reset(seed=0)
+    backend = Puppet()
+    agent = ChatAgent("puppet", backend, env.domain, env.task, rendering=rendering)
+    compact = {"role": "assistant", "content": "finish"}
+    replies = iter([message, compact if rendering == "compact" else _call("f", "finish", "{}")])
+    backend.next = lambda: next(replies)
+    while not env.done:
+        observation = env.step(agent.act(observation)).observation
+    fresh = make_renderer(env.domain, env.task.knobs, rendering)
+    assert agent.messages[1:] == transcript(fresh, env.trajectory, env.task)[:-1]
+    assert orjson.loads(orjson.dumps(agent.messages)) == agent.messages

@@ -283,6 +283,31 @@ def clean_text(text: str) -> str:
     return text
 
 
+def clean_strings(value: Any, levels: int | None = None) -> Any:
+    """A decoded JSON value (a chat message) with every string in it, keys too, cleaned
+    (:func:`clean_text`), in fresh lists and dicts. Only ``str``, ``list`` and ``dict``
+    themselves are walked (by ``type()``, as :func:`to_json` reads); any other value or key
+    is kept as it is.
+
+    Args:
+        levels: how many levels of lists and dicts to walk into; deeper ones are kept as
+            they are. ``None``: all of them, and a value nested past Python's stack raises
+            ``RecursionError``.
+    """
+    kind = type(value)
+    if kind is str:
+        return clean_text(value)
+    if levels == 0 or (kind is not list and kind is not dict):
+        return value
+    below = None if levels is None else levels - 1
+    if kind is list:
+        return [clean_strings(item, below) for item in value]
+    return {
+        clean_text(key) if type(key) is str else key: clean_strings(item, below)
+        for key, item in value.items()
+    }
+
+
 def capped_text(text: str, limit: int) -> str | None:
     """``text`` cleaned (:func:`clean_text`), or ``None`` if it is then longer than ``limit``
     characters: every text cap counts the characters the log keeps, so a surrogate pair is

@@ -4,8 +4,10 @@ A :class:`ChatAgent` asks its episode's renderer (:mod:`stategym.rendering`) for
 the model sees: the offered tools, the first messages, each observation's messages, and the
 action a reply means. The conversation keeps the renderer's message for the action taken
 (not the backend's raw message), so it equals :func:`~stategym.rendering.transcript` of the
-logged trajectory, invalid rounds included. A reply that maps to nothing becomes the empty
-action, which the environment logs as a format error: model output never raises.
+logged trajectory, invalid rounds included (``docs/llm.md`` lists the known differences); a
+reply's text is first made valid UTF-8 as the log keeps it (:func:`_as_logged`), whatever the
+backend. A reply that maps to nothing becomes the empty action, which the environment logs as
+a format error: model output never raises.
 
 What a backend reports per round (token usage, token ids, log-probabilities, tolerated parse
 errors) is attached to the trajectory by :meth:`ChatAgent.annotate`: as each round's typed
@@ -45,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from stategym.kernel.boundary import MAX_DEPTH, clean_strings
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import TrajectoryError
 from stategym.kernel.protocol import Action, Observation
@@ -70,6 +73,10 @@ COUNT_LIMIT = 2**63
 """Token counts (per round, and their episode totals) and token ids are below this: the log
 holds 64-bit integers, which its reader refuses past (the ``openai:`` agent drops a count at
 or past it; :meth:`ChatAgent.annotate` drops a total)."""
+MESSAGE_LEVELS = MAX_DEPTH + 8
+"""How deep :func:`_as_logged` cleans a reply: a message's own levels (``tool_calls``, a
+call, its ``function``, its ``arguments``) and the :data:`~stategym.kernel.boundary.
+MAX_DEPTH` levels of arguments the environment reads, with room to spare."""
 _SESSIONS = itertools.count(1)
 """Session keys, one per agent (an episode): unique within the process."""
 
@@ -214,7 +221,7 @@ class ChatAgent:
                     "token_ids, as stategym serve does)"
                 )
             self.tokens.sampled(ids)
-        action = self.renderer.parse(reply.message)
+        action = self.renderer.parse(_as_logged(reply.message))
         # The renderer's message for the action, so the conversation is what the log rebuilds.
         self._messages.append(self.renderer.action_message(action, len(self._rounds)))
         self._rounds.append(reply)
@@ -309,6 +316,20 @@ class ChatAgent:
                 total += value if type(value) is int else 0
             usage[key] = total if 0 <= total < COUNT_LIMIT else None
         return usage
+
+
+def _as_logged(message: Message) -> Message:
+    """A backend's message with its text valid UTF-8 as the log keeps it (a lone surrogate
+    becomes U+FFFD, a pair the character it encodes:
+    :func:`~stategym.kernel.boundary.clean_strings`), so that the conversation shows what the
+    log rebuilds. The ``openai:`` backend's replies already are; a Python backend's may not
+    be. The walk stops :data:`MESSAGE_LEVELS` deep, below anything the environment takes; a
+    message it cannot rebuild (a key whose own ``__hash__`` raises) is read as it is, and
+    the renderer says what is wrong with it."""
+    try:
+        return clean_strings(message, MESSAGE_LEVELS)
+    except Exception:  # the message's own code raised: the reader reports such a message
+        return message
 
 
 def readable(trajectory: Trajectory) -> Trajectory:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from stategym.kernel.boundary import clean_text
+from stategym.kernel.boundary import clean_strings, clean_text
 from stategym.kernel.errors import AgentStopped, UsageError
 from stategym.kernel.verify import PARSER_KINDS
 from stategym.llm.agent import COUNT_LIMIT, Reply, Turn, finite_number
@@ -359,7 +359,7 @@ def response_body(response: HttpResponse) -> dict[str, Any]:
     body = _json_or_none(text)
     if isinstance(body, dict) and _SURROGATE_ESCAPE.search(text):
         try:
-            body = _cleaned(body)
+            body = clean_strings(body)
         except RecursionError:  # nested deeper than the walk can go: read as no JSON
             body = None
     if isinstance(body, dict):
@@ -378,17 +378,6 @@ def _json_or_none(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):  # ValueError: also an integer of 4,300 digits
         return None
-
-
-def _cleaned(value: Any) -> Any:
-    """A decoded JSON value with every string (keys too) valid UTF-8 (:func:`clean_text`)."""
-    if type(value) is str:
-        return clean_text(value)
-    if type(value) is list:
-        return [_cleaned(item) for item in value]
-    if type(value) is dict:
-        return {clean_text(key): _cleaned(item) for key, item in value.items()}
-    return value
 
 
 def failure_line(error: BaseException) -> str | None:
