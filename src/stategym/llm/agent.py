@@ -75,8 +75,9 @@ holds 64-bit integers, which its reader refuses past (the ``openai:`` agent drop
 or past it; :meth:`ChatAgent.annotate` drops a total)."""
 MESSAGE_LEVELS = MAX_DEPTH + 8
 """How deep :func:`_as_logged` cleans a reply: a message's own levels (``tool_calls``, a
-call, its ``function``, its ``arguments``) and the :data:`~stategym.kernel.boundary.
-MAX_DEPTH` levels of arguments the environment reads, with room to spare."""
+call, its ``function``, its ``arguments``) and the
+:data:`~stategym.kernel.boundary.MAX_DEPTH` levels of arguments the environment reads, with
+room to spare."""
 _SESSIONS = itertools.count(1)
 """Session keys, one per agent (an episode): unique within the process."""
 
