@@ -574,6 +574,11 @@ def test_clean_strings_cleans_every_string_as_deep_as_asked() -> None:
     assert three_levels[0] == "\U0001f600" and three_levels[1]["k"] is inner
     assert clean_strings(value, 4)["a\ufffd"][1]["k"] == ["\ufffd"]
     assert clean_strings({1: "\ud800", None: ("\ud800",)}) == {1: "\ufffd", None: ("\ud800",)}
-    assert clean_strings(_nested(100_000, "\ud800"), MAX_DEPTH)[0] is not None  # no RecursionError
+    deep = _nested(100_000, "\ud800")
+    walked, kept = clean_strings(deep, MAX_DEPTH), deep  # no RecursionError with a bound
+    for _ in range(MAX_DEPTH):
+        assert walked is not kept and len(walked) == 1
+        walked, kept = walked[0], kept[0]
+    assert walked is kept  # below the bound: the value as it was
     with pytest.raises(RecursionError):
         clean_strings(_nested(100_000, "\ud800"))

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from first_reply import play_first_reply, tool_call_message
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import Action
@@ -146,16 +147,6 @@ def test_a_user_who_gives_up_is_rebuilt_with_the_goodbye() -> None:
     assert live[1:] == transcript(fresh, env.trajectory, env.task)
 
 
-def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    """An assistant message with one tool call."""
-    function = {"name": name, "arguments": arguments}
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-    }
-
-
 LONE = "\ud800"
 """A lone surrogate: text UTF-8 cannot carry, which the log keeps as U+FFFD."""
 NOT_UTF8 = {
@@ -164,9 +155,9 @@ NOT_UTF8 = {
         {"role": "assistant", "content": [{"type": "text", "text": f"Budget{LONE}?"}]},
         "messages",
     ),
-    "call_id": (_call(f"c{LONE}", "get_profile", "{}"), "messages"),
-    "call_name": (_call("c1", f"get_profile{LONE}", "{}"), "messages"),
-    "arguments_object": (_call("c1", "search_flights", {"day": LONE}), "messages"),
+    "call_id": (tool_call_message(f"c{LONE}", "get_profile", "{}"), "messages"),
+    "call_name": (tool_call_message("c1", f"get_profile{LONE}", "{}"), "messages"),
+    "arguments_object": (tool_call_message("c1", "search_flights", {"day": LONE}), "messages"),
     "surrogate_pair": ({"role": "assistant", "content": "Budget \ud83d\ude00?"}, "messages"),
     "deep_extra_key": (
         {"role": "assistant", "content": f"Budget{LONE}?", "extra": nested(100_000, LONE)},
@@ -186,15 +177,7 @@ def test_a_reply_s_text_is_in_the_conversation_as_the_log_keeps_it(case: str) ->
     log keeps U+FFFD (or the character the pair encodes): the conversation was not its
     transcript, and no JSON writer took it."""
     message, rendering = NOT_UTF8[case]
-    env = Env("travel")
-    observation, _ = env.reset(seed=0)
-    backend = Puppet()
-    agent = ChatAgent("puppet", backend, env.domain, env.task, rendering=rendering)
-    compact = {"role": "assistant", "content": "finish"}
-    replies = iter([message, compact if rendering == "compact" else _call("f", "finish", "{}")])
-    backend.next = lambda: next(replies)
-    while not env.done:
-        observation = env.step(agent.act(observation)).observation
+    trajectory, _, agent, env = play_first_reply(message, rendering)
     fresh = make_renderer(env.domain, env.task.knobs, rendering)
-    assert agent.messages[1:] == transcript(fresh, env.trajectory, env.task)[:-1]
+    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
     assert orjson.loads(orjson.dumps(agent.messages)) == agent.messages

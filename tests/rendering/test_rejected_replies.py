@@ -10,27 +10,18 @@ while ``Env.step_message`` said ``too_large`` or ``bad_message`` and why.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from first_reply import play_first_reply
 from stategym.kernel.boundary import MAX_CALLS, MAX_TEXT
 from stategym.kernel.env import EMPTY_ACTION, Env
 from stategym.kernel.knobs import Knobs
-from stategym.kernel.trajectory import RoundKind, Trajectory
+from stategym.kernel.trajectory import RoundKind
 from stategym.kernel.verify import verify
-from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.registry import get_domain
 from stategym.rendering import CompactRenderer, MessageRenderer, transcript
-
-FINISH = {
-    "role": "assistant",
-    "content": None,
-    "tool_calls": [
-        {"id": "f", "type": "function", "function": {"name": "finish", "arguments": "{}"}}
-    ],
-}
 
 
 def _calls(*names: Any) -> dict[str, Any]:
@@ -63,7 +54,6 @@ REJECTED = {
 EMPTY = {"role": "assistant", "content": ""}
 
 
-COMPACT_FINISH = {"role": "assistant", "content": "finish"}
 COMPACT_REJECTED = {
     "many_calls": (
         "\n".join(["get_profile"] * (MAX_CALLS + 1)),
@@ -77,39 +67,6 @@ COMPACT_REJECTED = {
 """Compact replies the environment's reader rejects whole, with the error it logs."""
 
 
-class Script:
-    """A backend that sends one message, then ``finish``."""
-
-    def __init__(self, first: dict[str, Any], finish: dict[str, Any] = FINISH) -> None:
-        self.replies = [first, finish]
-        self.seen: list[list[dict[str, Any]]] = []
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "script", "model": "script"}
-
-    def complete_sync(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], turn: Turn
-    ) -> Reply:
-        self.seen.append([dict(m) for m in messages])
-        return Reply(self.replies[min(turn.index, 1)], {})
-
-    async def complete(self, messages: Any, tools: Any, turn: Turn) -> Reply:
-        return self.complete_sync(messages, tools, turn)
-
-
-def _play(
-    message: dict[str, Any], rendering: str = "messages"
-) -> tuple[Trajectory, Script, ChatAgent, Env]:
-    """An LLM agent whose first reply is ``message`` plays travel's seed 0."""
-    env = Env("travel")
-    observation, _ = env.reset(seed=0)
-    backend = Script(message, COMPACT_FINISH if rendering == "compact" else FINISH)
-    agent = ChatAgent("script", backend, env.domain, env.task, rendering=rendering)
-    while not env.done:
-        observation = env.step(agent.act(observation)).observation
-    return agent.annotate(env.trajectory), backend, agent, env
-
-
 def _step_message(message: dict[str, Any]) -> tuple[list[dict[str, str]], Any]:
     """What the core's message interface answers and logs for ``message`` as a first round."""
     env = Env("travel")
@@ -121,7 +78,7 @@ def _step_message(message: dict[str, Any]) -> tuple[list[dict[str, str]], Any]:
 @pytest.mark.parametrize("case", sorted(REJECTED))
 def test_a_rejected_reply_is_logged_and_told_as_step_message_does(case: str) -> None:
     message, kind = REJECTED[case]
-    trajectory, backend, _, _ = _play(message)
+    trajectory, backend, _, _ = play_first_reply(message)
     expected, (logged, info) = _step_message(message)
     first = trajectory.rounds[0]
     assert first.kind is RoundKind.INVALID and first.format_errors == (kind,)
@@ -134,7 +91,7 @@ def test_a_rejected_reply_is_logged_and_told_as_step_message_does(case: str) -> 
 
 
 def test_the_65_call_reply_says_why() -> None:
-    trajectory, _, _, _ = _play(REJECTED["many_calls"][0])
+    trajectory, _, _, _ = play_first_reply(REJECTED["many_calls"][0])
     assert trajectory.rounds[0].error == (
         f"too_large: the round has {MAX_CALLS + 1} tool calls; at most {MAX_CALLS} are allowed"
     )
@@ -142,7 +99,7 @@ def test_the_65_call_reply_says_why() -> None:
 
 def test_an_empty_reply_is_an_empty_action_told_what_to_send() -> None:
     """The kind is step_message's; the words are the environment's for an empty batch."""
-    trajectory, backend, _, _ = _play(EMPTY)
+    trajectory, backend, _, _ = play_first_reply(EMPTY)
     _, (logged, _) = _step_message(EMPTY)
     first = trajectory.rounds[0]
     assert first.format_errors == logged.format_errors == ("empty_action",)
@@ -152,7 +109,7 @@ def test_an_empty_reply_is_an_empty_action_told_what_to_send() -> None:
 
 @pytest.mark.parametrize("case", [*sorted(REJECTED), "empty"])
 def test_a_rejected_round_verifies_and_the_conversation_is_its_transcript(case: str) -> None:
-    trajectory, _, agent, env = _play(REJECTED[case][0] if case in REJECTED else EMPTY)
+    trajectory, _, agent, env = play_first_reply(REJECTED[case][0] if case in REJECTED else EMPTY)
     assert verify(trajectory) == []
     fresh = MessageRenderer(get_domain("travel"), env.task.knobs)
     assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
@@ -178,7 +135,9 @@ def test_a_compact_reply_rejected_whole_is_an_empty_reply_in_the_conversation(ca
     (65 call lines, a message over the cap) in the live conversation, where the log rebuilds
     the invalid round as an empty reply, so the conversation was not its transcript."""
     text, error = COMPACT_REJECTED[case]
-    trajectory, backend, agent, env = _play({"role": "assistant", "content": text}, "compact")
+    trajectory, backend, agent, env = play_first_reply(
+        {"role": "assistant", "content": text}, "compact"
+    )
     first = trajectory.rounds[0]
     assert first.kind is RoundKind.INVALID and first.format_errors == ("too_large",)
     assert first.error == error
