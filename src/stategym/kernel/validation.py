@@ -200,7 +200,7 @@ def _call(call: ToolCall) -> Call:
     else:
         name = describe(name)  # in <...>: it names no tool, and replays as this very text
     if type(identifier) is not str or not identifier.isascii() or len(identifier) > MAX_ID:
-        identifier = _id(identifier)
+        identifier = kept_id(identifier)
     if issubclass(type(raw), str):
         return Call(identifier, name, str.__str__(raw))
     try:
@@ -253,9 +253,10 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_REASON else text[:MAX_REASON] + CUT
 
 
-def _id(raw: Any) -> str:
-    """The agent's call id, cleaned; ``""`` (the environment assigns one) when it is not a
-    string or is longer than :data:`MAX_ID` characters."""
+def kept_id(raw: Any) -> str:
+    """The agent's call id as the log keeps it, cleaned; ``""`` (the environment assigns
+    ``c<round>_<i>``) when it is not a string or is longer than :data:`MAX_ID` characters.
+    A live conversation names the call by the same rule (``MessageRenderer.action_message``)."""
     if not issubclass(type(raw), str):
         return ""
     return capped_text(str.__str__(raw), MAX_ID) or ""
