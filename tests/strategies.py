@@ -6,9 +6,10 @@ reuse values the agent has seen (so some calls really change the world) with eve
 bad output: malformed JSON arguments, unknown tools, wrong types, missing and unexpected
 arguments, empty batches, bad messages and garbage text, and (:func:`wild_steps`) what no
 JSON can carry: integers of any size, NaN, sets, bytes, tuples, objects, non-string keys,
-lone surrogates, nesting past the cap, oversized batches, number literals such as ``1e20``
-in JSON text, in typed objects of any shape, message dicts of any JSON-like shape and text;
-and (:data:`HOSTILE`) objects whose own code raises or lies when read.
+lone surrogates, nesting past the cap, oversized batches, call ids at the cap, number
+literals such as ``1e20`` in JSON text, in typed objects of any shape, message dicts of any
+JSON-like shape and text; and (:data:`HOSTILE`) objects whose own code raises or lies when
+read.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from stategym.kernel.knobs import Knobs
 from stategym.kernel.protocol import (
     MAX_CALLS,
     MAX_DEPTH,
+    MAX_ID,
     MAX_TEXT,
     CallBatch,
     Say,
@@ -442,6 +444,20 @@ number_literals = st.sampled_from(
 """JSON (and not quite JSON) literals that decoders disagree about."""
 
 
+edge_ids = st.sampled_from(
+    (
+        "i" * MAX_ID,
+        "i" * (MAX_ID + 1),
+        "i" * (MAX_ID - 1) + "\ud83d\ude00",  # a pair: one character in the log, kept
+        "é" * (MAX_ID + 1),
+        "\ud800" * MAX_ID,
+    )
+)
+"""Call ids at the cap, one side or the other (as the log counts characters)."""
+call_ids = st.just("") | wild_values | edge_ids
+"""A call's id as an agent might send it."""
+
+
 def _names(tools: tuple[Tool, ...]) -> st.SearchStrategy[Any]:
     return st.sampled_from([t.name for t in tools] + ["finish"]) | wild_values
 
@@ -456,8 +472,8 @@ def wild_calls(draw: st.DrawFn, tools: tuple[Tool, ...], pool: Pool) -> ToolCall
             arguments[draw(st.sampled_from(sorted(arguments)))] = draw(breakers | wild_values)
         else:
             arguments = draw(breakers | wild_values)
-        return ToolCall(tool.name, arguments, draw(st.just("") | wild_values))
-    return ToolCall(draw(_names(tools)), draw(wild_values), draw(st.just("") | wild_values))
+        return ToolCall(tool.name, arguments, draw(call_ids))
+    return ToolCall(draw(_names(tools)), draw(wild_values), draw(call_ids))
 
 
 @st.composite
@@ -489,9 +505,7 @@ def wild_messages(tools: tuple[Tool, ...]) -> st.SearchStrategy[Any]:
         | number_literals.map(lambda n: '{"day": ' + n + "}")
     )
     function = st.fixed_dictionaries({"name": _names(tools)}, optional={"arguments": arguments})
-    entry = st.fixed_dictionaries({"function": function}, optional={"id": wild_values}) | (
-        wild_values
-    )
+    entry = st.fixed_dictionaries({"function": function}, optional={"id": call_ids}) | wild_values
     return (
         st.fixed_dictionaries(
             {"role": st.just("assistant") | wild_values},
