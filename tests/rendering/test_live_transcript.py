@@ -19,7 +19,7 @@ import pytest
 from first_reply import play_first_reply, tool_call_message
 from stategym.agents import scripted
 from stategym.kernel.env import Env
-from stategym.kernel.protocol import MAX_ID, Action
+from stategym.kernel.protocol import CUT, MAX_ID, RAW_LIMIT, Action
 from stategym.kernel.trajectory import RoundKind
 from stategym.llm.agent import ChatAgent, Reply, Turn
 from stategym.registry import all_domains, get_domain
@@ -183,27 +183,38 @@ def test_a_reply_s_text_is_in_the_conversation_as_the_log_keeps_it(case: str) ->
     assert orjson.loads(orjson.dumps(agent.messages)) == agent.messages
 
 
-CALL_IDS = {
-    "too_long": ("i" * (MAX_ID + 1), "c0_0"),
-    "too_long_not_ascii": ("é" * (MAX_ID + 1), "c0_0"),
-    "at_the_cap": ("i" * MAX_ID, "i" * MAX_ID),
-    "at_the_cap_as_logged": ("i" * (MAX_ID - 1) + "\ud83d\ude00", "i" * (MAX_ID - 1) + "😀"),
+GET = "get_profile"
+CALLS = {
+    "id_too_long": ("i" * (MAX_ID + 1), GET, "c0_0", GET),
+    "id_too_long_not_ascii": ("é" * (MAX_ID + 1), GET, "c0_0", GET),
+    "id_at_the_cap": ("i" * MAX_ID, GET, "i" * MAX_ID, GET),
+    "id_at_the_cap_as_logged": (
+        "i" * (MAX_ID - 1) + "\ud83d\ude00",
+        GET,
+        "i" * (MAX_ID - 1) + "😀",
+        GET,
+    ),
+    "name_too_long": ("c1", "x" * (RAW_LIMIT + 1), "c1", "x" * RAW_LIMIT + CUT),
+    "name_at_the_cap": ("c1", "x" * RAW_LIMIT, "c1", "x" * RAW_LIMIT),
 }
-"""A call's id as the model sent it, and the id the log keeps (a surrogate pair, two code
-points, is one character there)."""
+"""A call's id and name as the model sent them, and as the log keeps them (a surrogate pair,
+two code points, is one character there)."""
 
 
-@pytest.mark.parametrize("case", sorted(CALL_IDS))
+@pytest.mark.parametrize("case", sorted(CALLS))
 def test_a_call_is_named_in_the_conversation_as_the_log_names_it(case: str) -> None:
     """Regression (stop 59): an id over MAX_ID characters stayed in the live conversation
     while the environment logs and answers the call as ``c0_0``: the tool result answered no
     call of the message before it (an OpenAI endpoint refuses such a conversation), and the
-    conversation was not its transcript."""
-    sent, logged = CALL_IDS[case]
-    trajectory, _, agent, env = play_first_reply(tool_call_message(sent, "get_profile"))
+    conversation was not its transcript. A tool name over RAW_LIMIT characters stayed whole
+    there, and is cut in the log."""
+    sent_id, sent_name, logged_id, logged_name = CALLS[case]
+    trajectory, _, agent, env = play_first_reply(tool_call_message(sent_id, sent_name))
     fresh = make_renderer(env.domain, env.task.knobs, "messages")
     assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
     reply, result = agent.messages[2], agent.messages[3]
-    assert [call["id"] for call in reply["tool_calls"]] == [logged]
-    assert result["role"] == "tool" and result["tool_call_id"] == logged
-    assert trajectory.rounds[0].calls[0].id == logged
+    names = [(call["id"], call["function"]["name"]) for call in reply["tool_calls"]]
+    assert names == [(logged_id, logged_name)]
+    assert result["role"] == "tool" and result["tool_call_id"] == logged_id
+    logged = trajectory.rounds[0].calls[0]
+    assert (logged.id, logged.name) == (logged_id, logged_name)

@@ -193,12 +193,9 @@ def _calls(batch: Any) -> tuple[Call, ...] | None:
 
 def _call(call: ToolCall) -> Call:
     name, raw, identifier = call.name, call.arguments, call.id
-    if type(name) is str and name.isascii() and len(name) <= RAW_LIMIT:
-        pass  # the common case, an ASCII name, is checked inline: it is hot
-    elif issubclass(type(name), str):
-        name = kept_text(str.__str__(name))
-    else:
-        name = describe(name)  # in <...>: it names no tool, and replays as this very text
+    # The common case, an ASCII name and id within their caps, is checked inline: it is hot.
+    if type(name) is not str or not name.isascii() or len(name) > RAW_LIMIT:
+        name = kept_name(name)
     if type(identifier) is not str or not identifier.isascii() or len(identifier) > MAX_ID:
         identifier = kept_id(identifier)
     if issubclass(type(raw), str):
@@ -251,6 +248,15 @@ def _reason(text: str) -> str:
 def _cut(text: str) -> str:
     """``text`` cut to :data:`MAX_REASON` characters, the cut marked by :data:`CUT`."""
     return text if len(text) <= MAX_REASON else text[:MAX_REASON] + CUT
+
+
+def kept_name(name: Any) -> str:
+    """A call's tool name as the log keeps it: text cleaned and cut (:func:`kept_text`); a
+    name that is not text, its description in ``<...>``, which names no tool and replays as
+    this very text. A live conversation shows the name so (``MessageRenderer.action_message``)."""
+    if issubclass(type(name), str):
+        return kept_text(str.__str__(name))
+    return describe(name)
 
 
 def kept_id(raw: Any) -> str:
