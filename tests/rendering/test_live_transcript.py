@@ -218,3 +218,15 @@ def test_a_call_is_named_in_the_conversation_as_the_log_names_it(case: str) -> N
     assert result["role"] == "tool" and result["tool_call_id"] == logged_id
     logged = trajectory.rounds[0].calls[0]
     assert (logged.id, logged.name) == (logged_id, logged_name)
+
+
+def test_a_compact_call_is_named_in_the_conversation_as_the_log_names_it() -> None:
+    """Regression (stop 59): a compact reply's later lines may name no tool; a name over
+    RAW_LIMIT characters stayed whole in the conversation, and is cut in the log."""
+    reply = {"role": "assistant", "content": "get_profile\n" + "x" * (RAW_LIMIT + 1)}
+    trajectory, _, agent, env = play_first_reply(reply, "compact")
+    fresh = make_renderer(env.domain, env.task.knobs, "compact")
+    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    cut = "x" * RAW_LIMIT + CUT
+    assert agent.messages[2]["content"] == f"get_profile\n{cut}"
+    assert [call.name for call in trajectory.rounds[0].calls] == ["get_profile", cut]

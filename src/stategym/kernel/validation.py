@@ -253,7 +253,7 @@ def _cut(text: str) -> str:
 def kept_name(name: Any) -> str:
     """A call's tool name as the log keeps it: text cleaned and cut (:func:`kept_text`); a
     name that is not text, its description in ``<...>``, which names no tool and replays as
-    this very text. A live conversation shows the name so (``MessageRenderer.action_message``)."""
+    this very text. An LLM agent's conversation shows the name so (``ChatAgent``)."""
     if issubclass(type(name), str):
         return kept_text(str.__str__(name))
     return describe(name)
@@ -262,7 +262,7 @@ def kept_name(name: Any) -> str:
 def kept_id(raw: Any) -> str:
     """The agent's call id as the log keeps it, cleaned; ``""`` (the environment assigns
     ``c<round>_<i>``) when it is not a string or is longer than :data:`MAX_ID` characters.
-    A live conversation names the call by the same rule (``MessageRenderer.action_message``)."""
+    An LLM agent's conversation names the call by the same rule (``ChatAgent``)."""
     if not issubclass(type(raw), str):
         return ""
     return capped_text(str.__str__(raw), MAX_ID) or ""

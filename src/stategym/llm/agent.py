@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from stategym.kernel.boundary import MAX_DEPTH, clean_strings
 from stategym.kernel.domain import Domain
 from stategym.kernel.errors import TrajectoryError
-from stategym.kernel.protocol import Action, Observation
+from stategym.kernel.protocol import Action, CallBatch, Observation, ToolCall
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import (
     MODEL_META_KEYS,
@@ -61,6 +61,7 @@ from stategym.kernel.trajectory import (
     dumps,
     loads,
 )
+from stategym.kernel.validation import kept_id, kept_name
 from stategym.rendering import PROMPT_VERSION, Message, make_renderer
 from stategym.rendering.tokens import (
     ChatTemplate,
@@ -222,7 +223,7 @@ class ChatAgent:
                     "token_ids, as stategym serve does)"
                 )
             self.tokens.sampled(ids)
-        action = self.renderer.parse(_as_logged(reply.message))
+        action = _named_as_logged(self.renderer.parse(_as_logged(reply.message)))
         # The renderer's message for the action, so the conversation is what the log rebuilds.
         self._messages.append(self.renderer.action_message(action, len(self._rounds)))
         self._rounds.append(reply)
@@ -331,6 +332,19 @@ def _as_logged(message: Message) -> Message:
         return clean_strings(message, MESSAGE_LEVELS)
     except Exception:  # the message's own code raised: the reader reports such a message
         return message
+
+
+def _named_as_logged(action: Action) -> Action:
+    """``action`` with each call's id and tool name as the log keeps them
+    (:func:`~stategym.kernel.validation.kept_id`, :func:`~stategym.kernel.validation.kept_name`):
+    an id the environment cannot keep is ``""``, which the renderer shows as the environment's
+    own ``c<round>_<i>``, and an over-long name is cut. So every tool result in the
+    conversation answers a call of the message before it, as chat endpoints require."""
+    if type(action) is not CallBatch:  # a message, or a reply rejected whole
+        return action
+    return CallBatch(
+        tuple([ToolCall(kept_name(c.name), c.arguments, kept_id(c.id)) for c in action.calls])
+    )
 
 
 def readable(trajectory: Trajectory) -> Trajectory:

@@ -41,7 +41,7 @@ from stategym.kernel.protocol import (
 )
 from stategym.kernel.task import Task
 from stategym.kernel.trajectory import Trajectory
-from stategym.kernel.validation import kept_id, kept_name, read_action
+from stategym.kernel.validation import read_action
 from stategym.rendering.base import Message, Renderer, transcript
 
 PROMPT_VERSION = 6
@@ -243,11 +243,8 @@ class MessageRenderer:
             return {"role": "assistant", "content": ""}
         message = action_to_message(action)
         for position, call in enumerate(message.get("tool_calls") or ()):
-            # The id the log keeps: the environment's (``c<round>_<i>``) for a call that came
-            # without one it can keep, so every tool result answers a call of this message.
-            call["id"] = kept_id(call["id"]) or f"c{index}_{position}"
-            function = call["function"]
-            function["name"] = kept_name(function["name"])  # cut as the log cuts it
+            # The environment's id for a call that came without one (``c<round>_<i>``).
+            call["id"] = call["id"] or f"c{index}_{position}"
         return message
 
     def parse(self, reply: Message | str) -> Action:
