@@ -26,6 +26,7 @@ from llm_fixtures import ScriptedEndpoint, completion, http, round_of
 import loopback
 from stategym.cli import main
 from stategym.kernel.env import Env
+from stategym.kernel.protocol import MAX_ID
 from stategym.kernel.trajectory import RoundKind, Trajectory, dumps, loads, read_jsonl
 from stategym.kernel.verify import INVALID_KINDS, verify
 from stategym.llm import agent_factory
@@ -213,6 +214,19 @@ def test_lone_surrogates_in_a_reply_are_cleaned_as_agent_text_is(tmp_path: Path)
     assert call.id == CLEAN and call.error is None
     assert marked.rounds[0].model is not None and marked.rounds[0].model.finish_reason == CLEAN
     assert server.requests[1]["messages"][-2]["tool_calls"][0]["id"] == CLEAN
+
+
+def test_a_call_id_the_log_cannot_keep_is_renamed_in_the_next_request(tmp_path: Path) -> None:
+    """Regression (stop 59): an id over MAX_ID characters went back to the endpoint in the
+    assistant message while the tool result answered the environment's ``c0_0``, a request
+    that answers no call of the message before it (chat endpoints refuse it)."""
+    body = completion(calls=LOOKUP)
+    body["choices"][0]["message"]["tool_calls"][0]["id"] = "call_" + "x" * MAX_ID
+    trajectory, server = played(text_of(body), tmp_path)
+    assert trajectory.rounds[0].calls[0].id == "c0_0"
+    *_, sent, result = server.requests[1]["messages"]
+    assert [call["id"] for call in sent["tool_calls"]] == ["c0_0"]
+    assert result["role"] == "tool" and result["tool_call_id"] == "c0_0"
 
 
 def test_a_lone_surrogate_inside_argument_text_is_the_environments_to_judge(
