@@ -6,10 +6,10 @@ reuse values the agent has seen (so some calls really change the world) with eve
 bad output: malformed JSON arguments, unknown tools, wrong types, missing and unexpected
 arguments, empty batches, bad messages and garbage text, and (:func:`wild_steps`) what no
 JSON can carry: integers of any size, NaN, sets, bytes, tuples, objects, non-string keys,
-lone surrogates, nesting past the cap, oversized batches, call ids at the cap, number
-literals such as ``1e20`` in JSON text, in typed objects of any shape, message dicts of any
-JSON-like shape and text; and (:data:`HOSTILE`) objects whose own code raises or lies when
-read.
+lone surrogates, nesting past the cap, oversized batches, call ids and tool names at the
+cap, number literals such as ``1e20`` in JSON text, in typed objects of any shape, message
+dicts of any JSON-like shape and text; and (:data:`HOSTILE`) objects whose own code raises
+or lies when read.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from stategym.kernel.protocol import (
     MAX_DEPTH,
     MAX_ID,
     MAX_TEXT,
+    RAW_LIMIT,
     CallBatch,
     Say,
     ToolCall,
@@ -458,8 +459,20 @@ call_ids = st.just("") | wild_values | edge_ids
 """A call's id as an agent might send it."""
 
 
+edge_names = st.sampled_from(
+    (
+        "x" * RAW_LIMIT,
+        "x" * (RAW_LIMIT + 1),
+        "get_profile" + " " * RAW_LIMIT,  # a tool's name, then past the cap: cut, no tool
+        "é" * (RAW_LIMIT + 1),
+        "\ud800" * RAW_LIMIT,
+    )
+)
+"""Tool names at the log's cap, one side or the other."""
+
+
 def _names(tools: tuple[Tool, ...]) -> st.SearchStrategy[Any]:
-    return st.sampled_from([t.name for t in tools] + ["finish"]) | wild_values
+    return st.sampled_from([t.name for t in tools] + ["finish"]) | wild_values | edge_names
 
 
 @st.composite
