@@ -9,6 +9,7 @@ from typing import Any
 from stategym.kernel.env import Env
 from stategym.kernel.trajectory import Trajectory
 from stategym.llm.agent import ChatAgent, Reply, Turn
+from stategym.rendering import Message, make_renderer, transcript
 
 
 def tool_call_message(call_id: Any, name: Any, arguments: Any = "{}") -> dict[str, Any]:
@@ -56,3 +57,13 @@ def play_first_reply(
     while not env.done:
         observation = env.step(agent.act(observation)).observation
     return agent.annotate(env.trajectory), backend, agent, env
+
+
+def rebuilt_conversation(
+    trajectory: Trajectory, env: Env, rendering: str = "messages"
+) -> list[Message]:
+    """What the agent's conversation after its system prompt must be: the transcript a fresh
+    renderer rebuilds from the log, less the final observation (the episode's end kept it
+    from the agent)."""
+    fresh = make_renderer(env.domain, env.task.knobs, rendering)
+    return transcript(fresh, trajectory, env.task)[:-1]

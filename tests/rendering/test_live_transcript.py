@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from first_reply import play_first_reply, tool_call_message
+from first_reply import play_first_reply, rebuilt_conversation, tool_call_message
 from stategym.agents import scripted
 from stategym.kernel.env import Env
 from stategym.kernel.protocol import CUT, MAX_ID, RAW_LIMIT, Action
@@ -178,8 +178,7 @@ def test_a_reply_s_text_is_in_the_conversation_as_the_log_keeps_it(case: str) ->
     transcript, and no JSON writer took it."""
     message, rendering = NOT_UTF8[case]
     trajectory, _, agent, env = play_first_reply(message, rendering)
-    fresh = make_renderer(env.domain, env.task.knobs, rendering)
-    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    assert agent.messages[1:] == rebuilt_conversation(trajectory, env, rendering)
     assert orjson.loads(orjson.dumps(agent.messages)) == agent.messages
 
 
@@ -210,8 +209,7 @@ def test_a_call_is_named_in_the_conversation_as_the_log_names_it(case: str) -> N
     there, and is cut in the log."""
     sent_id, sent_name, logged_id, logged_name = CALLS[case]
     trajectory, _, agent, env = play_first_reply(tool_call_message(sent_id, sent_name))
-    fresh = make_renderer(env.domain, env.task.knobs, "messages")
-    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    assert agent.messages[1:] == rebuilt_conversation(trajectory, env)
     reply, result = agent.messages[2], agent.messages[3]
     names = [(call["id"], call["function"]["name"]) for call in reply["tool_calls"]]
     assert names == [(logged_id, logged_name)]
@@ -225,8 +223,7 @@ def test_a_compact_call_is_named_in_the_conversation_as_the_log_names_it() -> No
     RAW_LIMIT characters stayed whole in the conversation, and is cut in the log."""
     reply = {"role": "assistant", "content": "get_profile\n" + "x" * (RAW_LIMIT + 1)}
     trajectory, _, agent, env = play_first_reply(reply, "compact")
-    fresh = make_renderer(env.domain, env.task.knobs, "compact")
-    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    assert agent.messages[1:] == rebuilt_conversation(trajectory, env, "compact")
     cut = "x" * RAW_LIMIT + CUT
     assert agent.messages[2]["content"] == f"get_profile\n{cut}"
     assert [call.name for call in trajectory.rounds[0].calls] == ["get_profile", cut]

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from first_reply import play_first_reply
+from first_reply import play_first_reply, rebuilt_conversation
 from stategym.kernel.boundary import MAX_CALLS, MAX_TEXT
 from stategym.kernel.env import EMPTY_ACTION, Env
 from stategym.kernel.knobs import Knobs
 from stategym.kernel.trajectory import RoundKind
 from stategym.kernel.verify import verify
 from stategym.registry import get_domain
-from stategym.rendering import CompactRenderer, MessageRenderer, transcript
+from stategym.rendering import MessageRenderer
 
 
 def _calls(*names: Any) -> dict[str, Any]:
@@ -111,8 +111,7 @@ def test_an_empty_reply_is_an_empty_action_told_what_to_send() -> None:
 def test_a_rejected_round_verifies_and_the_conversation_is_its_transcript(case: str) -> None:
     trajectory, _, agent, env = play_first_reply(REJECTED[case][0] if case in REJECTED else EMPTY)
     assert verify(trajectory) == []
-    fresh = MessageRenderer(get_domain("travel"), env.task.knobs)
-    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    assert agent.messages[1:] == rebuilt_conversation(trajectory, env)
     assert agent.messages[2] == {"role": "assistant", "content": ""}
 
 
@@ -143,6 +142,5 @@ def test_a_compact_reply_rejected_whole_is_an_empty_reply_in_the_conversation(ca
     assert first.error == error
     assert backend.seen[1][-1]["content"] == f"[environment] {error}"
     assert verify(trajectory) == [] and trajectory.terminated
-    fresh = CompactRenderer(get_domain("travel"), env.task.knobs)
-    assert agent.messages[1:] == transcript(fresh, trajectory, env.task)[:-1]
+    assert agent.messages[1:] == rebuilt_conversation(trajectory, env, "compact")
     assert agent.messages[2] == {"role": "assistant", "content": ""}
